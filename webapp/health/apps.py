@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HealthConfig(AppConfig):
+    name = "webapp.health"
+    label = "health"

@@ -1,0 +1,13 @@
+"""The Celery application. Tasks live in `worker.tasks`; the beat schedule in `worker.schedule`."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+
+app = Celery("clearflow")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["worker"])
