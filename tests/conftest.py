@@ -1,0 +1,63 @@
+"""Real services for the tests, started once per session on free ports in temporary directories.
+
+Every fixture here starts the real thing (Tansu for Kafka, chDB's ClickHouse HTTP server, redis-server)
+through `localstack.processes`, the same code `make up` uses, and stops it at the end of the session.
+PostgreSQL is the machine's own server (pytest-django creates and drops a `test_` database).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from localstack import processes
+
+
+@dataclass(frozen=True)
+class ClickHouseAddress:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@pytest.fixture(scope="session")
+def service_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[processes.ProcessGroup]:
+    """One process group for the session's services; its logs are under the session's temp dir."""
+    with processes.ProcessGroup(tmp_path_factory.mktemp("service-logs")) as group:
+        yield group
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(service_group: processes.ProcessGroup) -> str:
+    """bootstrap.servers of a real Kafka-protocol broker (Tansu, in memory), e.g. "127.0.0.1:40123"."""
+    port = processes.free_port()
+    service_group.start(processes.kafka_broker(port=port))
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+def clickhouse_server(
+    service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory
+) -> ClickHouseAddress:
+    """A real ClickHouse 26.9 HTTP server (user `default`, no password)."""
+    port = processes.free_port()
+    data_dir = tmp_path_factory.mktemp("clickhouse") / "data"
+    service_group.start(processes.clickhouse(port=port, data_dir=data_dir))
+    return ClickHouseAddress("127.0.0.1", port)
+
+
+@pytest.fixture(scope="session")
+def redis_url(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A private redis-server on a free port (the machine's own one at 6379 is left alone)."""
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed: apt-get install -y redis-server (make test does this)")
+    port = processes.free_port()
+    service_group.start(processes.redis(port=port, data_dir=Path(tmp_path_factory.mktemp("redis"))))
+    return f"redis://127.0.0.1:{port}/0"
