@@ -1,0 +1,860 @@
+"""The pipeline spec, version 1: ClearFlow's public contract between the web app and the streaming job.
+
+No Spark import here: the web app validates specs with this module alone.
+
+Entry points:
+- `parse_spec(data)` -> `PipelineSpec`, or `SpecError` whose `errors` are `SpecIssue(path, message)` with
+  paths such as `sink.columns[2].type`;
+- `PipelineSpec.to_dict(reveal_secrets=False)` / `to_json(...)`. Secrets (Kafka `password`, `ssl_key_pem`,
+  ClickHouse `password`) are `SecretStr`: their repr is masked, and `to_dict()` writes them as
+  `SECRET_MASK` unless `reveal_secrets=True` (only the job's spec file needs the real values);
+- helpers for the wizard: `FIELD_TYPES`, `parse_clickhouse_type`, `clickhouse_type_error`,
+  `field_type_compatible`, `default_clickhouse_type`, `parse_window`, `expression_error`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+SPEC_VERSION = 1
+SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
+
+FIELD_TYPES: tuple[str, ...] = ("string", "int", "float", "bool", "datetime", "uuid", "json")
+FieldType = Literal["string", "int", "float", "bool", "datetime", "uuid", "json"]
+
+# Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
+KAFKA_METADATA_FIELDS: dict[str, str] = {
+    "_kafka_topic": "string",
+    "_kafka_partition": "int",
+    "_kafka_offset": "int",
+    "_kafka_timestamp": "datetime",
+}
+RESERVED_PREFIXES = ("_kafka_", "_cf_")
+
+MAX_WINDOW_SECONDS = 7 * 24 * 3600
+_WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_IDENT_RE = re.compile(rf"^{_IDENT}$")
+_PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpecIssue:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class SpecError(Exception):
+    """An invalid spec. `errors` lists every problem found, each with the path of the bad field.
+
+    Deliberately not a ValueError: raised from inside a pydantic validator it passes through unchanged.
+    """
+
+    def __init__(self, errors: list[SpecIssue]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(issue) for issue in self.errors))
+
+
+def _loc_to_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+# --- windows -----------------------------------------------------------------------------------------------
+
+
+def parse_window(window: str) -> int:
+    """'30s', '5m', '1h', '7d' -> seconds (1 second to 7 days). Raises ValueError with a readable message."""
+    match = _WINDOW_RE.match(window) if isinstance(window, str) else None
+    if not match:
+        raise ValueError(f"invalid window {window!r}: use a number and a unit s, m, h or d, e.g. '30s', '1h'")
+    seconds = int(match.group(1)) * _WINDOW_UNITS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError(f"invalid window {window!r}: must be greater than zero")
+    if seconds > MAX_WINDOW_SECONDS:
+        raise ValueError(f"window {window!r} is longer than the maximum of 7d")
+    return seconds
+
+
+# --- ClickHouse types --------------------------------------------------------------------------------------
+
+_INT_BITS = (8, 16, 32, 64, 128, 256)
+_SIMPLE_TYPES = {
+    "String",
+    "Float32",
+    "Float64",
+    "BFloat16",
+    "Bool",
+    "UUID",
+    "Date",
+    "Date32",
+    "IPv4",
+    "IPv6",
+    *(f"UInt{b}" for b in _INT_BITS),
+    *(f"Int{b}" for b in _INT_BITS),
+}
+_KNOWN_NAMES = _SIMPLE_TYPES | {
+    "Nullable",
+    "LowCardinality",
+    "FixedString",
+    "Decimal",
+    "Decimal32",
+    "Decimal64",
+    "Decimal128",
+    "Decimal256",
+    "DateTime",
+    "DateTime64",
+    "JSON",
+    "Array",
+    "Map",
+}
+_DECIMAL_MAX_PRECISION = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}
+
+
+@dataclass(frozen=True)
+class ClickHouseType:
+    """A parsed ClickHouse type. `args` holds nested types (Nullable, Array, Map...) or ints/strings."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+
+    def sql(self) -> str:
+        if not self.args:
+            return self.name
+        parts = []
+        for arg in self.args:
+            if isinstance(arg, ClickHouseType):
+                parts.append(arg.sql())
+            elif isinstance(arg, str):
+                parts.append("'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'")
+            else:
+                parts.append(str(arg))
+        return f"{self.name}({', '.join(parts)})"
+
+    @property
+    def nullable(self) -> bool:
+        return self.name == "Nullable"
+
+    def base(self) -> ClickHouseType:
+        """The type without Nullable() and LowCardinality() wrappers."""
+        current = self
+        while current.name in ("Nullable", "LowCardinality"):
+            current = current.args[0]
+        return current
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+class _TypeParser:
+    _TOKEN_RE = re.compile(
+        r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*')|(?P<p>[(),]))"
+    )
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            match = self._TOKEN_RE.match(text, pos)
+            if not match:
+                raise ValueError(f"invalid ClickHouse type {text!r}: unexpected {text[pos:].strip()[:10]!r}")
+            kind = match.lastgroup or ""
+            self.tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        self.i = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self, value: str | None = None) -> tuple[str, str]:
+        token = self.peek()
+        if token is None or (value is not None and token[1] != value):
+            if token is None:
+                raise ValueError(f"invalid ClickHouse type {self.text!r}: unexpected end (missing ')'?)")
+            raise ValueError(f"invalid ClickHouse type {self.text!r}: expected {value!r}, got {token[1]!r}")
+        self.i += 1
+        return token
+
+    def parse(self) -> ClickHouseType:
+        result = self.parse_type()
+        if self.peek() is not None:
+            raise ValueError(f"invalid ClickHouse type {self.text!r}: unexpected {self.peek()[1]!r}")  # type: ignore[index]
+        return result
+
+    def parse_args(self) -> list[tuple[str, Any]]:
+        """Parenthesised arguments, each ('type', ClickHouseType) | ('num', int) | ('str', str)."""
+        args: list[tuple[str, Any]] = []
+        if self.peek() != ("p", "("):
+            return args
+        self.take("(")
+        while True:
+            token = self.peek()
+            if token is None:
+                raise ValueError(f"invalid ClickHouse type {self.text!r}: missing ')'")
+            if token[0] == "num":
+                self.take()
+                args.append(("num", int(token[1])))
+            elif token[0] == "str":
+                self.take()
+                args.append(("str", token[1][1:-1].replace("\\'", "'").replace("\\\\", "\\")))
+            else:
+                args.append(("type", self.parse_type()))
+            token = self.take()
+            if token[1] == ")":
+                return args
+            if token[1] != ",":
+                raise ValueError(f"invalid ClickHouse type {self.text!r}: expected ',' or ')'")
+
+    def parse_type(self) -> ClickHouseType:
+        kind, name = self.take()
+        if kind != "ident":
+            raise ValueError(f"invalid ClickHouse type {self.text!r}: expected a type name, got {name!r}")
+        if name not in _KNOWN_NAMES:
+            hint = next((k for k in sorted(_KNOWN_NAMES) if k.lower() == name.lower()), None)
+            suffix = f" (did you mean '{hint}'?)" if hint else ""
+            raise ValueError(f"unknown ClickHouse type '{name}'{suffix}")
+        args = self.parse_args()
+
+        def fail(why: str) -> ValueError:
+            return ValueError(f"invalid ClickHouse type {self.text!r}: {why}")
+
+        kinds = [a[0] for a in args]
+        values = [a[1] for a in args]
+        if name in _SIMPLE_TYPES:
+            if args:
+                raise fail(f"{name} takes no arguments")
+            return ClickHouseType(name)
+        if name in ("Nullable", "LowCardinality", "Array"):
+            if kinds != ["type"]:
+                raise fail(f"{name} needs one type argument, e.g. {name}(String)")
+            inner: ClickHouseType = values[0]
+            if name == "Nullable" and inner.name in ("Nullable", "Array", "Map", "LowCardinality", "JSON"):
+                raise fail(f"Nullable({inner.name}) is not allowed")
+            if name == "LowCardinality" and inner.base().name not in (
+                "String",
+                "FixedString",
+                "Date",
+                "Date32",
+                "DateTime",
+                "UUID",
+                "IPv4",
+                "IPv6",
+                *(f"UInt{b}" for b in _INT_BITS),
+                *(f"Int{b}" for b in _INT_BITS),
+                "Float32",
+                "Float64",
+            ):
+                raise fail(f"LowCardinality({inner.sql()}) is not allowed")
+            return ClickHouseType(name, (inner,))
+        if name == "Map":
+            if kinds != ["type", "type"]:
+                raise fail("Map needs two type arguments, e.g. Map(String, UInt64)")
+            if values[0].nullable:
+                raise fail("a Map key cannot be Nullable")
+            return ClickHouseType(name, tuple(values))
+        if name == "FixedString":
+            if kinds != ["num"] or values[0] < 1:
+                raise fail("FixedString needs a length, e.g. FixedString(16)")
+            return ClickHouseType(name, (values[0],))
+        if name == "Decimal":
+            if kinds not in (["num"], ["num", "num"]):
+                raise fail("Decimal needs (precision, scale), e.g. Decimal(18, 4)")
+            precision, scale = values[0], (values[1] if len(values) > 1 else 0)
+            if not 1 <= precision <= 76 or not 0 <= scale <= precision:
+                raise fail("Decimal precision must be 1..76 and scale 0..precision")
+            return ClickHouseType(name, (precision, scale))
+        if name in _DECIMAL_MAX_PRECISION:
+            if kinds != ["num"] or not 0 <= values[0] <= _DECIMAL_MAX_PRECISION[name]:
+                raise fail(f"{name} needs a scale 0..{_DECIMAL_MAX_PRECISION[name]}")
+            return ClickHouseType(name, (values[0],))
+        if name == "DateTime":
+            if kinds not in ([], ["str"]):
+                raise fail("DateTime takes an optional time zone, e.g. DateTime('UTC')")
+            return ClickHouseType(name, tuple(values))
+        if name == "DateTime64":
+            if kinds not in (["num"], ["num", "str"]) or not 0 <= values[0] <= 9:
+                raise fail("DateTime64 needs a precision 0..9 and an optional time zone, e.g. DateTime64(3, 'UTC')")
+            return ClickHouseType(name, tuple(values))
+        if name == "JSON":
+            if args:
+                raise fail("JSON type parameters are not supported; use JSON")
+            return ClickHouseType(name)
+        raise fail("unsupported type")  # pragma: no cover - every known name is handled above
+
+
+def parse_clickhouse_type(text: str) -> ClickHouseType:
+    """Parse a ClickHouse column type; raises ValueError such as "unknown ClickHouse type 'Strng'"."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("empty ClickHouse type")
+    return _TypeParser(text).parse()
+
+
+def clickhouse_type_error(text: str) -> str | None:
+    """None when `text` is a supported ClickHouse type, else the reason."""
+    try:
+        parse_clickhouse_type(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+_INTEGER_NAMES = {f"UInt{b}" for b in _INT_BITS} | {f"Int{b}" for b in _INT_BITS}
+_FLOAT_NAMES = {"Float32", "Float64", "BFloat16"}
+_DECIMAL_NAMES = {"Decimal", *_DECIMAL_MAX_PRECISION}
+_STRINGY = {"String", "FixedString"}
+
+# Which ClickHouse base types (without Nullable/LowCardinality) each field type can be written to. Values that
+# do not fit at run time (an "abc" into UUID, 300 into UInt8) go to the dead-letter table.
+_COMPATIBLE: dict[str, set[str]] = {
+    "string": _STRINGY
+    | {"UUID", "IPv4", "IPv6", "Date", "Date32", "DateTime", "DateTime64", "JSON", "Bool"}
+    | _INTEGER_NAMES
+    | _FLOAT_NAMES
+    | _DECIMAL_NAMES,
+    "int": _INTEGER_NAMES | _FLOAT_NAMES | _DECIMAL_NAMES | _STRINGY | {"Bool", "DateTime", "DateTime64"},
+    "float": _FLOAT_NAMES | _DECIMAL_NAMES | _STRINGY,
+    "bool": {"Bool", "UInt8", "Int8"} | _STRINGY,
+    "datetime": {"DateTime", "DateTime64", "Date", "Date32"} | _STRINGY,
+    "uuid": {"UUID"} | _STRINGY,
+    "json": {"JSON", "String"},
+}
+
+_DEFAULT_CH_TYPE = {
+    "string": "String",
+    "int": "Int64",
+    "float": "Float64",
+    "bool": "Bool",
+    "datetime": "DateTime64(3, 'UTC')",
+    "uuid": "UUID",
+    "json": "String",
+}
+
+
+def field_type_compatible(field_type: str, clickhouse_type: str | ClickHouseType) -> bool:
+    """Whether values of `field_type` can be written to a column of `clickhouse_type` (False if unknown)."""
+    if field_type not in _COMPATIBLE:
+        return False
+    try:
+        parsed = (
+            clickhouse_type if isinstance(clickhouse_type, ClickHouseType) else parse_clickhouse_type(clickhouse_type)
+        )
+    except ValueError:
+        return False
+    return parsed.base().name in _COMPATIBLE[field_type]
+
+
+def default_clickhouse_type(field_type: str) -> str:
+    """The column type the wizard proposes for a field type (Nullable is added when the field is optional)."""
+    try:
+        return _DEFAULT_CH_TYPE[field_type]
+    except KeyError:
+        raise ValueError(f"unknown field type {field_type!r}; expected one of {', '.join(FIELD_TYPES)}") from None
+
+
+# --- expressions -------------------------------------------------------------------------------------------
+
+
+def _expression_tree(expression: str) -> Any:
+    """Parse one Spark SQL expression with sqlglot; raise ValueError with line/column on a syntax error."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
+    if not isinstance(expression, str) or not expression.strip():
+        raise ValueError("empty expression")
+    try:
+        trees = sqlglot.parse(expression, read="spark")
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        description = str(first.get("description", exc)).split("\n")[0]
+        near = first.get("highlight") or ""
+        where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
+        near_text = f" near {near!r}" if near else ""
+        raise ValueError(f"syntax error at {where}{near_text}: {description}") from None
+    except TokenError as exc:
+        raise ValueError(f"syntax error: {exc}") from None
+    trees = [tree for tree in trees if tree is not None]
+    if len(trees) != 1:
+        raise ValueError("must be a single expression (no ';')")
+    tree = trees[0]
+    if isinstance(tree, exp.Query | exp.DDL | exp.DML | exp.Command | exp.Use | exp.Set):
+        raise ValueError("must be an expression, not a SQL statement")
+    if isinstance(tree, exp.Alias):
+        raise ValueError("unexpected alias (AS ...); give the name in the transform's 'name' instead")
+    return tree
+
+
+def expression_error(expression: str, known_fields: list[str] | None = None) -> str | None:
+    """None when `expression` is one syntactically valid Spark SQL expression, else a message with its position.
+
+    With `known_fields` (dotted paths and names), column references are also checked: `user.id` is fine when
+    `user.id` (or `user.id.x`) is known. The job re-checks fully with Spark's analyzer before it starts.
+    """
+    from sqlglot import exp
+
+    try:
+        tree = _expression_tree(expression)
+    except ValueError as exc:
+        return str(exc)
+    if known_fields is not None:
+        known = {name.lower() for name in known_fields}
+        for column in tree.find_all(exp.Column):
+            parts = [part.name for part in column.parts]
+            if not all(parts):
+                continue
+            path = ".".join(parts).lower()
+            if path in known or any(k.startswith(path + ".") for k in known):
+                continue
+            # `json_field.x` style access into a known leaf is left to Spark's analyzer.
+            if any(path.startswith(k + ".") for k in known):
+                continue
+            return f"unknown field '{'.'.join(parts)}'; known: {', '.join(sorted(known_fields)) or 'none'}"
+    return None
+
+
+# --- the models --------------------------------------------------------------------------------------------
+
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
+
+
+def _check_ident(value: str, what: str) -> str:
+    if not _IDENT_RE.match(value):
+        raise ValueError(f"invalid {what} {value!r}: use letters, digits and '_', not starting with a digit")
+    return value
+
+
+class KafkaConnection(BaseModel):
+    model_config = _STRICT
+
+    bootstrap_servers: str = Field(min_length=1)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    ssl_ca_pem: str | None = None
+    ssl_certificate_pem: str | None = None
+    ssl_key_pem: SecretStr | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str) -> str:
+        for server in value.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"invalid server {server.strip()!r}: expected host:port[,host:port...]")
+        return value
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConnection:
+        if self.security_protocol.startswith("SASL_"):
+            missing = [name for name in ("sasl_mechanism", "username", "password") if not getattr(self, name)]
+            if missing:
+                raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
+        if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
+            raise ValueError("ssl_certificate_pem and ssl_key_pem go together (client certificate)")
+        return self
+
+    def librdkafka_config(self) -> dict[str, str]:
+        """The librdkafka settings for this connection, secrets included (never log the result)."""
+        config = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL_"):
+            config["sasl.mechanism"] = self.sasl_mechanism or "PLAIN"
+            config["sasl.username"] = self.username or ""
+            config["sasl.password"] = self.password.get_secret_value() if self.password else ""
+        if self.ssl_ca_pem:
+            config["ssl.ca.pem"] = self.ssl_ca_pem
+        if self.ssl_certificate_pem:
+            config["ssl.certificate.pem"] = self.ssl_certificate_pem
+        if self.ssl_key_pem:
+            config["ssl.key.pem"] = self.ssl_key_pem.get_secret_value()
+        return config
+
+
+class FieldSpec(BaseModel):
+    model_config = _STRICT
+
+    path: str
+    type: FieldType
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not _PATH_RE.match(value):
+            raise ValueError(
+                f"invalid field path {value!r}: dot-separated names of letters, digits and '_', e.g. 'user.id'"
+            )
+        if value.split(".")[0].startswith(RESERVED_PREFIXES):
+            raise ValueError(f"field names starting with {' or '.join(RESERVED_PREFIXES)} are reserved")
+        return value
+
+
+class SourceSpec(BaseModel):
+    model_config = _STRICT
+
+    kafka: KafkaConnection
+    topics: list[str] = Field(min_length=1)
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    format: Literal["json"] = "json"
+    fields: list[FieldSpec] = Field(min_length=1)
+    # Upper bound on Kafka records read per micro-batch (admission control). Not in the issue's contract.
+    max_records_per_batch: int = Field(default=500_000, ge=1, le=50_000_000)
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, value: list[str]) -> list[str]:
+        for topic in value:
+            if not _TOPIC_RE.match(topic):
+                raise ValueError(f"invalid topic name {topic!r}")
+        if len(set(value)) != len(value):
+            raise ValueError("topics are listed twice")
+        return value
+
+
+class DedupSpec(BaseModel):
+    model_config = _STRICT
+
+    keys: list[str] = Field(min_length=1)
+    window: str = "1h"
+    time: Literal["ingestion", "event"] = "ingestion"
+    event_time_field: str | None = None
+    # Where Spark keeps the dedup state: "memory" (JVM heap, fastest), "rocksdb" (off-heap, for large
+    # windows), "auto" (rocksdb for windows over 1h). Not in the issue's contract; frozen in the checkpoint.
+    state_store: Literal["auto", "memory", "rocksdb"] = "auto"
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        parse_window(value)
+        return value.strip()
+
+    @property
+    def window_seconds(self) -> int:
+        return parse_window(self.window)
+
+    @property
+    def use_rocksdb(self) -> bool:
+        if self.state_store == "auto":
+            return self.window_seconds > 3600
+        return self.state_store == "rocksdb"
+
+    @model_validator(mode="after")
+    def _event_time(self) -> DedupSpec:
+        if self.time == "event" and not self.event_time_field:
+            raise ValueError("time 'event' needs event_time_field")
+        return self
+
+
+class TransformSpec(BaseModel):
+    model_config = _STRICT
+
+    name: str
+    expression: str = Field(min_length=1)
+    type: FieldType
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        _check_ident(value, "transform name")
+        if value.startswith(RESERVED_PREFIXES):
+            raise ValueError(f"names starting with {' or '.join(RESERVED_PREFIXES)} are reserved")
+        return value
+
+
+class ClickHouseConnection(BaseModel):
+    model_config = _STRICT
+
+    host: str = Field(min_length=1)
+    port: int = Field(default=8123, ge=1, le=65535)
+    username: str = "default"
+    password: SecretStr = SecretStr("")
+    database: str = "default"
+    secure: bool = False
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        return _check_ident(value, "database name")
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """clickhouse-connect `get_client` arguments, secrets included (never log the result)."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "username": self.username,
+            "password": self.password.get_secret_value(),
+            "database": self.database,
+            "secure": self.secure,
+        }
+
+
+class ColumnSpec(BaseModel):
+    model_config = _STRICT
+
+    field: str
+    column: str
+    type: str
+
+    @field_validator("column")
+    @classmethod
+    def _column(cls, value: str) -> str:
+        return _check_ident(value, "column name")
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return parse_clickhouse_type(value).sql()
+
+    @property
+    def clickhouse_type(self) -> ClickHouseType:
+        return parse_clickhouse_type(self.type)
+
+
+class SinkSpec(BaseModel):
+    model_config = _STRICT
+
+    clickhouse: ClickHouseConnection
+    table: str
+    create_table: bool = True
+    engine: Literal["MergeTree", "ReplacingMergeTree"] = "MergeTree"
+    order_by: list[str] = Field(default_factory=list)
+    columns: list[ColumnSpec] = Field(min_length=1)
+    # Dead letters go to `<table>_dlq` in the same database unless named here. Not in the issue's contract.
+    dlq_table: str | None = None
+    # How many recent inserts MergeTree remembers to drop a replayed one (non_replicated_deduplication_window).
+    deduplication_window: int = Field(default=1000, ge=100, le=100_000)
+
+    @field_validator("table", "dlq_table")
+    @classmethod
+    def _table(cls, value: str | None) -> str | None:
+        return None if value is None else _check_ident(value, "table name")
+
+    @property
+    def dead_letter_table(self) -> str:
+        return self.dlq_table or f"{self.table}_dlq"
+
+
+class PipelineSpec(BaseModel):
+    model_config = _STRICT
+
+    version: Literal[1]
+    name: str
+    source: SourceSpec
+    dedup: DedupSpec | None = None
+    filter: str | None = None
+    transforms: list[TransformSpec] = Field(default_factory=list)
+    sink: SinkSpec
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError(f"invalid pipeline name {value!r}: letters, digits, '-', '_', '.' (max 100)")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: str | None) -> str | None:
+        return None if value is None or not value.strip() else value
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> PipelineSpec:
+        issues = _cross_check(self)
+        if issues:
+            raise SpecError(issues)
+        return self
+
+    # -- typed accessors the job uses --
+
+    def field_types(self) -> dict[str, str]:
+        """Every name a column may map: field paths, Kafka metadata, then transforms (in order)."""
+        types = {f.path: f.type for f in self.source.fields}
+        types.update(KAFKA_METADATA_FIELDS)
+        types.update({t.name: t.type for t in self.transforms})
+        return types
+
+    def to_dict(self, *, reveal_secrets: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict. Secrets are `SECRET_MASK` unless `reveal_secrets=True` (for the job's spec file)."""
+        data = self.model_dump(mode="python")
+        _walk_secrets(data, reveal_secrets)
+        return data
+
+    def to_json(self, *, reveal_secrets: bool = False, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(reveal_secrets=reveal_secrets), indent=indent)
+
+
+def _walk_secrets(node: Any, reveal: bool) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, SecretStr):
+                node[key] = value.get_secret_value() if reveal else SECRET_MASK
+            else:
+                _walk_secrets(value, reveal)
+    elif isinstance(node, list):
+        for item in node:
+            _walk_secrets(item, reveal)
+
+
+def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
+    """Rules that span sections; each issue names the path of the field to fix."""
+    issues: list[SpecIssue] = []
+    fields = {f.path: f.type for f in spec.source.fields}
+
+    for i, field in enumerate(spec.source.fields):
+        others = [p for p in fields if p != field.path]
+        if [f.path for f in spec.source.fields].count(field.path) > 1:
+            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{field.path}' is listed twice"))
+        elif any(p.startswith(field.path + ".") for p in others):
+            issues.append(
+                SpecIssue(
+                    f"source.fields[{i}].path",
+                    f"'{field.path}' is both a field and the parent of another field",
+                )
+            )
+
+    if spec.dedup is not None:
+        for i, key in enumerate(spec.dedup.keys):
+            if key not in fields:
+                issues.append(SpecIssue(f"dedup.keys[{i}]", f"unknown field '{key}'; add it to source.fields"))
+            elif fields[key] == "json":
+                issues.append(SpecIssue(f"dedup.keys[{i}]", f"a json field ('{key}') cannot be a dedup key"))
+        if len(set(spec.dedup.keys)) != len(spec.dedup.keys):
+            issues.append(SpecIssue("dedup.keys", "a key is listed twice"))
+        if spec.dedup.time == "event" and spec.dedup.event_time_field:
+            etf = spec.dedup.event_time_field
+            if etf not in fields:
+                issues.append(SpecIssue("dedup.event_time_field", f"unknown field '{etf}'; add it to source.fields"))
+            elif fields[etf] != "datetime":
+                issues.append(
+                    SpecIssue("dedup.event_time_field", f"field '{etf}' must have type datetime, not {fields[etf]}")
+                )
+
+    expression_names = [*fields, *KAFKA_METADATA_FIELDS]
+    if spec.filter is not None:
+        error = expression_error(spec.filter, expression_names)
+        if error:
+            issues.append(SpecIssue("filter", error))
+
+    seen_transforms: list[str] = []
+    for i, transform in enumerate(spec.transforms):
+        if transform.name in fields or transform.name.split(".")[0] in {p.split(".")[0] for p in fields}:
+            issues.append(
+                SpecIssue(f"transforms[{i}].name", f"'{transform.name}' clashes with a field of the same name")
+            )
+        elif transform.name in seen_transforms:
+            issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{transform.name}' is defined twice"))
+        error = expression_error(transform.expression, [*expression_names, *seen_transforms])
+        if error:
+            issues.append(SpecIssue(f"transforms[{i}].expression", error))
+        seen_transforms.append(transform.name)
+
+    types = spec.field_types()
+    sink = spec.sink
+    column_names: list[str] = []
+    for i, column in enumerate(sink.columns):
+        if column.column in column_names:
+            issues.append(SpecIssue(f"sink.columns[{i}].column", f"column '{column.column}' is mapped twice"))
+        column_names.append(column.column)
+        if column.field not in types:
+            issues.append(
+                SpecIssue(
+                    f"sink.columns[{i}].field",
+                    f"unknown field '{column.field}'; map a source field, a transform or Kafka metadata",
+                )
+            )
+        elif not field_type_compatible(types[column.field], column.type):
+            issues.append(
+                SpecIssue(
+                    f"sink.columns[{i}].type",
+                    f"a {types[column.field]} field ('{column.field}') cannot be written to {column.type}",
+                )
+            )
+
+    by_name = {c.column: c for c in sink.columns}
+    for i, name in enumerate(sink.order_by):
+        if name not in by_name:
+            issues.append(SpecIssue(f"sink.order_by[{i}]", f"unknown column '{name}'; use a sink column name"))
+        elif by_name[name].clickhouse_type.nullable:
+            issues.append(SpecIssue(f"sink.order_by[{i}]", f"column '{name}' is Nullable and cannot be in ORDER BY"))
+    if sink.dead_letter_table == sink.table:
+        issues.append(SpecIssue("sink.dlq_table", "the dead-letter table must differ from the table"))
+    return issues
+
+
+def parse_spec(data: dict[str, Any] | str | bytes) -> PipelineSpec:
+    """Validate a spec (a dict or JSON text). Raises SpecError listing every problem with its path."""
+    if isinstance(data, str | bytes):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            message = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            raise SpecError([SpecIssue("", message)]) from None
+    if not isinstance(data, dict):
+        raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
+    try:
+        return PipelineSpec.model_validate(data)
+    except ValidationError as exc:
+        issues = []
+        for error in exc.errors(include_url=False):
+            message = error["msg"]
+            message = message.removeprefix("Value error, ")
+            issues.append(SpecIssue(_loc_to_path(error["loc"]), message))
+        raise SpecError(issues) from None
+
+
+__all__ = [
+    "FIELD_TYPES",
+    "KAFKA_METADATA_FIELDS",
+    "MAX_WINDOW_SECONDS",
+    "SECRET_MASK",
+    "SPEC_VERSION",
+    "ClickHouseConnection",
+    "ClickHouseType",
+    "ColumnSpec",
+    "DedupSpec",
+    "FieldSpec",
+    "FieldType",
+    "KafkaConnection",
+    "PipelineSpec",
+    "SinkSpec",
+    "SourceSpec",
+    "SpecError",
+    "SpecIssue",
+    "TransformSpec",
+    "clickhouse_type_error",
+    "default_clickhouse_type",
+    "expression_error",
+    "field_type_compatible",
+    "parse_clickhouse_type",
+    "parse_spec",
+    "parse_window",
+]
