@@ -1,0 +1,36 @@
+# ClearFlow: `make up` starts the local stack, `make test` runs every test. Both install what is missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: up test lint demo-data install system-deps clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[local,dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+system-deps:
+	@bash localstack/system-deps.sh $(PURPOSE)
+
+up: PURPOSE = up
+up: install system-deps
+	@$(PY) -m localstack up
+
+test: PURPOSE = test
+test: install system-deps lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(PY) -m ruff check .
+
+demo-data: install
+	@$(PY) -m localstack demo-data $(ARGS)
+
+clean:
+	rm -rf $(VENV) test-artifacts

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What pip cannot install: Java (Spark), PostgreSQL, Redis, and Chromium for the browser tests.
+# Installs what is missing with apt-get when running as root; otherwise names the command to run.
+# Usage: system-deps.sh up|test
+set -euo pipefail
+purpose="${1:-up}"
+missing=()
+apt_updated=0
+
+install_pkg() {  # install_pkg <command-to-check> <debian-package>...
+    local cmd="$1"; shift
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+    [ -x "$cmd" ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "clearflow: installing $* (apt-get)"
+        if [ "$apt_updated" = 0 ]; then apt-get update -qq >/dev/null; apt_updated=1; fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    else
+        missing+=("apt-get install -y $*")
+    fi
+}
+
+install_pkg java openjdk-17-jre-headless
+if [ "$purpose" = test ]; then
+    install_pkg redis-server redis-server
+    install_pkg /usr/lib/chromium/chromium chromium
+fi
+
+# PostgreSQL: the default DATABASE_URL points at a local server.
+if [[ "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/}" == *"@127.0.0.1"* || "${DATABASE_URL:-}" == *"@localhost"* ]]; then
+    if ! pg_isready -q -h 127.0.0.1 2>/dev/null; then
+        install_pkg pg_ctlcluster postgresql
+        if command -v pg_ctlcluster >/dev/null 2>&1; then
+            version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+            if [ -n "$version" ]; then
+                pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+                # A fresh Debian cluster trusts only local sockets; the app connects over TCP as postgres.
+                for _ in $(seq 1 20); do pg_isready -q -h 127.0.0.1 && break; sleep 0.5; done
+            fi
+        fi
+        pg_isready -q -h 127.0.0.1 2>/dev/null || missing+=("a PostgreSQL server on 127.0.0.1:5432 (or set DATABASE_URL)")
+    fi
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "clearflow: missing prerequisites; install them with:" >&2
+    printf '  %s\n' "${missing[@]}" >&2
+    exit 1
+fi

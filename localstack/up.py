@@ -1,0 +1,314 @@
+"""`make up`: the whole local stack in the foreground, on real services, with embedded defaults.
+
+Starts what is local and not already running: the Kafka-compatible broker, ClickHouse, Redis (only if none
+answers), then the web app (gunicorn), a Celery worker and Celery beat. Addresses come from the same
+environment variables docker-compose.yml sets; an address that is not on this machine is used as it is
+(point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no local broker starts).
+Ctrl-C or SIGTERM stops every child within 30 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from localstack import processes
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+STOP_TIMEOUT_SECONDS = 25
+
+
+class StackError(RuntimeError):
+    """A problem the user can fix; its message says how."""
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    var_dir: Path
+    kafka_host: str
+    kafka_port: int
+    clickhouse_host: str
+    clickhouse_port: int
+    redis_host: str
+    redis_port: int
+    web_host: str
+    web_port: int
+    database_url: str
+
+    @classmethod
+    def from_env(cls) -> StackConfig:
+        env = os.environ
+        kafka_host, kafka_port = _host_port(env.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092").split(",")[0])
+        redis = urlsplit(env.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+        web_host, web_port = _host_port(env.get("WEB_BIND", "127.0.0.1:8000"))
+        return cls(
+            var_dir=Path(env.get("CLEARFLOW_VAR_DIR", str(REPO_ROOT / "var"))).resolve(),
+            kafka_host=kafka_host,
+            kafka_port=kafka_port,
+            clickhouse_host=env.get("CLICKHOUSE_HOST", "127.0.0.1"),
+            clickhouse_port=int(env.get("CLICKHOUSE_PORT", "8123")),
+            redis_host=redis.hostname or "127.0.0.1",
+            redis_port=redis.port or 6379,
+            web_host=web_host,
+            web_port=web_port,
+            database_url=env.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/clearflow"),
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.web_host}:{self.web_port}"
+
+
+def _host_port(address: str, default_port: int = 0) -> tuple[str, int]:
+    host, _, port = address.strip().rpartition(":")
+    return host or "127.0.0.1", int(port or default_port)
+
+
+def _say(message: str) -> None:
+    print(f"clearflow: {message}", flush=True)
+
+
+# --- before starting -----------------------------------------------------------------------------------------
+
+
+def acquire_lock(var_dir: Path) -> int:
+    """One `make up` per var/ directory; a second one says who holds it."""
+    run_dir = var_dir / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock_path = run_dir / "up.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode().strip() or "unknown"
+        os.close(fd)
+        raise StackError(
+            f"ClearFlow is already running here (pid {holder}, lock {lock_path}). "
+            f"Use that one, or stop it with Ctrl-C in its terminal or `kill {holder}`."
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def check_prerequisites(config: StackConfig) -> None:
+    missing = []
+    if shutil.which("java") is None:
+        missing.append("Java 17 for Spark: apt-get install -y openjdk-17-jre-headless")
+    needs_redis_server = config.redis_host in LOCAL_HOSTS and not processes.tcp_open(
+        config.redis_host, config.redis_port
+    )
+    if needs_redis_server and shutil.which("redis-server") is None:
+        missing.append("Redis: apt-get install -y redis-server (or set REDIS_URL to a running Redis)")
+    if missing:
+        raise StackError("missing prerequisites:\n  - " + "\n  - ".join(missing))
+
+
+def ensure_port_free(name: str, host: str, port: int, variable: str) -> None:
+    if processes.tcp_open(host, port):
+        raise StackError(
+            f"port {port} for {name} is already in use by another program. "
+            f"Stop it, or choose another address with {variable}."
+        )
+
+
+def ensure_database(database_url: str) -> None:
+    """Create the PostgreSQL database if the server answers and the database is missing."""
+    import psycopg
+
+    parts = urlsplit(database_url)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        return
+    name = parts.path.lstrip("/")
+    admin_url = parts._replace(path="/postgres").geturl()
+    try:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if not exists:
+                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+                _say(f"created PostgreSQL database {name}")
+    except psycopg.OperationalError as error:
+        hint = (
+            "start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+            if shutil.which("pg_ctlcluster")
+            else "install it with: apt-get install -y postgresql (or set DATABASE_URL)"
+        )
+        raise StackError(f"PostgreSQL does not answer ({error.args[0].strip()}); {hint}") from None
+
+
+def manage(*args: str, log_path: Path) -> None:
+    with open(log_path, "ab") as log:
+        result = subprocess.run(
+            [sys.executable, str(REPO_ROOT / "manage.py"), *args],
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if result.returncode != 0:
+        raise StackError(f"manage.py {' '.join(args)} failed; see {log_path}")
+
+
+# --- the services --------------------------------------------------------------------------------------------
+
+
+def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
+    definitions = []
+    if config.kafka_host in LOCAL_HOSTS:
+        ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
+        definitions.append(processes.kafka_broker(host=config.kafka_host, port=config.kafka_port))
+    if config.clickhouse_host in LOCAL_HOSTS:
+        ensure_port_free("ClickHouse", config.clickhouse_host, config.clickhouse_port, "CLICKHOUSE_PORT")
+        definitions.append(
+            processes.clickhouse(
+                host=config.clickhouse_host, port=config.clickhouse_port, data_dir=config.var_dir / "clickhouse"
+            )
+        )
+    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
+        definitions.append(
+            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
+        )
+    ensure_port_free("the web app", config.web_host, config.web_port, "WEB_BIND")
+    bin_dir = Path(sys.executable).parent
+    definitions += [
+        processes.ServiceDef(
+            name="web",
+            argv=[
+                str(bin_dir / "gunicorn"),
+                "webapp.config.wsgi:application",
+                "--bind",
+                f"{config.web_host}:{config.web_port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--timeout",
+                "60",
+                "--graceful-timeout",
+                "10",
+                "--access-logfile",
+                "-",
+            ],
+            cwd=REPO_ROOT,
+            ready=lambda: processes.tcp_open(config.web_host, config.web_port),
+        ),
+        processes.ServiceDef(
+            name="worker",
+            argv=[str(bin_dir / "celery"), "-A", "worker.celery", "worker", "--loglevel", "INFO",
+                  "--concurrency", "2", "--hostname", "clearflow@%h"],
+            cwd=REPO_ROOT,
+            ready=_celery_answers,
+            ready_timeout=60,
+        ),
+        processes.ServiceDef(
+            name="beat",
+            argv=[str(bin_dir / "celery"), "-A", "worker.celery", "beat", "--loglevel", "INFO",
+                  "--schedule", str(config.var_dir / "run" / "celerybeat-schedule")],
+            cwd=REPO_ROOT,
+            ready=lambda: True,
+        ),
+    ]
+    return definitions
+
+
+def _celery_answers() -> bool:
+    from worker.celery import app
+
+    try:
+        return bool(app.control.ping(timeout=0.5))
+    except Exception:  # the broker not answering yet is "not ready", not an error
+        return False
+
+
+# --- main ----------------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def up() -> int:
+    config = StackConfig.from_env()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+    os.environ["CLEARFLOW_VAR_DIR"] = str(config.var_dir)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, _raise_stop)
+    log_dir = config.var_dir / "log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    lock_fd = -1
+    try:
+        lock_fd = acquire_lock(config.var_dir)
+        check_prerequisites(config)
+        ensure_database(config.database_url)
+        _say("migrating the database")
+        manage("migrate", "--noinput", log_path=log_dir / "setup.log")
+        manage("ensure_admin", log_path=log_dir / "setup.log")
+        manage("collectstatic", "--noinput", log_path=log_dir / "setup.log")
+        definitions = service_definitions(config)
+    except StackError as error:
+        _say(str(error))
+        return 1
+    except _Stop:
+        return 130
+
+    group = processes.ProcessGroup(log_dir)
+    started = time.monotonic()
+    try:
+        for definition in definitions:
+            service = group.start(definition)
+            _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
+        _print_banner(config, time.monotonic() - started)
+        reported: set[str] = set()
+        while True:
+            for service in group.exited():
+                if service.name not in reported:
+                    reported.add(service.name)
+                    _say(f"{service.name} exited with code {service.process.returncode}; see {service.log_path}")
+            time.sleep(1)
+    except processes.ServiceFailed as error:
+        _say(str(error))
+        return 1
+    except _Stop:
+        _say("stopping")
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        group.stop_all(timeout=STOP_TIMEOUT_SECONDS)
+        with contextlib.suppress(OSError):
+            os.close(lock_fd)
+        _say("stopped")
+
+
+def _print_banner(config: StackConfig, seconds: float) -> None:
+    password_file = config.var_dir / "secrets" / "admin_password"
+    password = os.environ.get("ADMIN_PASSWORD") or password_file.read_text().strip()
+    print(
+        f"""
+  ClearFlow is up ({seconds:.0f} s).
+
+    Open        {config.url}/
+    Log in      admin / {password}
+    Health      {config.url}/api/v1/health
+    API docs    {config.url}/api/v1/docs/
+    Kafka       {config.kafka_host}:{config.kafka_port}      ClickHouse  http://{config.clickhouse_host}:{config.clickhouse_port}
+    Logs        {config.var_dir / "log"}/
+
+  Demo events: `make demo-data` in another terminal. Stop: Ctrl-C.
+""",
+        flush=True,
+    )

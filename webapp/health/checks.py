@@ -1,0 +1,158 @@
+"""Is each component of the stack up? One small check per component, run in parallel with a deadline.
+
+A check returns a short, secret-free description on success and raises on failure; the message of the
+exception is what the health page shows. No address or credential appears in either: the endpoint is open.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connections
+
+CHECK_TIMEOUT_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class ComponentHealth:
+    name: str
+    ok: bool
+    detail: str
+    latency_ms: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"ok": self.ok, "detail": self.detail, "latency_ms": self.latency_ms}
+
+
+def check_database() -> str:
+    try:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return f"{connections['default'].vendor} answers"
+    finally:
+        connections.close_all()  # this runs in a worker thread: don't leave its connection behind
+
+
+def check_redis() -> str:
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        client.ping()
+        return f"Redis {client.info('server')['redis_version']} answers"
+    finally:
+        client.close()
+
+
+def check_celery() -> str:
+    from worker.celery import app
+
+    replies = app.control.ping(timeout=1.0)
+    if not replies:
+        raise RuntimeError("no Celery worker answered a ping within 1 s")
+    return f"{len(replies)} worker(s) answering"
+
+
+def check_kafka() -> str:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(
+        {"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "socket.timeout.ms": 2000, "log_level": 0}
+    )
+    try:
+        metadata = admin.list_topics(timeout=2.5)
+    except Exception as error:  # KafkaException carries librdkafka's words; keep them, drop the address
+        raise RuntimeError(_without_addresses(str(error))) from None
+    return f"{len(metadata.brokers)} broker(s), {len(metadata.topics)} topic(s)"
+
+
+def check_clickhouse() -> str:
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(
+        host=settings.CLICKHOUSE_HOST,
+        port=settings.CLICKHOUSE_PORT,
+        username=settings.CLICKHOUSE_USER,
+        password=settings.CLICKHOUSE_PASSWORD,
+        connect_timeout=2,
+        send_receive_timeout=3,
+        autogenerate_session_id=False,
+    )
+    try:
+        return f"ClickHouse {client.server_version} answers"
+    finally:
+        client.close()
+
+
+def check_spark() -> str:
+    """Spark needs Java locally; with a cluster master configured, the master must be reachable."""
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("Java is not installed (apt-get install -y openjdk-17-jre-headless)")
+    output = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=3).stderr
+    match = re.search(r'version "([^"]+)"', output)
+    java_version = match.group(1) if match else "unknown version"
+    master = settings.SPARK_MASTER
+    if master.startswith("spark://"):
+        import socket
+
+        host, _, port = master.removeprefix("spark://").partition(":")
+        try:
+            socket.create_connection((host, int(port or 7077)), timeout=2).close()
+        except OSError:
+            raise RuntimeError("the Spark master does not answer") from None
+        return f"Java {java_version}, Spark cluster master answers"
+    return f"Java {java_version}, Spark runs locally ({master})"
+
+
+CHECKS: dict[str, Callable[[], str]] = {
+    "database": check_database,
+    "redis": check_redis,
+    "celery": check_celery,
+    "kafka": check_kafka,
+    "clickhouse": check_clickhouse,
+    "spark": check_spark,
+}
+
+
+def check_all(timeout: float = CHECK_TIMEOUT_SECONDS) -> list[ComponentHealth]:
+    """Run every check at once; one that has not answered by `timeout` counts as down."""
+    started = time.monotonic()
+    executor = ThreadPoolExecutor(max_workers=len(CHECKS), thread_name_prefix="health")
+    futures = {name: executor.submit(_timed, check) for name, check in CHECKS.items()}
+    wait(futures.values(), timeout=timeout)
+    executor.shutdown(wait=False, cancel_futures=True)
+    results = []
+    for name, future in futures.items():
+        if not future.done():
+            elapsed = int((time.monotonic() - started) * 1000)
+            results.append(ComponentHealth(name, False, f"no answer within {timeout:.0f} s", elapsed))
+            continue
+        ok, detail, latency_ms = future.result()
+        results.append(ComponentHealth(name, ok, detail, latency_ms))
+    return results
+
+
+def _timed(check: Callable[[], str]) -> tuple[bool, str, int]:
+    started = time.monotonic()
+    try:
+        detail, ok = check(), True
+    except Exception as error:  # a health check reports any failure; it never raises
+        detail, ok = _without_addresses(str(error)) or type(error).__name__, False
+    return ok, detail, int((time.monotonic() - started) * 1000)
+
+
+_ADDRESS = re.compile(r"\b[\w.-]+:\d{2,5}\b|\bhttps?://\S+")
+
+
+def _without_addresses(message: str) -> str:
+    """Hosts and ports are not for an open endpoint; the operator finds them in the logs and settings."""
+    return _ADDRESS.sub("<address>", message).strip()[:300]
