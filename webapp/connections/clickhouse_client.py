@@ -1,0 +1,216 @@
+"""ClickHouse access for the wizard and the API: test a connection, list databases, tables and columns.
+
+One choke point (`_query`) for every statement: values travel as server-side parameters
+(`{name:String}`), never formatted into the SQL text, and errors become one plain-words
+`ClickHouseClientError`. Identifiers that must appear in SQL go through `quote_identifier`.
+Clients are created per call and closed before returning; none at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from webapp.core.exceptions import ExternalServiceError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 5.0
+SYSTEM_DATABASES = frozenset({"system", "INFORMATION_SCHEMA", "information_schema"})
+
+
+class ClickHouseClientError(ExternalServiceError):
+    code = "clickhouse_error"
+
+
+class ClickHouseNotFoundError(NotFoundError):
+    """The database or table asked for does not exist."""
+
+
+@dataclass(frozen=True)
+class ClickHouseSettings:
+    host: str
+    port: int = 8123
+    username: str = "default"
+    password: str = field(default="", repr=False)
+    secure: bool = False
+    verify: bool = True
+    ssl_ca_pem: str | None = None
+    database: str = "default"
+
+
+@dataclass(frozen=True)
+class ClickHouseServerInfo:
+    version: str
+    database_count: int
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    engine: str
+    total_rows: int | None
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+    nullable: bool
+    default_kind: str  # "", "DEFAULT", "MATERIALIZED", "ALIAS", "EPHEMERAL"
+    default_expression: str
+    in_sorting_key: bool
+    comment: str
+
+    @property
+    def required(self) -> bool:
+        """True when an insert must give a value: not Nullable and no default of any kind."""
+        return not self.nullable and not self.default_kind
+
+
+def quote_identifier(name: str) -> str:
+    """A ClickHouse identifier in backquotes, backslashes and backquotes escaped."""
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def _plain_words(exc: Exception, settings: ClickHouseSettings, timeout: float) -> str:
+    text = str(exc)
+    lowered = text.lower()
+    where = f"{settings.host}:{settings.port}"
+    if "authentication" in lowered or "password" in lowered or "code: 516" in lowered:
+        return f"ClickHouse at {where} rejected the user name or password."
+    if "connection refused" in lowered:
+        return f"Nothing accepts connections at {where} (connection refused)."
+    if "name or service not known" in lowered or "nodename nor servname" in lowered or "resolve" in lowered:
+        return f"The host name {settings.host} could not be resolved."
+    if "timed out" in lowered or "timeout" in lowered:
+        return f"ClickHouse at {where} did not answer within {timeout:g} seconds."
+    if "ssl" in lowered or "certificate" in lowered:
+        return f"The HTTPS connection to {where} failed: {text.splitlines()[0][:300]}"
+    if "unknown_database" in lowered or "code: 81" in lowered:
+        return "The database does not exist."
+    if "unknown_table" in lowered or "code: 60" in lowered:
+        return "The table does not exist."
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"ClickHouse at {where} answered with an error: {first[:300]}"
+
+
+@contextlib.contextmanager
+def _client(settings: ClickHouseSettings, *, timeout: float) -> Iterator[Any]:
+    import clickhouse_connect
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    ca_file: str | None = None
+    try:
+        if settings.ssl_ca_pem:
+            handle, ca_file = tempfile.mkstemp(prefix="clearflow-ca-", suffix=".pem")
+            with os.fdopen(handle, "w") as out:
+                out.write(settings.ssl_ca_pem)
+        try:
+            client = clickhouse_connect.get_client(
+                host=settings.host,
+                port=settings.port,
+                username=settings.username,
+                password=settings.password,
+                secure=settings.secure,
+                verify=settings.verify,
+                ca_cert=ca_file,
+                connect_timeout=timeout,
+                send_receive_timeout=timeout,
+                query_retries=0,
+                autogenerate_session_id=False,
+            )
+        except (ClickHouseError, OSError, ValueError) as exc:
+            raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        if ca_file:
+            with contextlib.suppress(OSError):
+                os.unlink(ca_file)
+
+
+def _query(client: Any, sql: str, parameters: dict[str, Any], settings: ClickHouseSettings, timeout: float) -> Any:
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    try:
+        return client.query(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
+    except (ClickHouseError, OSError, ValueError) as exc:
+        raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+
+
+def check_connection(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> ClickHouseServerInfo:
+    with _client(settings, timeout=timeout) as client:
+        result = _query(client, "SELECT version(), (SELECT count() FROM system.databases)", {}, settings, timeout)
+        version, databases = result.result_rows[0]
+        return ClickHouseServerInfo(version=str(version), database_count=int(databases))
+
+
+def list_databases(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """User databases, sorted; ClickHouse's own (`system`, `information_schema`) left out."""
+    with _client(settings, timeout=timeout) as client:
+        result = _query(client, "SELECT name FROM system.databases ORDER BY name", {}, settings, timeout)
+        return [row[0] for row in result.result_rows if row[0] not in SYSTEM_DATABASES]
+
+
+def list_tables(settings: ClickHouseSettings, *, database: str, timeout: float = DEFAULT_TIMEOUT) -> list[TableInfo]:
+    with _client(settings, timeout=timeout) as client:
+        exists = _query(
+            client, "SELECT count() FROM system.databases WHERE name = {db:String}", {"db": database}, settings, timeout
+        )
+        if not exists.result_rows[0][0]:
+            raise ClickHouseNotFoundError(f"The database {database!r} does not exist.")
+        result = _query(
+            client,
+            "SELECT name, engine, total_rows FROM system.tables"
+            " WHERE database = {db:String} AND NOT is_temporary ORDER BY name",
+            {"db": database},
+            settings,
+            timeout,
+        )
+        return [
+            TableInfo(name=name, engine=engine, total_rows=None if rows is None else int(rows))
+            for name, engine, rows in result.result_rows
+        ]
+
+
+def list_columns(
+    settings: ClickHouseSettings, *, database: str, table: str, timeout: float = DEFAULT_TIMEOUT
+) -> list[ColumnInfo]:
+    with _client(settings, timeout=timeout) as client:
+        exists = _query(
+            client,
+            "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": database, "t": table},
+            settings,
+            timeout,
+        )
+        if not exists.result_rows[0][0]:
+            raise ClickHouseNotFoundError(f"The table {database}.{table} does not exist.")
+        result = _query(
+            client,
+            "SELECT name, type, default_kind, default_expression, is_in_sorting_key, comment"
+            " FROM system.columns WHERE database = {db:String} AND table = {t:String} ORDER BY position",
+            {"db": database, "t": table},
+            settings,
+            timeout,
+        )
+        return [
+            ColumnInfo(
+                name=name,
+                type=ctype,
+                nullable=ctype.startswith("Nullable("),
+                default_kind=default_kind,
+                default_expression=default_expression,
+                in_sorting_key=bool(in_sorting_key),
+                comment=comment,
+            )
+            for name, ctype, default_kind, default_expression, in_sorting_key, comment in result.result_rows
+        ]

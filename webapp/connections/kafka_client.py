@@ -1,0 +1,378 @@
+"""Kafka access for the wizard and the API: test a connection, list topics, sample events.
+
+One module for everything the web app asks a Kafka cluster (confluent-kafka's AdminClient and Consumer).
+Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
+`KafkaClientError`. Clients are created per call and closed before returning; none at import time.
+
+Tansu (the local broker) reports a high watermark that can lag the true end of a partition by the rest of
+the last written batch (see INFRA.md). Sampling therefore never stops at the reported end: it reads until
+the partition stays quiet for a moment or the deadline passes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from webapp.core.exceptions import ExternalServiceError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 5.0
+MAX_SAMPLE = 500
+
+
+class KafkaClientError(ExternalServiceError):
+    """The cluster could not be reached or refused the request; `message` says why in plain words."""
+
+    code = "kafka_error"
+
+
+class KafkaTopicNotFoundError(NotFoundError):
+    """A topic asked for does not exist on the cluster."""
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """How to reach one cluster. Secrets are excluded from `repr` so they never end up in a log line."""
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_ca_pem: str | None = None
+    ssl_certificate_pem: str | None = None
+    ssl_key_pem: str | None = field(default=None, repr=False)
+
+    def librdkafka_config(self) -> dict[str, Any]:
+        """The librdkafka properties (secrets included) shared by the admin client and the consumer."""
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            config["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username is not None:
+            config["sasl.username"] = self.sasl_username
+        if self.sasl_password is not None:
+            config["sasl.password"] = self.sasl_password
+        if self.ssl_ca_pem:
+            config["ssl.ca.pem"] = self.ssl_ca_pem
+        if self.ssl_certificate_pem:
+            config["ssl.certificate.pem"] = self.ssl_certificate_pem
+        if self.ssl_key_pem:
+            config["ssl.key.pem"] = self.ssl_key_pem
+        return config
+
+
+@dataclass(frozen=True)
+class KafkaClusterInfo:
+    brokers: list[str]
+    topic_count: int
+    cluster_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    # high watermark - low watermark summed over partitions: an estimate (compaction, transactions and
+    # Tansu's lagging high watermark make it approximate).
+    message_count: int | None
+
+
+@dataclass(frozen=True)
+class SampledEvent:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: datetime | None
+    key: str | None
+    value: Any  # the parsed JSON value, or the text itself when `is_json` is False
+    is_json: bool
+    size: int
+
+
+# -- errors in plain words ------------------------------------------------------------------------------
+
+
+def _plain_words(error: Any, settings: KafkaSettings, timeout: float) -> str:
+    """A message for the user from a librdkafka KafkaError (or anything with a str())."""
+    from confluent_kafka import KafkaError
+
+    servers = settings.bootstrap_servers
+    code = error.code() if hasattr(error, "code") else None
+    text = error.str() if hasattr(error, "str") else str(error)
+    lowered = text.lower()
+    if code == KafkaError._AUTHENTICATION or "authentication" in lowered or "sasl" in lowered:
+        return f"The broker rejected the credentials: {text}"
+    if code == KafkaError._SSL or "ssl" in lowered or "certificate" in lowered or "handshake" in lowered:
+        return f"The TLS connection to {servers} failed: {text}"
+    if code == KafkaError._RESOLVE or "resolve" in lowered:
+        return f"The broker host name in {servers} could not be resolved: {text}"
+    if "connection refused" in lowered:
+        return f"Nothing accepts connections at {servers} (connection refused)."
+    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+        return f"Could not reach a broker at {servers}: {text}"
+    if code == KafkaError._TIMED_OUT or "timed out" in lowered:
+        return f"No broker at {servers} answered within {timeout:g} seconds."
+    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return f"The topic does not exist: {text}"
+    if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+        return f"The user may not do this on the cluster: {text}"
+    return f"The broker answered with an error: {text}"
+
+
+class _ErrorCollector:
+    """librdkafka reports connection trouble through callbacks; keep the most telling one."""
+
+    def __init__(self) -> None:
+        self.errors: list[Any] = []
+
+    def __call__(self, error: Any) -> None:
+        self.errors.append(error)
+
+    def best(self) -> Any | None:
+        return self.errors[-1] if self.errors else None
+
+
+def _client_config(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) -> dict[str, Any]:
+    timeout_ms = max(1000, int(timeout * 1000))
+    return {
+        **settings.librdkafka_config(),
+        "client.id": "clearflow-webapp",
+        "socket.timeout.ms": timeout_ms,
+        "socket.connection.setup.timeout.ms": timeout_ms,
+        "reconnect.backoff.max.ms": 1000,
+        "error_cb": collector,
+        # librdkafka would otherwise print every connection failure to stderr.
+        "logger": logging.getLogger("clearflow.librdkafka"),
+        "log_level": 3,
+    }
+
+
+def _raise(error: Any, collector: _ErrorCollector, settings: KafkaSettings, timeout: float) -> None:
+    from confluent_kafka import KafkaError
+
+    # A timeout says little; a transport or authentication error seen on the way says more.
+    code = error.code() if hasattr(error, "code") else None
+    if code in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, None) and collector.best() is not None:
+        error = collector.best()
+    raise KafkaClientError(_plain_words(error, settings, timeout)) from None
+
+
+def _kafka_error(exc: Exception) -> Any:
+    return exc.args[0] if exc.args else exc
+
+
+# -- operations -----------------------------------------------------------------------------------------
+
+
+def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> KafkaClusterInfo:
+    """Ask the cluster for its metadata: the brokers and how many topics it has (internal ones left out)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    collector = _ErrorCollector()
+    try:
+        admin = AdminClient(_client_config(settings, timeout, collector))
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        _raise(_kafka_error(exc), collector, settings, timeout)
+    except (ValueError, TypeError) as exc:  # bad configuration, e.g. an unreadable PEM
+        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+    brokers = sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values())
+    topics = [name for name in metadata.topics if not name.startswith("__")]
+    return KafkaClusterInfo(brokers=brokers, topic_count=len(topics), cluster_id=metadata.cluster_id)
+
+
+def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """Names of the (non-internal) topics, sorted; metadata only, no offsets."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    collector = _ErrorCollector()
+    try:
+        admin = AdminClient(_client_config(settings, timeout, collector))
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        _raise(_kafka_error(exc), collector, settings, timeout)
+    except (ValueError, TypeError) as exc:
+        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+    return sorted(name for name in metadata.topics if not name.startswith("__"))
+
+
+def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:
+    """Every (non-internal) topic with its partition count and an estimated message count, sorted by name."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    collector = _ErrorCollector()
+    deadline = time.monotonic() + timeout
+    try:
+        consumer = Consumer(
+            {
+                **_client_config(settings, timeout, collector),
+                "group.id": f"clearflow-webapp-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+            }
+        )
+    except (ValueError, TypeError, KafkaException) as exc:
+        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+    try:
+        try:
+            metadata = consumer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout)
+        result: list[TopicInfo] = []
+        for name in sorted(metadata.topics):
+            if name.startswith("__"):
+                continue
+            topic = metadata.topics[name]
+            count: int | None = 0
+            for partition in sorted(topic.partitions):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.05 or count is None:
+                    count = None
+                    break
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(name, partition), timeout=min(remaining, timeout), cached=False
+                    )
+                except KafkaException:
+                    count = None
+                    break
+                count += max(0, high - low)
+            result.append(TopicInfo(name=name, partitions=len(topic.partitions), message_count=count))
+        return result
+    finally:
+        consumer.close()
+
+
+def sample_events(
+    settings: KafkaSettings,
+    *,
+    topics: Sequence[str],
+    count: int = 20,
+    position: Literal["newest", "oldest"] = "newest",
+    timeout: float = DEFAULT_TIMEOUT,
+    quiet_period: float = 0.5,
+) -> list[SampledEvent]:
+    """Up to `count` events from `topics`: the newest or the oldest, ordered by timestamp (oldest first).
+
+    Reads without joining a consumer group (partitions are assigned directly, nothing is committed).
+    Stops when every partition has stayed quiet for `quiet_period` after reaching its reported end, or when
+    `timeout` seconds have passed; an empty topic answers an empty list.
+    """
+    from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+
+    count = max(1, min(int(count), MAX_SAMPLE))
+    collector = _ErrorCollector()
+    deadline = time.monotonic() + timeout
+    try:
+        consumer = Consumer(
+            {
+                **_client_config(settings, timeout, collector),
+                "group.id": f"clearflow-sample-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 100,
+            }
+        )
+    except (ValueError, TypeError, KafkaException) as exc:
+        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+    try:
+        try:
+            metadata = consumer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout)
+        missing = [t for t in topics if t not in metadata.topics or metadata.topics[t].error is not None]
+        if missing:
+            raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
+        assignment: list[TopicPartition] = []
+        for name in topics:
+            for partition in sorted(metadata.topics[name].partitions):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0.05:
+                    raise KafkaClientError(f"The broker did not answer within {timeout:g} seconds.")
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(name, partition), timeout=remaining, cached=False
+                    )
+                except KafkaException as exc:
+                    _raise(_kafka_error(exc), collector, settings, timeout)
+                start = low if position == "oldest" else max(low, high - count)
+                if start < 0:
+                    start = OFFSET_END
+                assignment.append(TopicPartition(name, partition, start))
+        if not assignment:
+            return []
+        consumer.assign(assignment)
+        per_partition: dict[tuple[str, int], list[SampledEvent]] = {(tp.topic, tp.partition): [] for tp in assignment}
+        last_activity = {key: time.monotonic() for key in per_partition}
+        at_end: set[tuple[str, int]] = set()
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            if all(
+                (key in at_end and now - last_activity[key] >= quiet_period)
+                or (position == "oldest" and len(per_partition[key]) >= count)
+                for key in per_partition
+            ):
+                break
+            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - now)))
+            if message is None:
+                continue
+            key = (message.topic(), message.partition())
+            if message.error() is not None:
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(key)
+                    continue
+                if message.error().fatal() or not message.error().retriable():
+                    _raise(message.error(), collector, settings, timeout)
+                continue
+            last_activity[key] = time.monotonic()
+            events = per_partition.setdefault(key, [])
+            events.append(_decode(message))
+            if position == "newest" and len(events) > count:
+                del events[0]
+        return _pick(per_partition.values(), count=count, position=position)
+    finally:
+        consumer.close()
+
+
+def _pick(groups: Iterable[list[SampledEvent]], *, count: int, position: str) -> list[SampledEvent]:
+    events = [event for group in groups for event in (group[:count] if position == "oldest" else group[-count:])]
+    far_past = datetime.min.replace(tzinfo=UTC)
+    events.sort(key=lambda e: (e.timestamp or far_past, e.topic, e.partition, e.offset))
+    return events[:count] if position == "oldest" else events[-count:]
+
+
+def _decode(message: Any) -> SampledEvent:
+    raw: bytes = message.value() or b""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        value: Any = json.loads(text)
+        is_json = True
+    except ValueError:
+        value, is_json = text, False
+    key_bytes = message.key()
+    kind, millis = message.timestamp()
+    timestamp = datetime.fromtimestamp(millis / 1000, tz=UTC) if kind != 0 and millis >= 0 else None
+    return SampledEvent(
+        topic=message.topic(),
+        partition=message.partition(),
+        offset=message.offset(),
+        timestamp=timestamp,
+        key=key_bytes.decode("utf-8", errors="replace") if key_bytes is not None else None,
+        value=value,
+        is_json=is_json,
+        size=len(raw),
+    )

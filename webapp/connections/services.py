@@ -1,0 +1,151 @@
+"""Writes and actions on Kafka and ClickHouse connections (HackSoft services: keyword-only, typed).
+
+Validation errors raise Django's `ValidationError` keyed by field name; a connection in use raises
+`ConflictError`; an unreachable or refusing server raises `KafkaClientError` / `ClickHouseClientError`
+(both `ExternalServiceError`, API status 502) with a plain-words message.
+
+Secrets: `*_update` changes a secret only when its key is present in `data` with a value that is not
+None; an empty string clears it. So a form's "change" button sends the key, and leaving it alone keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from webapp.connections import clickhouse_client, kafka_client
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.core.exceptions import ConflictError
+from webapp.core.services import model_update
+
+KAFKA_FIELDS = (
+    "name",
+    "bootstrap_servers",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_username",
+    "sasl_password",
+    "ssl_ca_pem",
+    "ssl_certificate_pem",
+    "ssl_key_pem",
+)
+CLICKHOUSE_FIELDS = ("name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
+
+
+def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
+    others = model.objects.filter(owner=owner, name=name)
+    if exclude_pk is not None:
+        others = others.exclude(pk=exclude_pk)
+    if others.exists():
+        raise ValidationError({"name": f"You already have a connection named {name!r}."})
+
+
+def _clean_data(data: Mapping[str, Any], fields: tuple[str, ...], secrets: tuple[str, ...]) -> dict[str, Any]:
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValidationError({name: "Unknown field." for name in unknown})
+    return {k: v for k, v in data.items() if not (k in secrets and v is None)}
+
+
+# -- Kafka ----------------------------------------------------------------------------------------------
+
+
+def kafka_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
+    """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
+    connection = KafkaConnection(owner=owner, **_clean_data(data, KAFKA_FIELDS, KafkaConnection.SECRET_FIELDS))
+    connection.full_clean(exclude=["owner"], validate_constraints=False)
+    return connection
+
+
+@transaction.atomic
+def kafka_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
+    """Create a saved Kafka connection from `data` (keys: KAFKA_FIELDS). Raises ValidationError."""
+    connection = kafka_connection_build(owner=owner, data=data)
+    _check_unique_name(KafkaConnection, owner=owner, name=connection.name, exclude_pk=None)
+    connection.full_clean()
+    connection.save()
+    return connection
+
+
+@transaction.atomic
+def kafka_connection_update(*, connection: KafkaConnection, data: Mapping[str, Any]) -> KafkaConnection:
+    """Change the fields present in `data`; secrets only when given (see module doc). Raises ValidationError."""
+    cleaned = _clean_data(data, KAFKA_FIELDS, KafkaConnection.SECRET_FIELDS)
+    if "name" in cleaned:
+        _check_unique_name(KafkaConnection, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
+    connection, _ = model_update(instance=connection, fields=KAFKA_FIELDS, data=cleaned)
+    return connection
+
+
+@transaction.atomic
+def kafka_connection_delete(*, connection: KafkaConnection) -> None:
+    """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
+    users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
+    if users:
+        raise ConflictError(
+            f"The connection is used by pipeline(s): {', '.join(users)}. Change or delete them first.",
+            extra={"pipelines": users},
+        )
+    connection.delete()
+
+
+def kafka_connection_test(
+    *, connection: KafkaConnection, timeout: float = kafka_client.DEFAULT_TIMEOUT
+) -> kafka_client.KafkaClusterInfo:
+    """Brokers and topic count of the cluster (saved or unsaved connection). Raises KafkaClientError."""
+    return kafka_client.check_connection(connection.client_settings(), timeout=timeout)
+
+
+# -- ClickHouse -----------------------------------------------------------------------------------------
+
+
+def clickhouse_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> ClickHouseConnection:
+    """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
+    connection = ClickHouseConnection(
+        owner=owner, **_clean_data(data, CLICKHOUSE_FIELDS, ClickHouseConnection.SECRET_FIELDS)
+    )
+    connection.full_clean(exclude=["owner"], validate_constraints=False)
+    return connection
+
+
+@transaction.atomic
+def clickhouse_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> ClickHouseConnection:
+    """Create a saved ClickHouse connection from `data` (keys: CLICKHOUSE_FIELDS). Raises ValidationError."""
+    connection = clickhouse_connection_build(owner=owner, data=data)
+    _check_unique_name(ClickHouseConnection, owner=owner, name=connection.name, exclude_pk=None)
+    connection.full_clean()
+    connection.save()
+    return connection
+
+
+@transaction.atomic
+def clickhouse_connection_update(*, connection: ClickHouseConnection, data: Mapping[str, Any]) -> ClickHouseConnection:
+    """Change the fields present in `data`; the password only when given. Raises ValidationError."""
+    cleaned = _clean_data(data, CLICKHOUSE_FIELDS, ClickHouseConnection.SECRET_FIELDS)
+    if "name" in cleaned:
+        _check_unique_name(ClickHouseConnection, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
+    connection, _ = model_update(instance=connection, fields=CLICKHOUSE_FIELDS, data=cleaned)
+    return connection
+
+
+@transaction.atomic
+def clickhouse_connection_delete(*, connection: ClickHouseConnection) -> None:
+    """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
+    users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
+    if users:
+        raise ConflictError(
+            f"The connection is used by pipeline(s): {', '.join(users)}. Change or delete them first.",
+            extra={"pipelines": users},
+        )
+    connection.delete()
+
+
+def clickhouse_connection_test(
+    *, connection: ClickHouseConnection, timeout: float = clickhouse_client.DEFAULT_TIMEOUT
+) -> clickhouse_client.ClickHouseServerInfo:
+    """Server version and database count (saved or unsaved connection). Raises ClickHouseClientError."""
+    return clickhouse_client.check_connection(connection.client_settings(), timeout=timeout)

@@ -1,0 +1,42 @@
+"""Reads of pipelines and their versions. `*_get` raise Http404 for missing or other people's objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from webapp.pipelines.models import Pipeline, PipelineVersion
+
+
+def pipeline_list(*, user: AbstractBaseUser) -> QuerySet[Pipeline]:
+    """The user's pipelines by name, with their connections and current version loaded."""
+    return (
+        Pipeline.objects.filter(owner=user)
+        .select_related("kafka_connection", "clickhouse_connection", "current_version", "deployed_version")
+        .order_by("name", "id")
+    )
+
+
+def pipeline_get(*, user: AbstractBaseUser, pk: Any) -> Pipeline:
+    try:
+        pk = int(pk)
+    except (TypeError, ValueError):
+        raise Http404("No such pipeline.") from None
+    return get_object_or_404(pipeline_list(user=user), pk=pk)
+
+
+def pipeline_version_list(*, pipeline: Pipeline) -> QuerySet[PipelineVersion]:
+    """Every version of the pipeline, newest first."""
+    return PipelineVersion.objects.filter(pipeline=pipeline).select_related("created_by").order_by("-number")
+
+
+def pipeline_version_get(*, pipeline: Pipeline, number: Any) -> PipelineVersion:
+    try:
+        number = int(number)
+    except (TypeError, ValueError):
+        raise Http404("No such version.") from None
+    return get_object_or_404(pipeline_version_list(pipeline=pipeline), number=number)

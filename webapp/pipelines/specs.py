@@ -1,0 +1,189 @@
+"""The bridge between stored pipelines and `spark_jobs.spec` (the engine's spec module, no Spark import).
+
+A spec as clients send it may leave out `source.kafka` and the host/credentials of `sink.clickhouse`: they
+come from the pipeline's saved connections. `merge_connections` puts them in (secrets as `SECRET_MASK` for
+validation and storage, real values only in `with_connections` for the job's spec file), so the stored JSON
+never holds a secret. `sink.clickhouse.database` is the pipeline's choice and is kept when given.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from spark_jobs.spec import (
+    SECRET_MASK,
+    SPEC_VERSION,
+    PipelineSpec,
+    SpecError,
+    SpecIssue,
+    field_type_compatible,
+    parse_spec,
+)
+
+if TYPE_CHECKING:
+    from webapp.connections.models import ClickHouseConnection, KafkaConnection
+
+__all__ = [
+    "PipelineSpec",
+    "SpecError",
+    "SpecIssue",
+    "check_live",
+    "merge_connections",
+    "parse",
+    "to_stored",
+    "with_connections",
+]
+
+
+def _kafka_section(connection: KafkaConnection, *, reveal: bool) -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "bootstrap_servers": ",".join(s.strip() for s in connection.bootstrap_servers.split(",") if s.strip()),
+        "security_protocol": connection.security_protocol,
+    }
+    if connection.uses_sasl:
+        section["sasl_mechanism"] = connection.sasl_mechanism or None
+        section["username"] = connection.sasl_username or None
+        if connection.sasl_password:
+            section["password"] = connection.sasl_password if reveal else SECRET_MASK
+    if connection.ssl_ca_pem:
+        section["ssl_ca_pem"] = connection.ssl_ca_pem
+    if connection.ssl_certificate_pem:
+        section["ssl_certificate_pem"] = connection.ssl_certificate_pem
+    if connection.ssl_key_pem:
+        section["ssl_key_pem"] = connection.ssl_key_pem if reveal else SECRET_MASK
+    return section
+
+
+def _clickhouse_section(connection: ClickHouseConnection, *, database: str | None, reveal: bool) -> dict[str, Any]:
+    return {
+        "host": connection.host,
+        "port": connection.port,
+        "username": connection.username,
+        "password": connection.password if reveal else (SECRET_MASK if connection.password else ""),
+        "database": database or connection.database or "default",
+        "secure": connection.secure,
+    }
+
+
+def merge_connections(
+    spec: Mapping[str, Any],
+    *,
+    name: str | None = None,
+    kafka_connection: KafkaConnection | None = None,
+    clickhouse_connection: ClickHouseConnection | None = None,
+    reveal: bool = False,
+) -> dict[str, Any]:
+    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models."""
+    data: dict[str, Any] = copy.deepcopy(dict(spec))
+    data.setdefault("version", SPEC_VERSION)
+    if name is not None:
+        data["name"] = name
+    if kafka_connection is not None:
+        source = data.get("source")
+        if isinstance(source, dict):
+            source["kafka"] = _kafka_section(kafka_connection, reveal=reveal)
+    if clickhouse_connection is not None:
+        sink = data.get("sink")
+        if isinstance(sink, dict):
+            given = sink.get("clickhouse")
+            database = given.get("database") if isinstance(given, dict) else None
+            sink["clickhouse"] = _clickhouse_section(
+                clickhouse_connection, database=database if isinstance(database, str) else None, reveal=reveal
+            )
+    return data
+
+
+def parse(
+    spec: Mapping[str, Any] | Any,
+    *,
+    name: str | None = None,
+    kafka_connection: KafkaConnection | None = None,
+    clickhouse_connection: ClickHouseConnection | None = None,
+) -> PipelineSpec:
+    """Validate a client's spec with the connections merged in. Raises SpecError (paths like `sink.table`)."""
+    if not isinstance(spec, Mapping):
+        raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
+    return parse_spec(
+        merge_connections(
+            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        )
+    )
+
+
+def to_stored(parsed: PipelineSpec) -> dict[str, Any]:
+    """The JSON kept in `PipelineVersion.spec`: secrets masked."""
+    return parsed.to_dict(reveal_secrets=False)
+
+
+def with_connections(
+    stored: Mapping[str, Any], *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+) -> dict[str, Any]:
+    """The job's spec: the stored spec with the real secrets from the connections (validated again)."""
+    data = merge_connections(
+        stored, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection, reveal=True
+    )
+    return parse_spec(data).to_dict(reveal_secrets=True)
+
+
+def check_live(
+    parsed: PipelineSpec, *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+) -> None:
+    """Check the spec against the systems: topics exist; an existing target table has the mapped columns
+    with compatible types and every column that needs a value is mapped. Raises SpecError with paths;
+    KafkaClientError / ClickHouseClientError when a system cannot be asked.
+    """
+    from webapp.connections import clickhouse_client, kafka_client
+
+    issues: list[SpecIssue] = []
+    topics = set(kafka_client.list_topic_names(kafka_connection.client_settings()))
+    for i, topic in enumerate(parsed.source.topics):
+        if topic not in topics:
+            issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
+
+    sink = parsed.sink
+    settings = clickhouse_connection.client_settings()
+    database = sink.clickhouse.database
+    databases = clickhouse_client.list_databases(settings)
+    if database not in databases and database != "default":
+        issues.append(SpecIssue("sink.clickhouse.database", f"database '{database}' does not exist"))
+    else:
+        tables = {t.name for t in clickhouse_client.list_tables(settings, database=database)}
+        if sink.table not in tables:
+            if not sink.create_table:
+                issues.append(
+                    SpecIssue("sink.table", f"table '{database}.{sink.table}' does not exist; set create_table")
+                )
+        else:
+            columns = {c.name: c for c in clickhouse_client.list_columns(settings, database=database, table=sink.table)}
+            types = parsed.field_types()
+            mapped = set()
+            for i, column in enumerate(sink.columns):
+                mapped.add(column.column)
+                actual = columns.get(column.column)
+                if actual is None:
+                    issues.append(
+                        SpecIssue(
+                            f"sink.columns[{i}].column",
+                            f"table '{sink.table}' has no column '{column.column}'",
+                        )
+                    )
+                elif column.field in types and not field_type_compatible(types[column.field], actual.type):
+                    issues.append(
+                        SpecIssue(
+                            f"sink.columns[{i}].type",
+                            f"a {types[column.field]} field ('{column.field}') cannot be written to column "
+                            f"'{column.column}' of type {actual.type}",
+                        )
+                    )
+            for name, column in columns.items():
+                if column.required and name not in mapped:
+                    issues.append(
+                        SpecIssue(
+                            "sink.columns",
+                            f"column '{name}' ({column.type}) is not Nullable and has no default: map a field to it",
+                        )
+                    )
+    if issues:
+        raise SpecError(issues)
