@@ -77,15 +77,19 @@ def check_kafka() -> str:
 def check_clickhouse() -> str:
     import clickhouse_connect
 
-    client = clickhouse_connect.get_client(
-        host=settings.CLICKHOUSE_HOST,
-        port=settings.CLICKHOUSE_PORT,
-        username=settings.CLICKHOUSE_USER,
-        password=settings.CLICKHOUSE_PASSWORD,
-        connect_timeout=2,
-        send_receive_timeout=3,
-        autogenerate_session_id=False,
-    )
+    try:
+        client = clickhouse_connect.get_client(
+            host=settings.CLICKHOUSE_HOST,
+            port=settings.CLICKHOUSE_PORT,
+            username=settings.CLICKHOUSE_USER,
+            password=settings.CLICKHOUSE_PASSWORD,
+            connect_timeout=2,
+            send_receive_timeout=3,
+            autogenerate_session_id=False,
+            query_retries=0,
+        )
+    except Exception as error:  # the driver's text embeds host and port; say what happened instead
+        raise RuntimeError(_connection_failure(str(error))) from None
     try:
         return f"ClickHouse {client.server_version} answers"
     finally:
@@ -150,7 +154,16 @@ def _timed(check: Callable[[], str]) -> tuple[bool, str, int]:
     return ok, detail, int((time.monotonic() - started) * 1000)
 
 
-_ADDRESS = re.compile(r"\b[\w.-]+:\d{2,5}\b|\bhttps?://\S+")
+_ADDRESS = re.compile(
+    r"https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\b[\w.-]+:\d{2,5}\b|\b(?:host|port)=\S+"
+)
+
+
+def _connection_failure(message: str) -> str:
+    for cause in ("Connection refused", "timed out", "Name or service not known", "Authentication failed"):
+        if cause.lower() in message.lower():
+            return f"no connection: {cause.lower()}"
+    return _without_addresses(message.splitlines()[0] if message else "no connection")
 
 
 def _without_addresses(message: str) -> str:

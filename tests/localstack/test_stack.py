@@ -1,0 +1,155 @@
+"""`make up` as a user runs it: the stack comes up healthy, names what is down, and leaves nothing behind.
+
+The stack runs as `python -m localstack up` (what `make up` calls) with every address moved to a free port
+and its state in a temporary directory, so it can run beside a developer's own stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from localstack.processes import free_port, tcp_open, wait_until
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Stack:
+    process: subprocess.Popen[str]
+    env: dict[str, str]
+    ports: dict[str, int]
+    output_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['web']}"
+
+    def output(self) -> str:
+        return self.output_path.read_text()
+
+    def child_pids(self) -> dict[str, int]:
+        return {name: int(pid) for name, pid in re.findall(r"clearflow: (\w+) is up \(pid (\d+)", self.output())}
+
+    def health(self) -> tuple[int, dict[str, object]]:
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/api/v1/health", timeout=10) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as error:
+            return error.code, json.load(error)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie waiting for its parent to reap it is gone for our purposes.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(") ")[-1][0] != "Z"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    var_dir = tmp_path_factory.mktemp("stack-var")
+    ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web")}
+    database = f"clearflow_stack_{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "CLEARFLOW_VAR_DIR": str(var_dir),
+        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{ports['kafka']}",
+        "CLICKHOUSE_HOST": "127.0.0.1",
+        "CLICKHOUSE_PORT": str(ports["clickhouse"]),
+        "REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
+        "WEB_BIND": f"127.0.0.1:{ports['web']}",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    output_path = var_dir / "up-output.log"
+    with open(output_path, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "localstack", "up"],
+            cwd="/",  # it must not depend on the working directory
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    stack = Stack(process, env, ports, output_path)
+    try:
+        assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=120), (
+            stack.output()
+        )
+        assert process.poll() is None, stack.output()
+        yield stack
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        with psycopg.connect("postgres://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def test_make_up_starts_every_component_healthy_and_prints_the_login(stack: Stack) -> None:
+    assert wait_until(lambda: stack.health()[0] == 200, timeout=30), stack.health()
+    status, body = stack.health()
+    assert status == 200
+    assert body["status"] == "ok"
+    assert set(body["components"]) == {"database", "redis", "celery", "kafka", "clickhouse", "spark"}
+    assert all(component["ok"] for component in body["components"].values())
+    password = (Path(stack.env["CLEARFLOW_VAR_DIR"]) / "secrets" / "admin_password").read_text().strip()
+    assert f"admin / {password}" in stack.output()
+    assert f"Open        {stack.base_url}/" in stack.output()
+    with urllib.request.urlopen(f"{stack.base_url}/health", timeout=10) as page:
+        assert "All components are up." in page.read().decode()
+
+
+def test_health_names_the_component_that_is_down(stack: Stack) -> None:
+    os.kill(stack.child_pids()["kafka"], signal.SIGKILL)
+    assert wait_until(lambda: not tcp_open("127.0.0.1", stack.ports["kafka"]), timeout=10)
+    status, body = stack.health()
+    assert status == 503
+    assert body["status"] == "down"
+    assert body["down"] == ["kafka"]
+    assert body["components"]["kafka"]["ok"] is False
+    assert str(stack.ports["kafka"]) not in json.dumps(body), "the open endpoint must not reveal addresses"
+    assert wait_until(lambda: "kafka exited" in stack.output(), timeout=5), stack.output()
+
+
+def test_a_second_make_up_says_one_is_already_running(stack: Stack) -> None:
+    second = subprocess.run(
+        [sys.executable, "-m", "localstack", "up"], env=stack.env, capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 1
+    assert f"already running here (pid {stack.process.pid}" in second.stdout
+
+
+def test_stopping_leaves_no_process_and_no_listener(stack: Stack) -> None:
+    pids = stack.child_pids()
+    assert set(pids) >= {"clickhouse", "redis", "web", "worker", "beat"}
+    started = time.monotonic()
+    stack.process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    stack.process.wait(timeout=30)
+    assert time.monotonic() - started < 30
+    assert stack.process.returncode == 0
+    assert "clearflow: stopped" in stack.output()
+    assert [name for name, pid in pids.items() if _pid_alive(pid)] == []
+    assert [name for name, port in stack.ports.items() if tcp_open("127.0.0.1", port)] == []
+    leftovers = subprocess.run(
+        ["pgrep", "-f", stack.env["CLEARFLOW_VAR_DIR"]], capture_output=True, text=True
+    ).stdout.split()
+    assert leftovers == []
