@@ -1,0 +1,80 @@
+"""docker-compose.yml cannot be started here (no Docker engine), so its consistency is checked instead:
+every variable the settings read is provided to the app's services, images are official and pinned,
+secrets come from the environment, and nginx proxies to where the web app listens."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+APP_SERVICES = ("web", "worker", "beat", "migrate")
+OFFICIAL_NAMESPACES = ("apache/", "clickhouse/")  # plus Docker's own library images, which have no namespace
+SECRETS = ("DJANGO_SECRET_KEY", "CLEARFLOW_ENCRYPTION_KEY", "CLICKHOUSE_PASSWORD", "POSTGRES_PASSWORD")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def settings_variables() -> set[str]:
+    names = set()
+    for path in (REPO / "webapp" / "config").rglob("*.py"):
+        names |= set(re.findall(r'env_(?:str|int|bool|list|secret)\(\s*"([A-Z0-9_]+)"', path.read_text()))
+    return names
+
+
+def test_the_settings_read_variables_through_the_one_env_reader() -> None:
+    assert {"DATABASE_URL", "REDIS_URL", "KAFKA_BOOTSTRAP_SERVERS", "CLICKHOUSE_HOST", "DJANGO_SECRET_KEY"} <= (
+        settings_variables()
+    )
+    for path in (REPO / "webapp").rglob("*.py"):
+        assert "os.environ" not in path.read_text() or path.name in {"env.py", "wsgi.py", "asgi.py"}, path
+
+
+def test_every_variable_the_settings_read_is_set_for_every_app_service(compose: dict) -> None:
+    for name in APP_SERVICES:
+        environment = compose["services"][name]["environment"]
+        missing = settings_variables() - set(environment)
+        assert not missing, f"{name} lacks {sorted(missing)}"
+
+
+def test_the_local_stack_uses_the_same_variable_names(compose: dict) -> None:
+    read_by_make_up = set(re.findall(r'env\.get\("([A-Z0-9_]+)"', (REPO / "localstack" / "up.py").read_text()))
+    local_only = {"WEB_BIND"}  # gunicorn's bind address is the command line in compose
+    assert read_by_make_up - local_only <= set(compose["services"]["web"]["environment"])
+
+
+def test_images_are_official_and_pinned(compose: dict) -> None:
+    images = [service["image"] for service in compose["services"].values() if "build" not in service]
+    images = [image for image in images if not image.startswith("clearflow/")]
+    for dockerfile in [REPO / "Dockerfile", *(REPO / "docker").glob("*.Dockerfile")]:
+        images += re.findall(r"^FROM\s+(\S+)", dockerfile.read_text(), flags=re.MULTILINE)
+    assert len(images) >= 7
+    for image in images:
+        name, _, tag = image.partition(":")
+        assert "/" not in name or name.startswith(OFFICIAL_NAMESPACES), f"{image} is not an official image"
+        assert tag and tag != "latest" and re.match(r"\d", tag), f"{image} is not pinned to a version"
+
+
+def test_secrets_come_from_the_environment_never_literals(compose: dict) -> None:
+    for service in compose["services"].values():
+        environment = service.get("environment") or {}
+        for key in SECRETS:
+            if key in environment:
+                assert re.fullmatch(r"\$\{" + key + r":\?[^}]+\}", str(environment[key])), (key, environment[key])
+    assert "${POSTGRES_PASSWORD:?" in compose["services"]["web"]["environment"]["DATABASE_URL"]
+
+
+def test_nginx_serves_static_files_and_proxies_to_the_web_app(compose: dict) -> None:
+    nginx = compose["services"]["nginx"]
+    config_mount = next(volume for volume in nginx["volumes"] if "conf" in volume)
+    config = (REPO / config_mount.split(":")[0].removeprefix("./")).read_text()
+    web_bind = compose["services"]["web"]["command"][compose["services"]["web"]["command"].index("--bind") + 1]
+    assert f"server web:{web_bind.rsplit(':', 1)[1]};" in config
+    assert "location /static/" in config
+    assert any(volume.startswith("static:") for volume in nginx["volumes"])
