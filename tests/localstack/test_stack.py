@@ -153,3 +153,18 @@ def test_stopping_leaves_no_process_and_no_listener(stack: Stack) -> None:
         ["pgrep", "-f", stack.env["CLEARFLOW_VAR_DIR"]], capture_output=True, text=True
     ).stdout.split()
     assert leftovers == []
+
+
+def test_a_missing_prerequisite_is_named_with_the_command_that_installs_it(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with Python but without Java
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(bin_dir), "CLEARFLOW_VAR_DIR": str(tmp_path / "var")}
+
+    result = subprocess.run(
+        [sys.executable, "-m", "localstack", "up"], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 1
+    assert "missing prerequisites" in result.stdout
+    assert "Java 17 for Spark: apt-get install -y openjdk-17-jre-headless" in result.stdout
