@@ -11,8 +11,10 @@ the partition stays quiet for a moment or the deadline passes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -110,6 +112,7 @@ def _plain_words(error: Any, settings: KafkaSettings, timeout: float) -> str:
     servers = settings.bootstrap_servers
     code = error.code() if hasattr(error, "code") else None
     text = error.str() if hasattr(error, "str") else str(error)
+    text = re.sub(r"\s*\(after \d+ms in state \w+\)", "", text)
     lowered = text.lower()
     if code == KafkaError._AUTHENTICATION or "authentication" in lowered or "sasl" in lowered:
         return f"The broker rejected the credentials: {text}"
@@ -130,17 +133,38 @@ def _plain_words(error: Any, settings: KafkaSettings, timeout: float) -> str:
     return f"The broker answered with an error: {text}"
 
 
-class _ErrorCollector:
-    """librdkafka reports connection trouble through callbacks; keep the most telling one."""
+class _ErrorCollector(logging.Handler):
+    """librdkafka reports connection trouble through `error_cb` and its log; keep both, print neither.
+
+    The admin client's metadata call fails with a bare "transport failure"; the log line seen on the way
+    ("Connection refused", "Failed to resolve ...") is what tells the user what is wrong.
+    """
 
     def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
         self.errors: list[Any] = []
+        self.lines: list[str] = []
+        # A private logger (not registered with logging's manager): nothing propagates to the root logger.
+        self.logger = logging.Logger("clearflow.librdkafka", level=logging.DEBUG)
+        self.logger.addHandler(self)
+        self.logger.propagate = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.lines.append(record.getMessage())
 
     def __call__(self, error: Any) -> None:
         self.errors.append(error)
 
     def best(self) -> Any | None:
-        return self.errors[-1] if self.errors else None
+        from confluent_kafka import KafkaError
+
+        telling = [e for e in self.errors if not hasattr(e, "code") or e.code() != KafkaError._ALL_BROKERS_DOWN]
+        if telling:
+            return telling[0]
+        if self.lines:
+            return self.lines[-1].split("]: ", 1)[-1]
+        return None
 
 
 def _client_config(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) -> dict[str, Any]:
@@ -153,13 +177,18 @@ def _client_config(settings: KafkaSettings, timeout: float, collector: _ErrorCol
         "reconnect.backoff.max.ms": 1000,
         "error_cb": collector,
         # librdkafka would otherwise print every connection failure to stderr.
-        "logger": logging.getLogger("clearflow.librdkafka"),
+        "logger": collector.logger,
         "log_level": 3,
     }
 
 
-def _raise(error: Any, collector: _ErrorCollector, settings: KafkaSettings, timeout: float) -> None:
+def _raise(error: Any, collector: _ErrorCollector, settings: KafkaSettings, timeout: float, client: Any = None) -> None:
     from confluent_kafka import KafkaError
+
+    if client is not None:
+        # Serves the queued error callbacks and log lines that explain a bare "transport failure".
+        with contextlib.suppress(Exception):
+            client.poll(0)
 
     # A timeout says little; a transport or authentication error seen on the way says more.
     code = error.code() if hasattr(error, "code") else None
@@ -172,22 +201,29 @@ def _kafka_error(exc: Exception) -> Any:
     return exc.args[0] if exc.args else exc
 
 
+def _admin(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) -> Any:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return AdminClient(_client_config(settings, timeout, collector))
+    except (ValueError, TypeError, KafkaException) as exc:  # bad configuration, e.g. an unreadable PEM
+        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+
+
 # -- operations -----------------------------------------------------------------------------------------
 
 
 def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> KafkaClusterInfo:
     """Ask the cluster for its metadata: the brokers and how many topics it has (internal ones left out)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     collector = _ErrorCollector()
+    admin = _admin(settings, timeout, collector)
     try:
-        admin = AdminClient(_client_config(settings, timeout, collector))
         metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        _raise(_kafka_error(exc), collector, settings, timeout)
-    except (ValueError, TypeError) as exc:  # bad configuration, e.g. an unreadable PEM
-        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     brokers = sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values())
     topics = [name for name in metadata.topics if not name.startswith("__")]
     return KafkaClusterInfo(brokers=brokers, topic_count=len(topics), cluster_id=metadata.cluster_id)
@@ -196,16 +232,13 @@ def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
 def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """Names of the (non-internal) topics, sorted; metadata only, no offsets."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     collector = _ErrorCollector()
+    admin = _admin(settings, timeout, collector)
     try:
-        admin = AdminClient(_client_config(settings, timeout, collector))
         metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        _raise(_kafka_error(exc), collector, settings, timeout)
-    except (ValueError, TypeError) as exc:
-        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     return sorted(name for name in metadata.topics if not name.startswith("__"))
 
 
@@ -229,7 +262,7 @@ def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) ->
         try:
             metadata = consumer.list_topics(timeout=timeout)
         except KafkaException as exc:
-            _raise(_kafka_error(exc), collector, settings, timeout)
+            _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
         result: list[TopicInfo] = []
         for name in sorted(metadata.topics):
             if name.startswith("__"):
@@ -293,7 +326,7 @@ def sample_events(
         try:
             metadata = consumer.list_topics(timeout=timeout)
         except KafkaException as exc:
-            _raise(_kafka_error(exc), collector, settings, timeout)
+            _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
         missing = [t for t in topics if t not in metadata.topics or metadata.topics[t].error is not None]
         if missing:
             raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
@@ -308,7 +341,7 @@ def sample_events(
                         TopicPartition(name, partition), timeout=remaining, cached=False
                     )
                 except KafkaException as exc:
-                    _raise(_kafka_error(exc), collector, settings, timeout)
+                    _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
                 start = low if position == "oldest" else max(low, high - count)
                 if start < 0:
                     start = OFFSET_END

@@ -1,0 +1,176 @@
+"""Users, API clients, saved connections, and real Kafka topics / ClickHouse tables with known content.
+
+The broker and ClickHouse are the session's real ones (tests/conftest.py). Topics and databases get
+random names, so tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+
+ORDER_COUNT = 30
+ORDER_PARTITIONS = 2
+
+
+def produce_records(bootstrap: str, topic: str, values: list[bytes], *, partitions: int = 1) -> None:
+    """Create `topic` and write the values round-robin over partitions, one record per batch (exact ends).
+
+    Record timestamps are one second apart in order, so "newest" and "oldest" are well defined."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=partitions)]).values():
+        future.result(timeout=10)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    base_ms = int(datetime(2026, 11, 1, tzinfo=UTC).timestamp() * 1000)
+    for i, value in enumerate(values):
+        producer.produce(
+            topic, value=value, key=str(i).encode(), partition=i % partitions, timestamp=base_ms + i * 1000
+        )
+        producer.poll(0)
+    assert producer.flush(10) == 0
+
+
+def order(i: int) -> dict:
+    start = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+    return {
+        "order_id": str(uuid.UUID(int=7000 + i, version=4)),
+        "seq": i,
+        "amount": 10.5 + i,
+        "paid": i % 2 == 0,
+        "created_at": (start + timedelta(minutes=i)).isoformat().replace("+00:00", "Z"),
+        "customer": {"id": 100 + i % 5, "name": f"Customer {i % 5}"},
+        "tags": ["a", "b"],
+    }
+
+
+@dataclass(frozen=True)
+class Topics:
+    orders: str
+    empty: str
+    mixed: str
+
+
+@pytest.fixture(scope="session")
+def topics(kafka_bootstrap: str) -> Topics:
+    """`orders`: 30 JSON orders over 2 partitions (seq 0..29); `empty`: no records; `mixed`: JSON and text."""
+    suffix = uuid.uuid4().hex[:8]
+    names = Topics(orders=f"orders_{suffix}", empty=f"empty_{suffix}", mixed=f"mixed_{suffix}")
+    produce_records(
+        kafka_bootstrap, names.orders, [json.dumps(order(i)).encode() for i in range(ORDER_COUNT)], partitions=2
+    )
+    produce_records(kafka_bootstrap, names.empty, [])
+    produce_records(kafka_bootstrap, names.mixed, [b'{"a": 1}', b"not json", b'{"a": 2.5, "b": null}'])
+    return names
+
+
+@dataclass(frozen=True)
+class ClickHouseTarget:
+    database: str
+    table: str
+
+
+@pytest.fixture(scope="session")
+def clickhouse_target(clickhouse_server) -> ClickHouseTarget:
+    """A database with `orders` (some required columns, one Nullable, one with a default) and `other`."""
+    import clickhouse_connect
+
+    database = f"cf_test_{uuid.uuid4().hex[:8]}"
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    try:
+        client.command(f"CREATE DATABASE `{database}`")
+        client.command(
+            f"CREATE TABLE `{database}`.orders (order_id UUID, seq Int64, amount Float64, "
+            "customer_name Nullable(String), inserted_at DateTime DEFAULT now()) "
+            "ENGINE = ReplacingMergeTree ORDER BY order_id"
+        )
+        client.command(f"CREATE TABLE `{database}`.other (x String) ENGINE = MergeTree ORDER BY x")
+    finally:
+        client.close()
+    return ClickHouseTarget(database=database, table="orders")
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user("owner", password="owner-pass-123")
+
+
+@pytest.fixture
+def other(db):
+    return get_user_model().objects.create_user("other", password="other-pass-123")
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def api(owner) -> APIClient:
+    return token_client(owner)
+
+
+@pytest.fixture
+def other_api(other) -> APIClient:
+    return token_client(other)
+
+
+@pytest.fixture
+def anon_api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def kafka_conn(owner, kafka_bootstrap):
+    return kafka_connection_create(owner=owner, data={"name": "local kafka", "bootstrap_servers": kafka_bootstrap})
+
+
+@pytest.fixture
+def ch_conn(owner, clickhouse_server):
+    return clickhouse_connection_create(
+        owner=owner,
+        data={"name": "local clickhouse", "host": clickhouse_server.host, "port": clickhouse_server.port},
+    )
+
+
+def orders_spec(topic: str, database: str, *, create_table: bool = False) -> dict:
+    """A valid spec for the orders topic into `database`.orders (connections are filled in by the service)."""
+    return {
+        "source": {
+            "topics": [topic],
+            "fields": [
+                {"path": "order_id", "type": "uuid"},
+                {"path": "seq", "type": "int"},
+                {"path": "amount", "type": "float"},
+                {"path": "created_at", "type": "datetime"},
+                {"path": "customer.name", "type": "string"},
+            ],
+        },
+        "dedup": {"keys": ["order_id"], "window": "1h"},
+        "sink": {
+            "clickhouse": {"database": database},
+            "table": "orders",
+            "create_table": create_table,
+            "engine": "ReplacingMergeTree",
+            "order_by": ["order_id"],
+            "columns": [
+                {"field": "order_id", "column": "order_id", "type": "UUID"},
+                {"field": "seq", "column": "seq", "type": "Int64"},
+                {"field": "amount", "column": "amount", "type": "Float64"},
+                {"field": "customer.name", "column": "customer_name", "type": "Nullable(String)"},
+            ],
+        },
+    }

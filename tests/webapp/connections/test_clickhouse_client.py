@@ -1,0 +1,63 @@
+"""The ClickHouse client module against the real server (chDB's HTTP interface)."""
+
+from __future__ import annotations
+
+import pytest
+
+from localstack.processes import free_port
+from webapp.connections import clickhouse_client
+from webapp.connections.clickhouse_client import (
+    ClickHouseClientError,
+    ClickHouseNotFoundError,
+    ClickHouseSettings,
+    quote_identifier,
+)
+
+
+@pytest.fixture
+def settings_(clickhouse_server) -> ClickHouseSettings:
+    return ClickHouseSettings(host=clickhouse_server.host, port=clickhouse_server.port)
+
+
+def test_check_connection(settings_):
+    info = clickhouse_client.check_connection(settings_)
+    assert info.version.startswith("26.")
+    assert info.database_count >= 2
+
+
+def test_databases_tables_columns(settings_, clickhouse_target):
+    databases = clickhouse_client.list_databases(settings_)
+    assert clickhouse_target.database in databases
+    assert "system" not in databases
+    tables = clickhouse_client.list_tables(settings_, database=clickhouse_target.database)
+    assert [(t.name, t.engine) for t in tables] == [("orders", "ReplacingMergeTree"), ("other", "MergeTree")]
+    columns = clickhouse_client.list_columns(settings_, database=clickhouse_target.database, table="orders")
+    assert [(c.name, c.type, c.nullable, c.required) for c in columns] == [
+        ("order_id", "UUID", False, True),
+        ("seq", "Int64", False, True),
+        ("amount", "Float64", False, True),
+        ("customer_name", "Nullable(String)", True, False),
+        ("inserted_at", "DateTime", False, False),
+    ]
+    assert columns[0].in_sorting_key
+
+
+def test_unknown_names_are_not_found_and_not_injected(settings_, clickhouse_target):
+    with pytest.raises(ClickHouseNotFoundError):
+        clickhouse_client.list_tables(settings_, database="nope' OR 1=1 --")
+    with pytest.raises(ClickHouseNotFoundError):
+        clickhouse_client.list_columns(settings_, database=clickhouse_target.database, table="x`; DROP TABLE orders")
+    assert "orders" in [t.name for t in clickhouse_client.list_tables(settings_, database=clickhouse_target.database)]
+
+
+def test_wrong_password_and_unreachable_server(settings_):
+    wrong = ClickHouseSettings(host=settings_.host, port=settings_.port, password="wrong")
+    with pytest.raises(ClickHouseClientError, match="rejected the user name or password"):
+        clickhouse_client.check_connection(wrong)
+    with pytest.raises(ClickHouseClientError, match="connection refused"):
+        clickhouse_client.check_connection(ClickHouseSettings(host="127.0.0.1", port=free_port()), timeout=2)
+
+
+def test_quote_identifier():
+    assert quote_identifier("orders") == "`orders`"
+    assert quote_identifier("a`b\\c") == "`a\\`b\\\\c`"

@@ -1,0 +1,96 @@
+"""Admin for connections: secrets are never shown. Their inputs start empty; leaving one empty keeps the
+stored secret, ticking "clear" removes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+
+
+class SecretFieldsForm(forms.ModelForm):
+    secret_fields: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in self.secret_fields:
+            stored = bool(self.instance.pk and getattr(self.instance, name))
+            self.fields[name] = forms.CharField(
+                label=self.instance._meta.get_field(name).verbose_name.capitalize(),
+                required=False,
+                strip=False,
+                widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+                help_text="Set — leave empty to keep it." if stored else "Not set.",
+            )
+            self.initial[name] = ""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in self.secret_fields:
+            if cleaned.get(f"clear_{name}"):
+                cleaned[name] = ""
+            elif not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(type(self.instance).objects.get(pk=self.instance.pk), name)
+            setattr(self.instance, name, cleaned.get(name, ""))
+        return cleaned
+
+
+class KafkaConnectionForm(SecretFieldsForm):
+    secret_fields = KafkaConnection.SECRET_FIELDS
+    clear_sasl_password = forms.BooleanField(required=False, label="Clear the stored SASL password")
+    clear_ssl_key_pem = forms.BooleanField(required=False, label="Clear the stored client private key")
+
+    class Meta:
+        model = KafkaConnection
+        fields = (
+            "owner",
+            "name",
+            "bootstrap_servers",
+            "security_protocol",
+            "sasl_mechanism",
+            "sasl_username",
+            "sasl_password",
+            "ssl_ca_pem",
+            "ssl_certificate_pem",
+            "ssl_key_pem",
+        )
+
+
+class ClickHouseConnectionForm(SecretFieldsForm):
+    secret_fields = ClickHouseConnection.SECRET_FIELDS
+    clear_password = forms.BooleanField(required=False, label="Clear the stored password")
+
+    class Meta:
+        model = ClickHouseConnection
+        fields = ("owner", "name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
+
+
+@admin.register(KafkaConnection)
+class KafkaConnectionAdmin(admin.ModelAdmin):
+    form = KafkaConnectionForm
+    list_display = ("name", "owner", "bootstrap_servers", "security_protocol", "sasl_password_set", "updated_at")
+    list_filter = ("security_protocol",)
+    search_fields = ("name", "bootstrap_servers", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("created_at", "updated_at")
+
+    @admin.display(boolean=True, description="SASL password")
+    def sasl_password_set(self, obj: KafkaConnection) -> bool:
+        return obj.has_sasl_password
+
+
+@admin.register(ClickHouseConnection)
+class ClickHouseConnectionAdmin(admin.ModelAdmin):
+    form = ClickHouseConnectionForm
+    list_display = ("name", "owner", "host", "port", "secure", "username", "password_set", "updated_at")
+    list_filter = ("secure",)
+    search_fields = ("name", "host", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("created_at", "updated_at")
+
+    @admin.display(boolean=True, description="password")
+    def password_set(self, obj: ClickHouseConnection) -> bool:
+        return obj.has_password

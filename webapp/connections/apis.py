@@ -1,0 +1,401 @@
+"""REST API for connections and what they hold (one view per action; the view validates, calls one
+service or selector, serializes the result). Secrets are write-only: outputs say only whether one is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.api.errors import ERROR_RESPONSES
+from webapp.connections import selectors, services
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, KafkaSaslMechanism, KafkaSecurityProtocol
+from webapp.connections.schema import FIELD_TYPES
+
+KAFKA_TAG = ["Kafka connections"]
+CLICKHOUSE_TAG = ["ClickHouse connections"]
+
+
+# -- serializers ----------------------------------------------------------------------------------------
+
+
+class KafkaConnectionInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    bootstrap_servers = serializers.CharField(max_length=1000)
+    security_protocol = serializers.ChoiceField(KafkaSecurityProtocol.choices, default=KafkaSecurityProtocol.PLAINTEXT)
+    sasl_mechanism = serializers.ChoiceField(KafkaSaslMechanism.choices, required=False, allow_blank=True)
+    sasl_username = serializers.CharField(max_length=255, required=False, allow_blank=True)
+    sasl_password = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
+    ssl_ca_pem = serializers.CharField(required=False, allow_blank=True)
+    ssl_certificate_pem = serializers.CharField(required=False, allow_blank=True)
+    ssl_key_pem = serializers.CharField(required=False, allow_blank=True, write_only=True)
+
+
+class KafkaConnectionOutput(serializers.ModelSerializer):
+    has_sasl_password = serializers.BooleanField(read_only=True)
+    has_ssl_key = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = KafkaConnection
+        fields = [
+            "id",
+            "name",
+            "bootstrap_servers",
+            "security_protocol",
+            "sasl_mechanism",
+            "sasl_username",
+            "has_sasl_password",
+            "ssl_ca_pem",
+            "ssl_certificate_pem",
+            "has_ssl_key",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class KafkaClusterInfoOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    brokers = serializers.ListField(child=serializers.CharField())
+    topic_count = serializers.IntegerField()
+    cluster_id = serializers.CharField(allow_null=True)
+
+
+class TopicOutput(serializers.Serializer):
+    name = serializers.CharField()
+    partitions = serializers.IntegerField()
+    message_count = serializers.IntegerField(allow_null=True, help_text="Estimate: high minus low watermark.")
+
+
+class SampleInput(serializers.Serializer):
+    topics = serializers.ListField(child=serializers.CharField(max_length=249), min_length=1, max_length=50)
+    count = serializers.IntegerField(min_value=1, max_value=500, default=20)
+    position = serializers.ChoiceField(["newest", "oldest"], default="newest")
+
+
+class SampledEventOutput(serializers.Serializer):
+    topic = serializers.CharField()
+    partition = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    timestamp = serializers.DateTimeField(allow_null=True)
+    key = serializers.CharField(allow_null=True)
+    value = serializers.JSONField()
+    is_json = serializers.BooleanField()
+    size = serializers.IntegerField()
+
+
+class InferredFieldOutput(serializers.Serializer):
+    path = serializers.CharField()
+    type = serializers.ChoiceField(list(FIELD_TYPES))
+    nullable = serializers.BooleanField()
+    present = serializers.IntegerField()
+    examples = serializers.ListField(child=serializers.JSONField())
+
+
+class InferSchemaOutput(serializers.Serializer):
+    sampled = serializers.IntegerField()
+    fields = InferredFieldOutput(many=True)
+
+
+class ClickHouseConnectionInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    host = serializers.CharField(max_length=255)
+    port = serializers.IntegerField(min_value=1, max_value=65535, default=8123)
+    secure = serializers.BooleanField(default=False)
+    verify = serializers.BooleanField(default=True)
+    ssl_ca_pem = serializers.CharField(required=False, allow_blank=True)
+    username = serializers.CharField(max_length=255, default="default")
+    password = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
+    database = serializers.CharField(max_length=255, default="default")
+
+
+class ClickHouseConnectionOutput(serializers.ModelSerializer):
+    has_password = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ClickHouseConnection
+        fields = [
+            "id",
+            "name",
+            "host",
+            "port",
+            "secure",
+            "verify",
+            "ssl_ca_pem",
+            "username",
+            "has_password",
+            "database",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class ClickHouseServerInfoOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    version = serializers.CharField()
+    database_count = serializers.IntegerField()
+
+
+class DatabaseOutput(serializers.Serializer):
+    name = serializers.CharField()
+
+
+class TableOutput(serializers.Serializer):
+    name = serializers.CharField()
+    engine = serializers.CharField()
+    total_rows = serializers.IntegerField(allow_null=True)
+
+
+class ColumnOutput(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField()
+    nullable = serializers.BooleanField()
+    default_kind = serializers.CharField(allow_blank=True)
+    default_expression = serializers.CharField(allow_blank=True)
+    in_sorting_key = serializers.BooleanField()
+    required = serializers.BooleanField(help_text="Not Nullable and no default: an insert must give a value.")
+    comment = serializers.CharField(allow_blank=True)
+
+
+def _validated(serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False) -> dict:
+    serializer = serializer_class(data=data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+# -- Kafka ----------------------------------------------------------------------------------------------
+
+
+class KafkaConnectionListCreateApi(APIView):
+    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_list", responses=KafkaConnectionOutput(many=True))
+    def get(self, request: Request) -> Response:
+        connections = selectors.kafka_connection_list(user=request.user)
+        return Response(KafkaConnectionOutput(connections, many=True).data)
+
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_create",
+        request=KafkaConnectionInput,
+        responses={201: KafkaConnectionOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(KafkaConnectionInput, request.data)
+        connection = services.kafka_connection_create(owner=request.user, data=data)
+        return Response(KafkaConnectionOutput(connection).data, status=status.HTTP_201_CREATED)
+
+
+class KafkaConnectionDetailApi(APIView):
+    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_retrieve", responses=KafkaConnectionOutput)
+    def get(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        return Response(KafkaConnectionOutput(connection).data)
+
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_update",
+        description="Change the given fields. A secret is changed only when sent; an empty string clears it.",
+        request=KafkaConnectionInput(partial=True),
+        responses={200: KafkaConnectionOutput, **ERROR_RESPONSES},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        data = _validated(KafkaConnectionInput, request.data, partial=True)
+        connection = services.kafka_connection_update(connection=connection, data=data)
+        return Response(KafkaConnectionOutput(connection).data)
+
+    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_delete", responses={204: None, **ERROR_RESPONSES})
+    def delete(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        services.kafka_connection_delete(connection=connection)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class KafkaConnectionTestApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_test",
+        request=None,
+        description="Ask the cluster for its brokers and topics (a few seconds at most). 502 with the reason.",
+        responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        info = services.kafka_connection_test(connection=connection)
+        return Response(KafkaClusterInfoOutput({"ok": True, **info.__dict__}).data)
+
+
+class KafkaConnectionTestUnsavedApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_test_unsaved",
+        request=KafkaConnectionInput,
+        description="Test connection settings without saving them.",
+        responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(KafkaConnectionInput, request.data)
+        connection = services.kafka_connection_build(owner=request.user, data=data)
+        info = services.kafka_connection_test(connection=connection)
+        return Response(KafkaClusterInfoOutput({"ok": True, **info.__dict__}).data)
+
+
+class KafkaTopicListApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG, operation_id="kafka_topics_list", responses={200: TopicOutput(many=True), **ERROR_RESPONSES}
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        topics = selectors.kafka_topic_list(connection=connection)
+        return Response(TopicOutput(topics, many=True).data)
+
+
+class KafkaSampleApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_events_sample",
+        request=SampleInput,
+        description="Up to `count` newest or oldest events of the topics, oldest first. Nothing is committed.",
+        responses={200: SampledEventOutput(many=True), **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        data = _validated(SampleInput, request.data)
+        events = selectors.kafka_event_sample(connection=connection, **data)
+        return Response(SampledEventOutput(events, many=True).data)
+
+
+class KafkaInferSchemaApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_schema_infer",
+        request=SampleInput,
+        description="Sample the topics and infer fields: dotted paths; string, int, float, bool, datetime, uuid, json.",
+        responses={200: InferSchemaOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        data = _validated(SampleInput, request.data)
+        events = selectors.kafka_event_sample(connection=connection, **data)
+        fields = selectors.schema_infer(values=[event.value for event in events])
+        return Response(InferSchemaOutput({"sampled": len(events), "fields": fields}).data)
+
+
+# -- ClickHouse -----------------------------------------------------------------------------------------
+
+
+class ClickHouseConnectionListCreateApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_list", responses=ClickHouseConnectionOutput(many=True)
+    )
+    def get(self, request: Request) -> Response:
+        connections = selectors.clickhouse_connection_list(user=request.user)
+        return Response(ClickHouseConnectionOutput(connections, many=True).data)
+
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_create",
+        request=ClickHouseConnectionInput,
+        responses={201: ClickHouseConnectionOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(ClickHouseConnectionInput, request.data)
+        connection = services.clickhouse_connection_create(owner=request.user, data=data)
+        return Response(ClickHouseConnectionOutput(connection).data, status=status.HTTP_201_CREATED)
+
+
+class ClickHouseConnectionDetailApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_retrieve", responses=ClickHouseConnectionOutput
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        return Response(ClickHouseConnectionOutput(connection).data)
+
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_update",
+        description="Change the given fields. The password is changed only when sent; an empty string clears it.",
+        request=ClickHouseConnectionInput(partial=True),
+        responses={200: ClickHouseConnectionOutput, **ERROR_RESPONSES},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        data = _validated(ClickHouseConnectionInput, request.data, partial=True)
+        connection = services.clickhouse_connection_update(connection=connection, data=data)
+        return Response(ClickHouseConnectionOutput(connection).data)
+
+    @extend_schema(
+        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_delete", responses={204: None, **ERROR_RESPONSES}
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        services.clickhouse_connection_delete(connection=connection)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ClickHouseConnectionTestApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_test",
+        request=None,
+        responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        info = services.clickhouse_connection_test(connection=connection)
+        return Response(ClickHouseServerInfoOutput({"ok": True, **info.__dict__}).data)
+
+
+class ClickHouseConnectionTestUnsavedApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_test_unsaved",
+        request=ClickHouseConnectionInput,
+        description="Test connection settings without saving them.",
+        responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(ClickHouseConnectionInput, request.data)
+        connection = services.clickhouse_connection_build(owner=request.user, data=data)
+        info = services.clickhouse_connection_test(connection=connection)
+        return Response(ClickHouseServerInfoOutput({"ok": True, **info.__dict__}).data)
+
+
+class ClickHouseDatabaseListApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_databases_list",
+        responses={200: DatabaseOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        names = selectors.clickhouse_database_list(connection=connection)
+        return Response(DatabaseOutput([{"name": name} for name in names], many=True).data)
+
+
+class ClickHouseTableListApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_tables_list",
+        responses={200: TableOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int, database: str) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        tables = selectors.clickhouse_table_list(connection=connection, database=database)
+        return Response(TableOutput(tables, many=True).data)
+
+
+class ClickHouseColumnListApi(APIView):
+    @extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_columns_list",
+        responses={200: ColumnOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int, database: str, table: str) -> Response:
+        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
+        columns = selectors.clickhouse_column_list(connection=connection, database=database, table=table)
+        return Response(ColumnOutput(columns, many=True).data)

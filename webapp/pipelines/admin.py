@@ -1,0 +1,92 @@
+"""Admin for pipelines: status, versions (read-only, inline) and the deploy/stop actions, which go
+through the same services as the API and the wizard (statuses are never edited by hand)."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from spark_jobs.spec import SpecError
+from webapp.core.exceptions import ApplicationError
+from webapp.pipelines import services
+from webapp.pipelines.models import Pipeline, PipelineVersion
+
+
+class PipelineVersionInline(admin.TabularInline):
+    model = PipelineVersion
+    fk_name = "pipeline"
+    extra = 0
+    can_delete = False
+    fields = ("number", "created_by", "created_at", "note", "spec_json")
+    readonly_fields = fields
+    ordering = ("-number",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Pipeline | None = None) -> bool:
+        return False
+
+    @admin.display(description="spec")
+    def spec_json(self, obj: PipelineVersion) -> str:
+        return format_html("<pre style='max-height:20em;overflow:auto'>{}</pre>", json.dumps(obj.spec, indent=2))
+
+
+@admin.register(Pipeline)
+class PipelineAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "status", "current_version_number", "deployed_version_number", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("name", "owner__username")
+    list_select_related = ("owner", "current_version", "deployed_version")
+    inlines = [PipelineVersionInline]
+    actions = ["deploy_selected", "stop_selected"]
+    fields = (
+        "name",
+        "owner",
+        "status",
+        "status_message",
+        "status_changed_at",
+        "kafka_connection",
+        "clickhouse_connection",
+        "current_version",
+        "deployed_version",
+        "deploy_requested_at",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A pipeline needs a valid spec: create it in the wizard or through the API.
+        return False
+
+    @admin.display(description="current version")
+    def current_version_number(self, obj: Pipeline) -> int | None:
+        return obj.current_version.number if obj.current_version else None
+
+    @admin.display(description="deployed version")
+    def deployed_version_number(self, obj: Pipeline) -> int | None:
+        return obj.deployed_version.number if obj.deployed_version else None
+
+    def _run(self, request: HttpRequest, queryset: QuerySet[Pipeline], service, verb: str) -> None:
+        done = 0
+        for pipeline in queryset:
+            try:
+                service(pipeline=pipeline, user=request.user)
+                done += 1
+            except SpecError as exc:
+                first = exc.errors[0] if exc.errors else None
+                self.message_user(request, f"{pipeline.name}: spec not valid: {first}", messages.ERROR)
+            except ApplicationError as exc:
+                self.message_user(request, f"{pipeline.name}: {exc.message}", messages.ERROR)
+        if done:
+            self.message_user(request, f"{verb} {done} pipeline(s).", messages.SUCCESS)
+
+    @admin.action(description="Deploy the selected pipelines (current version)")
+    def deploy_selected(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
+        self._run(request, queryset, services.pipeline_deploy, "Deploy requested for")
+
+    @admin.action(description="Stop the selected pipelines")
+    def stop_selected(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
+        self._run(request, queryset, services.pipeline_stop, "Stopped")

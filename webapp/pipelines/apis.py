@@ -1,0 +1,258 @@
+"""REST API for pipelines: CRUD with the spec JSON, validate, deploy, stop, resume, status, versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.api.errors import ERROR_RESPONSES
+from webapp.connections import selectors as connection_selectors
+from webapp.pipelines import selectors, services
+from webapp.pipelines.models import Pipeline, PipelineStatus, PipelineVersion
+
+TAG = ["Pipelines"]
+
+
+class SpecField(serializers.JSONField):
+    """The pipeline spec (spark_jobs.spec v1); `source.kafka` and `sink.clickhouse` come from the connections."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("A pipeline spec must be a JSON object.")
+        return value
+
+
+class PipelineCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kafka_connection = serializers.IntegerField(help_text="Id of one of your Kafka connections.")
+    clickhouse_connection = serializers.IntegerField(help_text="Id of one of your ClickHouse connections.")
+    spec = SpecField()
+    note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+
+
+class PipelineUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False)
+    kafka_connection = serializers.IntegerField(required=False)
+    clickhouse_connection = serializers.IntegerField(required=False)
+    spec = SpecField(required=False)
+    note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+
+
+class PipelineValidateInput(serializers.Serializer):
+    spec = SpecField()
+    name = serializers.CharField(max_length=100, required=False)
+    kafka_connection = serializers.IntegerField(required=False)
+    clickhouse_connection = serializers.IntegerField(required=False)
+    check_live = serializers.BooleanField(
+        default=False, help_text="Also check topics and the target table on the systems (needs both connections)."
+    )
+
+
+class PipelineCheckInput(serializers.Serializer):
+    check_live = serializers.BooleanField(default=True)
+
+
+class ValidationOutput(serializers.Serializer):
+    valid = serializers.BooleanField()
+    spec = serializers.JSONField(help_text="The normalized spec (secrets masked).")
+
+
+class PipelineStatusOutput(serializers.ModelSerializer):
+    current_version = serializers.IntegerField(source="current_version.number", allow_null=True, default=None)
+    deployed_version = serializers.IntegerField(source="deployed_version.number", allow_null=True, default=None)
+
+    class Meta:
+        model = Pipeline
+        fields = [
+            "id",
+            "status",
+            "status_message",
+            "status_changed_at",
+            "current_version",
+            "deployed_version",
+            "deploy_requested_at",
+        ]
+
+
+class PipelineOutput(PipelineStatusOutput):
+    spec = serializers.JSONField(allow_null=True)
+
+    class Meta:
+        model = Pipeline
+        fields = [
+            "id",
+            "name",
+            "status",
+            "status_message",
+            "status_changed_at",
+            "kafka_connection",
+            "clickhouse_connection",
+            "current_version",
+            "deployed_version",
+            "deploy_requested_at",
+            "spec",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class PipelineVersionOutput(serializers.ModelSerializer):
+    created_by = serializers.CharField(source="created_by.get_username", allow_null=True, default=None)
+
+    class Meta:
+        model = PipelineVersion
+        fields = ["number", "spec", "note", "created_by", "created_at"]
+
+
+def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
+    out = {}
+    for name, getter in (
+        ("kafka_connection", connection_selectors.kafka_connection_list),
+        ("clickhouse_connection", connection_selectors.clickhouse_connection_list),
+    ):
+        if data.get(name) is not None:
+            connection = getter(user=request.user).filter(pk=data[name]).first()
+            if connection is None:
+                raise serializers.ValidationError({name: ["No such connection."]})
+            out[name] = connection
+    return out
+
+
+class PipelineListCreateApi(APIView):
+    @extend_schema(tags=TAG, operation_id="pipelines_list", responses=PipelineOutput(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(PipelineOutput(selectors.pipeline_list(user=request.user), many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_create",
+        request=PipelineCreateInput,
+        responses={201: PipelineOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(PipelineCreateInput, request.data)
+        data.update(_connections(request, data))
+        pipeline = services.pipeline_create(owner=request.user, **data)
+        return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
+
+
+class PipelineDetailApi(APIView):
+    @extend_schema(tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineOutput, **ERROR_RESPONSES})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(PipelineOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_update",
+        description="Change the name, connections or spec; a change makes a new version and keeps the old ones.",
+        request=PipelineUpdateInput,
+        responses={200: PipelineOutput, **ERROR_RESPONSES},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        data = _validated(PipelineUpdateInput, request.data)
+        data.update(_connections(request, data))
+        pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
+        return Response(PipelineOutput(pipeline).data)
+
+    @extend_schema(tags=TAG, operation_id="pipelines_delete", responses={204: None, **ERROR_RESPONSES})
+    def delete(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        services.pipeline_delete(pipeline=pipeline, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PipelineVersionListApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_versions_list",
+        responses={200: PipelineVersionOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        return Response(PipelineVersionOutput(selectors.pipeline_version_list(pipeline=pipeline), many=True).data)
+
+
+class PipelineSpecValidateApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_validate_spec",
+        description="Validate a spec without saving it. 400 lists every problem with its path (`spec.…`).",
+        request=PipelineValidateInput,
+        responses={200: ValidationOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(PipelineValidateInput, request.data)
+        data.update(_connections(request, data))
+        parsed = services.pipeline_validate(**data)
+        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+
+
+class PipelineValidateApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_validate",
+        description="Validate the pipeline's current spec, by default also against Kafka and ClickHouse.",
+        request=PipelineCheckInput,
+        responses={200: ValidationOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        data = _validated(PipelineCheckInput, request.data)
+        parsed = services.pipeline_validate(
+            spec=pipeline.spec or {},
+            kafka_connection=pipeline.kafka_connection,
+            clickhouse_connection=pipeline.clickhouse_connection,
+            check_live=data["check_live"],
+        )
+        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+
+
+class PipelineStatusApi(APIView):
+    @extend_schema(tags=TAG, operation_id="pipelines_status", responses={200: PipelineStatusOutput, **ERROR_RESPONSES})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(PipelineStatusOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
+
+
+def _action_view(service: Any, operation_id: str, description: str) -> type[APIView]:
+    class ActionApi(APIView):
+        @extend_schema(
+            tags=TAG,
+            operation_id=operation_id,
+            description=description,
+            request=None,
+            responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
+        )
+        def post(self, request: Request, pk: int) -> Response:
+            pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+            pipeline = service(pipeline=pipeline, user=request.user)
+            return Response(PipelineStatusOutput(pipeline).data)
+
+    ActionApi.__name__ = ActionApi.__qualname__ = "".join(p.title() for p in operation_id.split("_")) + "Api"
+    return ActionApi
+
+
+PipelineDeployApi = _action_view(
+    services.pipeline_deploy,
+    "pipelines_deploy",
+    f"Hand the current version to the worker (status `{PipelineStatus.DEPLOY_REQUESTED}`).",
+)
+PipelineStopApi = _action_view(
+    services.pipeline_stop, "pipelines_stop", "Stop the pipeline (a requested deploy is withdrawn at once)."
+)
+PipelineResumeApi = _action_view(
+    services.pipeline_resume, "pipelines_resume", "Start a stopped or failed pipeline again with its last version."
+)

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from webapp.pipelines import apis
+
+urlpatterns = [
+    path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
+    path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
+    path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
+    path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
+    path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
+    path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),
+    path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),
+    path("<int:pk>/stop/", apis.PipelineStopApi.as_view(), name="pipeline-stop"),
+    path("<int:pk>/resume/", apis.PipelineResumeApi.as_view(), name="pipeline-resume"),
+]
