@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "webapp.pipelines",
     "webapp.api",
     "webapp.health",
+    "webapp.wizard",
 ]
 
 MIDDLEWARE = [

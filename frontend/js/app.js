@@ -1,0 +1,70 @@
+// ClearFlow: small page behaviours. No build step; htmx does the server round trips.
+(function () {
+  "use strict";
+
+  // A request that times out or fails must never leave a spinner turning: say so in its target.
+  function showRequestProblem(event, text) {
+    var target = event.detail && event.detail.target;
+    if (!target) return;
+    var box = document.createElement("div");
+    box.className = "alert alert-error";
+    box.setAttribute("role", "alert");
+    box.textContent = text;
+    target.replaceChildren(box);
+  }
+  document.addEventListener("htmx:timeout", function (e) {
+    showRequestProblem(e, "The server did not answer in time. Please try again.");
+  });
+  document.addEventListener("htmx:sendError", function (e) {
+    showRequestProblem(e, "Could not reach the ClearFlow server. Check your network and try again.");
+  });
+  document.addEventListener("htmx:responseError", function (e) {
+    var status = e.detail.xhr ? e.detail.xhr.status : "";
+    showRequestProblem(e, "The server answered with an error (" + status + "). Please try again.");
+  });
+
+  // data-show-when="name=value[|value2]": show an element only while the named input has one of the values.
+  function applyShowWhen(root) {
+    (root || document).querySelectorAll("[data-show-when]").forEach(function (el) {
+      var rule = el.getAttribute("data-show-when").split("=");
+      var name = rule[0];
+      var values = rule[1].split("|");
+      var form = el.closest("form") || document;
+      var current = null;
+      form.querySelectorAll('[name="' + name + '"]').forEach(function (input) {
+        if ((input.type === "radio" || input.type === "checkbox")) {
+          if (input.checked) current = input.value;
+        } else {
+          current = input.value;
+        }
+      });
+      el.classList.toggle("hidden", values.indexOf(current) === -1);
+    });
+  }
+  document.addEventListener("change", function () { applyShowWhen(); });
+  document.addEventListener("DOMContentLoaded", function () { applyShowWhen(); });
+  document.addEventListener("htmx:afterSettle", function () { applyShowWhen(); });
+
+  // data-add-row="#template-id" data-into="#tbody-id": append a copy of a <template>, numbering __i__.
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest("[data-add-row]");
+    if (button) {
+      e.preventDefault();
+      var template = document.querySelector(button.getAttribute("data-add-row"));
+      var into = document.querySelector(button.getAttribute("data-into"));
+      var index = into.querySelectorAll("[data-row]").length;
+      var html = template.innerHTML.replace(/__i__/g, String(index + Date.now() % 100000));
+      into.insertAdjacentHTML("beforeend", html);
+      var first = into.lastElementChild && into.lastElementChild.querySelector("input, select");
+      if (first) first.focus();
+      return;
+    }
+    var remove = e.target.closest("[data-remove-row]");
+    if (remove) {
+      e.preventDefault();
+      var row = remove.closest("[data-row]");
+      if (row) row.remove();
+      document.body.dispatchEvent(new Event("rows-changed"));
+    }
+  });
+})();

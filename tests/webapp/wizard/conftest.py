@@ -1,0 +1,58 @@
+"""Users, saved connections and a topic with known duplicates, for the wizard's server-side tests."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.webapp.wizard.kafka_events import produce, user_events
+from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+
+EVENT_COUNT = 20
+DUPLICATES = 3
+WITHOUT_KEY = 1
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user("owner", password="owner-pass-123")
+
+
+@pytest.fixture
+def other(db):
+    return get_user_model().objects.create_user("other", password="other-pass-123")
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def kafka_connection(owner, kafka_bootstrap):
+    return kafka_connection_create(owner=owner, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
+
+
+@pytest.fixture
+def clickhouse_connection(owner, clickhouse_server):
+    return clickhouse_connection_create(
+        owner=owner, data={"name": "local-ch", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    )
+
+
+@pytest.fixture(scope="session")
+def users_topic(kafka_bootstrap) -> str:
+    """A topic with 20 sign-ups: 16 distinct, 3 repeated, 1 without event_id."""
+    topic = f"users_{uuid.uuid4().hex[:8]}"
+    produce(kafka_bootstrap, topic, user_events(EVENT_COUNT, duplicates=DUPLICATES, without_key=WITHOUT_KEY))
+    return topic
+
+
+@pytest.fixture(scope="session")
+def empty_topic(kafka_bootstrap) -> str:
+    topic = f"empty_{uuid.uuid4().hex[:8]}"
+    produce(kafka_bootstrap, topic, [])
+    return topic

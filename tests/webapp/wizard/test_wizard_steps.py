@@ -1,0 +1,461 @@
+"""The wizard's steps on the server: validation next to fields, Back keeps data, drafts resume, and the
+whole walk to a saved, deploy-requested pipeline against the real broker and ClickHouse."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from tests.webapp.wizard.conftest import DUPLICATES, EVENT_COUNT, WITHOUT_KEY
+from webapp.pipelines.models import Pipeline, PipelineStatus
+from webapp.wizard.models import WizardDraft
+
+pytestmark = pytest.mark.django_db
+
+
+def alerts(response) -> list[str]:
+    """The error messages a page shows (for assertion messages)."""
+    html = response.content.decode()
+    found = re.findall(r'role="alert"[^>]*>(.*?)</', html, flags=re.S)
+    return [re.sub(r"\s+", " ", text).strip() for text in found]
+
+
+def step_url(draft, step):
+    return reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": step})
+
+
+def start(client):
+    response = client.get(reverse("wizard:wizard_new"))
+    assert response.status_code == 302
+    return WizardDraft.objects.get(pipeline__isnull=True)
+
+
+def submit(client, draft, step, data, action="next"):
+    return client.post(step_url(draft, step), {**data, "action": action})
+
+
+def fetch_sample(client, draft, count=20):
+    return client.post(
+        reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": count, "position": "oldest"}
+    )
+
+
+def walk_to_sample(client, kafka_connection, topic):
+    draft = start(client)
+    response = submit(client, draft, "kafka", {"source": "saved", "connection": kafka_connection.pk})
+    assert response.status_code == 302, alerts(response)
+    response = submit(client, draft, "topics", {"topics": [topic]})
+    assert response.status_code == 302, alerts(response)
+    draft.refresh_from_db()
+    assert draft.step == "sample"
+    return draft
+
+
+# -- step 1 --------------------------------------------------------------------------------------------
+
+
+def test_kafka_step_shows_errors_next_to_the_fields_and_saves_nothing(owner_client):
+    draft = start(owner_client)
+    response = submit(
+        owner_client,
+        draft,
+        "kafka",
+        {
+            "source": "new",
+            "new-name": "",
+            "new-bootstrap_servers": "not a server",
+            "new-security_protocol": "PLAINTEXT",
+        },
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert 'id="field-new-name"' in html and "This field is required." in html
+    assert "Enter host:port pairs" in html
+    draft.refresh_from_db()
+    assert draft.step == "kafka" and draft.reached == "kafka"
+    response = owner_client.get(step_url(draft, "topics"))  # not reached yet: back to the step reached
+    assert response.status_code == 302 and response.url == step_url(draft, "kafka")
+
+
+def test_kafka_step_needs_a_saved_connection_when_saved_is_chosen(owner_client):
+    draft = start(owner_client)
+    response = submit(owner_client, draft, "kafka", {"source": "saved", "connection": ""})
+    assert response.status_code == 422
+    assert "Choose a saved connection, or enter a new one." in response.content.decode()
+
+
+def test_kafka_new_connection_is_saved_encrypted_and_not_kept_in_the_draft(owner_client, kafka_bootstrap):
+    from webapp.connections.models import KafkaConnection
+
+    draft = start(owner_client)
+    response = submit(
+        owner_client,
+        draft,
+        "kafka",
+        {
+            "source": "new",
+            "new-name": "prod",
+            "new-bootstrap_servers": kafka_bootstrap,
+            "new-security_protocol": "PLAINTEXT",
+        },
+    )
+    assert response.status_code == 302
+    connection = KafkaConnection.objects.get(name="prod")
+    draft.refresh_from_db()
+    assert draft.data["kafka"] == {"connection_id": connection.pk}
+    assert draft.step == "topics"
+
+
+def test_kafka_test_connection_reports_brokers_and_topics(owner_client, kafka_connection, kafka_bootstrap):
+    draft = start(owner_client)
+    url = reverse("wizard:kafka_test", kwargs={"draft_id": draft.pk})
+    response = owner_client.post(url, {"source": "saved", "connection": kafka_connection.pk})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Connected." in html and kafka_bootstrap in html and "topic" in html
+
+
+def test_kafka_test_connection_reports_an_unreachable_broker_in_plain_words(owner_client):
+    import time
+
+    from localstack.processes import free_port
+
+    draft = start(owner_client)
+    url = reverse("wizard:kafka_test", kwargs={"draft_id": draft.pk})
+    started = time.monotonic()
+    response = owner_client.post(
+        url,
+        {
+            "source": "new",
+            "new-name": "x",
+            "new-bootstrap_servers": f"127.0.0.1:{free_port()}",
+            "new-security_protocol": "PLAINTEXT",
+        },
+    )
+    assert time.monotonic() - started < 15
+    html = response.content.decode()
+    assert "Connection failed." in html
+    assert "127.0.0.1" in html
+
+
+# -- steps 2 and 3 -------------------------------------------------------------------------------------
+
+
+def test_topic_list_is_searchable_and_shows_partitions_and_counts(
+    owner_client, kafka_connection, users_topic, empty_topic
+):
+    draft = start(owner_client)
+    submit(owner_client, draft, "kafka", {"source": "saved", "connection": kafka_connection.pk})
+    url = reverse("wizard:topic_list", kwargs={"draft_id": draft.pk})
+    html = owner_client.get(url).content.decode()
+    assert users_topic in html and empty_topic in html
+    assert f"≈ {EVENT_COUNT}" in html
+    html = owner_client.get(url, {"q": users_topic[-6:], "loaded": "1"}).content.decode()
+    assert users_topic in html and empty_topic not in html
+    # A chosen topic stays listed (and checked) whatever the search says.
+    html = owner_client.get(url, {"q": "zzz-nothing", "topics": [empty_topic], "loaded": "1"}).content.decode()
+    assert empty_topic in html and "checked" in html
+
+
+def test_topics_step_requires_a_topic_that_exists(owner_client, kafka_connection):
+    draft = start(owner_client)
+    submit(owner_client, draft, "kafka", {"source": "saved", "connection": kafka_connection.pk})
+    response = submit(owner_client, draft, "topics", {})
+    assert response.status_code == 422 and "Choose at least one topic." in response.content.decode()
+    response = submit(owner_client, draft, "topics", {"topics": ["no-such-topic"]})
+    assert response.status_code == 422 and "No such topic on this cluster: no-such-topic." in response.content.decode()
+
+
+def test_sample_fetch_shows_events_and_infers_the_schema(owner_client, kafka_connection, users_topic):
+    draft = walk_to_sample(owner_client, kafka_connection, users_topic)
+    response = fetch_sample(owner_client, draft)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.count('class="sample"') == EVENT_COUNT
+    assert "&quot;email&quot;: &quot;user0@example.com&quot;" in html  # pretty-printed JSON, escaped
+    draft.refresh_from_db()
+    assert len(draft.data["sample"]["events"]) == EVENT_COUNT
+    assert 'value="address.city"' in html
+    assert '<option value="uuid" selected>' in html
+    assert '<option value="datetime" selected>' in html
+
+
+def test_sample_step_validates_field_rows(owner_client, kafka_connection, users_topic):
+    draft = walk_to_sample(owner_client, kafka_connection, users_topic)
+    response = submit(
+        owner_client,
+        draft,
+        "sample",
+        {
+            "count": 20,
+            "position": "newest",
+            "f0-path": "ok_field",
+            "f0-type": "string",
+            "f0-manual": "1",
+            "f1-path": "bad path!",
+            "f1-type": "string",
+            "f1-manual": "1",
+            "f2-path": "ok_field",
+            "f2-type": "int",
+            "f2-manual": "1",
+        },
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "invalid field path" in html
+    assert "is listed twice" in html
+    response = submit(owner_client, draft, "sample", {"count": 20, "position": "newest"})
+    assert "Add at least one field" in response.content.decode()
+
+
+def test_an_empty_topic_is_usable_with_fields_added_by_hand(owner_client, kafka_connection, empty_topic):
+    draft = walk_to_sample(owner_client, kafka_connection, empty_topic)
+    response = fetch_sample(owner_client, draft)
+    assert "The topic has no events yet" in response.content.decode()
+    response = submit(
+        owner_client,
+        draft,
+        "sample",
+        {"count": 20, "position": "newest", "f7-path": "order.id", "f7-type": "string", "f7-manual": "1"},
+    )
+    assert response.status_code == 302
+    draft.refresh_from_db()
+    assert draft.data["sample"]["fields"][0]["path"] == "order.id"
+    assert draft.step == "dedup"
+
+
+# -- step 4 --------------------------------------------------------------------------------------------
+
+
+def sample_fields_post(draft):
+    rows = {}
+    for i, f in enumerate(draft.data["sample"]["fields"]):
+        rows[f"f{i}-path"] = f["path"]
+        rows[f"f{i}-type"] = f["type"]
+        rows[f"f{i}-manual"] = "0"
+        if f["nullable"]:
+            rows[f"f{i}-nullable"] = "on"
+    return rows
+
+
+def walk_to_dedup(client, kafka_connection, topic):
+    draft = walk_to_sample(client, kafka_connection, topic)
+    fetch_sample(client, draft)
+    draft.refresh_from_db()
+    # What the fetch inferred is what the page shows; post it back as the form would.
+    from webapp.wizard.step_handlers import inferred_rows
+
+    fields = inferred_rows([e["value"] for e in draft.data["sample"]["events"]], [])
+    draft.data["sample"]["fields"] = [{"path": r["path"], "type": r["type"], "nullable": r["nullable"]} for r in fields]
+    response = submit(client, draft, "sample", {"count": 20, "position": "oldest", **sample_fields_post(draft)})
+    assert response.status_code == 302, alerts(response)
+    draft.refresh_from_db()
+    return draft
+
+
+def test_dedup_stats_count_duplicates_and_missing_keys_in_the_sample(owner_client, kafka_connection, users_topic):
+    draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
+    url = reverse("wizard:dedup_stats", kwargs={"draft_id": draft.pk})
+    html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
+    assert f'<b id="dup-count">{DUPLICATES}</b>' in html
+    assert f'<b id="missing-count">{WITHOUT_KEY}</b>' in html
+    html = owner_client.post(url, {"enabled": "on", "keys": ["plan"]}).content.decode()
+    assert f'<b id="dup-count">{EVENT_COUNT - 3}</b>' in html  # three plans, 20 events
+    html = owner_client.post(url, {"enabled": "off"}).content.decode()
+    assert "Deduplication is off" in html
+
+
+def test_dedup_step_errors_and_back_keeps_what_was_entered(owner_client, kafka_connection, users_topic):
+    draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
+    response = submit(owner_client, draft, "dedup", {"enabled": "on", "window": "custom", "custom_window": "9w"})
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "Choose at least one key field" in html
+    response = submit(
+        owner_client,
+        draft,
+        "dedup",
+        {"enabled": "on", "keys": ["event_id"], "window": "custom", "custom_window": "8d", "time_basis": "ingestion"},
+    )
+    assert "longer than the maximum of 7d" in response.content.decode()
+    # Back from a half-filled step, then forward again: the values are still there.
+    response = submit(
+        owner_client,
+        draft,
+        "dedup",
+        {
+            "enabled": "on",
+            "keys": ["user_id"],
+            "window": "custom",
+            "custom_window": "90m",
+            "time_basis": "event_time",
+            "event_time_field": "created_at",
+        },
+        action="back",
+    )
+    assert response.status_code == 302 and response.url == step_url(draft, "sample")
+    html = owner_client.get(step_url(draft, "dedup")).content.decode()
+    assert 'value="user_id" id="id_keys_' in html and "checked" in html
+    assert 'value="90m"' in html
+    assert '<option value="created_at" selected>' in html
+
+
+def test_the_draft_resumes_at_its_step(owner_client, kafka_connection, users_topic):
+    draft = walk_to_sample(owner_client, kafka_connection, users_topic)
+    response = owner_client.get(reverse("wizard:wizard_new"))
+    assert response.status_code == 302 and response.url == step_url(draft, "sample")
+    # An earlier step opens with what was saved in it.
+    html = owner_client.get(step_url(draft, "kafka")).content.decode()
+    assert f'<option value="{kafka_connection.pk}" selected>' in html
+    html = owner_client.get(reverse("wizard:pipeline_list")).content.decode()
+    assert "Continue where you left off" in html
+
+
+# -- step 5 --------------------------------------------------------------------------------------------
+
+
+def test_expressions_are_checked_with_their_position(owner_client, kafka_connection, users_topic):
+    draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
+    submit(owner_client, draft, "dedup", {"enabled": "off"})
+    response = submit(
+        owner_client,
+        draft,
+        "transform",
+        {
+            "filter": "age >",
+            "c0-name": "domain",
+            "c0-expression": "split(email, '@')[1]",
+            "c0-type": "string",
+            "c1-name": "bad",
+            "c1-expression": "no_such_field + 1",
+            "c1-type": "int",
+        },
+    )
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "syntax error at line 1" in html
+    assert 'class="expr-error"' in html
+    assert "unknown field &#x27;no_such_field&#x27;" in html
+    url = reverse("wizard:transform_check", kwargs={"draft_id": draft.pk})
+    html = owner_client.post(
+        url, {"filter": "age > 30", "c0-name": "domain", "c0-expression": "split(email, '@')[1]", "c0-type": "string"}
+    ).content.decode()
+    assert "All expressions are valid." in html
+
+
+# -- the whole walk, steps 6 to 8 -----------------------------------------------------------------------
+
+
+def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
+    owner_client, owner, kafka_connection, clickhouse_connection, users_topic
+):
+    draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
+    response = submit(
+        owner_client,
+        draft,
+        "dedup",
+        {"enabled": "on", "keys": ["event_id"], "window": "1h", "time_basis": "ingestion"},
+    )
+    assert response.status_code == 302
+    response = submit(
+        owner_client,
+        draft,
+        "transform",
+        {"filter": "", "c0-name": "email_domain", "c0-expression": "split(email, '@')[1]", "c0-type": "string"},
+    )
+    assert response.status_code == 302, alerts(response)
+    response = submit(
+        owner_client,
+        draft,
+        "clickhouse",
+        {"phase": "connect", "source": "saved", "connection": clickhouse_connection.pk},
+        action="connect",
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Change connection" in html
+    # A table that exists must be picked as existing.
+    response = submit(
+        owner_client,
+        draft,
+        "clickhouse",
+        {
+            "database": "nope",
+            "table_mode": "new",
+            "new_table": "signups",
+            "engine": "MergeTree",
+            "order_by": ["event_id"],
+        },
+    )
+    assert response.status_code == 422
+    response = submit(
+        owner_client,
+        draft,
+        "clickhouse",
+        {
+            "database": "default",
+            "table_mode": "new",
+            "new_table": "signups",
+            "engine": "ReplacingMergeTree",
+            "order_by": ["event_id"],
+        },
+    )
+    assert response.status_code == 302, alerts(response)
+    html = owner_client.get(step_url(draft, "mapping")).content.decode()
+    assert re.search(r'name="m\d+-column" value="event_id"', html)
+    assert "email_domain" in html and "_kafka_offset" in html
+    response = submit(owner_client, draft, "mapping", mapping_post(owner_client, draft))
+    assert response.status_code == 302, alerts(response)
+    html = owner_client.get(step_url(draft, "review")).content.decode()
+    assert "Fix these before deploying" not in html, html[:5000]
+    assert f"{users_topic}-to-signups" in html
+    assert "&quot;create_table&quot;: true" in html
+    response = submit(
+        owner_client, draft, "review", {"name": "signups-pipeline", "starting_offsets": "earliest"}, action="deploy"
+    )
+    assert response.status_code == 302
+    pipeline = Pipeline.objects.get(owner=owner, name="signups-pipeline")
+    assert response.url == reverse("wizard:pipeline_detail", kwargs={"pk": pipeline.pk})
+    assert pipeline.status == PipelineStatus.DEPLOY_REQUESTED
+    assert pipeline.spec["dedup"]["keys"] == ["event_id"]
+    assert pipeline.spec["sink"]["order_by"] == ["event_id"]
+    assert not WizardDraft.objects.filter(pk=draft.pk).exists()
+    html = owner_client.get(response.url).content.decode()
+    assert "Deploy requested" in html and "signups-pipeline" in html
+    assert owner_client.get(reverse("wizard:pipeline_list")).content.decode().count("signups-pipeline") == 1
+
+    # Edit through the same steps: every step opens with the stored values; saving makes version 2.
+    response = owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))
+    edit = WizardDraft.objects.get(pipeline=pipeline)
+    assert response.url == step_url(edit, "kafka")
+    html = owner_client.get(step_url(edit, "dedup")).content.decode()
+    assert 'value="event_id"' in html
+    response = submit(
+        owner_client, edit, "dedup", {"enabled": "on", "keys": ["event_id"], "window": "6h", "time_basis": "ingestion"}
+    )
+    assert response.status_code == 302
+    response = submit(
+        owner_client, edit, "review", {"name": "signups-pipeline", "starting_offsets": "earliest"}, action="save"
+    )
+    assert response.status_code == 302, alerts(response)
+    pipeline.refresh_from_db()
+    assert pipeline.current_version.number == 2
+    assert pipeline.spec["dedup"]["window"] == "6h"
+    assert pipeline.versions.count() == 2
+
+
+def mapping_post(client, draft):
+    from webapp.wizard.step_handlers import mapping_rows
+
+    draft.refresh_from_db()
+    rows, _, _ = mapping_rows(draft)
+    data = {}
+    for row in rows:
+        data[f"m{row.index}-field"] = row.field
+        data[f"m{row.index}-column"] = row.column
+        data[f"m{row.index}-type"] = row.type
+        if row.include:
+            data[f"m{row.index}-include"] = "on"
+    return data

@@ -1,0 +1,232 @@
+"""One form per wizard step (plus the new-connection forms). Validation that needs no I/O lives here;
+checks against Kafka, ClickHouse or the spec module happen in `webapp.wizard.steps_logic`."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+
+SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
+
+WINDOW_PRESETS = [
+    ("1m", "1 minute"),
+    ("5m", "5 minutes"),
+    ("15m", "15 minutes"),
+    ("1h", "1 hour"),
+    ("6h", "6 hours"),
+    ("12h", "12 hours"),
+    ("1d", "1 day"),
+    ("7d", "7 days"),
+    ("custom", "Custom…"),
+]
+ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
+
+
+class SecretTextarea(forms.Textarea):
+    """A textarea for a secret (a private key): what was typed is never sent back to the browser."""
+
+    def format_value(self, value):
+        return ""
+
+
+class _ConnectionChoiceForm(forms.Form):
+    source = forms.ChoiceField(choices=SOURCE_CHOICES, widget=forms.RadioSelect, initial="saved")
+    connection = forms.ModelChoiceField(
+        queryset=KafkaConnection.objects.none(), required=False, empty_label="Choose a connection…"
+    )
+
+    def __init__(self, *args, connections=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if connections is not None:
+            self.fields["connection"].queryset = connections
+        if connections is not None and not connections.exists():
+            self.fields["source"].initial = "new"
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("source") == "saved" and not cleaned.get("connection"):
+            self.add_error("connection", "Choose a saved connection, or enter a new one.")
+        return cleaned
+
+
+class KafkaChoiceForm(_ConnectionChoiceForm):
+    pass
+
+
+class ClickHouseChoiceForm(_ConnectionChoiceForm):
+    pass
+
+
+class KafkaConnectionForm(forms.ModelForm):
+    """The fields of a new Kafka connection; the connections service validates and saves it."""
+
+    class Meta:
+        model = KafkaConnection
+        fields = [
+            "name",
+            "bootstrap_servers",
+            "security_protocol",
+            "sasl_mechanism",
+            "sasl_username",
+            "sasl_password",
+            "ssl_ca_pem",
+            "ssl_certificate_pem",
+            "ssl_key_pem",
+        ]
+        widgets = {
+            "sasl_password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+            "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+            "ssl_certificate_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+            "ssl_key_pem": SecretTextarea(attrs={"rows": 3, "placeholder": "-----BEGIN PRIVATE KEY-----"}),
+        }
+        labels = {
+            "sasl_mechanism": "SASL mechanism",
+            "sasl_username": "SASL user name",
+            "sasl_password": "SASL password",
+        }
+        help_texts = {"bootstrap_servers": "host:port pairs separated by commas, e.g. broker1:9092,broker2:9092"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("prefix", "new")
+        super().__init__(*args, **kwargs)
+        self.fields["name"].widget.attrs["placeholder"] = "e.g. Production events"
+
+
+class ClickHouseConnectionForm(forms.ModelForm):
+    class Meta:
+        model = ClickHouseConnection
+        fields = ["name", "host", "port", "username", "password", "database", "secure", "verify", "ssl_ca_pem"]
+        widgets = {
+            "password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+            "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+        }
+        labels = {"username": "User", "database": "Default database"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("prefix", "new")
+        super().__init__(*args, **kwargs)
+        self.fields["name"].widget.attrs["placeholder"] = "e.g. Analytics cluster"
+        self.fields["password"].required = False
+
+
+class SampleForm(forms.Form):
+    count = forms.IntegerField(label="Events", min_value=1, max_value=500, initial=20)
+    position = forms.ChoiceField(
+        label="From", choices=[("newest", "Newest"), ("oldest", "Oldest")], initial="newest", widget=forms.RadioSelect
+    )
+
+
+class DedupForm(forms.Form):
+    enabled = forms.ChoiceField(
+        label="Deduplication",
+        choices=[("on", "Drop duplicates"), ("off", "Off: keep every event")],
+        initial="on",
+        widget=forms.RadioSelect,
+    )
+    keys = forms.MultipleChoiceField(
+        label="Key field(s)",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Events with the same values in all these fields are duplicates.",
+    )
+    window = forms.ChoiceField(label="Window", choices=WINDOW_PRESETS, initial="1h", required=False)
+    custom_window = forms.CharField(
+        label="Custom window",
+        required=False,
+        max_length=20,
+        help_text="A number and a unit: s, m, h or d (e.g. 90m, 2d).",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. 90m"}),
+    )
+    time_basis = forms.ChoiceField(
+        label="Time basis",
+        choices=[
+            ("ingestion", "Ingestion time (when ClearFlow reads the event)"),
+            ("event_time", "An event-time field"),
+        ],
+        initial="ingestion",
+        widget=forms.RadioSelect,
+        required=False,
+    )
+    event_time_field = forms.ChoiceField(label="Event-time field", required=False)
+
+    def __init__(self, *args, field_paths=(), time_paths=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["keys"].choices = [(p, p) for p in field_paths]
+        self.fields["event_time_field"].choices = [("", "Choose a field…")] + [(p, p) for p in time_paths]
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("enabled") != "on":
+            return cleaned
+        if not cleaned.get("keys"):
+            self.add_error("keys", "Choose at least one key field, or turn deduplication off.")
+        if not cleaned.get("window"):
+            self.add_error("window", "Choose a window.")
+        elif cleaned["window"] == "custom" and not cleaned.get("custom_window"):
+            self.add_error("custom_window", "Enter a window, e.g. 90m or 2d.")
+        if cleaned.get("time_basis") == "event_time" and not cleaned.get("event_time_field"):
+            self.add_error("event_time_field", "Choose the field that holds the event time.")
+        return cleaned
+
+
+class TransformForm(forms.Form):
+    filter = forms.CharField(
+        label="Filter",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "e.g. event_type <> 'heartbeat' AND amount > 0"}),
+        help_text="A SQL condition; only events for which it is true are kept. Leave empty to keep all.",
+    )
+
+
+class DestinationForm(forms.Form):
+    database = forms.CharField(label="Database", max_length=255)
+    table_mode = forms.ChoiceField(
+        label="Table",
+        choices=[("existing", "An existing table"), ("new", "A new table")],
+        initial="new",
+        widget=forms.RadioSelect,
+    )
+    table = forms.CharField(label="Existing table", required=False, max_length=255)
+    new_table = forms.CharField(label="New table name", required=False, max_length=200)
+    engine = forms.ChoiceField(label="Engine", choices=ENGINE_CHOICES, initial="ReplacingMergeTree", required=False)
+    order_by = forms.MultipleChoiceField(
+        label="ORDER BY", required=False, widget=forms.CheckboxSelectMultiple, help_text="The sorting key, in order."
+    )
+
+    def __init__(self, *args, field_paths=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["order_by"].choices = [(p, p) for p in field_paths]
+
+    def clean(self):
+        cleaned = super().clean()
+        mode = cleaned.get("table_mode")
+        if mode == "existing" and not cleaned.get("table"):
+            self.add_error("table", "Choose a table.")
+        if mode == "new":
+            name = cleaned.get("new_table") or ""
+            if not name:
+                self.add_error("new_table", "Enter a name for the new table.")
+            elif not IDENTIFIER.match(name):
+                self.add_error("new_table", "Use letters, digits and underscores; start with a letter.")
+            if not cleaned.get("order_by"):
+                self.add_error("order_by", "Choose at least one field for ORDER BY.")
+        return cleaned
+
+
+class ReviewForm(forms.Form):
+    name = forms.CharField(
+        label="Pipeline name",
+        max_length=100,
+        help_text="Letters, digits, '-', '_' and '.', e.g. user-events-to-clickhouse.",
+    )
+    starting_offsets = forms.ChoiceField(
+        label="Start reading from",
+        choices=[("earliest", "The oldest event still in the topic"), ("latest", "New events only")],
+        initial="earliest",
+        widget=forms.RadioSelect,
+    )

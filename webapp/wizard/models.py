@@ -1,0 +1,52 @@
+"""Resumable wizard state: one draft per user for a new pipeline, and one per pipeline being edited.
+
+`data` holds what the user entered, step by step (`data["kafka"]`, `data["topics"]`, ...), never a secret:
+a new connection is saved (encrypted) by the connections service when its step is submitted and the draft
+keeps only its id. `step` is where the user is; `reached` is the furthest step they may open.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.wizard.steps import SLUGS
+
+
+class WizardDraft(models.Model):
+    STEP_CHOICES = [(slug, slug) for slug in SLUGS]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="wizard_drafts")
+    # Set when the draft edits an existing pipeline: deploying it makes a new version of that pipeline.
+    pipeline = models.ForeignKey(
+        "pipelines.Pipeline", on_delete=models.CASCADE, null=True, blank=True, related_name="wizard_drafts"
+    )
+    data = models.JSONField(default=dict, blank=True)
+    step = models.CharField(max_length=20, choices=STEP_CHOICES, default=SLUGS[0])
+    reached = models.CharField(max_length=20, choices=STEP_CHOICES, default=SLUGS[0])
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=models.Q(pipeline__isnull=True), name="wizard_one_new_draft_per_user"
+            ),
+            models.UniqueConstraint(fields=["user", "pipeline"], name="wizard_one_edit_draft_per_pipeline"),
+        ]
+
+    def __str__(self) -> str:
+        target = f"pipeline {self.pipeline_id}" if self.pipeline_id else "new pipeline"
+        return f"Draft of {self.user} for {target} at {self.step}"
+
+    def section(self, slug: str) -> dict:
+        """The stored data of one step (an empty dict if the step was never saved)."""
+        value = self.data.get(slug)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def reached_index(self) -> int:
+        return SLUGS.index(self.reached)
+
+    def can_open(self, slug: str) -> bool:
+        return SLUGS.index(slug) <= self.reached_index

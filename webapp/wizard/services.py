@@ -1,0 +1,96 @@
+"""Writes on wizard drafts: create or resume, save a step, move between steps, discard.
+
+The draft is the wizard's memory: every submitted step is stored (valid data in `data[step]`, and what was
+typed into a step left with Back in `data["_raw"][step]`), so a reload or a later visit resumes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from webapp.wizard.models import WizardDraft
+from webapp.wizard.steps import SLUGS, step_index
+
+RAW_KEY = "_raw"
+# Never kept in a draft: secrets typed into a "new connection" form, and Django's own fields.
+_RAW_SKIP = {"csrfmiddlewaretoken", "action"}
+_SECRET_SUFFIXES = ("password", "key_pem", "key_password")
+
+
+def draft_get_or_create(*, user: Any, pipeline: Any = None, initial_data: dict | None = None) -> WizardDraft:
+    """The user's draft for a new pipeline (pipeline=None) or for editing `pipeline`; created if missing.
+
+    A new edit draft starts from `initial_data` (the pipeline's current spec turned into wizard data) and
+    may open every step at once.
+    """
+    draft = WizardDraft.objects.filter(user=user, pipeline=pipeline).first()
+    if draft is not None:
+        return draft
+    data = dict(initial_data or {})
+    reached = SLUGS[-1] if pipeline is not None else SLUGS[0]
+    try:
+        with transaction.atomic():
+            draft = WizardDraft(user=user, pipeline=pipeline, data=data, step=SLUGS[0], reached=reached)
+            draft.full_clean(validate_constraints=False)
+            draft.save()
+    except IntegrityError:  # two tabs opened the wizard at once: use the other one's draft
+        draft = WizardDraft.objects.get(user=user, pipeline=pipeline)
+    return draft
+
+
+def draft_save_step(*, draft: WizardDraft, step: str, values: dict[str, Any], advance: bool) -> WizardDraft:
+    """Store a step's validated values; with `advance`, move on to the next step (and unlock it)."""
+    data = dict(draft.data)
+    data[step] = values
+    raw = dict(data.get(RAW_KEY) or {})
+    raw.pop(step, None)
+    data[RAW_KEY] = raw
+    draft.data = data
+    index = step_index(step)
+    if advance and index + 1 < len(SLUGS):
+        draft.step = SLUGS[index + 1]
+        if step_index(draft.reached) < index + 1:
+            draft.reached = SLUGS[index + 1]
+    else:
+        draft.step = step
+    draft.save(update_fields=["data", "step", "reached", "updated_at"])
+    return draft
+
+
+def draft_update_section(*, draft: WizardDraft, step: str, changes: dict[str, Any]) -> WizardDraft:
+    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample) without moving."""
+    data = dict(draft.data)
+    section = dict(data.get(step) or {})
+    section.update(changes)
+    data[step] = section
+    draft.data = data
+    draft.save(update_fields=["data", "updated_at"])
+    return draft
+
+
+def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any) -> WizardDraft:
+    """Remember what was typed into `step` (not validated, secrets left out) and go one step back."""
+    kept = {key: values for key, values in post.lists() if key not in _RAW_SKIP and not key.endswith(_SECRET_SUFFIXES)}
+    data = dict(draft.data)
+    raw = dict(data.get(RAW_KEY) or {})
+    raw[step] = kept
+    data[RAW_KEY] = raw
+    draft.data = data
+    index = step_index(step)
+    draft.step = SLUGS[max(0, index - 1)]
+    draft.save(update_fields=["data", "step", "updated_at"])
+    return draft
+
+
+def draft_goto(*, draft: WizardDraft, step: str) -> WizardDraft:
+    """Make `step` the current one (only steps already reached)."""
+    if step_index(step) <= step_index(draft.reached) and draft.step != step:
+        draft.step = step
+        draft.save(update_fields=["step", "updated_at"])
+    return draft
+
+
+def draft_discard(*, draft: WizardDraft) -> None:
+    draft.delete()

@@ -1,0 +1,25 @@
+from django.urls import path
+
+from webapp.wizard import views
+
+app_name = "wizard"
+
+urlpatterns = [
+    path("", views.pipeline_list, name="pipeline_list"),
+    path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline_detail"),
+    path("pipelines/<int:pk>/spec.json", views.pipeline_spec_download, name="pipeline_spec_download"),
+    path("pipelines/<int:pk>/edit/", views.wizard_edit, name="wizard_edit"),
+    path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
+    path("pipelines/new/", views.wizard_new, name="wizard_new"),
+    path("wizard/<int:draft_id>/discard/", views.wizard_discard, name="discard"),
+    path("wizard/<int:draft_id>/spec.json", views.draft_spec_download, name="draft_spec_download"),
+    path("wizard/<int:draft_id>/kafka/test/", views.kafka_test, name="kafka_test"),
+    path("wizard/<int:draft_id>/topics/list/", views.topic_list, name="topic_list"),
+    path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),
+    path("wizard/<int:draft_id>/dedup/stats/", views.dedup_stats, name="dedup_stats"),
+    path("wizard/<int:draft_id>/transform/check/", views.transform_check, name="transform_check"),
+    path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
+    path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),
+    path("wizard/<int:draft_id>/clickhouse/columns/", views.clickhouse_columns, name="clickhouse_columns"),
+    path("wizard/<int:draft_id>/<slug:step>/", views.wizard_step, name="step"),
+]

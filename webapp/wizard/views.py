@@ -1,0 +1,437 @@
+"""Pages: the pipeline list (home), a pipeline's page, and the eight-step wizard with its htmx partials.
+
+Plain function views: they find the user's objects through selectors (someone else's is a 404), call
+services, and render a page or, for htmx requests, a small partial template.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.datastructures import MultiValueDict
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from spark_jobs import spec as specmod
+from webapp.connections import selectors as conn_selectors
+from webapp.connections import services as conn_services
+from webapp.core.exceptions import ApplicationError
+from webapp.pipelines import selectors as pipeline_selectors
+from webapp.pipelines import services as pipeline_services
+from webapp.wizard import forms, spec_builder, step_handlers
+from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
+from webapp.wizard.services import (
+    RAW_KEY,
+    draft_discard,
+    draft_get_or_create,
+    draft_goto,
+    draft_keep_raw,
+    draft_update_section,
+)
+from webapp.wizard.steps import SLUGS, STEPS, previous_slug, step_by_slug, step_index
+
+
+def step_url(draft, step: str) -> str:
+    return reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": step})
+
+
+# -- pipelines ------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def pipeline_list(request: HttpRequest) -> HttpResponse:
+    pipelines = pipeline_selectors.pipeline_list(user=request.user)
+    return render(
+        request,
+        "wizard/pipeline_list.html",
+        {"pipelines": pipelines, "new_draft": draft_for_new(user=request.user)},
+    )
+
+
+@login_required
+@require_GET
+def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
+    spec = pipeline.spec or {}
+    return render(
+        request,
+        "wizard/pipeline_detail.html",
+        {
+            "pipeline": pipeline,
+            "versions": versions,
+            "spec": spec,
+            "spec_json": json.dumps(spec, indent=2),
+            "edit_draft": draft_for_pipeline(user=request.user, pipeline=pipeline),
+        },
+    )
+
+
+@login_required
+@require_GET
+def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    return _json_attachment(pipeline.spec or {}, f"{pipeline.name}.json")
+
+
+@login_required
+@require_POST
+def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    service = {
+        "deploy": pipeline_services.pipeline_deploy,
+        "stop": pipeline_services.pipeline_stop,
+        "resume": pipeline_services.pipeline_resume,
+    }.get(action)
+    if service is None:
+        raise Http404("No such action.")
+    try:
+        service(pipeline=pipeline, user=request.user)
+    except (ApplicationError, specmod.SpecError) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+    else:
+        messages.success(
+            request, {"deploy": "Deploy requested.", "stop": "Stop requested.", "resume": "Resume requested."}[action]
+        )
+    return redirect("wizard:pipeline_detail", pk=pipeline.pk)
+
+
+def _json_attachment(data: dict, filename: str) -> HttpResponse:
+    response = HttpResponse(json.dumps(data, indent=2) + "\n", content_type="application/json")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
+    return response
+
+
+# -- wizard entry points --------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def wizard_new(request: HttpRequest) -> HttpResponse:
+    """Start a new pipeline, or resume the draft left last time at the step it was on."""
+    draft = draft_get_or_create(user=request.user)
+    return redirect(step_url(draft, draft.step))
+
+
+@login_required
+@require_GET
+def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Edit an existing pipeline through the same steps (resuming an edit already under way)."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    initial = spec_builder.wizard_data_from_spec(
+        pipeline.spec or {},
+        kafka_connection_id=pipeline.kafka_connection_id,
+        clickhouse_connection_id=pipeline.clickhouse_connection_id,
+        name=pipeline.name,
+    )
+    draft = draft_get_or_create(user=request.user, pipeline=pipeline, initial_data=initial)
+    return redirect(step_url(draft, draft.step))
+
+
+@login_required
+@require_POST
+def wizard_discard(request: HttpRequest, draft_id: int) -> HttpResponse:
+    draft = draft_get(user=request.user, pk=draft_id)
+    pipeline_id = draft.pipeline_id
+    draft_discard(draft=draft)
+    messages.success(request, "The draft was discarded.")
+    if pipeline_id:
+        return redirect("wizard:pipeline_detail", pk=pipeline_id)
+    return redirect("wizard:pipeline_list")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def wizard_step(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
+    draft = draft_get(user=request.user, pk=draft_id)
+    if step not in SLUGS:
+        raise Http404("No such step.")
+    if not draft.can_open(step):
+        return redirect(step_url(draft, draft.reached))
+    show, submit = step_handlers.HANDLERS[step]
+    status = 200
+    if request.method == "POST":
+        action = request.POST.get("action", "next")
+        if action == "back":
+            draft_keep_raw(draft=draft, step=step, post=request.POST)
+            return redirect(step_url(draft, previous_slug(step) or step))
+        result = submit(request, draft)
+        if isinstance(result, HttpResponse):
+            return result
+        if result is None:
+            return redirect(step_url(draft, draft.step))
+        context = dict(result)
+        # A step that only changed its own phase (e.g. ClickHouse connection chosen) is not an error.
+        status = context.pop("status", 200 if action in ("connect", "change_connection") else 422)
+    else:
+        draft_goto(draft=draft, step=step)
+        raw = (draft.data.get(RAW_KEY) or {}).get(step)
+        context = show(request, draft, MultiValueDict(raw) if raw else None)
+    return render(request, f"wizard/steps/{step}.html", {**_wizard_context(draft, step), **context}, status=status)
+
+
+def _wizard_context(draft, step: str) -> dict:
+    index = step_index(step)
+    return {
+        "draft": draft,
+        "step": step_by_slug(step),
+        "step_number": index + 1,
+        "step_count": len(STEPS),
+        "steps": [
+            {
+                "slug": s.slug,
+                "title": s.title,
+                "number": i + 1,
+                "url": step_url(draft, s.slug),
+                "current": s.slug == step,
+                "open": draft.can_open(s.slug),
+                "done": i < draft.reached_index and s.slug != step,
+            }
+            for i, s in enumerate(STEPS)
+        ],
+        "is_first": index == 0,
+        "is_last": index == len(STEPS) - 1,
+        "pipeline": draft.pipeline,
+    }
+
+
+# -- htmx partials --------------------------------------------------------------------------------------
+
+
+def _partial(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    return render(request, f"wizard/partials/{template}", context)
+
+
+@login_required
+@require_POST
+def kafka_test(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """ "Test connection": the brokers and topic count, or the broker's error in plain words."""
+    draft_get(user=request.user, pk=draft_id)
+    return _connection_test(
+        request,
+        kind="kafka",
+        choice_class=forms.KafkaChoiceForm,
+        new_class=forms.KafkaConnectionForm,
+        selector=conn_selectors.kafka_connection_list,
+        build=conn_services.kafka_connection_build,
+        test=conn_services.kafka_connection_test,
+    )
+
+
+@login_required
+@require_POST
+def clickhouse_test(request: HttpRequest, draft_id: int) -> HttpResponse:
+    draft_get(user=request.user, pk=draft_id)
+    return _connection_test(
+        request,
+        kind="clickhouse",
+        choice_class=forms.ClickHouseChoiceForm,
+        new_class=forms.ClickHouseConnectionForm,
+        selector=conn_selectors.clickhouse_connection_list,
+        build=conn_services.clickhouse_connection_build,
+        test=conn_services.clickhouse_connection_test,
+    )
+
+
+def _connection_test(request, *, kind, choice_class, new_class, selector, build, test) -> HttpResponse:
+    choice = choice_class(request.POST, connections=selector(user=request.user))
+    context: dict = {"kind": kind}
+    if not choice.is_valid():
+        context["error"] = "Choose a saved connection first, or enter a new one."
+        return _partial(request, "connection_test.html", context)
+    if choice.cleaned_data["source"] == "saved":
+        connection = choice.cleaned_data["connection"]
+    else:
+        new = new_class(request.POST)
+        if not new.is_valid():
+            context["error"] = "Fill in the connection fields first."
+            context["field_errors"] = [
+                f"{new.fields[n].label}: {e[0]}" for n, e in new.errors.items() if n in new.fields
+            ]
+            return _partial(request, "connection_test.html", context)
+        data = {name: new.cleaned_data.get(name) for name in new_class._meta.fields}
+        data = {k: ("" if v is None and k != "port" else v) for k, v in data.items()}
+        data["name"] = data.get("name") or "untitled"
+        try:
+            connection = build(owner=request.user, data=data)
+        except ValidationError as exc:
+            context["error"] = "Some connection fields need fixing first."
+            context["field_errors"] = [
+                f"{new.fields[n].label if n in new.fields else n}: {m[0]}" for n, m in exc.message_dict.items()
+            ]
+            return _partial(request, "connection_test.html", context)
+    try:
+        info = test(connection=connection)
+    except ApplicationError as exc:
+        context["error"] = exc.message
+    else:
+        context["info"] = info
+    return _partial(request, "connection_test.html", context)
+
+
+@login_required
+@require_GET
+def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """The searchable topic list: topics matching `q`, the chosen ones always shown first."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    query = (request.GET.get("q") or "").strip().lower()
+    selected = request.GET.getlist("topics")
+    if "loaded" not in request.GET:
+        selected = selected or draft.section("topics").get("topics", [])
+    connection = step_handlers.kafka_connection_of(request, draft)
+    context: dict = {"selected": selected, "query": query}
+    if connection is None:
+        context["error"] = "Choose a Kafka connection in step 1 first."
+        return _partial(request, "topic_list.html", context)
+    try:
+        topics = conn_selectors.kafka_topic_list(connection=connection)
+    except ApplicationError as exc:
+        context["error"] = exc.message
+        return _partial(request, "topic_list.html", context)
+    shown = [t for t in topics if t.name in selected] + [
+        t for t in topics if t.name not in selected and (not query or query in t.name.lower())
+    ]
+    context.update({"topics": shown, "total": len(topics), "connection": connection})
+    return _partial(request, "topic_list.html", context)
+
+
+@login_required
+@require_POST
+def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """Fetch N events, store them in the draft, and answer the sample and the inferred schema."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    form = forms.SampleForm(request.POST)
+    keep = step_handlers.parse_field_rows(request.POST)
+    context: dict = {
+        "form": form,
+        "field_types": step_handlers.FIELD_TYPES,
+        "rows": keep,
+        "events": draft.section("sample").get("events", []),
+    }
+    connection = step_handlers.kafka_connection_of(request, draft)
+    topics = draft.section("topics").get("topics", [])
+    if not form.is_valid():
+        context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
+        return _partial(request, "sample_area.html", context)
+    if connection is None or not topics:
+        context["error"] = "Choose a connection and a topic first (steps 1 and 2)."
+        return _partial(request, "sample_area.html", context)
+    try:
+        events = conn_selectors.kafka_event_sample(
+            connection=connection,
+            topics=topics,
+            count=form.cleaned_data["count"],
+            position=form.cleaned_data["position"],
+        )
+    except ApplicationError as exc:
+        context["error"] = exc.message
+        return _partial(request, "sample_area.html", context)
+    stored = [step_handlers.event_to_json(e) for e in events]
+    rows = step_handlers.inferred_rows([e.value for e in events], keep) if events else keep
+    fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
+    draft_update_section(
+        draft=draft,
+        step="sample",
+        changes={
+            "events": stored,
+            "fetched_at": fetched_at,
+            "count": form.cleaned_data["count"],
+            "position": form.cleaned_data["position"],
+        },
+    )
+    context.update({"events": stored, "rows": rows, "fetched": True, "fetched_at": fetched_at})
+    return _partial(request, "sample_area.html", context)
+
+
+@login_required
+@require_POST
+def dedup_stats(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """Live: how many duplicates the chosen key finds in the sample, and how often it is missing."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    enabled = request.POST.get("enabled", "on") == "on"
+    keys = request.POST.getlist("keys") if enabled else []
+    return _partial(
+        request,
+        "dedup_stats.html",
+        {
+            "stats": step_handlers.dedup_stats(draft, keys),
+            "enabled": enabled,
+            "has_sample": bool(step_handlers.sample_values(draft)),
+        },
+    )
+
+
+@login_required
+@require_POST
+def transform_check(request: HttpRequest, draft_id: int) -> HttpResponse:
+    draft = draft_get(user=request.user, pk=draft_id)
+    context = step_handlers.check_transform(draft, request.POST)
+    context["checked"] = True
+    return _partial(request, "transform_body.html", {**context, "draft": draft})
+
+
+@login_required
+@require_GET
+def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """The existing tables of a database (for the "existing table" choice), and its databases."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    connection = step_handlers.clickhouse_connection_of(request, draft)
+    database = request.GET.get("database") or ""
+    selected = request.GET.get("table") or draft.section("clickhouse").get("table", "")
+    context: dict = {"database": database, "selected": selected}
+    if connection is None:
+        context["error"] = "Choose a ClickHouse connection first."
+        return _partial(request, "clickhouse_tables.html", context)
+    try:
+        context["databases"] = conn_selectors.clickhouse_database_list(connection=connection)
+        if database in context["databases"]:
+            context["tables"] = conn_selectors.clickhouse_table_list(connection=connection, database=database)
+        else:
+            context["unknown_database"] = bool(database)
+    except ApplicationError as exc:
+        context["error"] = exc.message
+    return _partial(request, "clickhouse_tables.html", context)
+
+
+@login_required
+@require_GET
+def clickhouse_columns(request: HttpRequest, draft_id: int) -> HttpResponse:
+    draft = draft_get(user=request.user, pk=draft_id)
+    connection = step_handlers.clickhouse_connection_of(request, draft)
+    database = request.GET.get("database") or ""
+    table = request.GET.get("table") or ""
+    context: dict = {"table": table}
+    if connection is None or not table or not database:
+        return _partial(request, "clickhouse_columns.html", context)
+    try:
+        context["columns"] = conn_selectors.clickhouse_column_list(
+            connection=connection, database=database, table=table
+        )
+    except ApplicationError as exc:
+        context["error"] = exc.message
+    return _partial(request, "clickhouse_columns.html", context)
+
+
+@login_required
+@require_GET
+def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """The spec the review step shows, as a file (connections merged in, secrets masked)."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    review = draft.section("review")
+    name = request.GET.get("name") or review.get("name") or "pipeline"
+    context = step_handlers.review_context(
+        request,
+        draft,
+        name,
+        request.GET.get("starting_offsets") or review.get("starting_offsets") or "earliest",
+        live=False,
+    )
+    return _json_attachment(json.loads(context["spec_json"]), f"{name}.json")
