@@ -1,0 +1,177 @@
+"""One metrics record per micro-batch: published to Redis and logged as one JSON line.
+
+Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read them):
+- `clearflow:metrics:<pipeline name>`         STRING, JSON of the latest record;
+- `clearflow:metrics:<pipeline name>:recent`  LIST of JSON records, newest first, at most RECENT_LIMIT.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+log = logging.getLogger("clearflow.metrics")
+
+KEY_PREFIX = "clearflow:metrics:"
+RECENT_LIMIT = 100
+
+
+def latest_key(pipeline: str) -> str:
+    return f"{KEY_PREFIX}{pipeline}"
+
+
+def recent_key(pipeline: str) -> str:
+    return f"{KEY_PREFIX}{pipeline}:recent"
+
+
+@dataclass
+class BatchMetrics:
+    pipeline: str
+    batch_id: int
+    timestamp: str  # ISO 8601 UTC, when the micro-batch started
+    input_rows: int
+    duplicates_dropped: int
+    rows_written: int
+    dead_letters: int
+    filtered_out: int
+    batch_duration_ms: int
+    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
+    total_lag: int = 0
+    state_rows: int = 0
+    state_memory_bytes: int = 0
+    late_rows_dropped: int = 0
+    input_rows_per_second: float = 0.0
+    processed_rows_per_second: float = 0.0
+    insert_ms_max: int = 0
+    version: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def _offsets(text: Any) -> dict[str, dict[str, int]]:
+    if not text:
+        return {}
+    data = json.loads(text) if isinstance(text, str) else text
+    return {topic: {p: int(v) for p, v in parts.items()} for topic, parts in data.items()}
+
+
+def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[str, int]) -> BatchMetrics:
+    """Combine Spark's progress JSON for a batch with what the sink counted for it."""
+    source = (progress.get("sources") or [{}])[0]
+    end = _offsets(source.get("endOffset"))
+    latest = _offsets(source.get("latestOffset"))
+    lag: dict[str, dict[str, int]] = {}
+    for topic, parts in latest.items():
+        for p, last in parts.items():
+            lag.setdefault(topic, {})[p] = max(0, last - end.get(topic, {}).get(p, 0))
+    dedup_ops = [op for op in progress.get("stateOperators") or [] if "dedup" in op.get("operatorName", "").lower()]
+    duplicates = sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in dedup_ops)
+    input_rows = int(progress.get("numInputRows", 0))
+    written = int(sink.get("rows_written", 0))
+    dead = int(sink.get("dead_letters", 0))
+    late = sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in dedup_ops)
+    return BatchMetrics(
+        pipeline=pipeline,
+        batch_id=int(progress.get("batchId", -1)),
+        timestamp=str(progress.get("timestamp", "")),
+        input_rows=input_rows,
+        duplicates_dropped=duplicates,
+        rows_written=written,
+        dead_letters=dead,
+        filtered_out=max(0, input_rows - duplicates - late - written - dead),
+        batch_duration_ms=int(
+            progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)
+        ),
+        lag=lag,
+        total_lag=sum(v for parts in lag.values() for v in parts.values()),
+        state_rows=sum(int(op.get("numRowsTotal", 0)) for op in dedup_ops),
+        state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in dedup_ops),
+        late_rows_dropped=late,
+        input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
+        processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
+        insert_ms_max=int(sink.get("insert_ms_max", 0)),
+    )
+
+
+class MetricsPublisher:
+    """Publishes records to Redis (if configured) and logs each as one JSON line. Never raises."""
+
+    def __init__(self, pipeline: str, redis_url: str | None) -> None:
+        self.pipeline = pipeline
+        self.redis_url = redis_url
+        self._redis: Any = None
+        self._warned_at = 0.0
+
+    def publish(self, record: BatchMetrics) -> None:
+        line = record.to_json()
+        log.info("%s", line)
+        if not self.redis_url:
+            return
+        try:
+            if self._redis is None:
+                import redis
+
+                self._redis = redis.Redis.from_url(self.redis_url, socket_timeout=5, socket_connect_timeout=5)
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.set(latest_key(self.pipeline), line)
+            pipe.lpush(recent_key(self.pipeline), line)
+            pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
+            pipe.execute()
+        except Exception as exc:
+            self._redis = None
+            if time.monotonic() - self._warned_at > 60:
+                self._warned_at = time.monotonic()
+                log.warning("could not publish metrics to Redis: %s", exc)
+
+
+class SinkStats:
+    """What foreachBatch counted per batch id, picked up by the progress listener (same driver process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_batch: dict[int, dict[str, int]] = {}
+
+    def put(self, batch_id: int, stats: dict[str, int]) -> None:
+        with self._lock:
+            self._by_batch[batch_id] = stats
+            for old in [b for b in self._by_batch if b < batch_id - 100]:
+                del self._by_batch[old]
+
+    def pop(self, batch_id: int) -> dict[str, int]:
+        with self._lock:
+            return self._by_batch.pop(batch_id, {})
+
+
+def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher) -> Any:
+    """A StreamingQueryListener publishing one record per finished batch of the query named `query_name`."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class _Listener(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:
+            try:
+                progress = json.loads(event.progress.json)
+                if progress.get("name") != query_name:
+                    return
+                batch_id = int(progress.get("batchId", -1))
+                sink = stats.pop(batch_id)
+                if not sink and int(progress.get("numInputRows", 0)) == 0:
+                    return  # an idle trigger or a no-data (state cleanup) batch
+                publisher.publish(metrics_from_progress(publisher.pipeline, progress, sink))
+            except Exception:
+                log.exception("could not build the metrics record")
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    return _Listener()

@@ -1,0 +1,237 @@
+"""Compose the pipeline in one visible place, and start it as a Structured Streaming query.
+
+Kafka -> parse_events -> require_keys -> check_columns -> dedup_time -> drop_duplicates
+      -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_jobs import sink as ch
+from spark_jobs import transforms as T
+from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
+from spark_jobs.source import SOURCE_NAME, KafkaDataSource
+from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
+
+log = logging.getLogger(__name__)
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+RUN_ID_FILE = "clearflow-run-id"
+
+
+def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
+    """Spark settings the job needs (see INFRA.md pitfalls 1, 7, 8)."""
+    return {
+        "spark.driver.extraJavaOptions": "-Xss32m",
+        "spark.sql.session.timeZone": "UTC",
+        # Runtime errors in user expressions give NULL instead of failing the whole job on one event.
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+
+
+def build_session(*, app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """A SparkSession whose Python workers run this interpreter, with the Kafka source registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in {**session_conf(), **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register_source(spark)
+    return spark
+
+
+def register_source(spark: SparkSession) -> None:
+    spark.dataSource.register(KafkaDataSource)
+
+
+def read_kafka(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
+    source = spec.source
+    return (
+        spark.readStream.format(SOURCE_NAME)
+        .option("topics", ",".join(source.topics))
+        .option("starting_offsets", source.starting_offsets)
+        .option("max_records_per_batch", str(source.max_records_per_batch))
+        .option("group_id", f"clearflow-{spec.name}")
+        .option("kafka_config_secret", json.dumps(source.kafka.librdkafka_config()))
+        .load()
+    )
+
+
+def _fields(spec: PipelineSpec) -> list[T.Field]:
+    return [T.Field(f.path, f.type) for f in spec.source.fields]
+
+
+def _sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[T.SinkColumn]:
+    transforms = {t.name for t in spec.transforms}
+    return [
+        T.SinkColumn(c.field, c.column, c.type)
+        for c in spec.sink.columns
+        if not (only_fields and c.field in transforms)
+    ]
+
+
+def _spark_checked(path: str, build: Any) -> DataFrame:
+    """Run one step whose Spark analysis may reject a user expression; name the spec path if it does."""
+    try:
+        return build()
+    except AnalysisException as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        raise SpecError([SpecIssue(path, f"Spark rejected the expression: {message}")]) from None
+
+
+def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
+    field_types = spec.field_types()
+    df = T.parse_events(raw, _fields(spec))
+    if spec.dedup is not None:
+        df = T.require_keys(df, spec.dedup.keys)
+    df = T.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
+    if spec.dedup is not None:
+        dedup = spec.dedup
+        time_field = dedup.event_time_field if dedup.time == "event" else None
+        df = T.dedup_time(df, time_field=time_field, window_seconds=dedup.window_seconds)
+        df = T.drop_duplicates(df, keys=dedup.keys, window_seconds=dedup.window_seconds)
+    df = _spark_checked("filter", lambda: T.apply_filter(df, spec.filter))
+    for i, transform in enumerate(spec.transforms):
+        step = [T.Transform(transform.name, transform.expression, transform.type)]
+        df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: T.apply_transforms(d, s))
+    return T.map_columns(df, _sink_columns(spec), field_types)
+
+
+def table_spec(spec: PipelineSpec) -> ch.TableSpec:
+    sink = spec.sink
+    return ch.TableSpec(
+        database=sink.clickhouse.database,
+        table=sink.table,
+        dlq_table=sink.dead_letter_table,
+        engine=sink.engine,
+        order_by=tuple(sink.order_by),
+        columns=tuple((c.column, c.type) for c in sink.columns),
+        dedup_window=sink.deduplication_window,
+    )
+
+
+def run_id(checkpoint: str) -> str:
+    """An id for this checkpoint's lifetime, kept inside it: a pipeline restarted from a fresh checkpoint
+    (batch ids from 0 again) must not collide with the insert tokens of its previous life."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return hashlib.sha256(checkpoint.encode()).hexdigest()[:12]
+    path = Path(checkpoint.removeprefix("file://"))
+    path.mkdir(parents=True, exist_ok=True)
+    marker = path / RUN_ID_FILE
+    if not marker.exists():
+        tmp = path / f".{RUN_ID_FILE}.{uuid.uuid4().hex}"
+        tmp.write_text(uuid.uuid4().hex[:12])
+        os.replace(tmp, marker)
+    return marker.read_text().strip()
+
+
+@dataclass
+class BatchWriter:
+    """The foreachBatch function (runs on the driver): one pass over the batch, written by the executors."""
+
+    spec: PipelineSpec
+    token_prefix: str
+    stats: SinkStats
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        sink = self.spec.sink
+        writer = ch.PartitionWriter(
+            conn=sink.clickhouse.client_kwargs(),
+            database=sink.clickhouse.database,
+            table=sink.table,
+            dlq_table=sink.dead_letter_table,
+            columns=tuple(c.column for c in sink.columns),
+            pipeline=self.spec.name,
+            token_prefix=self.token_prefix,
+            batch_id=batch_id,
+        )
+        results = batch.mapInArrow(writer, ch.STATS_SCHEMA).collect()
+        self.stats.put(
+            batch_id,
+            {
+                "rows_written": sum(r["rows_written"] for r in results),
+                "dead_letters": sum(r["dead_letters"] for r in results),
+                "insert_ms_max": max((r["insert_ms"] for r in results), default=0),
+            },
+        )
+
+
+def start_query(
+    spark: SparkSession,
+    spec: PipelineSpec,
+    *,
+    checkpoint: str,
+    redis_url: str | None = None,
+    trigger: dict[str, Any] | None = None,
+    prepare: bool = True,
+) -> StreamingQuery:
+    """Check the spec against Spark, prepare ClickHouse, and start the streaming query."""
+    register_source(spark)
+    rocksdb = spec.dedup is not None and spec.dedup.use_rocksdb
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER if rocksdb else MEMORY_PROVIDER)
+    stream = build_stream(read_kafka(spark, spec), spec)
+    if prepare:
+        ch.prepare_tables(spec.sink.clickhouse.client_kwargs(), table_spec(spec), create=spec.sink.create_table)
+    stats = SinkStats()
+    query_name = f"clearflow-{spec.name}"
+    listener = make_listener(query_name, stats, MetricsPublisher(spec.name, redis_url))
+    spark.streams.addListener(listener)
+    token_prefix = f"{spec.name}:{run_id(checkpoint)}"
+    writer = (
+        stream.writeStream.queryName(query_name)
+        .foreachBatch(BatchWriter(spec, token_prefix, stats))
+        .option("checkpointLocation", checkpoint)
+        .trigger(**(trigger or {"processingTime": "1 second"}))
+    )
+    try:
+        query = writer.start()
+    except BaseException:
+        spark.streams.removeListener(listener)
+        raise
+    _LISTENERS[query.id] = listener
+    return query
+
+
+_LISTENERS: dict[str, Any] = {}
+
+
+def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
+    """Stop the query (if running) and detach its metrics listener."""
+    if query.isActive:
+        query.stop()
+    listener = _LISTENERS.pop(query.id, None)
+    if listener is not None:
+        spark.streams.removeListener(listener)
+
+
+__all__ = [
+    "KAFKA_METADATA_FIELDS",
+    "BatchWriter",
+    "build_session",
+    "build_stream",
+    "read_kafka",
+    "start_query",
+    "stop_query",
+]

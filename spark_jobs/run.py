@@ -1,0 +1,137 @@
+"""Run one pipeline: `python -m spark_jobs.run --spec FILE [--checkpoint DIR] [--master URL] [--redis-url URL]`.
+
+Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m
+$(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory.
+SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes: 0 stopped or caught up,
+1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger("clearflow.run")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="pipeline spec (JSON file)")
+    parser.add_argument(
+        "--checkpoint",
+        help="checkpoint directory or URI (default: $CLEARFLOW_CHECKPOINT_ROOT/<name>, "
+        "else ~/.clearflow/checkpoints/<name>)",
+    )
+    parser.add_argument("--master", help="Spark master URL (default local[*]; ignored under spark-submit)")
+    parser.add_argument("--redis-url", default=os.environ.get("CLEARFLOW_REDIS_URL"), help="metrics target")
+    parser.add_argument("--trigger-interval", default="1 second", help="micro-batch trigger interval")
+    parser.add_argument("--available-now", action="store_true", help="process what is there now, then exit")
+    parser.add_argument("--shuffle-partitions", type=int, default=max(2, os.cpu_count() or 2))
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def default_checkpoint(name: str) -> str:
+    root = os.environ.get("CLEARFLOW_CHECKPOINT_ROOT") or str(Path.home() / ".clearflow" / "checkpoints")
+    return str(Path(root) / name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    from spark_jobs.spec import SpecError, parse_spec
+
+    spec_path = Path(args.spec).expanduser().resolve()
+    try:
+        spec = parse_spec(spec_path.read_text())
+    except OSError as exc:
+        log.error("cannot read the spec %s: %s", spec_path, exc)
+        return 2
+    except SpecError as exc:
+        log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
+        return 2
+
+    checkpoint = args.checkpoint or default_checkpoint(spec.name)
+    if "://" not in checkpoint:
+        checkpoint = str(Path(checkpoint).expanduser().resolve())
+
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    from spark_jobs.pipeline import build_session, start_query, stop_query
+
+    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
+    for item in args.conf:
+        key, _, value = item.partition("=")
+        conf[key.strip()] = value.strip()
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = args.master or (None if under_spark_submit else "local[*]")
+    spark = build_session(app_name=f"clearflow-{spec.name}", master=master, conf=conf)
+    spark.sparkContext.setLogLevel("WARN")
+
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("received %s: stopping after the current micro-batch", signal.Signals(signum).name)
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+
+    trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
+    try:
+        query = start_query(spark, spec, checkpoint=checkpoint, redis_url=args.redis_url, trigger=trigger)
+    except SpecError as exc:
+        log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
+        return 2
+    except Exception as exc:
+        log.error("pipeline %s could not start: %s", spec.name, exc)
+        return 1
+    log.info("pipeline %s started (query %s, checkpoint %s)", spec.name, query.id, checkpoint)
+
+    try:
+        while query.isActive and not stop_requested.is_set():
+            query.awaitTermination(0.5)
+        if stop_requested.is_set() and query.isActive:
+            _stop_between_batches(query)
+    finally:
+        failure = query.exception()
+        stop_query(spark, query)
+        spark.stop()
+    if failure is not None:
+        log.error("pipeline %s failed: %s", spec.name, _root_message(failure))
+        return 1
+    log.info("pipeline %s stopped", spec.name)
+    return 0
+
+
+def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
+    """Wait for the running micro-batch to finish, then stop (a batch cut short is replayed anyway)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):  # type: ignore[attr-defined]
+        time.sleep(0.1)
+    query.stop()  # type: ignore[attr-defined]
+
+
+def _root_message(exc: BaseException) -> str:
+    """The most useful line of a streaming failure: the ClickHouse or Python error, not the JVM stack."""
+    text = str(exc)
+    for marker in ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:"):
+        index = text.rfind(marker)
+        if index >= 0:
+            return text[index:].split("\n")[0]
+    return text.strip().splitlines()[0] if text.strip() else repr(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

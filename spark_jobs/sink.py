@@ -1,0 +1,234 @@
+"""ClickHouse: table creation on the driver, and idempotent Arrow inserts from the executors.
+
+Exactly once: Spark replays an unfinished micro-batch with the same batch id and the same offsets after a
+crash. Each Spark partition of a batch is written as one insert per table with the token
+`<pipeline>:<run id>:<batch id>:<partition>[:dlq]`; tables carry `non_replicated_deduplication_window`,
+so ClickHouse drops a replayed insert whose token it has seen. The partition's rows are the same on replay
+(dedup output is hash-partitioned by key; without dedup a partition is a fixed Kafka offset range).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STATS_SCHEMA = "partition int, rows_written long, dead_letters long, insert_ms long"
+DLQ_COLUMNS = (
+    ("raw", "String"),
+    ("topic", "LowCardinality(String)"),
+    ("partition", "Int32"),
+    ("offset", "Int64"),
+    ("kafka_timestamp", "Nullable(DateTime64(3, 'UTC'))"),
+    ("reason", "String"),
+    ("pipeline", "LowCardinality(String)"),
+    ("batch_id", "Int64"),
+    ("inserted_at", "DateTime64(3, 'UTC') DEFAULT now64(3)"),
+)
+# ClickHouse error codes worth retrying: timeouts, network, overload, too many parts, readonly replica...
+TRANSIENT_CODES = {3, 159, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
+_CODE_RE = re.compile(r"Code: (\d+)")
+
+
+class ClickHouseWriteError(RuntimeError):
+    """A permanent ClickHouse error: the job stops with this message."""
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def error_code(exc: BaseException) -> int | None:
+    match = _CODE_RE.search(str(exc))
+    return int(match.group(1)) if match else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
+    if isinstance(exc, OperationalError | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, DatabaseError):
+        code = error_code(exc)
+        text = str(exc)
+        return code in TRANSIENT_CODES or (code is None and ("HTTPDriver" in text or "timed out" in text))
+    return False
+
+
+def with_retries(action: Any, *, what: str, attempts: int = 6, base_delay: float = 0.5) -> Any:
+    """Run `action()`; retry transient errors with exponential backoff and jitter; raise permanent ones
+    as ClickHouseWriteError carrying ClickHouse's message."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except Exception as exc:
+            if is_transient(exc) and attempt < attempts:
+                delay = min(30.0, base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())  # noqa: S311
+                log.warning("%s failed (attempt %d/%d), retrying in %.1fs: %s", what, attempt, attempts, delay, exc)
+                time.sleep(delay)
+                continue
+            raise ClickHouseWriteError(f"{what} failed: {exc}") from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- clients (cached per Python process: executors' workers are reused) ------------------------------------
+
+_CLIENTS: dict[str, Any] = {}
+
+
+def get_client(conn: dict[str, Any]) -> Any:
+    key = json.dumps(conn, sort_keys=True)
+    client = _CLIENTS.get(key)
+    if client is None:
+        import clickhouse_connect
+
+        client = with_retries(
+            lambda: clickhouse_connect.get_client(
+                **conn,
+                connect_timeout=10,
+                send_receive_timeout=300,
+                compress=False,
+                settings={"insert_deduplicate": 1},
+            ),
+            what=f"connecting to ClickHouse at {conn.get('host')}:{conn.get('port')}",
+        )
+        _CLIENTS[key] = client
+    return client
+
+
+# --- tables ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    database: str
+    table: str
+    dlq_table: str
+    engine: str
+    order_by: Sequence[str]
+    columns: Sequence[tuple[str, str]]  # (name, ClickHouse type)
+    dedup_window: int
+
+
+def create_table_sql(spec: TableSpec) -> str:
+    columns = ",\n  ".join(f"{quote_ident(name)} {ch_type}" for name, ch_type in spec.columns)
+    order = ", ".join(quote_ident(c) for c in spec.order_by) if spec.order_by else ""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {quote_ident(spec.database)}.{quote_ident(spec.table)} (\n  {columns}\n)\n"
+        f"ENGINE = {spec.engine}\nORDER BY ({order})\n"
+        f"SETTINGS non_replicated_deduplication_window = {int(spec.dedup_window)}"
+    )
+
+
+def create_dlq_sql(spec: TableSpec) -> str:
+    columns = ",\n  ".join(f"{quote_ident(name)} {ch_type}" for name, ch_type in DLQ_COLUMNS)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {quote_ident(spec.database)}.{quote_ident(spec.dlq_table)} (\n  {columns}\n)\n"
+        f"ENGINE = MergeTree\nORDER BY (`topic`, `partition`, `offset`)\n"
+        f"SETTINGS non_replicated_deduplication_window = {int(spec.dedup_window)}"
+    )
+
+
+def prepare_tables(conn: dict[str, Any], spec: TableSpec, *, create: bool) -> None:
+    """Create the table (if asked) and the dead-letter table; check that the mapped columns exist."""
+    client = get_client(conn)
+    if create:
+        with_retries(lambda: client.command(create_table_sql(spec)), what=f"creating table {spec.table}")
+    with_retries(lambda: client.command(create_dlq_sql(spec)), what=f"creating table {spec.dlq_table}")
+    for table, wanted in ((spec.table, [c for c, _ in spec.columns]), (spec.dlq_table, [c for c, _ in DLQ_COLUMNS])):
+        rows = with_retries(
+            lambda t=table: (
+                client.query(
+                    "SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}",
+                    parameters={"db": spec.database, "t": t},
+                ).result_rows
+            ),
+            what=f"reading the columns of {table}",
+        )
+        present = {r[0] for r in rows}
+        if not present:
+            raise ClickHouseWriteError(f"table {spec.database}.{table} does not exist (create_table is false)")
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            raise ClickHouseWriteError(f"table {spec.database}.{table} has no column(s) {', '.join(missing)}")
+
+
+# --- the executor side -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionWriter:
+    """Writes one Spark partition of one micro-batch (pickled to executors; holds plain values only)."""
+
+    conn: dict[str, Any]
+    database: str
+    table: str
+    dlq_table: str
+    columns: tuple[str, ...]
+    pipeline: str
+    token_prefix: str
+    batch_id: int
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        collected = [b for b in batches if b.num_rows]
+        written = dead = 0
+        started = time.monotonic()
+        if collected:
+            table = pa.Table.from_batches(collected)
+            good = pc.is_null(table.column("_cf_error"))
+            rows = table.filter(good).select(list(self.columns))
+            bad = table.filter(pc.invert(good))
+            token = f"{self.token_prefix}:{self.batch_id}:{partition}"
+            if rows.num_rows:
+                self._insert(self.table, rows, token)
+                written = rows.num_rows
+            if bad.num_rows:
+                n = bad.num_rows
+                dlq = pa.table(
+                    {
+                        "raw": pc.fill_null(bad.column("_cf_dlq_raw"), ""),
+                        "topic": bad.column("_kafka_topic"),
+                        "partition": bad.column("_kafka_partition"),
+                        "offset": bad.column("_kafka_offset"),
+                        "kafka_timestamp": bad.column("_kafka_timestamp"),
+                        "reason": bad.column("_cf_error"),
+                        "pipeline": pa.array([self.pipeline] * n, pa.string()),
+                        "batch_id": pa.array([self.batch_id] * n, pa.int64()),
+                    }
+                )
+                self._insert(self.dlq_table, dlq, token + ":dlq")
+                dead = n
+        elapsed = int((time.monotonic() - started) * 1000)
+        yield pa.RecordBatch.from_pydict(
+            {
+                "partition": pa.array([partition], pa.int32()),
+                "rows_written": pa.array([written], pa.int64()),
+                "dead_letters": pa.array([dead], pa.int64()),
+                "insert_ms": pa.array([elapsed], pa.int64()),
+            }
+        )
+
+    def _insert(self, table: str, data: Any, token: str) -> None:
+        client = get_client(self.conn)
+        with_retries(
+            lambda: client.insert_arrow(
+                table,
+                data,
+                database=self.database,
+                settings={"insert_deduplication_token": token, "insert_deduplicate": 1},
+            ),
+            what=f"insert into {self.database}.{table} (token {token})",
+        )

@@ -1,0 +1,359 @@
+"""The pipeline's steps as small pure DataFrame -> DataFrame functions taking plain values.
+
+Columns the steps share (besides the user's fields, which are nested structs: `user.id` is `user` -> `id`):
+- `_cf_value` (raw record bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`, `_kafka_timestamp`;
+- `_cf_error`: NULL for a usable event, else the dead-letter reason;
+- `_cf_time`: the dedup time; `_cf_k0.._cf_kN`, `_cf_dlq_id`: the dedup key.
+`spark_jobs.pipeline.build_stream` composes them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from spark_jobs.spec import ClickHouseType, parse_clickhouse_type
+
+ERROR = "_cf_error"
+TIME = "_cf_time"
+DLQ_ID = "_cf_dlq_id"
+_JSON = "_cf_json"
+_CORRUPT = "_cf_corrupt"
+_RAW = "_cf_raw"
+
+SPARK_TYPES = {
+    "string": "string",
+    "int": "bigint",
+    "float": "double",
+    "bool": "boolean",
+    "datetime": "timestamp",
+    "uuid": "string",
+    "json": "string",
+}
+_UUID_RE = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4_RE = rf"^({_OCTET}\.){{3}}{_OCTET}$"
+_IPV6_RE = r"^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*$"
+_NUMBER_RE = r"^\s*-?[0-9]+(\.[0-9]+)?\s*$"
+
+
+@dataclass(frozen=True)
+class Field:
+    path: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Transform:
+    name: str
+    expression: str
+    type: str
+
+
+@dataclass(frozen=True)
+class SinkColumn:
+    field: str
+    column: str
+    type: str
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _path_col(path: str) -> Column:
+    """A column for a (possibly nested) field path: `user.id` -> user.id (struct access)."""
+    return F.col(".".join(_q(part) for part in path.split(".")))
+
+
+def _string_schema(paths: Sequence[str]) -> StructType:
+    """A from_json schema with every leaf read as text (Spark keeps numbers' and objects' JSON text)."""
+    tree: dict = {}
+    for path in paths:
+        node = tree
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = None
+
+    def build(node: dict) -> StructType:
+        return StructType([StructField(k, StringType() if v is None else build(v), True) for k, v in node.items()])
+
+    schema = build(tree)
+    return StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
+
+
+def convert_text(raw: Column, field_type: str) -> Column:
+    """JSON text of a value -> the field type's Spark value (NULL when it cannot be converted)."""
+    if field_type in ("string", "json"):
+        return raw
+    if field_type == "int":
+        return F.trim(raw).try_cast("bigint")
+    if field_type == "float":
+        return raw.try_cast("double")
+    if field_type == "bool":
+        lowered = F.lower(F.trim(raw))
+        return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False))
+    if field_type == "datetime":
+        numeric = raw.try_cast("double")
+        epoch = F.when(F.abs(numeric) >= 1e11, numeric / 1000.0).otherwise(numeric)
+        return F.when(raw.rlike(_NUMBER_RE), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
+    if field_type == "uuid":
+        return F.when(raw.rlike(_UUID_RE), F.lower(raw))
+    raise ValueError(f"unknown field type {field_type!r}")
+
+
+def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
+    """Parse `_cf_value` as JSON into typed field columns; set `_cf_error` for unusable records."""
+    paths = [f.path for f in fields]
+    parsed = df.withColumn(
+        _JSON,
+        F.from_json(
+            F.col("_cf_value").cast("string"),
+            _string_schema(paths),
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
+        ),
+    )
+    raw = {f.path: F.col(_JSON + "." + ".".join(_q(p) for p in f.path.split("."))) for f in fields}
+    typed = {f.path: convert_text(raw[f.path], f.type) for f in fields}
+
+    text = F.col("_cf_value").cast("string")
+    corrupt_reason = (
+        F.when(F.col("_cf_value").isNull(), F.lit("empty record value (NULL)"))
+        .when(F.try_parse_json(text).isNull(), F.lit("invalid JSON"))
+        .when(~F.ltrim(text).startswith("{"), F.lit("not a JSON object"))
+        .otherwise(F.lit("unexpected JSON structure: an object was expected at a field's parent"))
+    )
+    reasons = [F.when(F.col(_JSON).isNull() | F.col(f"{_JSON}.{_CORRUPT}").isNotNull(), corrupt_reason)]
+    for f in fields:
+        if f.type in ("string", "json"):
+            continue
+        reasons.append(
+            F.when(
+                raw[f.path].isNotNull() & typed[f.path].isNull(),
+                F.concat(
+                    F.lit(f"field '{f.path}': cannot convert '"),
+                    F.substring(raw[f.path], 1, 200),
+                    F.lit(f"' to {f.type}"),
+                ),
+            )
+        )
+    with_error = parsed.withColumn(ERROR, F.coalesce(*reasons))
+    return with_error.select(
+        *[c for c in df.columns],
+        *_nest(typed),
+        ERROR,
+    )
+
+
+def _nest(typed: dict[str, Column]) -> list[Column]:
+    """Typed leaves by dotted path -> top-level columns, nested paths as structs."""
+    tree: dict = {}
+    for path, column in typed.items():
+        node = tree
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = column
+
+    def build(node: dict) -> Column:
+        return F.struct(*[(build(v) if isinstance(v, dict) else v).alias(k) for k, v in node.items()])
+
+    return [(build(v) if isinstance(v, dict) else v).alias(k) for k, v in tree.items()]
+
+
+def require_keys(df: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """Dead-letter events whose dedup key is missing or null."""
+    reason = F.coalesce(*[F.when(_path_col(k).isNull(), F.lit(f"dedup key '{k}' is missing or null")) for k in keys])
+    return df.withColumn(ERROR, F.coalesce(F.col(ERROR), reason))
+
+
+def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) -> DataFrame:
+    """`_cf_time`: the record's Kafka timestamp (or `time_field`), clamped into [batch time - window/2,
+    batch time] so no record is ever behind Spark's watermark (Spark would drop it silently)."""
+    horizon = max(1, window_seconds // 2)
+    now = F.current_timestamp()
+    floor = now - F.expr(f"INTERVAL {horizon} SECONDS")
+    source = F.col("_kafka_timestamp") if time_field is None else _path_col(time_field)
+    if time_field is not None:
+        df = df.withColumn(
+            ERROR,
+            F.coalesce(F.col(ERROR), F.when(source.isNull(), F.lit(f"event time '{time_field}' is missing or null"))),
+        )
+    when = F.coalesce(source, F.col("_kafka_timestamp"), now)
+    return df.withColumn(TIME, F.least(F.greatest(when, floor), now))
+
+
+def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) -> DataFrame:
+    """Keep the first event per key while the key is remembered (about `window_seconds` of dedup time).
+
+    The watermark delay is half the window: Spark keeps a key until the watermark (newest time - delay)
+    passes the key's time + delay, i.e. for one window. Dead letters get a unique key and pass through.
+    """
+    delay = max(1, window_seconds // 2)
+    usable = F.col(ERROR).isNull()
+    keyed = df
+    key_cols = []
+    for i, key in enumerate(keys):
+        name = f"_cf_k{i}"
+        keyed = keyed.withColumn(name, F.when(usable, _path_col(key)))
+        key_cols.append(name)
+    keyed = keyed.withColumn(
+        DLQ_ID,
+        F.when(~usable, F.concat_ws(":", "_kafka_topic", "_kafka_partition", "_kafka_offset")),
+    )
+    deduped = keyed.withWatermark(TIME, f"{delay} seconds").dropDuplicatesWithinWatermark([*key_cols, DLQ_ID])
+    return deduped.drop(*key_cols, DLQ_ID)
+
+
+def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
+    """Keep events where the Spark SQL condition is true; dead letters always pass."""
+    if not condition:
+        return df
+    return df.where(F.col(ERROR).isNotNull() | F.coalesce(F.expr(condition), F.lit(False)))
+
+
+def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFrame:
+    """Add one column per transform, cast to its declared type (each may use the ones before it)."""
+    for transform in transforms:
+        df = df.withColumn(transform.name, F.expr(transform.expression).try_cast(SPARK_TYPES[transform.type]))
+    return df
+
+
+# --- mapping to ClickHouse columns -------------------------------------------------------------------------
+
+_INT_RANGES = {
+    "UInt8": (0, 2**8 - 1),
+    "UInt16": (0, 2**16 - 1),
+    "UInt32": (0, 2**32 - 1),
+    "UInt64": (0, None),
+    "UInt128": (0, None),
+    "UInt256": (0, None),
+    "Int8": (-(2**7), 2**7 - 1),
+    "Int16": (-(2**15), 2**15 - 1),
+    "Int32": (-(2**31), 2**31 - 1),
+    "Int64": (None, None),
+    "Int128": (None, None),
+    "Int256": (None, None),
+}
+
+
+def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tuple[Column, Column]:
+    """(value ready for an Arrow insert into `ch_type`, validity) for a value of `field_type`.
+
+    Validity is false where a non-NULL value cannot be written (the event becomes a dead letter); NULL in a
+    non-Nullable column is written as the column default (ClickHouse's input_format_null_as_default).
+    """
+    base = ch_type.base()
+    name = base.name
+    ok_if = value.isNull()
+    if name in ("String", "FixedString", "JSON"):
+        if field_type == "datetime":
+            out = F.date_format(value, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
+        else:
+            out = value.cast("string")
+        valid = F.lit(True)
+        if name == "FixedString":
+            valid = F.octet_length(out) <= F.lit(base.args[0])
+        if name == "JSON":
+            valid = F.ltrim(out).startswith("{") & F.try_parse_json(out).isNotNull()
+        return out, ok_if | valid
+    if name == "UUID":
+        out = value.cast("string")
+        return F.lower(out), ok_if | out.rlike(_UUID_RE)
+    if name == "IPv4":
+        out = value.cast("string")
+        return out, ok_if | out.rlike(_IPV4_RE)
+    if name == "IPv6":
+        out = value.cast("string")
+        return out, ok_if | out.rlike(_IPV6_RE)
+    if name in _INT_RANGES:
+        if field_type == "bool":
+            out = value.cast("bigint")
+        elif field_type == "string":
+            out = F.trim(value).try_cast("bigint")
+        else:
+            out = value.try_cast("bigint")
+        low, high = _INT_RANGES[name]
+        valid = out.isNotNull()
+        if low is not None:
+            valid = valid & (out >= F.lit(low))
+        if high is not None:
+            valid = valid & (out <= F.lit(high))
+        return out, ok_if | valid
+    if name in ("Float32", "Float64", "BFloat16"):
+        out = value.try_cast("double")
+        return out, ok_if | out.isNotNull()
+    if name.startswith("Decimal"):
+        if name == "Decimal":
+            precision, scale = base.args
+        else:
+            precision, scale = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[name], base.args[0]
+        precision = min(int(precision), 38)
+        scale = min(int(scale), precision)
+        out = value.try_cast(f"decimal({precision},{scale})")
+        return out, ok_if | out.isNotNull()
+    if name == "Bool":
+        if field_type == "bool":
+            out = value
+        elif field_type == "int":
+            out = F.when(value == 1, F.lit(True)).when(value == 0, F.lit(False))
+        else:
+            out = convert_text(value.cast("string"), "bool")
+        return out, ok_if | out.isNotNull()
+    if name in ("Date", "Date32"):
+        out = F.to_date(value) if field_type == "datetime" else value.cast("string").try_cast("date")
+        return out, ok_if | out.isNotNull()
+    if name in ("DateTime", "DateTime64"):
+        out = value if field_type == "datetime" else convert_text(value.cast("string"), "datetime")
+        return out, ok_if | out.isNotNull()
+    raise ValueError(f"ClickHouse type {ch_type.sql()} is not supported for writing")
+
+
+def _column_reasons(columns: Sequence[SinkColumn], field_types: dict[str, str]) -> list[tuple[SinkColumn, Column]]:
+    result = []
+    for column in columns:
+        ch_type = parse_clickhouse_type(column.type)
+        _out, valid = to_clickhouse(_path_col(column.field), field_types[column.field], ch_type)
+        reason = F.when(
+            ~valid,
+            F.concat(
+                F.lit(f"column '{column.column}': cannot write '"),
+                F.substring(_path_col(column.field).cast("string"), 1, 200),
+                F.lit(f"' to {ch_type.sql()}"),
+            ),
+        )
+        result.append((column, reason))
+    return result
+
+
+def check_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[str, str]) -> DataFrame:
+    """Dead-letter events whose value cannot be written to its column (before dedup, so a bad event does
+    not take its key's place)."""
+    reasons = [reason for _, reason in _column_reasons(columns, field_types)]
+    if not reasons:
+        return df
+    return df.withColumn(ERROR, F.coalesce(F.col(ERROR), *reasons))
+
+
+def map_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[str, str]) -> DataFrame:
+    """Select the sink columns (named as in ClickHouse) plus the dead-letter columns; a value that cannot
+    be written to its column turns the event into a dead letter."""
+    outputs = []
+    for column in columns:
+        ch_type = parse_clickhouse_type(column.type)
+        out, _valid = to_clickhouse(_path_col(column.field), field_types[column.field], ch_type)
+        outputs.append(out.alias(column.column))
+    error = F.coalesce(F.col(ERROR), *[reason for _, reason in _column_reasons(columns, field_types)])
+    dead = [
+        F.when(error.isNotNull(), F.col("_cf_value").cast("string")).alias("_cf_dlq_raw"),
+        F.col("_kafka_topic"),
+        F.col("_kafka_partition"),
+        F.col("_kafka_offset"),
+        F.col("_kafka_timestamp"),
+    ]
+    return df.select(*outputs, *dead, error.alias(ERROR))
