@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -40,6 +41,13 @@ def produce_records(bootstrap: str, topic: str, values: list[bytes], *, partitio
         )
         producer.poll(0)
     assert producer.flush(10) == 0
+
+
+def raw_column(table: str, column: str, pk: int) -> str:
+    """A column as stored in PostgreSQL, bypassing the model field (to see what is really on disk)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT "{column}" FROM "{table}" WHERE id = %s', [pk])
+        return cursor.fetchone()[0]
 
 
 def order(i: int) -> dict:

@@ -25,6 +25,8 @@ from spark_jobs.spec import (
 if TYPE_CHECKING:
     from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
+UNNAMED = "unnamed"
+
 __all__ = [
     "PipelineSpec",
     "SpecError",
@@ -105,11 +107,12 @@ def parse(
     """Validate a client's spec with the connections merged in. Raises SpecError (paths like `sink.table`)."""
     if not isinstance(spec, Mapping):
         raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
-    return parse_spec(
-        merge_connections(
-            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-        )
+    data = merge_connections(
+        spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
     )
+    # Checking a draft before it has a name: the name is checked when the pipeline is saved.
+    data.setdefault("name", UNNAMED)
+    return parse_spec(data)
 
 
 def to_stored(parsed: PipelineSpec) -> dict[str, Any]:

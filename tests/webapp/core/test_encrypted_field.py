@@ -3,18 +3,12 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 
+from tests.webapp.conftest import raw_column
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 
 PASSWORD = "s3cret-Passw0rd!"
-
-
-def raw_column(table: str, column: str, pk: int) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(f'SELECT "{column}" FROM "{table}" WHERE id = %s', [pk])
-        return cursor.fetchone()[0]
 
 
 def test_secrets_are_stored_encrypted_and_read_back(owner):
