@@ -1,0 +1,101 @@
+"""Helpers shared by the engine tests (importable because tests/spark_jobs is on sys.path)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[int, Any]],
+    *,
+    timestamp_ms: int | None = None,
+) -> int:
+    """Produce (partition, value) records; dict values are JSON-encoded, bytes sent as they are."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
+    count = 0
+    for partition, value in records:
+        payload = value if isinstance(value, bytes) else json.dumps(value).encode()
+        kwargs = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
+        producer.produce(topic, payload, partition=partition, **kwargs)
+        count += 1
+        if count % 50_000 == 0:
+            producer.flush()
+    assert producer.flush(30) == 0
+    return count
+
+
+def make_spec(
+    *,
+    kafka_bootstrap: str,
+    clickhouse: Any,
+    topics: list[str],
+    table: str | None = None,
+    dedup: dict | str | None = "default",
+    **overrides: Any,
+) -> dict:
+    """A spec dict for the test events {"event_id": str, "user": {"id": uuid}, "email": str, "n": int}."""
+    name = overrides.pop("name", f"p-{uuid.uuid4().hex[:8]}")
+    spec = {
+        "version": 1,
+        "name": name,
+        "source": {
+            "kafka": {"bootstrap_servers": kafka_bootstrap},
+            "topics": topics,
+            "starting_offsets": "earliest",
+            "fields": [
+                {"path": "event_id", "type": "string"},
+                {"path": "user.id", "type": "string"},
+                {"path": "email", "type": "string"},
+                {"path": "n", "type": "int"},
+            ],
+        },
+        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion"} if dedup == "default" else dedup,
+        "filter": None,
+        "transforms": [],
+        "sink": {
+            "clickhouse": {"host": clickhouse.host, "port": clickhouse.port},
+            "table": table or f"t_{uuid.uuid4().hex[:10]}",
+            "create_table": True,
+            "engine": "MergeTree",
+            "order_by": ["event_id"],
+            "columns": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "user.id", "column": "user_id", "type": "Nullable(UUID)"},
+                {"field": "n", "column": "n", "type": "Nullable(Int64)"},
+                {"field": "_kafka_topic", "column": "topic", "type": "LowCardinality(String)"},
+            ],
+        },
+    }
+    for key, value in overrides.items():
+        spec[key] = value
+    return spec
+
+
+def event(event_id: str, n: int = 0, **extra: Any) -> dict:
+    return {
+        "event_id": event_id,
+        "user": {"id": str(uuid.uuid5(uuid.NAMESPACE_OID, event_id))},
+        "email": f"{event_id}@example.com",
+        "n": n,
+        **extra,
+    }
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, interval: float = 0.2) -> Any:
+    """Poll until predicate() is truthy; return its value or fail with a timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)

@@ -1,0 +1,192 @@
+"""The engine end to end, in-process: real Tansu broker, real ClickHouse, one shared SparkSession."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from engine_helpers import event, make_spec, produce, wait_for
+
+from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.spec import SpecError, parse_spec
+
+pytestmark = pytest.mark.spark
+
+
+def run_available_now(spark, spec_dict, tmp_path, redis_url=None):
+    spec = parse_spec(spec_dict)
+    query = start_query(
+        spark, spec, checkpoint=str(tmp_path / "ckpt"), redis_url=redis_url, trigger={"availableNow": True}
+    )
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)
+    return spec
+
+
+def rows(ch, table, columns="event_id, count() AS c"):
+    return ch.query(f"SELECT {columns} FROM {table} GROUP BY event_id ORDER BY event_id").result_rows
+
+
+def test_duplicates_in_one_partition(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path, redis_url):
+    topic = new_topic(1)
+    keys = [f"k{i:03d}" for i in range(50)]
+    produce(kafka_bootstrap, topic, [(0, event(k, n=r)) for r in range(3) for k in keys])
+    spec = run_available_now(
+        spark,
+        make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]),
+        tmp_path,
+        redis_url,
+    )
+    table = spec.sink.table
+    assert rows(ch, table) == [(k, 1) for k in keys]
+    # The first event per key wins (round 0 was produced first).
+    assert ch.query(f"SELECT DISTINCT n FROM {table}").result_rows == [(0,)]
+    assert ch.command(f"SELECT count() FROM {table}_dlq") == 0
+
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    latest = json.loads(wait_for(lambda: client.get(f"clearflow:metrics:{spec.name}")))
+    recent = [json.loads(x) for x in client.lrange(f"clearflow:metrics:{spec.name}:recent", 0, -1)]
+    assert sum(r["input_rows"] for r in recent) == 150
+    assert sum(r["rows_written"] for r in recent) == 50
+    assert sum(r["duplicates_dropped"] for r in recent) == 100
+    assert latest["total_lag"] == 0 and latest["lag"] == {topic: {"0": 0}}
+    assert {"batch_duration_ms", "state_rows", "dead_letters"} <= set(latest)
+
+
+def test_duplicates_across_partitions(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    topic = new_topic(3)
+    keys = [f"k{i:03d}" for i in range(200)]
+    # Each key appears in every partition: 600 records, 200 unique.
+    produce(kafka_bootstrap, topic, [(p, event(k, n=p)) for p in range(3) for k in keys])
+    spec = run_available_now(
+        spark, make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]), tmp_path
+    )
+    assert rows(ch, spec.sink.table) == [(k, 1) for k in keys]
+
+
+def test_duplicates_across_topics(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    first, second = new_topic(2), new_topic(1)
+    keys = [f"k{i:03d}" for i in range(100)]
+    produce(kafka_bootstrap, first, [(i % 2, event(k)) for i, k in enumerate(keys)])
+    produce(kafka_bootstrap, second, [(0, event(k)) for k in keys[50:]] + [(0, event("only-in-second"))])
+    spec = run_available_now(
+        spark,
+        make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[first, second]),
+        tmp_path,
+    )
+    assert rows(ch, spec.sink.table) == sorted([(k, 1) for k in [*keys, "only-in-second"]])
+
+
+def test_dead_letters_for_each_kind_of_bad_input(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    topic = new_topic(1)
+    good = event("good-1")
+    bad = [
+        b"{not json",
+        b"[1, 2, 3]",
+        json.dumps({"user": {"id": str(uuid.uuid4())}, "n": 1}).encode(),  # key missing
+        json.dumps({"event_id": None, "n": 1}).encode(),  # key null
+        json.dumps({"event_id": "bad-uuid", "user": {"id": "abc"}}).encode(),  # "abc" into a UUID column
+        json.dumps({"event_id": "bad-int", "n": "seven"}).encode(),  # "seven" as an int field
+    ]
+    produce(kafka_bootstrap, topic, [(0, good), *[(0, b) for b in bad], (0, event("good-2"))])
+    spec = run_available_now(
+        spark, make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]), tmp_path
+    )
+    assert [r[0] for r in rows(ch, spec.sink.table)] == ["good-1", "good-2"]
+    dead = ch.query(
+        f"SELECT offset, raw, reason, topic, partition, kafka_timestamp IS NOT NULL FROM {spec.sink.table}_dlq "
+        "ORDER BY offset"
+    ).result_rows
+    assert [r[0] for r in dead] == [1, 2, 3, 4, 5, 6]
+    assert [r[1].encode() for r in dead] == bad
+    reasons = [r[2] for r in dead]
+    assert reasons[0] == "invalid JSON"
+    assert reasons[1] == "not a JSON object"
+    assert reasons[2] == reasons[3] == "dedup key 'event_id' is missing or null"
+    assert reasons[4] == "column 'user_id': cannot write 'abc' to Nullable(UUID)"
+    assert reasons[5] == "field 'n': cannot convert 'seven' to int"
+    assert all(r[3] == topic and r[4] == 0 and r[5] for r in dead)
+
+
+def test_filter_and_transforms(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    topic = new_topic(1)
+    produce(kafka_bootstrap, topic, [(0, event(f"k{i}", n=i)) for i in range(10)])
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        filter="n % 2 = 0",
+        transforms=[
+            {"name": "domain", "expression": "split(email, '@')[1]", "type": "string"},
+            {"name": "n_times_ten", "expression": "n * 10", "type": "int"},
+        ],
+    )
+    data["sink"]["columns"] += [
+        {"field": "domain", "column": "domain", "type": "String"},
+        {"field": "n_times_ten", "column": "n10", "type": "UInt16"},
+    ]
+    spec = run_available_now(spark, data, tmp_path)
+    assert ch.query(f"SELECT event_id, domain, n10 FROM {spec.sink.table} ORDER BY n10").result_rows == [
+        (f"k{i}", "example.com", i * 10) for i in range(0, 10, 2)
+    ]
+
+
+def test_spark_rejects_bad_expressions_before_start(spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path):
+    topic = new_topic(1)
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        transforms=[{"name": "x", "expression": "no_such_function(email)", "type": "string"}],
+    )
+    with pytest.raises(SpecError) as info:
+        start_query(spark, parse_spec(data), checkpoint=str(tmp_path / "c"), trigger={"availableNow": True})
+    assert info.value.errors[0].path == "transforms[0].expression"
+    assert "no_such_function" in info.value.errors[0].message
+    assert not spark.streams.active
+
+
+def test_no_dedup_keeps_every_event(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    topic = new_topic(2)
+    produce(kafka_bootstrap, topic, [(i % 2, event("same")) for i in range(20)])
+    data = make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic], dedup=None)
+    spec = run_available_now(spark, data, tmp_path)
+    assert ch.command(f"SELECT count() FROM {spec.sink.table}") == 20
+
+
+def test_duplicate_after_the_window_is_kept(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    """Window 2s: a duplicate 1s later is dropped; one after the window has passed is kept."""
+    import time
+
+    topic = new_topic(1)
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        dedup={"keys": ["event_id"], "window": "2s", "time": "ingestion"},
+    )
+    spec = parse_spec(data)
+    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"processingTime": "200 milliseconds"})
+    try:
+        produce(kafka_bootstrap, topic, [(0, event("a", n=1))])
+        query.processAllAvailable()
+        produce(kafka_bootstrap, topic, [(0, event("a", n=2))])  # within the window: dropped
+        query.processAllAvailable()
+        # Let the window pass: the time must really pass (the dedup time is clamped to the batch time).
+        started = time.monotonic()
+        while time.monotonic() - started < 5:
+            produce(kafka_bootstrap, topic, [(0, event(f"tick-{uuid.uuid4().hex[:6]}"))])
+            query.processAllAvailable()
+            time.sleep(0.5)
+        produce(kafka_bootstrap, topic, [(0, event("a", n=3))])  # after the window: kept
+        query.processAllAvailable()
+        assert query.exception() is None
+    finally:
+        stop_query(spark, query)
+    assert ch.query(f"SELECT n FROM {spec.sink.table} WHERE event_id = 'a' ORDER BY n").result_rows == [(1,), (3,)]
