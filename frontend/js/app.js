@@ -59,6 +59,20 @@
       if (first) first.focus();
       return;
     }
+    // data-query-from="name,other": a link that carries the current values of those form fields.
+    var link = e.target.closest("a[data-query-from]");
+    if (link) {
+      var form = link.closest("form") || document;
+      var params = new URLSearchParams();
+      link.getAttribute("data-query-from").split(",").forEach(function (name) {
+        form.querySelectorAll('[name="' + name + '"]').forEach(function (input) {
+          if ((input.type === "radio" || input.type === "checkbox") && !input.checked) return;
+          params.append(name, input.value);
+        });
+      });
+      link.href = link.href.split("?")[0] + "?" + params.toString();
+      return;
+    }
     var remove = e.target.closest("[data-remove-row]");
     if (remove) {
       e.preventDefault();

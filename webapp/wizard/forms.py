@@ -157,6 +157,9 @@ class DedupForm(forms.Form):
     def __init__(self, *args, field_paths=(), time_paths=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["keys"].choices = [(p, p) for p in field_paths]
+        # Needed when deduplication is on (checked in clean()): not marked "(optional)".
+        for name in ("window", "custom_window", "event_time_field"):
+            self.fields[name].optional_hint = False
         self.fields["event_time_field"].choices = [("", "Choose a field…")] + [(p, p) for p in time_paths]
 
     def clean(self):
@@ -201,6 +204,8 @@ class DestinationForm(forms.Form):
     def __init__(self, *args, field_paths=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["order_by"].choices = [(p, p) for p in field_paths]
+        for name in ("table", "new_table", "engine", "order_by"):
+            self.fields[name].optional_hint = False
 
     def clean(self):
         cleaned = super().clean()

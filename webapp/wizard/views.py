@@ -60,7 +60,7 @@ def pipeline_list(request: HttpRequest) -> HttpResponse:
 def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
-    spec = pipeline.spec or {}
+    spec = _readable_spec(pipeline.spec or {})
     return render(
         request,
         "wizard/pipeline_detail.html",
@@ -78,7 +78,7 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    return _json_attachment(pipeline.spec or {}, f"{pipeline.name}.json")
+    return _json_attachment(_readable_spec(pipeline.spec or {}), f"{pipeline.name}.json")
 
 
 @login_required
@@ -101,6 +101,14 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             request, {"deploy": "Deploy requested.", "stop": "Stop requested.", "resume": "Resume requested."}[action]
         )
     return redirect("wizard:pipeline_detail", pk=pipeline.pk)
+
+
+def _readable_spec(stored: dict) -> dict:
+    """The stored spec in the spec module's field order (the database keeps JSON keys in its own order)."""
+    try:
+        return specmod.parse_spec(stored).to_dict()
+    except specmod.SpecError:
+        return stored
 
 
 def _json_attachment(data: dict, filename: str) -> HttpResponse:

@@ -4,6 +4,7 @@ whole walk to a saved, deploy-requested pipeline against the real broker and Cli
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from django.urls import reverse
@@ -459,3 +460,67 @@ def mapping_post(client, draft):
         if row.include:
             data[f"m{row.index}-include"] = "on"
     return data
+
+
+def test_existing_table_columns_are_shown_and_the_mapping_flags_problems(
+    owner_client, kafka_connection, clickhouse_connection, clickhouse_server, users_topic
+):
+    import clickhouse_connect
+
+    table = f"signups_{uuid.uuid4().hex[:6]}"
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    try:
+        client.command(
+            f"CREATE TABLE default.{table} (event_id UUID, age UUID, plan String, tenant String, "
+            "note Nullable(String), loaded_at DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY event_id"
+        )
+    finally:
+        client.close()
+    draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
+    submit(owner_client, draft, "dedup", {"enabled": "off"})
+    submit(owner_client, draft, "transform", {"filter": ""})
+    submit(
+        owner_client, draft, "clickhouse", {"source": "saved", "connection": clickhouse_connection.pk}, action="connect"
+    )
+
+    html = owner_client.get(
+        reverse("wizard:clickhouse_tables", kwargs={"draft_id": draft.pk}), {"database": "default"}
+    ).content.decode()
+    assert f'<option value="{table}"' in html
+    html = owner_client.get(
+        reverse("wizard:clickhouse_columns", kwargs={"draft_id": draft.pk}), {"database": "default", "table": table}
+    ).content.decode()
+    assert "tenant" in html and "required" in html and "DEFAULT" in html
+
+    response = submit(owner_client, draft, "clickhouse", {"database": "default", "table_mode": "existing"})
+    assert response.status_code == 422 and "Choose a table." in alerts(response)
+    response = submit(
+        owner_client, draft, "clickhouse", {"database": "default", "table_mode": "existing", "table": table}
+    )
+    assert response.status_code == 302, alerts(response)
+
+    # Auto-mapped by name: event_id, age, plan. age (int) into UUID is incompatible; tenant needs a value.
+    response = owner_client.get(step_url(draft, "mapping"))
+    found = alerts(response)
+    assert "A int field cannot be written to UUID." in found
+    assert any("tenant" in a and "no field is mapped" in a for a in found)
+    assert not any("loaded_at" in a or "note" in a for a in found)  # a default, or Nullable: fine unmapped
+    response = submit(owner_client, draft, "mapping", mapping_post(owner_client, draft))
+    assert response.status_code == 422
+    draft.refresh_from_db()
+    assert draft.reached == "mapping"  # the review step stays closed
+
+    # Fix it: the age field is left out, user_id fills the UUID column `age`, email goes into tenant.
+    data = mapping_post(owner_client, draft)
+    for key, value in list(data.items()):
+        if key.endswith("-field") and value == "age":
+            data[key.replace("-field", "-column")] = ""
+        if key.endswith("-field") and value == "user_id":
+            data[key.replace("-field", "-column")] = "age"
+        if key.endswith("-field") and value == "email":
+            data[key.replace("-field", "-column")] = "tenant"
+    response = submit(owner_client, draft, "mapping", data)
+    assert response.status_code == 302, alerts(response)
+    html = owner_client.get(step_url(draft, "review")).content.decode()
+    assert "Fix these before deploying" not in html
+    assert "&quot;create_table&quot;: false" in html

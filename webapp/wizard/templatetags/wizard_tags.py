@@ -9,3 +9,12 @@ register = template.Library()
 def pretty_json(value):
     """A JSON value, indented for reading (escaped by the template like any text)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+@register.filter
+def short_ts(value):
+    """'2026-11-21T20:38:51.753000+00:00' -> '2026-11-21 20:38:51 UTC' (sampled timestamps are UTC)."""
+    if not value:
+        return ""
+    text = str(value)
+    return f"{text[:10]} {text[11:19]} UTC" if len(text) >= 19 else text

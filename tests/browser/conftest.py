@@ -1,0 +1,37 @@
+"""Playwright against Debian's Chromium (see INFRA.md: no `playwright install` here), headless."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# pytest-django's live_server runs the app in a thread while Playwright's sync API holds an event loop
+# in the test thread; Django's async-safety check would refuse the database calls made from the test.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y --no-install-recommends chromium")
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "headless": True,
+        "args": [
+            "--disable-gpu",
+            "--no-sandbox",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1360, "height": 900}}

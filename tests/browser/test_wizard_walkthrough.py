@@ -1,0 +1,184 @@
+"""An analyst walks the whole wizard in Chromium, on a demo-like topic with duplicates, to a saved,
+deploy-requested pipeline. A screenshot of every step goes to test-artifacts/wizard/."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Page, expect
+
+from tests.webapp.wizard.kafka_events import produce, user_events
+from webapp.pipelines.models import Pipeline
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "wizard"
+EVENTS = 30
+DUPLICATES = 4
+
+
+@pytest.fixture
+def demo_topic(kafka_bootstrap) -> str:
+    topic = f"users_demo_{uuid.uuid4().hex[:6]}"
+    produce(kafka_bootstrap, topic, user_events(EVENTS, duplicates=DUPLICATES), partitions=2)
+    return topic
+
+
+def shot(page: Page, name: str) -> None:
+    expect(page.locator(".htmx-request")).to_have_count(0)  # no request (and no spinner) in flight
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def next_step(page: Page, expected_title: str) -> None:
+    page.locator("#next").click()
+    expect(page.locator("h1")).to_have_text(expected_title)
+
+
+def test_walk_the_wizard_to_a_deploy_requested_pipeline(
+    page: Page, live_server, kafka_bootstrap, clickhouse_server, demo_topic
+):
+    get_user_model().objects.create_user("analyst", password="analyst-pass-123")
+    page.set_default_timeout(20_000)
+
+    # Log in: the pipeline list is the home page.
+    page.goto(f"{live_server.url}/")
+    expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
+    shot(page, "00-login")
+    page.get_by_label("Username").fill("analyst")
+    page.get_by_label("Password").fill("analyst-pass-123")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("h1")).to_have_text("Pipelines")
+    shot(page, "00-pipelines-empty")
+    page.get_by_role("link", name="Create your first pipeline").click()
+
+    # 1. Kafka: a new connection, tested before it is saved.
+    expect(page.locator("h1")).to_have_text("Kafka connection")
+    page.get_by_label("A new connection").check()
+    page.locator("#id_new-name").fill("Local broker")
+    page.locator("#id_new-bootstrap_servers").fill(kafka_bootstrap)
+    page.locator("#test-connection").click()
+    expect(page.locator("#connection-ok")).to_contain_text("1 broker")
+    shot(page, "01-kafka")
+    next_step(page, "Topics")
+
+    # 2. Topics: search, then choose the demo topic.
+    expect(page.locator("#topics-table")).to_be_visible()
+    page.locator("#topic-search").fill(demo_topic[-6:])
+    expect(page.locator("#topics-table tbody tr")).to_have_count(1)
+    row = page.locator("#topics-table tbody tr", has_text=demo_topic)
+    expect(row).to_contain_text("2")  # partitions
+    expect(row).to_contain_text(f"≈ {EVENTS}")
+    row.locator("input[type=checkbox]").check()
+    shot(page, "02-topics")
+    next_step(page, "Sample and schema")
+
+    # A later visit resumes the draft at the step it was on.
+    page.goto(f"{live_server.url}/pipelines/new/")
+    expect(page.locator("h1")).to_have_text("Sample and schema")
+
+    # 3. Sample and schema: fetch the oldest 30, check the inferred types, add a field by hand.
+    page.locator("#id_count").fill(str(EVENTS))
+    page.get_by_label("Oldest").check()
+    page.locator("#fetch-sample").click()
+    expect(page.locator("#samples .sample")).to_have_count(EVENTS)
+    schema = page.locator("#schema-rows")
+    expect(schema.locator('input[value="event_id"]')).to_have_count(1)
+    event_id_row = schema.locator("tr", has=page.locator('input[value="event_id"]'))
+    expect(event_id_row.locator("select")).to_have_value("uuid")
+    created_row = schema.locator("tr", has=page.locator('input[value="created_at"]'))
+    expect(created_row.locator("select")).to_have_value("datetime")
+    expect(schema.locator('input[value="address.city"]')).to_have_count(1)
+    page.locator("#add-field").click()
+    new_row = schema.locator("tr").last
+    new_row.locator("input[type=text]").fill("referrer")
+    shot(page, "03-sample")
+    next_step(page, "Deduplication")
+
+    # 4. Dedup: the key's duplicates in the sample update live.
+    page.get_by_label("event_id").check()
+    expect(page.locator("#dup-count")).to_have_text(str(DUPLICATES))
+    page.locator("#id_window").select_option("6h")
+    shot(page, "04-dedup")
+    # Back keeps what was entered.
+    page.locator("#back").click()
+    expect(page.locator("h1")).to_have_text("Sample and schema")
+    expect(page.locator('#schema-rows input[value="referrer"]')).to_have_count(1)
+    next_step(page, "Deduplication")
+    expect(page.get_by_label("event_id")).to_be_checked()
+    expect(page.locator("#id_window")).to_have_value("6h")
+    next_step(page, "Filter and computed fields")
+
+    # 5. Filter and computed fields: an error shows where it is; then a valid filter and a computed field.
+    page.get_by_label("Filter").fill("age >")
+    page.locator("#add-computed").click()
+    computed = page.locator("#computed-rows tr").last
+    computed.get_by_label("Name").fill("email_domain")
+    computed.get_by_label("Expression").fill("split(email, '@')[1]")
+    page.locator("#check-expressions").click()
+    expect(page.locator(".expr-error")).to_be_visible()
+    expect(page.locator("#field-filter .error")).to_contain_text("syntax error")
+    shot(page, "05-transform-error")
+    page.get_by_label("Filter").fill("age >= 18")
+    page.locator("#check-expressions").click()
+    expect(page.locator("#expressions-ok")).to_be_visible()
+    shot(page, "05-transform")
+    next_step(page, "ClickHouse destination")
+
+    # 6. ClickHouse: a new connection, tested, then a new ReplacingMergeTree table.
+    page.get_by_label("A new connection").check()
+    page.locator("#id_new-name").fill("Local ClickHouse")
+    page.locator("#id_new-host").fill(clickhouse_server.host)
+    page.locator("#id_new-port").fill(str(clickhouse_server.port))
+    page.locator("#test-connection").click()
+    expect(page.locator("#connection-ok")).to_contain_text("ClickHouse 26")
+    shot(page, "06-clickhouse-connection")
+    page.locator("#use-connection").click()
+    expect(page.locator("#change-connection")).to_be_visible()
+    page.get_by_label("A new table").check()
+    page.get_by_label("New table name").fill("user_signups")
+    page.get_by_label("Engine").select_option("ReplacingMergeTree")
+    page.locator("#field-order_by").get_by_label("event_id").check()
+    shot(page, "06-clickhouse-destination")
+    next_step(page, "Mapping")
+
+    # 7. Mapping: auto-mapped by name, checked before deploy.
+    expect(page.locator("#mapping-table")).to_contain_text("email_domain")
+    page.locator("#check-mapping").click()
+    expect(page.locator("#mapping-ok")).to_be_visible()
+    shot(page, "07-mapping")
+    next_step(page, "Review and deploy")
+
+    # 8. Review: summary and spec, then Deploy.
+    expect(page.locator("#spec-issues")).to_have_count(0)
+    expect(page.locator("#spec-json")).to_contain_text('"dedup"')
+    page.get_by_label("Pipeline name").fill("user-signups")
+    with page.expect_download() as download:
+        page.locator("#download-spec").click()
+    assert download.value.suggested_filename == "user-signups.json"
+    shot(page, "08-review")
+    page.locator("#deploy").click()
+
+    expect(page.locator("h1")).to_contain_text("user-signups")
+    expect(page.locator("#pipeline-status")).to_have_text("Deploy requested")
+    shot(page, "09-pipeline")
+    pipeline = Pipeline.objects.get(name="user-signups")
+    assert pipeline.status == "deploy_requested"
+    assert pipeline.spec["source"]["topics"] == [demo_topic]
+    assert pipeline.spec["dedup"] == {
+        "keys": ["event_id"],
+        "window": "6h",
+        "time": "ingestion",
+        "event_time_field": None,
+        "state_store": "auto",
+    }
+    assert pipeline.spec["filter"] == "age >= 18"
+    assert pipeline.spec["sink"]["engine"] == "ReplacingMergeTree"
+
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Pipelines").click()
+    expect(page.locator("#pipelines")).to_contain_text("Deploy requested")
+    shot(page, "10-pipelines")
