@@ -36,6 +36,19 @@ class KafkaClientError(ExternalServiceError):
     code = "kafka_error"
 
 
+class KafkaSettingsError(KafkaClientError):
+    """The connection settings cannot be used at all (e.g. a certificate that is not PEM): the client's fault."""
+
+    status_code = 400
+    code = "invalid_kafka_settings"
+
+
+def _settings_error(exc: Exception) -> KafkaSettingsError:
+    error = exc.args[0] if exc.args else exc
+    text = error.str() if hasattr(error, "str") else str(error)
+    return KafkaSettingsError(f"The connection settings are not usable: {text}")
+
+
 class KafkaTopicNotFoundError(NotFoundError):
     """A topic asked for does not exist on the cluster."""
 
@@ -208,7 +221,7 @@ def _admin(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) 
     try:
         return AdminClient(_client_config(settings, timeout, collector))
     except (ValueError, TypeError, KafkaException) as exc:  # bad configuration, e.g. an unreadable PEM
-        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+        raise _settings_error(exc) from None
 
 
 # -- operations -----------------------------------------------------------------------------------------
@@ -257,7 +270,7 @@ def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) ->
             }
         )
     except (ValueError, TypeError, KafkaException) as exc:
-        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+        raise _settings_error(exc) from None
     try:
         try:
             metadata = consumer.list_topics(timeout=timeout)
@@ -321,7 +334,7 @@ def sample_events(
             }
         )
     except (ValueError, TypeError, KafkaException) as exc:
-        raise KafkaClientError(f"The connection settings are not usable: {exc}") from None
+        raise _settings_error(exc) from None
     try:
         try:
             metadata = consumer.list_topics(timeout=timeout)

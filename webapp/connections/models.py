@@ -24,6 +24,32 @@ bootstrap_validator = RegexValidator(
 host_validator = RegexValidator(r"^[A-Za-z0-9_.\-\[\]:]+$", "Enter a host name or an IP address.")
 
 
+def pem_certificate_error(text: str) -> str | None:
+    """None when `text` holds one or more PEM certificates, else what is wrong."""
+    from cryptography import x509
+
+    try:
+        x509.load_pem_x509_certificates(text.strip().encode())
+    except ValueError:
+        return "Paste the certificate in PEM format (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)."
+    return None
+
+
+def pem_key_error(text: str) -> str | None:
+    """None when `text` is an unencrypted PEM private key, else what is wrong."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(text.strip().encode(), password=None)
+    except TypeError:
+        return "The private key is encrypted; paste it without a password."
+    except ValueError:
+        return "Paste the private key in PEM format (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----)."
+    except Exception:  # cryptography raises UnsupportedAlgorithm for exotic keys
+        return "The private key type is not supported."
+    return None
+
+
 class KafkaSecurityProtocol(models.TextChoices):
     PLAINTEXT = "PLAINTEXT", "PLAINTEXT"
     SSL = "SSL", "SSL"
@@ -96,10 +122,10 @@ class KafkaConnection(TimeStampedModel):
             errors.setdefault("ssl_key_pem", "A client certificate needs its private key.")
         for name in ("ssl_ca_pem", "ssl_certificate_pem"):
             value = getattr(self, name)
-            if value and "-----BEGIN" not in value:
-                errors.setdefault(name, "Paste the certificate in PEM format (-----BEGIN CERTIFICATE-----...).")
-        if self.ssl_key_pem and "-----BEGIN" not in self.ssl_key_pem:
-            errors.setdefault("ssl_key_pem", "Paste the private key in PEM format (-----BEGIN ... KEY-----).")
+            if value and (problem := pem_certificate_error(value)):
+                errors.setdefault(name, problem)
+        if self.ssl_key_pem and (problem := pem_key_error(self.ssl_key_pem)):
+            errors.setdefault("ssl_key_pem", problem)
         if errors:
             raise ValidationError(errors)
 
@@ -147,8 +173,8 @@ class ClickHouseConnection(TimeStampedModel):
     def clean(self) -> None:
         if self.ssl_ca_pem and not self.secure:
             raise ValidationError({"ssl_ca_pem": "A CA certificate needs HTTPS."})
-        if self.ssl_ca_pem and "-----BEGIN" not in self.ssl_ca_pem:
-            raise ValidationError({"ssl_ca_pem": "Paste the certificate in PEM format."})
+        if self.ssl_ca_pem and (problem := pem_certificate_error(self.ssl_ca_pem)):
+            raise ValidationError({"ssl_ca_pem": problem})
 
     def client_settings(self) -> ClickHouseSettings:
         return ClickHouseSettings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -25,6 +26,9 @@ class SpecField(serializers.JSONField):
         value = super().to_internal_value(data)
         if not isinstance(value, dict):
             raise serializers.ValidationError("A pipeline spec must be a JSON object.")
+        if "\\u0000" in json.dumps(value):
+            # PostgreSQL cannot store NUL characters in JSON.
+            raise serializers.ValidationError("The spec may not contain NUL characters (\\u0000).")
         return value
 
 

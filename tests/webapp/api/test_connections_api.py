@@ -215,3 +215,64 @@ def test_anonymous_is_rejected(anon_api, kafka_conn):
 def test_session_authentication_works(client, owner, kafka_conn):
     client.force_login(owner)
     assert client.get(KAFKA).status_code == 200
+
+
+def self_signed() -> tuple[str, str]:
+    """A throwaway certificate and its unencrypted private key, both PEM."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "clearflow-test")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
+
+
+def test_ssl_certificates_and_key(api):
+    cert, key = self_signed()
+    response = api.post(
+        KAFKA,
+        {
+            "name": "mtls",
+            "bootstrap_servers": "broker:9093",
+            "security_protocol": "SSL",
+            "ssl_ca_pem": cert,
+            "ssl_certificate_pem": cert,
+            "ssl_key_pem": key,
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["has_ssl_key"] is True
+    assert response.json()["ssl_certificate_pem"] == cert.strip()
+    assert "PRIVATE KEY" not in response.content.decode()
+    assert "PRIVATE KEY" not in raw_column(KafkaConnection._meta.db_table, "ssl_key_pem", response.json()["id"])
+
+    missing_key = api.post(
+        KAFKA,
+        {"name": "half", "bootstrap_servers": "b:9093", "security_protocol": "SSL", "ssl_certificate_pem": cert},
+        format="json",
+    )
+    assert missing_key.status_code == 400
+    assert missing_key.json()["errors"][0]["path"] == "ssl_key_pem"
+
+    plaintext = api.post(KAFKA, {"name": "p", "bootstrap_servers": "b:9092", "ssl_ca_pem": cert}, format="json")
+    assert plaintext.status_code == 400
+    assert plaintext.json()["errors"][0]["path"] == "ssl_ca_pem"
