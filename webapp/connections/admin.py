@@ -7,6 +7,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
@@ -68,8 +70,16 @@ class ClickHouseConnectionForm(SecretFieldsForm):
         fields = ("owner", "name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
 
 
+class SecretsAdmin(admin.ModelAdmin):
+    """Keeps the secrets out of Django's error reports (they would otherwise list the POST data)."""
+
+    @method_decorator(sensitive_post_parameters("sasl_password", "ssl_key_pem", "password"))
+    def changeform_view(self, *args: Any, **kwargs: Any) -> Any:
+        return super().changeform_view(*args, **kwargs)
+
+
 @admin.register(KafkaConnection)
-class KafkaConnectionAdmin(admin.ModelAdmin):
+class KafkaConnectionAdmin(SecretsAdmin):
     form = KafkaConnectionForm
     list_display = ("name", "owner", "bootstrap_servers", "security_protocol", "sasl_password_set", "updated_at")
     list_filter = ("security_protocol",)
@@ -83,7 +93,7 @@ class KafkaConnectionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ClickHouseConnection)
-class ClickHouseConnectionAdmin(admin.ModelAdmin):
+class ClickHouseConnectionAdmin(SecretsAdmin):
     form = ClickHouseConnectionForm
     list_display = ("name", "owner", "host", "port", "secure", "username", "password_set", "updated_at")
     list_filter = ("secure",)

@@ -90,3 +90,31 @@ def test_non_staff_user_cannot_use_the_admin(client, owner):
     response = client.get("/admin/pipelines/pipeline/")
     assert response.status_code == 302
     assert response["Location"].startswith("/admin/login/")
+
+
+def test_adding_a_connection_in_the_admin_encrypts_the_password(admin_client, owner):
+    from tests.webapp.conftest import raw_column
+
+    response = admin_client.post(
+        "/admin/connections/kafkaconnection/add/",
+        {
+            "owner": owner.pk,
+            "name": "from-admin",
+            "bootstrap_servers": "broker:9092",
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_username": "alice",
+            "sasl_password": SECRET,
+            "ssl_ca_pem": "",
+            "ssl_certificate_pem": "",
+            "ssl_key_pem": "",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    from webapp.connections.models import KafkaConnection
+
+    connection = KafkaConnection.objects.get(name="from-admin")
+    assert connection.sasl_password == SECRET
+    assert SECRET not in raw_column(KafkaConnection._meta.db_table, "sasl_password", connection.pk)
+    page = admin_client.get(f"/admin/connections/kafkaconnection/{connection.pk}/change/")
+    assert SECRET not in page.content.decode()
