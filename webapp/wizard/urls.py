@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.wizard import views
+from webapp.wizard import connection_views, views
 
 app_name = "wizard"
 
@@ -11,6 +11,10 @@ urlpatterns = [
     path("pipelines/<int:pk>/edit/", views.wizard_edit, name="wizard_edit"),
     path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
+    path("connections/", connection_views.connection_list, name="connection_list"),
+    path("connections/<str:kind>/<int:pk>/", connection_views.connection_edit, name="connection_edit"),
+    path("connections/<str:kind>/<int:pk>/test/", connection_views.connection_test, name="connection_test"),
+    path("connections/<str:kind>/<int:pk>/delete/", connection_views.connection_delete, name="connection_delete"),
     path("wizard/<int:draft_id>/discard/", views.wizard_discard, name="discard"),
     path("wizard/<int:draft_id>/spec.json", views.draft_spec_download, name="draft_spec_download"),
     path("wizard/<int:draft_id>/kafka/test/", views.kafka_test, name="kafka_test"),

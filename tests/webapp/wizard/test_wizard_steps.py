@@ -524,3 +524,46 @@ def test_existing_table_columns_are_shown_and_the_mapping_flags_problems(
     html = owner_client.get(step_url(draft, "review")).content.decode()
     assert "Fix these before deploying" not in html
     assert "&quot;create_table&quot;: false" in html
+
+
+def test_secrets_typed_into_a_new_connection_are_never_sent_back_or_kept_in_the_draft(owner_client):
+    draft = start(owner_client)
+    secret = "s3cr3t-Pa55word"
+    key = "-----BEGIN PRIVATE KEY-----\nMIIsecretkeymaterial\n-----END PRIVATE KEY-----"
+    data = {
+        "source": "new",
+        "new-name": "sasl",
+        "new-bootstrap_servers": "broker:9092",
+        "new-security_protocol": "SASL_SSL",
+        "new-sasl_mechanism": "",
+        "new-sasl_username": "svc",
+        "new-sasl_password": secret,
+        "new-ssl_key_pem": key,
+    }
+    response = submit(owner_client, draft, "kafka", data)
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "needs a SASL mechanism" in html
+    assert secret not in html and "MIIsecretkeymaterial" not in html
+    submit(owner_client, draft, "kafka", data, action="back")
+    draft.refresh_from_db()
+    assert secret not in str(draft.data) and "MIIsecretkeymaterial" not in str(draft.data)
+
+
+def test_clickhouse_test_connection_reports_the_server_or_its_error(owner_client, clickhouse_server):
+    from localstack.processes import free_port
+
+    draft = start(owner_client)
+    url = reverse("wizard:clickhouse_test", kwargs={"draft_id": draft.pk})
+    fields = {
+        "source": "new",
+        "new-name": "ch",
+        "new-host": clickhouse_server.host,
+        "new-username": "default",
+        "new-database": "default",
+        "new-verify": "on",
+    }
+    html = owner_client.post(url, {**fields, "new-port": clickhouse_server.port}).content.decode()
+    assert "Connected." in html and "ClickHouse 26." in html
+    html = owner_client.post(url, {**fields, "new-port": free_port()}).content.decode()
+    assert "Connection failed." in html and "connection refused" in html
