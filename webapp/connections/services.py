@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from webapp.connections import clickhouse_client, kafka_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
@@ -44,6 +44,14 @@ def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclu
         raise ValidationError({"name": f"You already have a connection named {name!r}."})
 
 
+def _save_new(connection: KafkaConnection | ClickHouseConnection) -> None:
+    try:
+        with transaction.atomic():
+            connection.save()
+    except IntegrityError:  # a concurrent request took the name between the check and the insert
+        raise ValidationError({"name": f"You already have a connection named {connection.name!r}."}) from None
+
+
 def _clean_data(data: Mapping[str, Any], fields: tuple[str, ...], secrets: tuple[str, ...]) -> dict[str, Any]:
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -67,7 +75,7 @@ def kafka_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any])
     connection = kafka_connection_build(owner=owner, data=data)
     _check_unique_name(KafkaConnection, owner=owner, name=connection.name, exclude_pk=None)
     connection.full_clean()
-    connection.save()
+    _save_new(connection)
     return connection
 
 
@@ -118,7 +126,7 @@ def clickhouse_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, 
     connection = clickhouse_connection_build(owner=owner, data=data)
     _check_unique_name(ClickHouseConnection, owner=owner, name=connection.name, exclude_pk=None)
     connection.full_clean()
-    connection.save()
+    _save_new(connection)
     return connection
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -45,6 +45,8 @@ def _check_connections(
 
 
 def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
+    if problem := specs.name_error(name):
+        raise ValidationError({"name": problem})
     others = Pipeline.objects.filter(owner=owner, name=name)
     if exclude_pk is not None:
         others = others.exclude(pk=exclude_pk)
@@ -109,7 +111,11 @@ def pipeline_create(
         owner=owner, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
     )
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
-    pipeline.save()
+    try:
+        with transaction.atomic():
+            pipeline.save()
+    except IntegrityError:  # a concurrent request took the name between the check and the insert
+        raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
     pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
     pipeline.save(update_fields=["current_version", "updated_at"])
     return pipeline

@@ -33,6 +33,7 @@ __all__ = [
     "SpecIssue",
     "check_live",
     "merge_connections",
+    "name_error",
     "parse",
     "to_stored",
     "with_connections",
@@ -113,6 +114,15 @@ def parse(
     # Checking a draft before it has a name: the name is checked when the pipeline is saved.
     data.setdefault("name", UNNAMED)
     return parse_spec(data)
+
+
+def name_error(name: str) -> str | None:
+    """None when `name` is a valid pipeline name for the spec, else why not (checked by the spec module)."""
+    try:
+        parse_spec({"version": SPEC_VERSION, "name": name})
+    except SpecError as exc:
+        return next((issue.message for issue in exc.errors if issue.path == "name"), None)
+    return None  # pragma: no cover - a spec with only a name is never valid
 
 
 def to_stored(parsed: PipelineSpec) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def test_validation_errors_come_with_paths_and_nothing_is_written(api, body):
         ({"kafka_connection": "abc"}, "kafka_connection"),
         ({"kafka_connection": 999999}, "kafka_connection"),
         ({"name": ""}, "name"),
-        ({"name": "has spaces"}, "spec.name"),
+        ({"name": "has spaces"}, "name"),
     ],
 )
 def test_bad_fields_are_400_with_the_field(api, body, change, path):
