@@ -7,6 +7,7 @@ PostgreSQL is the machine's own server (pytest-django creates and drops a `test_
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,3 +62,12 @@ def redis_url(service_group: processes.ProcessGroup, tmp_path_factory: pytest.Te
     port = processes.free_port()
     service_group.start(processes.redis(port=port, data_dir=Path(tmp_path_factory.mktemp("redis"))))
     return f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """A test database per test run, so that two runs on one machine (two developers, CI) never collide."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"

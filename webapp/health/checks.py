@@ -62,38 +62,25 @@ def check_celery() -> str:
 
 
 def check_kafka() -> str:
-    from confluent_kafka.admin import AdminClient
+    from webapp.connections.kafka_client import KafkaSettings, check_connection
 
-    admin = AdminClient(
-        {"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "socket.timeout.ms": 2000, "log_level": 0}
-    )
-    try:
-        metadata = admin.list_topics(timeout=2.5)
-    except Exception as error:  # KafkaException carries librdkafka's words; keep them, drop the address
-        raise RuntimeError(_without_addresses(str(error))) from None
-    return f"{len(metadata.brokers)} broker(s), {len(metadata.topics)} topic(s)"
+    info = check_connection(KafkaSettings(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS), timeout=2.5)
+    return f"{len(info.brokers)} broker(s), {info.topic_count} topic(s)"
 
 
 def check_clickhouse() -> str:
-    import clickhouse_connect
+    from webapp.connections.clickhouse_client import ClickHouseSettings, check_connection
 
-    try:
-        client = clickhouse_connect.get_client(
+    info = check_connection(
+        ClickHouseSettings(
             host=settings.CLICKHOUSE_HOST,
             port=settings.CLICKHOUSE_PORT,
             username=settings.CLICKHOUSE_USER,
             password=settings.CLICKHOUSE_PASSWORD,
-            connect_timeout=2,
-            send_receive_timeout=3,
-            autogenerate_session_id=False,
-            query_retries=0,
-        )
-    except Exception as error:  # the driver's text embeds host and port; say what happened instead
-        raise RuntimeError(_connection_failure(str(error))) from None
-    try:
-        return f"ClickHouse {client.server_version} answers"
-    finally:
-        client.close()
+        ),
+        timeout=2.5,
+    )
+    return f"ClickHouse {info.version} answers"
 
 
 def check_spark() -> str:
@@ -157,13 +144,6 @@ def _timed(check: Callable[[], str]) -> tuple[bool, str, int]:
 _ADDRESS = re.compile(
     r"https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\b[\w.-]+:\d{2,5}\b|\b(?:host|port)=\S+"
 )
-
-
-def _connection_failure(message: str) -> str:
-    for cause in ("Connection refused", "timed out", "Name or service not known", "Authentication failed"):
-        if cause.lower() in message.lower():
-            return f"no connection: {cause.lower()}"
-    return _without_addresses(message.splitlines()[0] if message else "no connection")
 
 
 def _without_addresses(message: str) -> str:
