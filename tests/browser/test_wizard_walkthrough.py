@@ -182,3 +182,14 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Pipelines").click()
     expect(page.locator("#pipelines")).to_contain_text("Deploy requested")
     shot(page, "10-pipelines")
+
+    # The saved connections, secrets never shown; and the shared layout around another app's page.
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Connections").click()
+    expect(page.locator("#kafka-connections")).to_contain_text("Local broker")
+    expect(page.locator("#clickhouse-connections")).to_contain_text("Local ClickHouse")
+    page.locator("#clickhouse-connections").get_by_role("button", name="Test").click()
+    expect(page.locator("#connection-ok")).to_contain_text("ClickHouse 26")
+    shot(page, "11-connections")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Health").click()
+    expect(page.locator("h1")).to_have_text("Health")
+    shot(page, "12-health")
