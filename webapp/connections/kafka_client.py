@@ -256,49 +256,42 @@ def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
 
 
 def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:
-    """Every (non-internal) topic with its partition count and an estimated message count, sorted by name."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    """Every (non-internal) topic with its partition count and an estimated message count, sorted by name.
+
+    The offsets of all partitions are asked for in two batched requests (earliest, latest); when the
+    cluster does not answer them in time the counts are None rather than the whole list failing.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
 
     collector = _ErrorCollector()
     deadline = time.monotonic() + timeout
+    admin = _admin(settings, timeout, collector)
     try:
-        consumer = Consumer(
-            {
-                **_client_config(settings, timeout, collector),
-                "group.id": f"clearflow-webapp-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-            }
-        )
-    except (ValueError, TypeError, KafkaException) as exc:
-        raise _settings_error(exc) from None
-    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
+    names = sorted(name for name in metadata.topics if not name.startswith("__"))
+    partitions = [TopicPartition(name, pid) for name in names for pid in sorted(metadata.topics[name].partitions)]
+    counts: dict[str, int | None] = dict.fromkeys(names, 0)
+    if partitions:
         try:
-            metadata = consumer.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
-        result: list[TopicInfo] = []
-        for name in sorted(metadata.topics):
-            if name.startswith("__"):
-                continue
-            topic = metadata.topics[name]
-            count: int | None = 0
-            for partition in sorted(topic.partitions):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.05 or count is None:
-                    count = None
-                    break
-                try:
-                    low, high = consumer.get_watermark_offsets(
-                        TopicPartition(name, partition), timeout=min(remaining, timeout), cached=False
-                    )
-                except KafkaException:
-                    count = None
-                    break
-                count += max(0, high - low)
-            result.append(TopicInfo(name=name, partitions=len(topic.partitions), message_count=count))
-        return result
-    finally:
-        consumer.close()
+            remaining = max(0.5, deadline - time.monotonic())
+            earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, request_timeout=remaining)
+            latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions}, request_timeout=remaining)
+            for tp in partitions:
+                remaining = max(0.1, deadline - time.monotonic())
+                low = earliest[tp].result(timeout=remaining).offset
+                high = latest[tp].result(timeout=remaining).offset
+                if counts[tp.topic] is not None:
+                    counts[tp.topic] = counts[tp.topic] + max(0, high - low)
+        except (KafkaException, TimeoutError, ValueError) as exc:
+            logger.info("message counts unavailable: %s", exc)
+            counts = dict.fromkeys(names)
+    return [
+        TopicInfo(name=name, partitions=len(metadata.topics[name].partitions), message_count=counts[name])
+        for name in names
+    ]
 
 
 def sample_events(
