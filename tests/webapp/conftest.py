@@ -72,14 +72,17 @@ class Topics:
 
 @pytest.fixture(scope="session")
 def topics(kafka_bootstrap: str) -> Topics:
-    """`orders`: 30 JSON orders over 2 partitions (seq 0..29); `empty`: no records; `mixed`: JSON and text."""
+    """`orders`: 30 JSON orders over 2 partitions (seq 0..29); `empty`: no records; `mixed`: JSON, text, NaN
+    and bytes that are not UTF-8."""
     suffix = uuid.uuid4().hex[:8]
     names = Topics(orders=f"orders_{suffix}", empty=f"empty_{suffix}", mixed=f"mixed_{suffix}")
     produce_records(
         kafka_bootstrap, names.orders, [json.dumps(order(i)).encode() for i in range(ORDER_COUNT)], partitions=2
     )
     produce_records(kafka_bootstrap, names.empty, [])
-    produce_records(kafka_bootstrap, names.mixed, [b'{"a": 1}', b"not json", b'{"a": 2.5, "b": null}'])
+    produce_records(
+        kafka_bootstrap, names.mixed, [b'{"a": 1}', b"not json", b'{"a": 2.5, "b": null}', b'{"a": NaN}', b"\xff\xfe"]
+    )
     return names
 
 

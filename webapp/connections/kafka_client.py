@@ -312,6 +312,7 @@ def sample_events(
     from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
+    topics = list(dict.fromkeys(topics))
     collector = _ErrorCollector()
     deadline = time.monotonic() + timeout
     try:
@@ -394,11 +395,16 @@ def _pick(groups: Iterable[list[SampledEvent]], *, count: int, position: str) ->
     return events[:count] if position == "oldest" else events[-count:]
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _decode(message: Any) -> SampledEvent:
     raw: bytes = message.value() or b""
     text = raw.decode("utf-8", errors="replace")
     try:
-        value: Any = json.loads(text)
+        # NaN and Infinity are not JSON (RFC 8259): such a record is shown as text.
+        value: Any = json.loads(text, parse_constant=_reject_constant)
         is_json = True
     except ValueError:
         value, is_json = text, False

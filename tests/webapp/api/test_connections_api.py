@@ -148,6 +148,14 @@ def test_sample_input_errors(api, kafka_conn, body, path):
     assert response.json()["errors"][0]["path"] == path
 
 
+def test_sample_of_odd_records_is_valid_json(api, kafka_conn, topics):
+    response = api.post(
+        f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.mixed], "position": "oldest"}, format="json"
+    )
+    assert response.status_code == 200
+    assert [e["is_json"] for e in response.json()] == [True, False, True, False, False]
+
+
 def test_sample_unknown_topic_is_404(api, kafka_conn):
     response = api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": ["does-not-exist"]}, format="json")
     assert response.status_code == 404

@@ -56,7 +56,14 @@ def test_sample_keeps_non_json_as_text(settings_, topics):
         (True, {"a": 1}),
         (False, "not json"),
         (True, {"a": 2.5, "b": None}),
+        (False, '{"a": NaN}'),
+        (False, "\ufffd\ufffd"),
     ]
+
+
+def test_a_topic_named_twice_is_read_once(settings_, topics):
+    events = kafka_client.sample_events(settings_, topics=[topics.orders, topics.orders], count=100)
+    assert len(events) == 30
 
 
 def test_unknown_topic(settings_):
