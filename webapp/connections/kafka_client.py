@@ -406,7 +406,7 @@ def _decode(message: Any) -> SampledEvent:
         # NaN and Infinity are not JSON (RFC 8259): such a record is shown as text.
         value: Any = json.loads(text, parse_constant=_reject_constant)
         is_json = True
-    except ValueError:
+    except (ValueError, RecursionError):
         value, is_json = text, False
     key_bytes = message.key()
     kind, millis = message.timestamp()

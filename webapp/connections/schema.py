@@ -75,12 +75,16 @@ def merge_types(a: str | None, b: str | None) -> str | None:
     return "json"
 
 
-def flatten(value: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
-    """(dotted path, leaf value) pairs; an empty object is a `json` leaf, lists are leaves."""
+MAX_DEPTH = 16
+
+
+def flatten(value: dict[str, Any], prefix: str = "", depth: int = 1) -> Iterable[tuple[str, Any]]:
+    """(dotted path, leaf value) pairs; an empty object is a `json` leaf, lists are leaves, and objects
+    nested deeper than MAX_DEPTH levels are `json` leaves too."""
     for key, item in value.items():
         path = f"{prefix}{key}"
-        if isinstance(item, dict) and item:
-            yield from flatten(item, prefix=f"{path}.")
+        if isinstance(item, dict) and item and depth < MAX_DEPTH:
+            yield from flatten(item, prefix=f"{path}.", depth=depth + 1)
         else:
             yield path, item
 

@@ -71,3 +71,13 @@ def test_key_stats_counts_duplicates_and_missing_keys():
     values = [{"k": 1, "u": {"id": "a"}}, {"k": 1, "u": {"id": "a"}}, {"k": 1, "u": {"id": "b"}}, {"k": None}, "x"]
     stats = key_stats(values, ["k", "u.id"])
     assert (stats.total, stats.missing, stats.duplicates, stats.distinct) == (5, 2, 1, 2)
+
+
+def test_deep_nesting_stops_at_a_json_leaf():
+    value: dict = {"leaf": 1}
+    for _ in range(40):
+        value = {"n": value}
+    fields = infer_schema([value])
+    assert len(fields) == 1
+    assert fields[0].path == ".".join(["n"] * 16)
+    assert fields[0].type == "json"
