@@ -13,7 +13,9 @@ from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.connections import selectors as connection_selectors
+from webapp.connections.schema import FIELD_TYPES
 from webapp.pipelines import selectors, services
+from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineStatus, PipelineVersion
 
 TAG = ["Pipelines"]
@@ -60,6 +62,40 @@ class PipelineValidateInput(serializers.Serializer):
 
 class PipelineCheckInput(serializers.Serializer):
     check_live = serializers.BooleanField(default=True)
+
+
+class MappingFieldInput(serializers.Serializer):
+    path = serializers.CharField(max_length=500)
+    type = serializers.ChoiceField(list(FIELD_TYPES))
+    nullable = serializers.BooleanField(default=False)
+
+
+class MappingInput(serializers.Serializer):
+    fields = MappingFieldInput(many=True, allow_empty=False)
+    clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
+    database = serializers.CharField(max_length=255, required=False)
+    table = serializers.CharField(
+        max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("table") and attrs.get("clickhouse_connection") is None:
+            raise serializers.ValidationError({"clickhouse_connection": ["Needed to read an existing table."]})
+        return attrs
+
+
+class ColumnMappingOutput(serializers.Serializer):
+    field = serializers.CharField()
+    column = serializers.CharField()
+    type = serializers.CharField()
+    compatible = serializers.BooleanField()
+    problem = serializers.CharField(allow_blank=True)
+
+
+class MappingOutput(serializers.Serializer):
+    columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
+    unmapped_required = serializers.ListField(child=serializers.CharField())
+    unmapped_fields = serializers.ListField(child=serializers.CharField())
 
 
 class ValidationOutput(serializers.Serializer):
@@ -203,6 +239,29 @@ class PipelineSpecValidateApi(APIView):
         data.update(_connections(request, data))
         parsed = services.pipeline_validate(**data)
         return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+
+
+class PipelineMappingApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_mapping_suggest",
+        description=(
+            "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
+            "incompatible types and required columns left unmapped, or for a new table with default types."
+        ),
+        request=MappingInput,
+        responses={200: MappingOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(MappingInput, request.data)
+        connections = _connections(request, data)
+        suggestion = selectors.pipeline_mapping_suggest(
+            fields=[SourceField(**f) for f in data["fields"]],
+            clickhouse_connection=connections.get("clickhouse_connection"),
+            database=data.get("database"),
+            table=data.get("table"),
+        )
+        return Response(MappingOutput(suggestion).data)
 
 
 class PipelineValidateApi(APIView):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -9,6 +10,9 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from webapp.connections import clickhouse_client
+from webapp.connections.models import ClickHouseConnection
+from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineVersion
 
 
@@ -40,3 +44,20 @@ def pipeline_version_get(*, pipeline: Pipeline, number: Any) -> PipelineVersion:
     except (TypeError, ValueError):
         raise Http404("No such version.") from None
     return get_object_or_404(pipeline_version_list(pipeline=pipeline), number=number)
+
+
+def pipeline_mapping_suggest(
+    *,
+    fields: Sequence[SourceField],
+    clickhouse_connection: ClickHouseConnection | None = None,
+    database: str | None = None,
+    table: str | None = None,
+) -> MappingSuggestion:
+    """Columns for the fields: into an existing `database.table` (read from ClickHouse), or for a new table
+    when `table` is None. Raises ClickHouseNotFoundError / ClickHouseClientError for the existing table."""
+    columns = None
+    if table is not None and clickhouse_connection is not None:
+        columns = clickhouse_client.list_columns(
+            clickhouse_connection.client_settings(), database=database or clickhouse_connection.database, table=table
+        )
+    return suggest_mapping(fields, columns)

@@ -5,6 +5,7 @@ from webapp.pipelines import apis
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
     path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
+    path("mapping/", apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
     path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
     path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
     path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
