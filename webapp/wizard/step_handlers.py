@@ -19,9 +19,10 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.shortcuts import redirect
 from django.utils.datastructures import MultiValueDict
+from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
@@ -104,7 +105,7 @@ def kafka_connection_of(request: HttpRequest, draft: WizardDraft):
         return None
     try:
         return conn_selectors.kafka_connection_get(user=request.user, pk=pk)
-    except Exception:
+    except Http404:  # deleted since: the step asks for a connection again
         return None
 
 
@@ -114,7 +115,7 @@ def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
         return None
     try:
         return conn_selectors.clickhouse_connection_get(user=request.user, pk=pk)
-    except Exception:
+    except Http404:
         return None
 
 
@@ -286,8 +287,8 @@ def validate_field_rows(rows: list[dict[str, Any]]) -> bool:
     for row in rows:
         try:
             specmod.FieldSpec(path=row["path"], type=row["type"])
-        except Exception as exc:
-            for error in getattr(exc, "errors", lambda: [])():
+        except PydanticValidationError as exc:
+            for error in exc.errors():
                 loc = error["loc"][0] if error["loc"] else "path"
                 row["errors"][loc] = str(error["msg"]).removeprefix("Value error, ")
             ok = False
@@ -367,6 +368,20 @@ def sample_submit(request, draft):
     }
     draft_save_step(draft=draft, step="sample", values=values, advance=True)
     return None
+
+
+MAX_STORED_SAMPLE_BYTES = 1_000_000
+
+
+def events_to_store(events: list[Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The sampled events as draft data, up to about 1 MB of event values; and whether some were left out."""
+    stored, total = [], 0
+    for event in events:
+        total += event.size
+        if stored and total > MAX_STORED_SAMPLE_BYTES:
+            return stored, True
+        stored.append(event_to_json(event))
+    return stored, False
 
 
 def event_to_json(event: Any) -> dict[str, Any]:
@@ -549,8 +564,8 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
             continue
         try:
             specmod.TransformSpec(name=row["name"], expression=row["expression"] or " ", type=row["type"])
-        except Exception as exc:
-            for error in getattr(exc, "errors", lambda: [])():
+        except PydanticValidationError as exc:
+            for error in exc.errors():
                 loc = error["loc"][0] if error["loc"] else "name"
                 row["errors"].setdefault(loc, str(error["msg"]).removeprefix("Value error, "))
         if row["name"] in field_paths or row["name"] in seen:

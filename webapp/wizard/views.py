@@ -342,8 +342,8 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     except ApplicationError as exc:
         context["error"] = exc.message
         return _partial(request, "sample_area.html", context)
-    stored = [step_handlers.event_to_json(e) for e in events]
-    rows = step_handlers.inferred_rows([e.value for e in events], keep) if events else keep
+    stored, truncated = step_handlers.events_to_store(events)
+    rows = step_handlers.inferred_rows([e["value"] for e in stored], keep) if stored else keep
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     draft_update_section(
         draft=draft,
@@ -355,7 +355,16 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
             "position": form.cleaned_data["position"],
         },
     )
-    context.update({"events": stored, "rows": rows, "fetched": True, "fetched_at": fetched_at})
+    context.update(
+        {
+            "events": stored,
+            "rows": rows,
+            "fetched": True,
+            "fetched_at": fetched_at,
+            "truncated": truncated,
+            "requested": len(events),
+        }
+    )
     return _partial(request, "sample_area.html", context)
 
 

@@ -143,3 +143,12 @@ def test_login_page_logs_in_and_logout_is_a_post(client, owner):
     assert "Admin" not in html  # staff only
     assert client.post(reverse("logout")).status_code == 302
     assert client.get("/").status_code == 302
+
+
+def test_operators_see_drafts_in_the_admin(client, owner, draft):
+    from django.contrib.auth import get_user_model
+
+    admin_user = get_user_model().objects.create_superuser("ops", password="ops-pass-123")
+    client.force_login(admin_user)
+    html = client.get(reverse("admin:wizard_wizarddraft_changelist")).content.decode()
+    assert "owner" in html and "kafka" in html
