@@ -414,6 +414,12 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     assert f"{users_topic}-to-signups" in html
     assert "&quot;create_table&quot;: true" in html
     response = submit(
+        owner_client, draft, "review", {"name": "my pipeline!", "starting_offsets": "earliest"}, action="deploy"
+    )
+    assert response.status_code == 422
+    assert any("invalid pipeline name" in a for a in alerts(response))
+    assert not Pipeline.objects.exists()
+    response = submit(
         owner_client, draft, "review", {"name": "signups-pipeline", "starting_offsets": "earliest"}, action="deploy"
     )
     assert response.status_code == 302
