@@ -19,6 +19,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.http import Http404
 from django.utils import timezone
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
@@ -136,7 +137,10 @@ def pipeline_update(
 
     A running pipeline keeps running its deployed version until it is deployed again.
     """
-    pipeline = Pipeline.objects.select_for_update().get(pk=pipeline.pk)
+    locked = Pipeline.objects.select_for_update().filter(pk=pipeline.pk).first()
+    if locked is None:  # deleted by a concurrent request
+        raise Http404("No such pipeline.")
+    pipeline = locked
     old_connections = (pipeline.kafka_connection_id, pipeline.clickhouse_connection_id)
     new_name = pipeline.name if name is None else name
     new_kafka = kafka_connection or pipeline.kafka_connection
