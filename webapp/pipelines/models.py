@@ -73,7 +73,10 @@ class Pipeline(TimeStampedModel):
         changed = Pipeline.objects.filter(pk=self.pk, status__in=list(from_statuses)).update(
             status=to_status, status_message=message, status_changed_at=now, updated_at=now, **extra
         )
-        self.refresh_from_db()
+        try:
+            self.refresh_from_db()
+        except Pipeline.DoesNotExist:  # deleted meanwhile: nothing changed
+            return False
         return changed == 1
 
 
