@@ -193,3 +193,90 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Health").click()
     expect(page.locator("h1")).to_have_text("Health")
     shot(page, "12-health")
+
+
+def test_edit_a_pipeline_into_an_existing_table(
+    page: Page, live_server, kafka_bootstrap, clickhouse_server, demo_topic
+):
+    import clickhouse_connect
+
+    from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+    from webapp.pipelines.services import pipeline_create
+
+    user = get_user_model().objects.create_user("editor", password="editor-pass-123")
+    kafka = kafka_connection_create(owner=user, data={"name": "Local broker", "bootstrap_servers": kafka_bootstrap})
+    clickhouse = clickhouse_connection_create(
+        owner=user, data={"name": "Local ClickHouse", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    )
+    table = f"signups_{uuid.uuid4().hex[:6]}"
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    try:
+        client.command(
+            f"CREATE TABLE default.{table} (event_id UUID, email String, country LowCardinality(String), "
+            "inserted_at DateTime DEFAULT now()) ENGINE = ReplacingMergeTree ORDER BY event_id"
+        )
+    finally:
+        client.close()
+    pipeline = pipeline_create(
+        owner=user,
+        name="signups",
+        kafka_connection=kafka,
+        clickhouse_connection=clickhouse,
+        spec={
+            "source": {"topics": [demo_topic], "fields": [{"path": "event_id", "type": "uuid"}]},
+            "sink": {
+                "clickhouse": {"database": "default"},
+                "table": "signups_new",
+                "order_by": ["event_id"],
+                "columns": [{"field": "event_id", "column": "event_id", "type": "UUID"}],
+            },
+        },
+    )
+    page.set_default_timeout(20_000)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill("editor")
+    page.get_by_label("Password").fill("editor-pass-123")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name="signups").click()
+    page.get_by_role("link", name="Edit").click()
+
+    # The stored pipeline fills every step; the sample is fetched again for the new fields.
+    expect(page.locator("h1")).to_have_text("Kafka connection")
+    expect(page.locator("#id_connection")).to_have_value(str(kafka.pk))
+    next_step(page, "Topics")
+    expect(page.locator(f'#topics-table input[value="{demo_topic}"]')).to_be_checked()
+    next_step(page, "Sample and schema")
+    page.locator("#fetch-sample").click()
+    expect(page.locator("#samples .sample")).to_have_count(20)
+    expect(page.locator('#schema-rows input[value="address.country"]')).to_have_count(1)
+    next_step(page, "Deduplication")
+    next_step(page, "Filter and computed fields")
+    next_step(page, "ClickHouse destination")
+
+    # An existing table: the tables of the database load, then the chosen table's columns.
+    page.get_by_label("An existing table").check()
+    expect(page.locator("#id_table")).to_be_visible()
+    page.locator("#id_table").select_option(table)
+    expect(page.locator("#columns-table")).to_contain_text("inserted_at")
+    expect(page.locator("#columns-table")).to_contain_text("required")
+    shot(page, "edit-06-existing-table")
+    next_step(page, "Mapping")
+
+    # country has no field of that name and needs a value: flagged until address.country is mapped to it.
+    expect(page.locator(".alert-error")).to_contain_text("country")
+    shot(page, "edit-07-mapping-flagged")
+    page.get_by_label("Column for address.country").select_option("country")
+    page.locator("#check-mapping").click()
+    expect(page.locator("#mapping-ok")).to_be_visible()
+    next_step(page, "Review and deploy")
+    expect(page.locator("#spec-json")).to_contain_text(f'"table": "{table}"')
+    page.locator("#save").click()
+
+    expect(page.locator("#pipeline-status")).to_have_text("Draft")
+    shot(page, "edit-09-pipeline-v2")
+    pipeline.refresh_from_db()
+    assert pipeline.current_version.number == 2
+    assert pipeline.spec["sink"]["table"] == table and pipeline.spec["sink"]["create_table"] is False
+    assert {"field": "address.country", "column": "country", "type": "LowCardinality(String)"} in pipeline.spec["sink"][
+        "columns"
+    ]
