@@ -23,6 +23,26 @@
     showRequestProblem(e, "The server answered with an error (" + status + "). Please try again.");
   });
 
+  // Enter in a search box filters (htmx listens for it); it must not submit the step's form.
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && e.target.matches && e.target.matches('input[type="search"]')) e.preventDefault();
+  });
+
+  // A form posts once: a second click while the first request is on its way is ignored.
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (e.defaultPrevented) return;  // e.g. a "Discard?" confirmation that was cancelled
+    if (form.dataset.submitting) {
+      e.preventDefault();
+      return;
+    }
+    form.dataset.submitting = "1";
+    setTimeout(function () { delete form.dataset.submitting; }, 15000);
+  });
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form[data-submitting]").forEach(function (f) { delete f.dataset.submitting; });
+  });
+
   // data-show-when="name=value[|value2]": show an element only while the named input has one of the values.
   function applyShowWhen(root) {
     (root || document).querySelectorAll("[data-show-when]").forEach(function (el) {
