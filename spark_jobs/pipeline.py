@@ -111,6 +111,10 @@ def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
         dedup = spec.dedup
         time_field = dedup.event_time_field if dedup.time == "event" else None
         df = T.dedup_time(df, time_field=time_field, window_seconds=dedup.window_seconds)
+        # Columns computed by transforms are checked after dedup; their dead letters need the raw record.
+        late = [c for c in spec.sink.columns if c.field in {t.name for t in spec.transforms}]
+        if not any(T.needs_check(field_types[c.field], c.type) for c in late):
+            df = T.drop_raw_unless_dead(df)
         df = T.drop_duplicates(df, keys=dedup.keys, window_seconds=dedup.window_seconds)
     df = _spark_checked("filter", lambda: T.apply_filter(df, spec.filter))
     for i, transform in enumerate(spec.transforms):

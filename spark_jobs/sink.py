@@ -200,10 +200,10 @@ class PartitionWriter:
                 dlq = pa.table(
                     {
                         "raw": pc.fill_null(bad.column("_cf_dlq_raw"), ""),
-                        "topic": bad.column("_kafka_topic"),
-                        "partition": bad.column("_kafka_partition"),
-                        "offset": bad.column("_kafka_offset"),
-                        "kafka_timestamp": bad.column("_kafka_timestamp"),
+                        "topic": bad.column("_cf_dlq_topic"),
+                        "partition": bad.column("_cf_dlq_partition"),
+                        "offset": bad.column("_cf_dlq_offset"),
+                        "kafka_timestamp": bad.column("_cf_dlq_timestamp"),
                         "reason": bad.column("_cf_error"),
                         "pipeline": pa.array([self.pipeline] * n, pa.string()),
                         "batch_id": pa.array([self.batch_id] * n, pa.int64()),

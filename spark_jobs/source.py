@@ -161,27 +161,40 @@ def read_slice(part: KafkaSlice) -> Iterator[Any]:
                     )
                 continue
             last_progress = time.monotonic()
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= part.end:
-                            done = True
-                            break
+            # Fast path: a run of plain records, all inside the range (the usual case).
+            tail = messages[-1]
+            if (
+                tail.error() is None
+                and messages[0].offset() >= part.start
+                and tail.offset() <= last
+                and not any(m.error() is not None for m in messages)
+            ):
+                values.extend([m.value() for m in messages])
+                offsets.extend([m.offset() for m in messages])
+                stamps.extend([m.timestamp()[1] for m in messages])
+                done = tail.offset() == last
+            else:
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            if message.offset() >= part.end:
+                                done = True
+                                break
+                            continue
+                        raise KafkaException(error)
+                    offset = message.offset()
+                    if offset < part.start:
                         continue
-                    raise KafkaException(error)
-                offset = message.offset()
-                if offset < part.start:
-                    continue
-                if offset > last:
-                    done = True
-                    break
-                values.append(message.value())
-                offsets.append(offset)
-                stamps.append(message.timestamp()[1])
-                if offset == last:
-                    done = True
-                    break
+                    if offset > last:
+                        done = True
+                        break
+                    values.append(message.value())
+                    offsets.append(offset)
+                    stamps.append(message.timestamp()[1])
+                    if offset == last:
+                        done = True
+                        break
             if len(offsets) >= ARROW_BATCH_ROWS:
                 yield flush()
         if offsets:

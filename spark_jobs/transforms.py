@@ -210,6 +210,11 @@ def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) 
     return deduped.drop(*key_cols, DLQ_ID)
 
 
+def drop_raw_unless_dead(df: DataFrame) -> DataFrame:
+    """Forget the raw record of usable events (only dead letters store it): less data through the shuffle."""
+    return df.withColumn("_cf_value", F.when(F.col(ERROR).isNotNull(), F.col("_cf_value")))
+
+
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
     """Keep events where the Spark SQL condition is true; dead letters always pass."""
     if not condition:
@@ -242,6 +247,24 @@ _INT_RANGES = {
 }
 
 
+# Values of these field types are already valid for these columns (checked when parsed): no re-check.
+_ALWAYS_VALID = {
+    ("string", "String"),
+    ("json", "String"),
+    ("uuid", "String"),
+    ("uuid", "UUID"),
+    ("int", "Int64"),
+    ("float", "Float64"),
+    ("bool", "Bool"),
+    ("datetime", "DateTime64"),
+}
+
+
+def needs_check(field_type: str, ch_type: str) -> bool:
+    """Whether a value of `field_type` may fail to fit a `ch_type` column."""
+    return (field_type, parse_clickhouse_type(ch_type).base().name) not in _ALWAYS_VALID
+
+
 def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tuple[Column, Column]:
     """(value ready for an Arrow insert into `ch_type`, validity) for a value of `field_type`.
 
@@ -250,6 +273,8 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
     """
     base = ch_type.base()
     name = base.name
+    if (field_type, name) in _ALWAYS_VALID:
+        return value, F.lit(True)
     ok_if = value.isNull()
     if name in ("String", "FixedString", "JSON"):
         if field_type == "datetime":
@@ -349,11 +374,13 @@ def map_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[
         out, _valid = to_clickhouse(_path_col(column.field), field_types[column.field], ch_type)
         outputs.append(out.alias(column.column))
     error = F.coalesce(F.col(ERROR), *[reason for _, reason in _column_reasons(columns, field_types)])
+    with_error = df.withColumn(ERROR, error)
+    is_dead = F.col(ERROR).isNotNull()
     dead = [
-        F.when(error.isNotNull(), F.col("_cf_value").cast("string")).alias("_cf_dlq_raw"),
-        F.col("_kafka_topic"),
-        F.col("_kafka_partition"),
-        F.col("_kafka_offset"),
-        F.col("_kafka_timestamp"),
+        F.when(is_dead, F.col("_cf_value").cast("string")).alias("_cf_dlq_raw"),
+        F.when(is_dead, F.col("_kafka_topic")).alias("_cf_dlq_topic"),
+        F.when(is_dead, F.col("_kafka_partition")).alias("_cf_dlq_partition"),
+        F.when(is_dead, F.col("_kafka_offset")).alias("_cf_dlq_offset"),
+        F.when(is_dead, F.col("_kafka_timestamp")).alias("_cf_dlq_timestamp"),
     ]
-    return df.select(*outputs, *dead, error.alias(ERROR))
+    return with_error.select(*outputs, *dead, ERROR)

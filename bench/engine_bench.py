@@ -1,0 +1,321 @@
+"""Engine benchmark (run by hand, not a test).
+
+    .venv/bin/python bench/engine_bench.py --events 2000000 --partitions 2
+
+Pre-loads N JSON events (10% duplicates) into a fresh topic, then, in the same run:
+1. the raw confluent-kafka consume rate of that topic (one consumer, all partitions: the ceiling);
+2. the pipeline with dedup (1h window) as `python -m spark_jobs.run --available-now` until it has caught up;
+3. the same pipeline with dedup off.
+For 2 and 3: end-to-end events/s (first micro-batch start to last micro-batch end, from the job's metrics
+lines; the wall time including Spark's start is reported too), p50/p95 micro-batch duration, peak RSS of
+the job's whole process tree (driver, JVM, Python workers), and a ClickHouse row-count check.
+
+Starts its own Tansu broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def make_events(n: int, dup_ratio: float) -> list[bytes]:
+    unique = int(n * (1 - dup_ratio))
+    base = int(time.time() * 1000)
+    events = []
+    for i in range(n):
+        k = i if i < unique else (i * 7919) % unique
+        events.append(
+            json.dumps(
+                {
+                    "event_id": f"evt-{k:09d}",
+                    "user": {"id": str(uuid.UUID(int=k + 1))},
+                    "email": f"user{k % 5000}@example{k % 7}.com",
+                    "amount": round((k % 10000) / 7, 2),
+                    "created_at": datetime.fromtimestamp((base + i) / 1000, UTC).isoformat(),
+                }
+            ).encode()
+        )
+    # Spread the duplicates over the stream instead of putting them all at the end.
+    import random
+
+    random.Random(42).shuffle(events)
+    return events
+
+
+def preload(bootstrap: str, topic: str, partitions: int, events: list[bytes]) -> float:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
+    started = time.monotonic()
+    for i, value in enumerate(events):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(120) == 0
+    return time.monotonic() - started
+
+
+def raw_consume_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-raw-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+            "queued.min.messages": 200_000,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    count = 0
+    size = 0
+    eof: set[int] = set()
+    started = time.monotonic()
+    while len(eof) < partitions or count < expected:
+        for message in consumer.consume(10_000, 1.0):
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    eof.add(message.partition())
+                continue
+            size += len(message.value())
+            count += 1
+        if time.monotonic() - started > 600:
+            break
+    elapsed = time.monotonic() - started
+    consumer.close()
+    assert count == expected, f"raw consumer read {count} of {expected}"
+    return count / elapsed
+
+
+def tree_rss_bytes(root_pid: int) -> int:
+    """Sum of RSS over the process group started for the job."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) != root_pid:
+                continue
+            with open(f"/proc/{entry}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ProcessLookupError):
+            continue
+    return total
+
+
+def run_job(spec: dict, workdir: Path, label: str) -> dict:
+    spec_file = workdir / f"{label}.json"
+    spec_file.write_text(json.dumps(spec))
+    log_file = workdir / f"{label}.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "spark_jobs.run",
+        "--spec",
+        str(spec_file),
+        "--checkpoint",
+        str(workdir / f"{label}-checkpoint"),
+        "--master",
+        "local[2]",
+        "--shuffle-partitions",
+        "2",
+        "--available-now",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
+    peak = 0
+    started = time.monotonic()
+    with open(log_file, "wb") as out:
+        process = subprocess.Popen(argv, cwd="/", stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not stop.is_set():
+                peak = max(peak, tree_rss_bytes(process.pid))
+                time.sleep(0.25)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        code = process.wait(timeout=3600)
+        stop.set()
+        sampler.join()
+    wall = time.monotonic() - started
+    text = log_file.read_text(errors="replace")
+    if code != 0:
+        raise SystemExit(f"{label}: job exited with {code}; see {log_file}\n{text[-3000:]}")
+    records = [
+        json.loads(line.split("clearflow.metrics ", 1)[1])
+        for line in text.splitlines()
+        if "clearflow.metrics {" in line
+    ]
+    durations = [r["batch_duration_ms"] for r in records if r["input_rows"] > 0]
+    starts = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp() for r in records]
+    ends = [s + r["batch_duration_ms"] / 1000 for s, r in zip(starts, records, strict=True)]
+    rows_in = sum(r["input_rows"] for r in records)
+    span = max(ends) - min(starts)
+    # The first micro-batch includes the Python workers' and the JIT's warm-up; report both.
+    steady_records = records[1:]
+    steady_span = max(ends) - min(starts[1:]) if len(records) > 1 else span
+    return {
+        "label": label,
+        "input_rows": rows_in,
+        "rows_written": sum(r["rows_written"] for r in records),
+        "duplicates_dropped": sum(r["duplicates_dropped"] for r in records),
+        "batches": len(durations),
+        "events_per_s": rows_in / span,
+        "events_per_s_after_first_batch": sum(r["input_rows"] for r in steady_records) / steady_span
+        if steady_records
+        else rows_in / span,
+        "p50_batch_ms": statistics.median(durations),
+        "p95_batch_ms": sorted(durations)[max(0, int(round(0.95 * len(durations))) - 1)],
+        "first_batch_ms": durations[0],
+        "wall_s_including_spark_start": wall,
+        "peak_rss_mb": peak / 2**20,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--dup-ratio", type=float, default=0.10)
+    parser.add_argument("--max-records-per-batch", type=int, default=500_000)
+    parser.add_argument("--state-store", default="memory", choices=["memory", "rocksdb"])
+    parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
+    parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
+    parser.add_argument("--skip-no-dedup", action="store_true")
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(REPO))
+    from localstack import processes
+
+    workdir = Path(tempfile.mkdtemp(prefix="clearflow-bench-"))
+    with processes.ProcessGroup(workdir / "logs") as group:
+        bootstrap = args.bootstrap
+        if not bootstrap:
+            port = processes.free_port()
+            group.start(processes.kafka_broker(port=port))
+            bootstrap = f"127.0.0.1:{port}"
+        if args.clickhouse:
+            ch_host, ch_port = args.clickhouse.rsplit(":", 1)
+        else:
+            ch_host, ch_port = "127.0.0.1", str(processes.free_port())
+            group.start(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
+
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        log(f"generating {args.events:,} events ({args.dup_ratio:.0%} duplicates)")
+        events = make_events(args.events, args.dup_ratio)
+        unique = len(set(json.loads(e)["event_id"] for e in events))
+        avg_size = sum(len(e) for e in events) / len(events)
+        seconds = preload(bootstrap, topic, args.partitions, events)
+        del events
+        log(f"pre-loaded {args.events:,} events ({avg_size:.0f} B avg) into {topic} in {seconds:.1f}s")
+
+        raw = raw_consume_rate(bootstrap, topic, args.partitions, args.events)
+        log(f"raw confluent-kafka consume: {raw:,.0f} events/s")
+
+        import clickhouse_connect
+
+        client = clickhouse_connect.get_client(host=ch_host, port=int(ch_port))
+
+        def spec(dedup: bool) -> dict:
+            return {
+                "version": 1,
+                "name": f"bench-{'dedup' if dedup else 'nodedup'}-{uuid.uuid4().hex[:6]}",
+                "source": {
+                    "kafka": {"bootstrap_servers": bootstrap},
+                    "topics": [topic],
+                    "starting_offsets": "earliest",
+                    "fields": [
+                        {"path": "event_id", "type": "string"},
+                        {"path": "user.id", "type": "uuid"},
+                        {"path": "email", "type": "string"},
+                        {"path": "amount", "type": "float"},
+                        {"path": "created_at", "type": "datetime"},
+                    ],
+                    "max_records_per_batch": args.max_records_per_batch,
+                },
+                "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": args.state_store}
+                if dedup
+                else None,
+                "sink": {
+                    "clickhouse": {"host": ch_host, "port": int(ch_port)},
+                    "table": f"bench_{'dedup' if dedup else 'nodedup'}_{uuid.uuid4().hex[:6]}",
+                    "order_by": ["event_id"],
+                    "columns": [
+                        {"field": "event_id", "column": "event_id", "type": "String"},
+                        {"field": "user.id", "column": "user_id", "type": "UUID"},
+                        {"field": "email", "column": "email", "type": "String"},
+                        {"field": "amount", "column": "amount", "type": "Float64"},
+                        {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+                    ],
+                },
+            }
+
+        results = []
+        for dedup in (True, False):
+            if not dedup and args.skip_no_dedup:
+                continue
+            data = spec(dedup)
+            label = "dedup" if dedup else "no-dedup"
+            log(f"running the pipeline ({label})")
+            result = run_job(data, workdir, label)
+            stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
+            expected = unique if dedup else args.events
+            result["clickhouse_rows"] = stored
+            result["clickhouse_rows_expected"] = expected
+            result["ratio_to_raw"] = result["events_per_s"] / raw
+            results.append(result)
+            log(json.dumps(result, indent=2))
+            assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
+
+        summary = {
+            "events": args.events,
+            "partitions": args.partitions,
+            "avg_event_bytes": round(avg_size),
+            "raw_consume_events_per_s": round(raw),
+            "runs": results,
+            "cpu_count": os.cpu_count(),
+        }
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
