@@ -1,7 +1,8 @@
 """What each wizard step shows and how it checks and stores a submission.
 
 Every step has `show(request, draft, source)` -> template context and `submit(request, draft)` -> None when
-the step was stored (the view then moves on) or a context with the errors to show next to the fields.
+the step was stored (the view then moves on), a context with the errors to show next to the fields, or (the
+review step, once the pipeline is saved) a redirect.
 `source` is what the user typed last time they left the step with Back (a MultiValueDict), or None.
 
 The work itself is done by the connections and pipelines services and selectors, and by the spec module
@@ -665,8 +666,6 @@ def clickhouse_show(request, draft, source):
 def clickhouse_submit(request, draft):
     action = request.POST.get("action")
     if action == "change_connection":
-        data = dict(draft.section("clickhouse"))
-        data.pop("connection_id", None)
         draft_update_section(draft=draft, step="clickhouse", changes={"connection_id": None})
         return clickhouse_show(request, draft, None)
     if action == "connect" or clickhouse_connection_of(request, draft) is None:
