@@ -13,9 +13,9 @@ VAR_DIR = var_dir()
 SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
 # Key for secrets stored in the database (connection passwords, private keys). Fernet: AES-128-CBC + HMAC.
 # Comma-separated to allow rotation: the first key encrypts, all keys decrypt.
-FIELD_ENCRYPTION_KEYS = env_list(
-    "CLEARFLOW_ENCRYPTION_KEY", [env_secret("CLEARFLOW_ENCRYPTION_KEY", generate=lambda: Fernet.generate_key().decode())]
-)
+FIELD_ENCRYPTION_KEYS = env_list("CLEARFLOW_ENCRYPTION_KEY", []) or [
+    env_secret("CLEARFLOW_ENCRYPTION_KEY", generate=lambda: Fernet.generate_key().decode())
+]
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
