@@ -39,10 +39,43 @@ def next_step(page: Page, expected_title: str) -> None:
     expect(page.locator("h1")).to_have_text(expected_title)
 
 
+def publish_metrics(redis_url: str, pipeline: str, batches: int) -> None:
+    """What the Spark job publishes per micro-batch (spark_jobs.metrics), newest first."""
+    import json
+
+    import redis
+
+    from spark_jobs.metrics import recent_key
+
+    client = redis.Redis.from_url(redis_url)
+    client.delete(recent_key(pipeline))
+    for batch in range(batches):
+        client.lpush(
+            recent_key(pipeline),
+            json.dumps(
+                {
+                    "pipeline": pipeline,
+                    "batch_id": batch,
+                    "timestamp": f"2026-11-21T10:{batch:02d}:00Z",
+                    "input_rows": 800 + 40 * (batch % 5),
+                    "rows_written": 720 + 30 * (batch % 5),
+                    "duplicates_dropped": 70 + 5 * (batch % 3),
+                    "dead_letters": 0,
+                    "filtered_out": 10,
+                    "batch_duration_ms": 400,
+                    "total_lag": max(0, 500 - 40 * batch),
+                }
+            ),
+        )
+    client.close()
+
+
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
-    page: Page, live_server, kafka_bootstrap, clickhouse_server, demo_topic
+    page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic
 ):
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")
+    settings.REDIS_URL = redis_url
+    publish_metrics(redis_url, "user-signups", batches=12)  # as if the job were already running
     page.set_default_timeout(20_000)
 
     # Log in: the pipeline list is the home page.
@@ -165,6 +198,8 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
 
     expect(page.locator("h1")).to_contain_text("user-signups")
     expect(page.locator("#pipeline-status")).to_have_text("Deploy requested")
+    expect(page.locator("#metrics-latest")).to_contain_text("duplicates dropped")
+    expect(page.locator("#metrics .chart canvas")).to_have_count(1)  # uPlot drew the chart
     shot(page, "09-pipeline")
     pipeline = Pipeline.objects.get(name="user-signups")
     assert pipeline.status == "deploy_requested"

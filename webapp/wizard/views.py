@@ -25,6 +25,7 @@ from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
 from webapp.wizard import forms, spec_builder, step_handlers
+from webapp.wizard import metrics as pipeline_metrics_reader
 from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -79,6 +80,30 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     return _json_attachment(_readable_spec(pipeline.spec or {}), f"{pipeline.name}.json")
+
+
+@login_required
+@require_GET
+def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
+    """The metrics card of the pipeline page (polled by htmx): the latest batch and a chart of recent ones."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    context: dict = {"pipeline": pipeline}
+    try:
+        records = pipeline_metrics_reader.pipeline_recent_metrics(name=pipeline.name)
+    except pipeline_metrics_reader.MetricsUnavailable as exc:
+        context["error"] = str(exc)
+        records = []
+    if records:
+        keys = ("input_rows", "rows_written", "duplicates_dropped")
+        context.update(
+            {
+                "latest": records[-1],
+                "count": len(records),
+                "totals": {key: sum(int(r.get(key) or 0) for r in records) for key in keys},
+                "series_json": json.dumps(pipeline_metrics_reader.chart_series(records)),
+            }
+        )
+    return _partial(request, "pipeline_metrics.html", context)
 
 
 @login_required
