@@ -190,6 +190,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     expect(page.locator("#spec-issues")).to_have_count(0)
     expect(page.locator("#spec-json")).to_contain_text('"dedup"')
     page.get_by_label("Pipeline name").fill("user-signups")
+    expect(page.locator("#spec-json")).to_contain_text('"name": "user-signups"')  # follows the typed name
     with page.expect_download() as download:
         page.locator("#download-spec").click()
     assert download.value.suggested_filename == "user-signups.json"

@@ -151,6 +151,8 @@ def _connection_step_forms(request, draft, source, *, step, choice_class, new_cl
             "connection": stored.get("connection_id"),
         }
         initial = {k: v for k, v in initial.items() if v is not None}
+        if "connection" not in initial and len(connections[:2]) == 1:
+            initial.update({"source": "saved", "connection": connections[0].pk})  # the only one: preselected
         initial.update(initial_from(source, choice_class))
         choice = choice_class(initial=initial, connections=connections)
         new = new_class(initial=initial_from(source, new_class, prefix="new"))

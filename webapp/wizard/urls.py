@@ -18,6 +18,7 @@ urlpatterns = [
     path("connections/<str:kind>/<int:pk>/delete/", connection_views.connection_delete, name="connection_delete"),
     path("wizard/<int:draft_id>/discard/", views.wizard_discard, name="discard"),
     path("wizard/<int:draft_id>/spec.json", views.draft_spec_download, name="draft_spec_download"),
+    path("wizard/<int:draft_id>/review/spec/", views.review_spec, name="review_spec"),
     path("wizard/<int:draft_id>/kafka/test/", views.kafka_test, name="kafka_test"),
     path("wizard/<int:draft_id>/topics/list/", views.topic_list, name="topic_list"),
     path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),

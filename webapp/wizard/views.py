@@ -464,6 +464,17 @@ def clickhouse_columns(request: HttpRequest, draft_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def review_spec(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """The review step's spec JSON again, for the name and start position being typed (htmx)."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    context = step_handlers.review_context(
+        request, draft, request.GET.get("name", ""), request.GET.get("starting_offsets") or "earliest", live=False
+    )
+    return _partial(request, "spec_json.html", {"spec_json": context["spec_json"]})
+
+
+@login_required
+@require_GET
 def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
     """The spec the review step shows, as a file (connections merged in, secrets masked)."""
     draft = draft_get(user=request.user, pk=draft_id)

@@ -24,12 +24,14 @@ DRAFT_URLS = [
     ("wizard:clickhouse_test", {}, "post"),
     ("wizard:clickhouse_tables", {}, "get"),
     ("wizard:clickhouse_columns", {}, "get"),
+    ("wizard:review_spec", {}, "get"),
 ]
 PIPELINE_URLS = [
     ("wizard:pipeline_detail", {}, "get"),
     ("wizard:pipeline_spec_download", {}, "get"),
     ("wizard:wizard_edit", {}, "get"),
     ("wizard:pipeline_action", {"action": "deploy"}, "post"),
+    ("wizard:pipeline_metrics", {}, "get"),
 ]
 
 
