@@ -114,6 +114,7 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         "deploy": pipeline_services.pipeline_deploy,
         "stop": pipeline_services.pipeline_stop,
         "resume": pipeline_services.pipeline_resume,
+        "delete": pipeline_services.pipeline_delete,
     }.get(action)
     if service is None:
         raise Http404("No such action.")
@@ -122,6 +123,9 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     except (ApplicationError, specmod.SpecError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     else:
+        if action == "delete":
+            messages.success(request, f"Pipeline {pipeline.name} deleted.")
+            return redirect("wizard:pipeline_list")
         messages.success(
             request, {"deploy": "Deploy requested.", "stop": "Stop requested.", "resume": "Resume requested."}[action]
         )

@@ -154,3 +154,19 @@ def test_operators_see_drafts_in_the_admin(client, owner, draft):
     client.force_login(admin_user)
     html = client.get(reverse("admin:wizard_wizarddraft_changelist")).content.decode()
     assert "owner" in html and "kafka" in html
+
+
+def test_the_owner_can_delete_a_draft_pipeline_but_not_a_deploy_requested_one(client, owner, pipeline):
+    from webapp.pipelines.models import Pipeline
+
+    client.force_login(owner)
+    url = reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "deploy"})
+    client.post(url)
+    response = client.post(
+        reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}), follow=True
+    )
+    assert "cannot be deleted" in response.content.decode()
+    client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "stop"}))
+    response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}))
+    assert response.status_code == 302 and response.url == reverse("wizard:pipeline_list")
+    assert not Pipeline.objects.filter(pk=pipeline.pk).exists()
