@@ -95,6 +95,9 @@ class KafkaConnectionForm(forms.ModelForm):
         kwargs.setdefault("prefix", "new")
         super().__init__(*args, **kwargs)
         self.fields["name"].widget.attrs["placeholder"] = "e.g. Production events"
+        # Needed for SASL_* (the model says so): not marked "(optional)".
+        for name in ("sasl_mechanism", "sasl_username", "sasl_password"):
+            self.fields[name].optional_hint = False
 
 
 class ClickHouseConnectionForm(forms.ModelForm):

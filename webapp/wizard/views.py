@@ -287,7 +287,9 @@ def _connection_test(request, *, kind, choice_class, new_class, selector, build,
     if choice.cleaned_data["source"] == "saved":
         connection = choice.cleaned_data["connection"]
     else:
-        new = new_class(request.POST)
+        post = request.POST.copy()
+        post["new-name"] = post.get("new-name") or "untitled"  # a name is only needed to save it
+        new = new_class(post)
         if not new.is_valid():
             context["error"] = "Fill in the connection fields first."
             context["field_errors"] = [
