@@ -4,9 +4,11 @@ service or selector, serializes the result). Secrets are write-only: outputs say
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -167,80 +169,161 @@ def _validated(serializer_class: type[serializers.Serializer], data: Any, *, par
     return dict(serializer.validated_data)
 
 
+# -- connections: the same views for both kinds -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ConnectionKind:
+    """What the Kafka and the ClickHouse connection views differ in: serializers, selectors and services."""
+
+    input: type[serializers.Serializer]
+    output: type[serializers.Serializer]
+    test_output: type[serializers.Serializer]
+    list: Callable[..., Any]
+    get: Callable[..., Any]
+    build: Callable[..., Any]
+    create: Callable[..., Any]
+    update: Callable[..., Any]
+    delete: Callable[..., Any]
+    test: Callable[..., Any]
+
+
+_KAFKA = _ConnectionKind(
+    input=KafkaConnectionInput,
+    output=KafkaConnectionOutput,
+    test_output=KafkaClusterInfoOutput,
+    list=selectors.kafka_connection_list,
+    get=selectors.kafka_connection_get,
+    build=services.kafka_connection_build,
+    create=services.kafka_connection_create,
+    update=services.kafka_connection_update,
+    delete=services.kafka_connection_delete,
+    test=services.kafka_connection_test,
+)
+_CLICKHOUSE = _ConnectionKind(
+    input=ClickHouseConnectionInput,
+    output=ClickHouseConnectionOutput,
+    test_output=ClickHouseServerInfoOutput,
+    list=selectors.clickhouse_connection_list,
+    get=selectors.clickhouse_connection_get,
+    build=services.clickhouse_connection_build,
+    create=services.clickhouse_connection_create,
+    update=services.clickhouse_connection_update,
+    delete=services.clickhouse_connection_delete,
+    test=services.clickhouse_connection_test,
+)
+
+
+class _ConnectionListCreateApi(APIView):
+    kind: _ConnectionKind
+
+    def get(self, request: Request) -> Response:
+        connections = self.kind.list(user=request.user)
+        return Response(self.kind.output(connections, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        data = _validated(self.kind.input, request.data)
+        connection = self.kind.create(owner=request.user, data=data)
+        return Response(self.kind.output(connection).data, status=status.HTTP_201_CREATED)
+
+
+class _ConnectionDetailApi(APIView):
+    kind: _ConnectionKind
+
+    def get(self, request: Request, pk: int) -> Response:
+        connection = self.kind.get(user=request.user, pk=pk)
+        return Response(self.kind.output(connection).data)
+
+    def patch(self, request: Request, pk: int) -> Response:
+        connection = self.kind.get(user=request.user, pk=pk)
+        data = _validated(self.kind.input, request.data, partial=True)
+        connection = self.kind.update(connection=connection, data=data)
+        return Response(self.kind.output(connection).data)
+
+    def delete(self, request: Request, pk: int) -> Response:
+        connection = self.kind.get(user=request.user, pk=pk)
+        self.kind.delete(connection=connection)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class _ConnectionTestApi(APIView):
+    kind: _ConnectionKind
+
+    def post(self, request: Request, pk: int) -> Response:
+        connection = self.kind.get(user=request.user, pk=pk)
+        info = self.kind.test(connection=connection)
+        return Response(self.kind.test_output({"ok": True, **info.__dict__}).data)
+
+
+class _ConnectionTestUnsavedApi(APIView):
+    kind: _ConnectionKind
+
+    def post(self, request: Request) -> Response:
+        data = _validated(self.kind.input, request.data)
+        connection = self.kind.build(owner=request.user, data=data)
+        info = self.kind.test(connection=connection)
+        return Response(self.kind.test_output({"ok": True, **info.__dict__}).data)
+
+
 # -- Kafka ----------------------------------------------------------------------------------------------
 
 
-class KafkaConnectionListCreateApi(APIView):
-    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_list", responses=KafkaConnectionOutput(many=True))
-    def get(self, request: Request) -> Response:
-        connections = selectors.kafka_connection_list(user=request.user)
-        return Response(KafkaConnectionOutput(connections, many=True).data)
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
+        tags=KAFKA_TAG, operation_id="kafka_connections_list", responses=KafkaConnectionOutput(many=True)
+    ),
+    post=extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_connections_create",
         request=KafkaConnectionInput,
         responses={201: KafkaConnectionOutput, **ERROR_RESPONSES},
-    )
-    def post(self, request: Request) -> Response:
-        data = _validated(KafkaConnectionInput, request.data)
-        connection = services.kafka_connection_create(owner=request.user, data=data)
-        return Response(KafkaConnectionOutput(connection).data, status=status.HTTP_201_CREATED)
+    ),
+)
+class KafkaConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _KAFKA
 
 
-class KafkaConnectionDetailApi(APIView):
-    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_retrieve", responses=KafkaConnectionOutput)
-    def get(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        return Response(KafkaConnectionOutput(connection).data)
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_retrieve", responses=KafkaConnectionOutput),
+    patch=extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_connections_update",
         description="Change the given fields. A secret is changed only when sent; an empty string clears it.",
         request=KafkaConnectionInput(partial=True),
         responses={200: KafkaConnectionOutput, **ERROR_RESPONSES},
-    )
-    def patch(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = _validated(KafkaConnectionInput, request.data, partial=True)
-        connection = services.kafka_connection_update(connection=connection, data=data)
-        return Response(KafkaConnectionOutput(connection).data)
-
-    @extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_delete", responses={204: None, **ERROR_RESPONSES})
-    def delete(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        services.kafka_connection_delete(connection=connection)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    ),
+    delete=extend_schema(
+        tags=KAFKA_TAG, operation_id="kafka_connections_delete", responses={204: None, **ERROR_RESPONSES}
+    ),
+)
+class KafkaConnectionDetailApi(_ConnectionDetailApi):
+    kind = _KAFKA
 
 
-class KafkaConnectionTestApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_connections_test",
         request=None,
         description="Ask the cluster for its brokers and topics (a few seconds at most). 502 with the reason.",
         responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
     )
-    def post(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        info = services.kafka_connection_test(connection=connection)
-        return Response(KafkaClusterInfoOutput({"ok": True, **info.__dict__}).data)
+)
+class KafkaConnectionTestApi(_ConnectionTestApi):
+    kind = _KAFKA
 
 
-class KafkaConnectionTestUnsavedApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_connections_test_unsaved",
         request=KafkaConnectionInput,
         description="Test connection settings without saving them.",
         responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
     )
-    def post(self, request: Request) -> Response:
-        data = _validated(KafkaConnectionInput, request.data)
-        connection = services.kafka_connection_build(owner=request.user, data=data)
-        info = services.kafka_connection_test(connection=connection)
-        return Response(KafkaClusterInfoOutput({"ok": True, **info.__dict__}).data)
+)
+class KafkaConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
+    kind = _KAFKA
 
 
 class KafkaTopicListApi(APIView):
@@ -287,82 +370,63 @@ class KafkaInferSchemaApi(APIView):
 # -- ClickHouse -----------------------------------------------------------------------------------------
 
 
-class ClickHouseConnectionListCreateApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_list", responses=ClickHouseConnectionOutput(many=True)
-    )
-    def get(self, request: Request) -> Response:
-        connections = selectors.clickhouse_connection_list(user=request.user)
-        return Response(ClickHouseConnectionOutput(connections, many=True).data)
-
-    @extend_schema(
+    ),
+    post=extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_connections_create",
         request=ClickHouseConnectionInput,
         responses={201: ClickHouseConnectionOutput, **ERROR_RESPONSES},
-    )
-    def post(self, request: Request) -> Response:
-        data = _validated(ClickHouseConnectionInput, request.data)
-        connection = services.clickhouse_connection_create(owner=request.user, data=data)
-        return Response(ClickHouseConnectionOutput(connection).data, status=status.HTTP_201_CREATED)
+    ),
+)
+class ClickHouseConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _CLICKHOUSE
 
 
-class ClickHouseConnectionDetailApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_retrieve", responses=ClickHouseConnectionOutput
-    )
-    def get(self, request: Request, pk: int) -> Response:
-        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
-        return Response(ClickHouseConnectionOutput(connection).data)
-
-    @extend_schema(
+    ),
+    patch=extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_connections_update",
         description="Change the given fields. The password is changed only when sent; an empty string clears it.",
         request=ClickHouseConnectionInput(partial=True),
         responses={200: ClickHouseConnectionOutput, **ERROR_RESPONSES},
-    )
-    def patch(self, request: Request, pk: int) -> Response:
-        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
-        data = _validated(ClickHouseConnectionInput, request.data, partial=True)
-        connection = services.clickhouse_connection_update(connection=connection, data=data)
-        return Response(ClickHouseConnectionOutput(connection).data)
-
-    @extend_schema(
+    ),
+    delete=extend_schema(
         tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_delete", responses={204: None, **ERROR_RESPONSES}
-    )
-    def delete(self, request: Request, pk: int) -> Response:
-        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
-        services.clickhouse_connection_delete(connection=connection)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    ),
+)
+class ClickHouseConnectionDetailApi(_ConnectionDetailApi):
+    kind = _CLICKHOUSE
 
 
-class ClickHouseConnectionTestApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_connections_test",
         request=None,
         responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
     )
-    def post(self, request: Request, pk: int) -> Response:
-        connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
-        info = services.clickhouse_connection_test(connection=connection)
-        return Response(ClickHouseServerInfoOutput({"ok": True, **info.__dict__}).data)
+)
+class ClickHouseConnectionTestApi(_ConnectionTestApi):
+    kind = _CLICKHOUSE
 
 
-class ClickHouseConnectionTestUnsavedApi(APIView):
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_connections_test_unsaved",
         request=ClickHouseConnectionInput,
         description="Test connection settings without saving them.",
         responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
     )
-    def post(self, request: Request) -> Response:
-        data = _validated(ClickHouseConnectionInput, request.data)
-        connection = services.clickhouse_connection_build(owner=request.user, data=data)
-        info = services.clickhouse_connection_test(connection=connection)
-        return Response(ClickHouseServerInfoOutput({"ok": True, **info.__dict__}).data)
+)
+class ClickHouseConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
+    kind = _CLICKHOUSE
 
 
 class ClickHouseDatabaseListApi(APIView):

@@ -6,12 +6,15 @@ Validation errors raise Django's `ValidationError` keyed by field name; a connec
 
 Secrets: `*_update` changes a secret only when its key is present in `data` with a value that is not
 None; an empty string clears it. So a form's "change" button sends the key, and leaving it alone keeps it.
+
+Both kinds of connection are built, created, updated and deleted the same way: the public functions below
+name the model and call one private implementation (`_build`, `_create`, `_update`, `_delete`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -35,6 +38,9 @@ KAFKA_FIELDS = (
 )
 CLICKHOUSE_FIELDS = ("name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
 
+Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection)
+_FIELDS: dict[type, tuple[str, ...]] = {KafkaConnection: KAFKA_FIELDS, ClickHouseConnection: CLICKHOUSE_FIELDS}
+
 
 def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
     others = model.objects.filter(owner=owner, name=name)
@@ -52,46 +58,37 @@ def _save_new(connection: KafkaConnection | ClickHouseConnection) -> None:
         raise ValidationError({"name": f"You already have a connection named {connection.name!r}."}) from None
 
 
-def _clean_data(data: Mapping[str, Any], fields: tuple[str, ...], secrets: tuple[str, ...]) -> dict[str, Any]:
-    unknown = sorted(set(data) - set(fields))
+def _clean_data(model: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` without secrets given as None (kept); ValidationError for keys that are not the model's fields."""
+    unknown = sorted(set(data) - set(_FIELDS[model]))
     if unknown:
         raise ValidationError({name: "Unknown field." for name in unknown})
-    return {k: v for k, v in data.items() if not (k in secrets and v is None)}
+    return {k: v for k, v in data.items() if not (k in model.SECRET_FIELDS and v is None)}
 
 
-# -- Kafka ----------------------------------------------------------------------------------------------
-
-
-def kafka_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
-    """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
-    connection = KafkaConnection(owner=owner, **_clean_data(data, KAFKA_FIELDS, KafkaConnection.SECRET_FIELDS))
+def _build(model: type[Connection], *, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Connection:
+    connection = model(owner=owner, **_clean_data(model, data))
     connection.full_clean(exclude=["owner"], validate_constraints=False)
     return connection
 
 
-@transaction.atomic
-def kafka_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
-    """Create a saved Kafka connection from `data` (keys: KAFKA_FIELDS). Raises ValidationError."""
-    connection = kafka_connection_build(owner=owner, data=data)
-    _check_unique_name(KafkaConnection, owner=owner, name=connection.name, exclude_pk=None)
+def _create(model: type[Connection], *, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Connection:
+    connection = _build(model, owner=owner, data=data)
+    _check_unique_name(model, owner=owner, name=connection.name, exclude_pk=None)
     connection.full_clean()
     _save_new(connection)
     return connection
 
 
-@transaction.atomic
-def kafka_connection_update(*, connection: KafkaConnection, data: Mapping[str, Any]) -> KafkaConnection:
-    """Change the fields present in `data`; secrets only when given (see module doc). Raises ValidationError."""
-    cleaned = _clean_data(data, KAFKA_FIELDS, KafkaConnection.SECRET_FIELDS)
+def _update(model: type[Connection], *, connection: Connection, data: Mapping[str, Any]) -> Connection:
+    cleaned = _clean_data(model, data)
     if "name" in cleaned:
-        _check_unique_name(KafkaConnection, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
-    connection, _ = model_update(instance=connection, fields=KAFKA_FIELDS, data=cleaned)
+        _check_unique_name(model, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
+    connection, _ = model_update(instance=connection, fields=_FIELDS[model], data=cleaned)
     return connection
 
 
-@transaction.atomic
-def kafka_connection_delete(*, connection: KafkaConnection) -> None:
-    """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
+def _delete(connection: KafkaConnection | ClickHouseConnection) -> None:
     users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
     if users:
         raise ConflictError(
@@ -99,6 +96,32 @@ def kafka_connection_delete(*, connection: KafkaConnection) -> None:
             extra={"pipelines": users},
         )
     connection.delete()
+
+
+# -- Kafka ----------------------------------------------------------------------------------------------
+
+
+def kafka_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
+    """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
+    return _build(KafkaConnection, owner=owner, data=data)
+
+
+@transaction.atomic
+def kafka_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
+    """Create a saved Kafka connection from `data` (keys: KAFKA_FIELDS). Raises ValidationError."""
+    return _create(KafkaConnection, owner=owner, data=data)
+
+
+@transaction.atomic
+def kafka_connection_update(*, connection: KafkaConnection, data: Mapping[str, Any]) -> KafkaConnection:
+    """Change the fields present in `data`; secrets only when given (see module doc). Raises ValidationError."""
+    return _update(KafkaConnection, connection=connection, data=data)
+
+
+@transaction.atomic
+def kafka_connection_delete(*, connection: KafkaConnection) -> None:
+    """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
+    _delete(connection)
 
 
 def kafka_connection_test(
@@ -113,43 +136,25 @@ def kafka_connection_test(
 
 def clickhouse_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> ClickHouseConnection:
     """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
-    connection = ClickHouseConnection(
-        owner=owner, **_clean_data(data, CLICKHOUSE_FIELDS, ClickHouseConnection.SECRET_FIELDS)
-    )
-    connection.full_clean(exclude=["owner"], validate_constraints=False)
-    return connection
+    return _build(ClickHouseConnection, owner=owner, data=data)
 
 
 @transaction.atomic
 def clickhouse_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> ClickHouseConnection:
     """Create a saved ClickHouse connection from `data` (keys: CLICKHOUSE_FIELDS). Raises ValidationError."""
-    connection = clickhouse_connection_build(owner=owner, data=data)
-    _check_unique_name(ClickHouseConnection, owner=owner, name=connection.name, exclude_pk=None)
-    connection.full_clean()
-    _save_new(connection)
-    return connection
+    return _create(ClickHouseConnection, owner=owner, data=data)
 
 
 @transaction.atomic
 def clickhouse_connection_update(*, connection: ClickHouseConnection, data: Mapping[str, Any]) -> ClickHouseConnection:
     """Change the fields present in `data`; the password only when given. Raises ValidationError."""
-    cleaned = _clean_data(data, CLICKHOUSE_FIELDS, ClickHouseConnection.SECRET_FIELDS)
-    if "name" in cleaned:
-        _check_unique_name(ClickHouseConnection, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
-    connection, _ = model_update(instance=connection, fields=CLICKHOUSE_FIELDS, data=cleaned)
-    return connection
+    return _update(ClickHouseConnection, connection=connection, data=data)
 
 
 @transaction.atomic
 def clickhouse_connection_delete(*, connection: ClickHouseConnection) -> None:
     """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
-    users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
-    if users:
-        raise ConflictError(
-            f"The connection is used by pipeline(s): {', '.join(users)}. Change or delete them first.",
-            extra={"pipelines": users},
-        )
-    connection.delete()
+    _delete(connection)
 
 
 def clickhouse_connection_test(
