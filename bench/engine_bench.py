@@ -138,7 +138,7 @@ def tree_rss_bytes(root_pid: int) -> int:
     return total
 
 
-def run_job(spec: dict, workdir: Path, label: str) -> dict:
+def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dict:
     spec_file = workdir / f"{label}.json"
     spec_file.write_text(json.dumps(spec))
     log_file = workdir / f"{label}.log"
@@ -157,6 +157,7 @@ def run_job(spec: dict, workdir: Path, label: str) -> dict:
         "--available-now",
         "--conf",
         "spark.ui.enabled=false",
+        *[arg for item in spark_conf for arg in ("--conf", item)],
     ]
     peak = 0
     started = time.monotonic()
@@ -220,6 +221,7 @@ def main() -> int:
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
     parser.add_argument("--skip-no-dedup", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -295,7 +297,7 @@ def main() -> int:
             data = spec(dedup)
             label = "dedup" if dedup else "no-dedup"
             log(f"running the pipeline ({label})")
-            result = run_job(data, workdir, label)
+            result = run_job(data, workdir, label, args.conf)
             stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
             expected = unique if dedup else args.events
             result["clickhouse_rows"] = stored

@@ -195,6 +195,8 @@ def start_query(
     register_source(spark)
     rocksdb = spec.dedup is not None and spec.dedup.use_rocksdb
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER if rocksdb else MEMORY_PROVIDER)
+    # RocksDB: commit a changelog per batch instead of uploading snapshots of the whole state each time.
+    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     stream = build_stream(read_kafka(spark, spec), spec)
     if prepare:
         ch.prepare_tables(spec.sink.clickhouse.client_kwargs(), table_spec(spec), create=spec.sink.create_table)

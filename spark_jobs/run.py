@@ -99,9 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log.info("pipeline %s started (query %s, checkpoint %s)", spec.name, query.id, checkpoint)
 
+    from pyspark.errors import StreamingQueryException
+
     try:
         while query.isActive and not stop_requested.is_set():
-            query.awaitTermination(0.5)
+            try:
+                query.awaitTermination(0.5)
+            except StreamingQueryException:
+                break  # reported below from query.exception()
         if stop_requested.is_set() and query.isActive:
             _stop_between_batches(query)
     finally:

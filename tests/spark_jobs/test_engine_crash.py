@@ -137,3 +137,31 @@ def test_sigterm_stops_after_the_current_batch(kafka_bootstrap, clickhouse_serve
 
 def _table_exists(ch, table: str) -> bool:
     return bool(ch.command(f"EXISTS TABLE {table}"))
+
+
+def test_permanent_clickhouse_error_stops_the_job_with_its_message(
+    kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    topic = new_topic(1)
+    data = make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic])
+    table = data["sink"]["table"]
+    data["sink"]["create_table"] = False
+    # An existing table whose `n` column cannot take the job's Int64 values.
+    ch.command(
+        f"CREATE TABLE {table} (event_id String, user_id Nullable(UUID), n Array(String), topic String) "
+        "ENGINE = MergeTree ORDER BY event_id"
+    )
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(data))
+    log = tmp_path / "job.log"
+    produce(kafka_bootstrap, topic, [(0, event("k1", n=1))])
+    job = start_job(spec_file, tmp_path / "checkpoint", log)
+    try:
+        assert job.wait(timeout=180) == 1, log.read_text()[-3000:]
+    finally:
+        if job.poll() is None:
+            kill_group(job)
+    failure = [line for line in log.read_text().splitlines() if "pipeline " + data["name"] + " failed" in line]
+    assert failure and "ClickHouseWriteError" in failure[0] and f"insert into default.{table}" in failure[0]
+    assert "Code:" in failure[0]  # ClickHouse's own message
+    assert ch.command(f"SELECT count() FROM {table}") == 0

@@ -1,0 +1,113 @@
+"""Pure parts of the engine: offset planning, the metrics record, table DDL, error classification."""
+
+from __future__ import annotations
+
+import json
+
+from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
+from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, quote_ident, with_retries
+from spark_jobs.source import plan_end_offsets
+
+
+def test_plan_reads_everything_without_a_budget():
+    start = {"a": {"0": 5, "1": 0}}
+    latest = {"a": {"0": 10, "1": 3}, "b": {"0": 2}}
+    assert plan_end_offsets(start, latest, None) == {"a": {"0": 10, "1": 3}, "b": {"0": 2}}
+
+
+def test_plan_shares_the_budget_fairly_and_exactly():
+    start = {"a": {"0": 0, "1": 0, "2": 0}}
+    latest = {"a": {"0": 1000, "1": 2, "2": 1000}}
+    end = plan_end_offsets(start, latest, 101)
+    taken = {p: end["a"][p] - start["a"][p] for p in end["a"]}
+    assert sum(taken.values()) == 101
+    assert taken["1"] == 2 and abs(taken["0"] - taken["2"]) <= 1
+
+
+def test_plan_never_goes_backwards_and_keeps_unlisted_partitions():
+    start = {"a": {"0": 50, "1": 7}}
+    latest = {"a": {"0": 10}}  # partition 0 went backwards (topic recreated), 1 is gone
+    assert plan_end_offsets(start, latest, 10) == {"a": {"0": 50, "1": 7}}
+
+
+def test_plan_returns_start_when_nothing_new():
+    start = {"a": {"0": 3}}
+    assert plan_end_offsets(start, {"a": {"0": 3}}, 100) == start
+
+
+def test_metrics_record_from_progress():
+    progress = {
+        "batchId": 7,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "numInputRows": 100,
+        "batchDuration": 1234,
+        "inputRowsPerSecond": 10.0,
+        "processedRowsPerSecond": 81.0,
+        "stateOperators": [
+            {
+                "operatorName": "dedupeWithinWatermark",
+                "numRowsTotal": 500,
+                "memoryUsedBytes": 2048,
+                "numRowsDroppedByWatermark": 0,
+                "customMetrics": {"numDroppedDuplicateRows": 30},
+            }
+        ],
+        "sources": [
+            {
+                "endOffset": json.dumps({"t": {"0": 40, "1": 60}}),
+                "latestOffset": json.dumps({"t": {"0": 45, "1": 60}}),
+            }
+        ],
+    }
+    record = metrics_from_progress("p1", progress, {"rows_written": 60, "dead_letters": 5})
+    assert record.batch_id == 7
+    assert record.duplicates_dropped == 30
+    assert record.filtered_out == 5
+    assert record.lag == {"t": {"0": 5, "1": 0}} and record.total_lag == 5
+    assert record.state_rows == 500 and record.batch_duration_ms == 1234
+    assert json.loads(record.to_json())["pipeline"] == "p1"
+    assert latest_key("p1") == "clearflow:metrics:p1"
+    assert recent_key("p1") == "clearflow:metrics:p1:recent"
+
+
+def test_create_table_sql_quotes_names_and_sets_the_dedup_window():
+    sql = create_table_sql(
+        TableSpec(
+            database="db",
+            table="users",
+            dlq_table="users_dlq",
+            engine="ReplacingMergeTree",
+            order_by=("event_id",),
+            columns=(("event_id", "String"), ("user`id", "UUID")),
+            dedup_window=1000,
+        )
+    )
+    assert "CREATE TABLE IF NOT EXISTS `db`.`users`" in sql
+    assert "`user\\`id` UUID" in sql
+    assert "ENGINE = ReplacingMergeTree" in sql and "ORDER BY (`event_id`)" in sql
+    assert sql.endswith("SETTINGS non_replicated_deduplication_window = 1000")
+    assert quote_ident("a`b") == "`a\\`b`"
+
+
+def test_transient_errors_are_retried_and_permanent_ones_raise_with_the_message():
+    from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise OperationalError("connection refused")
+        return "ok"
+
+    assert with_retries(flaky, what="insert", base_delay=0.01) == "ok" and len(calls) == 3
+
+    def permanent():
+        raise DatabaseError("Code: 60. DB::Exception: Table default.nope does not exist. (UNKNOWN_TABLE)")
+
+    try:
+        with_retries(permanent, what="insert into nope", base_delay=0.01)
+    except ClickHouseWriteError as exc:
+        assert "UNKNOWN_TABLE" in str(exc) and "insert into nope" in str(exc)
+    else:
+        raise AssertionError("a permanent error must raise")
