@@ -47,18 +47,7 @@ class KafkaConnectionForm(SecretFieldsForm):
 
     class Meta:
         model = KafkaConnection
-        fields = (
-            "owner",
-            "name",
-            "bootstrap_servers",
-            "security_protocol",
-            "sasl_mechanism",
-            "sasl_username",
-            "sasl_password",
-            "ssl_ca_pem",
-            "ssl_certificate_pem",
-            "ssl_key_pem",
-        )
+        fields = ("owner", *KafkaConnection.EDITABLE_FIELDS)
 
 
 class ClickHouseConnectionForm(SecretFieldsForm):
@@ -67,13 +56,13 @@ class ClickHouseConnectionForm(SecretFieldsForm):
 
     class Meta:
         model = ClickHouseConnection
-        fields = ("owner", "name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
+        fields = ("owner", *ClickHouseConnection.EDITABLE_FIELDS)
 
 
 class SecretsAdmin(admin.ModelAdmin):
     """Keeps the secrets out of Django's error reports (they would otherwise list the POST data)."""
 
-    @method_decorator(sensitive_post_parameters("sasl_password", "ssl_key_pem", "password"))
+    @method_decorator(sensitive_post_parameters(*KafkaConnection.SECRET_FIELDS, *ClickHouseConnection.SECRET_FIELDS))
     def changeform_view(self, *args: Any, **kwargs: Any) -> Any:
         return super().changeform_view(*args, **kwargs)
 

@@ -65,6 +65,18 @@ class KafkaSaslMechanism(models.TextChoices):
 
 
 class KafkaConnection(TimeStampedModel):
+    # The fields a user sets, in the order forms show them (services' `data` keys, admin and wizard forms).
+    EDITABLE_FIELDS = (
+        "name",
+        "bootstrap_servers",
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_username",
+        "sasl_password",
+        "ssl_ca_pem",
+        "ssl_certificate_pem",
+        "ssl_key_pem",
+    )
     SECRET_FIELDS = ("sasl_password", "ssl_key_pem")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kafka_connections")
@@ -144,6 +156,8 @@ class KafkaConnection(TimeStampedModel):
 
 
 class ClickHouseConnection(TimeStampedModel):
+    # The fields a user sets, in the order forms show them (services' `data` keys, admin and wizard forms).
+    EDITABLE_FIELDS = ("name", "host", "port", "username", "password", "database", "secure", "verify", "ssl_ca_pem")
     SECRET_FIELDS = ("password",)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="clickhouse_connections")

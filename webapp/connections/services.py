@@ -25,21 +25,11 @@ from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ConflictError
 from webapp.core.services import model_update
 
-KAFKA_FIELDS = (
-    "name",
-    "bootstrap_servers",
-    "security_protocol",
-    "sasl_mechanism",
-    "sasl_username",
-    "sasl_password",
-    "ssl_ca_pem",
-    "ssl_certificate_pem",
-    "ssl_key_pem",
-)
-CLICKHOUSE_FIELDS = ("name", "host", "port", "secure", "verify", "ssl_ca_pem", "username", "password", "database")
+# The keys `data` may hold (defined once, on the models).
+KAFKA_FIELDS = KafkaConnection.EDITABLE_FIELDS
+CLICKHOUSE_FIELDS = ClickHouseConnection.EDITABLE_FIELDS
 
 Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection)
-_FIELDS: dict[type, tuple[str, ...]] = {KafkaConnection: KAFKA_FIELDS, ClickHouseConnection: CLICKHOUSE_FIELDS}
 
 
 def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
@@ -60,7 +50,7 @@ def _save_new(connection: KafkaConnection | ClickHouseConnection) -> None:
 
 def _clean_data(model: type, data: Mapping[str, Any]) -> dict[str, Any]:
     """`data` without secrets given as None (kept); ValidationError for keys that are not the model's fields."""
-    unknown = sorted(set(data) - set(_FIELDS[model]))
+    unknown = sorted(set(data) - set(model.EDITABLE_FIELDS))
     if unknown:
         raise ValidationError({name: "Unknown field." for name in unknown})
     return {k: v for k, v in data.items() if not (k in model.SECRET_FIELDS and v is None)}
@@ -84,7 +74,7 @@ def _update(model: type[Connection], *, connection: Connection, data: Mapping[st
     cleaned = _clean_data(model, data)
     if "name" in cleaned:
         _check_unique_name(model, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
-    connection, _ = model_update(instance=connection, fields=_FIELDS[model], data=cleaned)
+    connection, _ = model_update(instance=connection, fields=model.EDITABLE_FIELDS, data=cleaned)
     return connection
 
 

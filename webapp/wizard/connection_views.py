@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from webapp.connections import selectors as conn_selectors
 from webapp.connections import services as conn_services
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard import forms
 from webapp.wizard.step_handlers import add_validation_errors
@@ -30,7 +31,7 @@ def _kind(kind: str) -> dict[str, Any]:
             "update": conn_services.kafka_connection_update,
             "delete": conn_services.kafka_connection_delete,
             "test": conn_services.kafka_connection_test,
-            "secrets": ("sasl_password", "ssl_key_pem"),
+            "secrets": KafkaConnection.SECRET_FIELDS,
         },
         "clickhouse": {
             "label": "ClickHouse",
@@ -39,7 +40,7 @@ def _kind(kind: str) -> dict[str, Any]:
             "update": conn_services.clickhouse_connection_update,
             "delete": conn_services.clickhouse_connection_delete,
             "test": conn_services.clickhouse_connection_test,
-            "secrets": ("password",),
+            "secrets": ClickHouseConnection.SECRET_FIELDS,
         },
     }
     if kind not in kinds:

@@ -67,17 +67,7 @@ class KafkaConnectionForm(forms.ModelForm):
 
     class Meta:
         model = KafkaConnection
-        fields = [
-            "name",
-            "bootstrap_servers",
-            "security_protocol",
-            "sasl_mechanism",
-            "sasl_username",
-            "sasl_password",
-            "ssl_ca_pem",
-            "ssl_certificate_pem",
-            "ssl_key_pem",
-        ]
+        fields = KafkaConnection.EDITABLE_FIELDS
         widgets = {
             "sasl_password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
             "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
@@ -103,7 +93,7 @@ class KafkaConnectionForm(forms.ModelForm):
 class ClickHouseConnectionForm(forms.ModelForm):
     class Meta:
         model = ClickHouseConnection
-        fields = ["name", "host", "port", "username", "password", "database", "secure", "verify", "ssl_ca_pem"]
+        fields = ClickHouseConnection.EDITABLE_FIELDS
         widgets = {
             "password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
             "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
