@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dj_database_url
 from cryptography.fernet import Fernet
 
@@ -92,6 +94,8 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [REPO_ROOT / "frontend"]
 STATIC_ROOT = env_str("DJANGO_STATIC_ROOT", str(VAR_DIR / "static"))
+# WhiteNoise warns on every request while the directory is missing (before the first collectstatic).
+Path(STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
