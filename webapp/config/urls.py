@@ -10,3 +10,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("webapp.wizard.urls")),
 ]
+
+handler404 = "webapp.api.fallbacks.not_found"
+handler500 = "webapp.api.fallbacks.server_error"

@@ -1,0 +1,28 @@
+"""Errors that happen before a DRF view runs (an unknown URL, a crash) in the API's JSON shape.
+
+Django answers those itself, with HTML pages; an API client under /api/ gets the same JSON body as from
+`exception_handlers.api_exception_handler` instead. Everything else keeps Django's pages.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+API_PREFIX = "/api/"
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"code": code, "message": message, "errors": [{"path": "", "message": message}]}, status=status)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return _error(404, "not_found", f"No API operation at {request.path}; see /api/v1/docs/.")
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return _error(500, "server_error", "The server failed to answer this request; the error is in its log.")
+    return defaults.server_error(request)
