@@ -204,7 +204,7 @@ def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dic
         if steady_records
         else rows_in / span,
         "p50_batch_ms": statistics.median(durations),
-        "p95_batch_ms": sorted(durations)[max(0, int(round(0.95 * len(durations))) - 1)],
+        "p95_batch_ms": sorted(durations)[max(0, round(0.95 * len(durations)) - 1)],
         "first_batch_ms": durations[0],
         "wall_s_including_spark_start": wall,
         "peak_rss_mb": peak / 2**20,
@@ -297,7 +297,9 @@ def main() -> int:
             data = spec(dedup)
             label = "dedup" if dedup else "no-dedup"
             log(f"running the pipeline ({label})")
+            load_before = os.getloadavg()[0]
             result = run_job(data, workdir, label, args.conf)
+            result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
             stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
             expected = unique if dedup else args.events
             result["clickhouse_rows"] = stored

@@ -188,9 +188,13 @@ class PartitionWriter:
         started = time.monotonic()
         if collected:
             table = pa.Table.from_batches(collected)
-            good = pc.is_null(table.column("_cf_error"))
-            rows = table.filter(good).select(list(self.columns))
-            bad = table.filter(pc.invert(good))
+            errors = table.column("_cf_error")
+            if errors.null_count == table.num_rows:  # the usual case: no dead letters, no copy
+                rows, bad = table.select(list(self.columns)), table.slice(0, 0)
+            else:
+                good = pc.is_null(errors)
+                rows = table.filter(good).select(list(self.columns))
+                bad = table.filter(pc.invert(good))
             token = f"{self.token_prefix}:{self.batch_id}:{partition}"
             if rows.num_rows:
                 self._insert(self.table, rows, token)
