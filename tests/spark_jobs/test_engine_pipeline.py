@@ -75,12 +75,39 @@ def test_duplicates_across_topics(spark, kafka_bootstrap, clickhouse_server, ch,
     keys = [f"k{i:03d}" for i in range(100)]
     produce(kafka_bootstrap, first, [(i % 2, event(k)) for i, k in enumerate(keys)])
     produce(kafka_bootstrap, second, [(0, event(k)) for k in keys[50:]] + [(0, event("only-in-second"))])
-    spec = run_available_now(
-        spark,
-        make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[first, second]),
-        tmp_path,
-    )
+    data = make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[first, second])
+    data["dedup"]["state_store"] = "rocksdb"  # also covers the RocksDB state store
+    spec = run_available_now(spark, data, tmp_path)
     assert rows(ch, spec.sink.table) == sorted([(k, 1) for k in [*keys, "only-in-second"]])
+
+
+def test_event_time_dedup_and_missing_event_time(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
+    topic = new_topic(1)
+    now = "2026-01-01T00:00:00Z"
+    produce(
+        kafka_bootstrap,
+        topic,
+        [
+            (0, event("a", n=1, ts=now)),
+            (0, event("a", n=2, ts=now)),
+            (0, event("b", n=3, ts=1767225600)),
+            (0, event("c")),
+        ],
+    )
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        dedup={"keys": ["event_id"], "window": "10m", "time": "event", "event_time_field": "ts"},
+    )
+    data["source"]["fields"].append({"path": "ts", "type": "datetime"})
+    data["sink"]["columns"].append({"field": "ts", "column": "ts", "type": "DateTime('UTC')"})
+    spec = run_available_now(spark, data, tmp_path)
+    written = ch.query(f"SELECT event_id, n, toString(ts) FROM {spec.sink.table} ORDER BY event_id").result_rows
+    assert written == [("a", 1, "2026-01-01 00:00:00"), ("b", 3, "2026-01-01 00:00:00")]
+    assert ch.query(f"SELECT reason FROM {spec.sink.table}_dlq").result_rows == [
+        ("event time 'ts' is missing or null",)
+    ]
 
 
 def test_dead_letters_for_each_kind_of_bad_input(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):
