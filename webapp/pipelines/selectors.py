@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 
 from webapp.connections import clickhouse_client
 from webapp.connections.models import ClickHouseConnection
+from webapp.pipelines import metrics
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineVersion
 
@@ -61,3 +62,10 @@ def pipeline_mapping_suggest(
             clickhouse_connection.client_settings(), database=database or clickhouse_connection.database, table=table
         )
     return suggest_mapping(fields, columns)
+
+
+def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:
+    """Up to `limit` recent metrics records of the pipeline's Spark job, oldest first; `[]` before the first
+    batch. Each is a JSON object with the fields of `spark_jobs.metrics.BatchMetrics` (`input_rows`,
+    `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
+    return metrics.recent_records(pipeline.name, limit=limit)

@@ -24,8 +24,8 @@ from webapp.connections import services as conn_services
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
+from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.wizard import forms, spec_builder, step_handlers
-from webapp.wizard import metrics as pipeline_metrics_reader
 from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -89,9 +89,9 @@ def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     context: dict = {"pipeline": pipeline}
     try:
-        records = pipeline_metrics_reader.pipeline_recent_metrics(name=pipeline.name)
-    except pipeline_metrics_reader.MetricsUnavailable as exc:
-        context["error"] = str(exc)
+        records = pipeline_selectors.pipeline_metrics(pipeline=pipeline)
+    except MetricsUnavailableError as exc:
+        context["error"] = exc.message
         records = []
     if records:
         keys = ("input_rows", "rows_written", "duplicates_dropped")
@@ -100,10 +100,24 @@ def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
                 "latest": records[-1],
                 "count": len(records),
                 "totals": {key: sum(int(r.get(key) or 0) for r in records) for key in keys},
-                "series_json": json.dumps(pipeline_metrics_reader.chart_series(records)),
+                "series_json": json.dumps(_chart_series(records)),
             }
         )
     return _partial(request, "pipeline_metrics.html", context)
+
+
+def _chart_series(records: list[dict]) -> dict[str, list]:
+    """Columns for the metrics chart: time (unix seconds) and per-batch counts."""
+    series: dict[str, list] = {"t": [], "input_rows": [], "rows_written": [], "duplicates_dropped": [], "total_lag": []}
+    for record in records:
+        try:
+            moment = datetime.fromisoformat(str(record.get("timestamp", "")).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        series["t"].append(int(moment.timestamp()))
+        for key in ("input_rows", "rows_written", "duplicates_dropped", "total_lag"):
+            series[key].append(int(record.get(key) or 0))
+    return series
 
 
 @login_required
