@@ -10,42 +10,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.connections import selectors as conn_selectors
-from webapp.connections import services as conn_services
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ApplicationError
-from webapp.wizard import forms
+from webapp.wizard.connection_kinds import connection_data, connection_kind
 from webapp.wizard.step_handlers import add_validation_errors
-
-
-def _kind(kind: str) -> dict[str, Any]:
-    kinds = {
-        "kafka": {
-            "label": "Kafka",
-            "form": forms.KafkaConnectionForm,
-            "get": conn_selectors.kafka_connection_get,
-            "update": conn_services.kafka_connection_update,
-            "delete": conn_services.kafka_connection_delete,
-            "test": conn_services.kafka_connection_test,
-            "secrets": KafkaConnection.SECRET_FIELDS,
-        },
-        "clickhouse": {
-            "label": "ClickHouse",
-            "form": forms.ClickHouseConnectionForm,
-            "get": conn_selectors.clickhouse_connection_get,
-            "update": conn_services.clickhouse_connection_update,
-            "delete": conn_services.clickhouse_connection_delete,
-            "test": conn_services.clickhouse_connection_test,
-            "secrets": ClickHouseConnection.SECRET_FIELDS,
-        },
-    }
-    if kind not in kinds:
-        raise Http404("No such kind of connection.")
-    return kinds[kind]
 
 
 @login_required
@@ -64,9 +36,9 @@ def connection_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
-    spec = _kind(kind)
-    connection = spec["get"](user=request.user, pk=pk)
-    secrets = spec["secrets"]
+    spec = connection_kind(kind)
+    connection = spec.get(user=request.user, pk=pk)
+    secrets = spec.secrets
     if request.method == "POST":
         changing = {name for name in secrets if request.POST.get(f"change_{name}") == "on"}
         data = request.POST.copy()
@@ -74,26 +46,24 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
             if name not in changing:
                 # Validate against the stored secret without ever sending it to the browser.
                 data[name] = getattr(connection, name)
-        form = spec["form"](data, instance=spec["get"](user=request.user, pk=pk), prefix=None)
+        form = spec.new_form(data, instance=spec.get(user=request.user, pk=pk), prefix=None)
         if form.is_valid():
-            fields = [f for f in spec["form"]._meta.fields if f not in secrets or f in changing]
-            values = {name: form.cleaned_data.get(name) for name in fields}
-            values = {k: ("" if v is None else v) for k, v in values.items()}
+            values = connection_data(form, [f for f in form._meta.fields if f not in secrets or f in changing])
             try:
-                spec["update"](connection=connection, data=values)
+                spec.update(connection=connection, data=values)
             except ValidationError as exc:
                 add_validation_errors(form, exc)
             else:
                 messages.success(request, f"Connection {connection.name} saved.")
                 return redirect("wizard:connection_list")
     else:
-        form = spec["form"](instance=connection, prefix=None)
+        form = spec.new_form(instance=connection, prefix=None)
     return render(
         request,
         "wizard/connection_edit.html",
         {
             "kind": kind,
-            "kind_label": spec["label"],
+            "kind_label": spec.label,
             "connection": connection,
             "form": form,
             "secrets": [
@@ -104,7 +74,7 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
                 }
                 for name in secrets
             ],
-            "other_fields": [form[name] for name in spec["form"]._meta.fields if name not in secrets],
+            "other_fields": [form[name] for name in form._meta.fields if name not in secrets],
         },
     )
 
@@ -112,11 +82,11 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def connection_test(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
-    spec = _kind(kind)
-    connection = spec["get"](user=request.user, pk=pk)
+    spec = connection_kind(kind)
+    connection = spec.get(user=request.user, pk=pk)
     context: dict[str, Any] = {"kind": kind}
     try:
-        context["info"] = spec["test"](connection=connection)
+        context["info"] = spec.test(connection=connection)
     except ApplicationError as exc:
         context["error"] = exc.message
     return render(request, "wizard/partials/connection_test.html", context)
@@ -125,10 +95,10 @@ def connection_test(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def connection_delete(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
-    spec = _kind(kind)
-    connection = spec["get"](user=request.user, pk=pk)
+    spec = connection_kind(kind)
+    connection = spec.get(user=request.user, pk=pk)
     try:
-        spec["delete"](connection=connection)
+        spec.delete(connection=connection)
     except ApplicationError as exc:
         messages.error(request, exc.message)
     else:

@@ -27,11 +27,11 @@ from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
-from webapp.connections import services as conn_services
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines import specs as pipeline_specs
 from webapp.wizard import forms, spec_builder
+from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_discard, draft_save_step, draft_update_section
 from webapp.wizard.steps import SLUGS, STEPS
@@ -100,24 +100,22 @@ def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     return list(draft.section("transform").get("computed", []))
 
 
-def kafka_connection_of(request: HttpRequest, draft: WizardDraft):
-    pk = draft.section("kafka").get("connection_id")
+def _connection_of(request: HttpRequest, draft: WizardDraft, kind: ConnectionKind):
+    pk = draft.section(kind.slug).get("connection_id")
     if pk is None:
         return None
     try:
-        return conn_selectors.kafka_connection_get(user=request.user, pk=pk)
+        return kind.get(user=request.user, pk=pk)
     except Http404:  # deleted since: the step asks for a connection again
         return None
 
 
+def kafka_connection_of(request: HttpRequest, draft: WizardDraft):
+    return _connection_of(request, draft, KAFKA)
+
+
 def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
-    pk = draft.section("clickhouse").get("connection_id")
-    if pk is None:
-        return None
-    try:
-        return conn_selectors.clickhouse_connection_get(user=request.user, pk=pk)
-    except Http404:
-        return None
+    return _connection_of(request, draft, CLICKHOUSE)
 
 
 def _rows(post: Any, prefix: str, names: tuple[str, ...]) -> list[dict[str, str]]:
@@ -139,12 +137,12 @@ def _rows(post: Any, prefix: str, names: tuple[str, ...]) -> list[dict[str, str]
 # -- 1. Kafka connection --------------------------------------------------------------------------------
 
 
-def _connection_step_forms(request, draft, source, *, step, choice_class, new_class, selector, post=None):
-    connections = selector(user=request.user)
-    stored = draft.section(step)
+def _connection_step_forms(request, draft, source, kind: ConnectionKind, post=None):
+    connections = kind.list(user=request.user)
+    stored = draft.section(kind.slug)
     if post is not None:
-        choice = choice_class(post, connections=connections)
-        new = new_class(post)
+        choice = kind.choice_form(post, connections=connections)
+        new = kind.new_form(post)
     else:
         initial = {
             "source": "saved" if stored.get("connection_id") else None,
@@ -153,36 +151,19 @@ def _connection_step_forms(request, draft, source, *, step, choice_class, new_cl
         initial = {k: v for k, v in initial.items() if v is not None}
         if "connection" not in initial and len(connections[:2]) == 1:
             initial.update({"source": "saved", "connection": connections[0].pk})  # the only one: preselected
-        initial.update(initial_from(source, choice_class))
-        choice = choice_class(initial=initial, connections=connections)
-        new = new_class(initial=initial_from(source, new_class, prefix="new"))
+        initial.update(initial_from(source, kind.choice_form))
+        choice = kind.choice_form(initial=initial, connections=connections)
+        new = kind.new_form(initial=initial_from(source, kind.new_form, prefix="new"))
     return choice, new
 
 
 def kafka_show(request, draft, source):
-    choice, new = _connection_step_forms(
-        request,
-        draft,
-        source,
-        step="kafka",
-        choice_class=forms.KafkaChoiceForm,
-        new_class=forms.KafkaConnectionForm,
-        selector=conn_selectors.kafka_connection_list,
-    )
+    choice, new = _connection_step_forms(request, draft, source, KAFKA)
     return {"choice_form": choice, "new_form": new}
 
 
-def _submit_connection(request, draft, *, step, choice_class, new_class, selector, create):
-    choice, new = _connection_step_forms(
-        request,
-        draft,
-        None,
-        step=step,
-        choice_class=choice_class,
-        new_class=new_class,
-        selector=selector,
-        post=request.POST,
-    )
+def _submit_connection(request, draft, kind: ConnectionKind):
+    choice, new = _connection_step_forms(request, draft, None, kind, post=request.POST)
     if not choice.is_valid():
         new.is_valid()
         return None, {"choice_form": choice, "new_form": new}
@@ -190,10 +171,8 @@ def _submit_connection(request, draft, *, step, choice_class, new_class, selecto
         return choice.cleaned_data["connection"], None
     if not new.is_valid():
         return None, {"choice_form": choice, "new_form": new}
-    data = {name: new.cleaned_data.get(name) for name in new_class._meta.fields}
-    data = {k: ("" if v is None and k != "port" else v) for k, v in data.items()}
     try:
-        connection = create(owner=request.user, data=data)
+        connection = kind.create(owner=request.user, data=connection_data(new))
     except ValidationError as exc:
         add_validation_errors(new, exc)
         return None, {"choice_form": choice, "new_form": new}
@@ -201,15 +180,7 @@ def _submit_connection(request, draft, *, step, choice_class, new_class, selecto
 
 
 def kafka_submit(request, draft):
-    connection, context = _submit_connection(
-        request,
-        draft,
-        step="kafka",
-        choice_class=forms.KafkaChoiceForm,
-        new_class=forms.KafkaConnectionForm,
-        selector=conn_selectors.kafka_connection_list,
-        create=conn_services.kafka_connection_create,
-    )
+    connection, context = _submit_connection(request, draft, KAFKA)
     if context is not None:
         return context
     draft_save_step(draft=draft, step="kafka", values={"connection_id": connection.pk}, advance=True)
@@ -637,15 +608,7 @@ def clickhouse_show(request, draft, source):
     connection = clickhouse_connection_of(request, draft)
     context: dict[str, Any] = {"connection": connection}
     if connection is None or (source and source.get("phase") == "connect"):
-        choice, new = _connection_step_forms(
-            request,
-            draft,
-            source,
-            step="clickhouse",
-            choice_class=forms.ClickHouseChoiceForm,
-            new_class=forms.ClickHouseConnectionForm,
-            selector=conn_selectors.clickhouse_connection_list,
-        )
+        choice, new = _connection_step_forms(request, draft, source, CLICKHOUSE)
         context.update({"phase": "connect", "choice_form": choice, "new_form": new, "connection": None})
         return context
     initial = (
@@ -671,15 +634,7 @@ def clickhouse_submit(request, draft):
         draft_update_section(draft=draft, step="clickhouse", changes={"connection_id": None})
         return clickhouse_show(request, draft, None)
     if action == "connect" or clickhouse_connection_of(request, draft) is None:
-        connection, context = _submit_connection(
-            request,
-            draft,
-            step="clickhouse",
-            choice_class=forms.ClickHouseChoiceForm,
-            new_class=forms.ClickHouseConnectionForm,
-            selector=conn_selectors.clickhouse_connection_list,
-            create=conn_services.clickhouse_connection_create,
-        )
+        connection, context = _submit_connection(request, draft, CLICKHOUSE)
         if context is not None:
             return {**context, "phase": "connect", "connection": None}
         draft_update_section(draft=draft, step="clickhouse", changes={"connection_id": connection.pk})

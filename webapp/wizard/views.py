@@ -20,12 +20,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
-from webapp.connections import services as conn_services
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.wizard import forms, spec_builder, step_handlers
+from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
 from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -266,35 +266,19 @@ def _partial(request: HttpRequest, template: str, context: dict) -> HttpResponse
 def kafka_test(request: HttpRequest, draft_id: int) -> HttpResponse:
     """ "Test connection": the brokers and topic count, or the broker's error in plain words."""
     draft_get(user=request.user, pk=draft_id)
-    return _connection_test(
-        request,
-        kind="kafka",
-        choice_class=forms.KafkaChoiceForm,
-        new_class=forms.KafkaConnectionForm,
-        selector=conn_selectors.kafka_connection_list,
-        build=conn_services.kafka_connection_build,
-        test=conn_services.kafka_connection_test,
-    )
+    return _connection_test(request, KAFKA)
 
 
 @login_required
 @require_POST
 def clickhouse_test(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft_get(user=request.user, pk=draft_id)
-    return _connection_test(
-        request,
-        kind="clickhouse",
-        choice_class=forms.ClickHouseChoiceForm,
-        new_class=forms.ClickHouseConnectionForm,
-        selector=conn_selectors.clickhouse_connection_list,
-        build=conn_services.clickhouse_connection_build,
-        test=conn_services.clickhouse_connection_test,
-    )
+    return _connection_test(request, CLICKHOUSE)
 
 
-def _connection_test(request, *, kind, choice_class, new_class, selector, build, test) -> HttpResponse:
-    choice = choice_class(request.POST, connections=selector(user=request.user))
-    context: dict = {"kind": kind}
+def _connection_test(request: HttpRequest, kind: ConnectionKind) -> HttpResponse:
+    choice = kind.choice_form(request.POST, connections=kind.list(user=request.user))
+    context: dict = {"kind": kind.slug}
     if not choice.is_valid():
         context["error"] = "Choose a saved connection first, or enter a new one."
         return _partial(request, "connection_test.html", context)
@@ -303,18 +287,17 @@ def _connection_test(request, *, kind, choice_class, new_class, selector, build,
     else:
         post = request.POST.copy()
         post["new-name"] = post.get("new-name") or "untitled"  # a name is only needed to save it
-        new = new_class(post)
+        new = kind.new_form(post)
         if not new.is_valid():
             context["error"] = "Fill in the connection fields first."
             context["field_errors"] = [
                 f"{new.fields[n].label}: {e[0]}" for n, e in new.errors.items() if n in new.fields
             ]
             return _partial(request, "connection_test.html", context)
-        data = {name: new.cleaned_data.get(name) for name in new_class._meta.fields}
-        data = {k: ("" if v is None and k != "port" else v) for k, v in data.items()}
+        data = connection_data(new)
         data["name"] = data.get("name") or "untitled"
         try:
-            connection = build(owner=request.user, data=data)
+            connection = kind.build(owner=request.user, data=data)
         except ValidationError as exc:
             context["error"] = "Some connection fields need fixing first."
             context["field_errors"] = [
@@ -322,7 +305,7 @@ def _connection_test(request, *, kind, choice_class, new_class, selector, build,
             ]
             return _partial(request, "connection_test.html", context)
     try:
-        info = test(connection=connection)
+        info = kind.test(connection=connection)
     except ApplicationError as exc:
         context["error"] = exc.message
     else:
