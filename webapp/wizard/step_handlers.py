@@ -296,6 +296,11 @@ def sample_show(request, draft, source):
     else:
         form = forms.SampleForm(initial={k: section[k] for k in ("count", "position") if k in section})
         rows = field_rows_from(section.get("fields", []))
+    return _sample_context(draft, form, rows)
+
+
+def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    section = draft.section("sample")
     return {
         "form": form,
         "rows": rows,
@@ -310,14 +315,7 @@ def sample_submit(request, draft):
     section = draft.section("sample")
     form = forms.SampleForm(request.POST)
     rows = parse_field_rows(request.POST, _known_fields(section))
-    context = {
-        "form": form,
-        "rows": rows,
-        "events": section.get("events", []),
-        "field_types": FIELD_TYPES,
-        "fetched_at": section.get("fetched_at"),
-        "topics": draft.section("topics").get("topics", []),
-    }
+    context = _sample_context(draft, form, rows)
     valid = form.is_valid()
     if not rows:
         context["rows_error"] = "Add at least one field: fetch a sample, or add the fields by hand."
@@ -659,16 +657,7 @@ def clickhouse_submit(request, draft):
             columns = conn_selectors.clickhouse_column_list(
                 connection=connection, database=data["database"], table=data["table"]
             )
-            values["columns"] = [
-                {
-                    "name": c.name,
-                    "type": c.type,
-                    "nullable": c.nullable,
-                    "required": c.required,
-                    "default_kind": c.default_kind,
-                }
-                for c in columns
-            ]
+            values["columns"] = _columns_to_store(columns)
         else:
             tables = conn_selectors.clickhouse_table_list(connection=connection, database=data["database"])
             if any(t.name == data["new_table"] for t in tables):
@@ -691,6 +680,14 @@ def clickhouse_submit(request, draft):
         draft_update_section(draft=draft, step="mapping", changes={"columns": None})
     draft_save_step(draft=draft, step="clickhouse", values=values, advance=True)
     return None
+
+
+def _columns_to_store(columns: list[Any]) -> list[dict[str, Any]]:
+    """An existing table's columns (`ColumnInfo`s) as draft data, for the mapping step."""
+    return [
+        {"name": c.name, "type": c.type, "nullable": c.nullable, "required": c.required, "default_kind": c.default_kind}
+        for c in columns
+    ]
 
 
 # -- 7. Mapping -----------------------------------------------------------------------------------------
@@ -839,6 +836,10 @@ def mapping_show(request, draft, source):
     _ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
     if columns_error:
         problems.insert(0, f"Could not read the table's columns: {columns_error}")
+    return _mapping_context(rows, columns, new_table, problems, unmapped)
+
+
+def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, Any]:
     return {
         "rows": rows,
         "columns": columns,
@@ -854,16 +855,7 @@ def mapping_show(request, draft, source):
 def mapping_submit(request, draft):
     rows, columns, new_table = mapping_rows(draft, request.POST)
     ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
-    context = {
-        "rows": rows,
-        "columns": columns,
-        "new_table": new_table,
-        "problems": problems,
-        "unmapped_required": unmapped,
-        "type_choices": NEW_TABLE_TYPES,
-        "checked": True,
-        "metadata_fields": specmod.KAFKA_METADATA_FIELDS,
-    }
+    context = _mapping_context(rows, columns, new_table, problems, unmapped)
     if not ok:
         return context
     values = {
@@ -893,22 +885,7 @@ def ensure_columns(request: HttpRequest, draft: WizardDraft) -> str | None:
         )
     except ApplicationError as exc:
         return exc.message
-    draft_update_section(
-        draft=draft,
-        step="clickhouse",
-        changes={
-            "columns": [
-                {
-                    "name": c.name,
-                    "type": c.type,
-                    "nullable": c.nullable,
-                    "required": c.required,
-                    "default_kind": c.default_kind,
-                }
-                for c in columns
-            ]
-        },
-    )
+    draft_update_section(draft=draft, step="clickhouse", changes={"columns": _columns_to_store(columns)})
     return None
 
 
@@ -920,6 +897,11 @@ def _default_name(draft: WizardDraft) -> str:
     table = ch.get("new_table") or ch.get("table") or "clickhouse"
     base = f"{topics[0] if topics else 'events'}-to-{table}"
     return re.sub(r"[^A-Za-z0-9_.-]", "-", base)[:100]
+
+
+def _spec_issues(error: specmod.SpecError) -> list[dict[str, str]]:
+    """Each problem of the spec with the step that fixes it."""
+    return [{"path": i.path, "message": i.message, "step": spec_builder.step_for_path(i.path)} for i in error.errors]
 
 
 def review_context(
@@ -950,9 +932,7 @@ def review_context(
                 check_live=live,
             )
         except specmod.SpecError as exc:
-            issues = [
-                {"path": i.path, "message": i.message, "step": spec_builder.step_for_path(i.path)} for i in exc.errors
-            ]
+            issues = _spec_issues(exc)
         except ApplicationError as exc:
             warning = f"Could not check against the live systems: {exc.message}"
     shown = (
@@ -1061,9 +1041,7 @@ def review_submit(request, draft):
         add_validation_errors(form, exc)
         return context
     except specmod.SpecError as exc:
-        context["issues"] = [
-            {"path": i.path, "message": i.message, "step": spec_builder.step_for_path(i.path)} for i in exc.errors
-        ]
+        context["issues"] = _spec_issues(exc)
         return context
     except ApplicationError as exc:
         form.add_error(None, exc.message)
