@@ -4,7 +4,6 @@ service or selector, serializes the result). Secrets are write-only: outputs say
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.connections import selectors, services
+from webapp.connections import kinds, selectors
+from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, KafkaSaslMechanism, KafkaSecurityProtocol
 from webapp.connections.schema import FIELD_TYPES
 
@@ -173,49 +173,27 @@ def _validated(serializer_class: type[serializers.Serializer], data: Any, *, par
 
 
 @dataclass(frozen=True)
-class _ConnectionKind:
-    """What the Kafka and the ClickHouse connection views differ in: serializers, selectors and services."""
+class _ApiKind(ConnectionKind):
+    """A kind of connection (`webapp.connections.kinds`) with its serializers."""
 
     input: type[serializers.Serializer]
     output: type[serializers.Serializer]
     test_output: type[serializers.Serializer]
-    list: Callable[..., Any]
-    get: Callable[..., Any]
-    build: Callable[..., Any]
-    create: Callable[..., Any]
-    update: Callable[..., Any]
-    delete: Callable[..., Any]
-    test: Callable[..., Any]
 
 
-_KAFKA = _ConnectionKind(
-    input=KafkaConnectionInput,
-    output=KafkaConnectionOutput,
-    test_output=KafkaClusterInfoOutput,
-    list=selectors.kafka_connection_list,
-    get=selectors.kafka_connection_get,
-    build=services.kafka_connection_build,
-    create=services.kafka_connection_create,
-    update=services.kafka_connection_update,
-    delete=services.kafka_connection_delete,
-    test=services.kafka_connection_test,
+_KAFKA = _ApiKind(
+    **vars(kinds.KAFKA), input=KafkaConnectionInput, output=KafkaConnectionOutput, test_output=KafkaClusterInfoOutput
 )
-_CLICKHOUSE = _ConnectionKind(
+_CLICKHOUSE = _ApiKind(
+    **vars(kinds.CLICKHOUSE),
     input=ClickHouseConnectionInput,
     output=ClickHouseConnectionOutput,
     test_output=ClickHouseServerInfoOutput,
-    list=selectors.clickhouse_connection_list,
-    get=selectors.clickhouse_connection_get,
-    build=services.clickhouse_connection_build,
-    create=services.clickhouse_connection_create,
-    update=services.clickhouse_connection_update,
-    delete=services.clickhouse_connection_delete,
-    test=services.clickhouse_connection_test,
 )
 
 
 class _ConnectionListCreateApi(APIView):
-    kind: _ConnectionKind
+    kind: _ApiKind
 
     def get(self, request: Request) -> Response:
         connections = self.kind.list(user=request.user)
@@ -228,7 +206,7 @@ class _ConnectionListCreateApi(APIView):
 
 
 class _ConnectionDetailApi(APIView):
-    kind: _ConnectionKind
+    kind: _ApiKind
 
     def get(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
@@ -247,7 +225,7 @@ class _ConnectionDetailApi(APIView):
 
 
 class _ConnectionTestApi(APIView):
-    kind: _ConnectionKind
+    kind: _ApiKind
 
     def post(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
@@ -256,7 +234,7 @@ class _ConnectionTestApi(APIView):
 
 
 class _ConnectionTestUnsavedApi(APIView):
-    kind: _ConnectionKind
+    kind: _ApiKind
 
     def post(self, request: Request) -> Response:
         data = _validated(self.kind.input, request.data)

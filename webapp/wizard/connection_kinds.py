@@ -1,67 +1,30 @@
-"""The two kinds of connection as the wizard sees them: the forms, selectors and services of each.
+"""The wizard's view of the two kinds of connection: `webapp.connections.kinds` plus the wizard's forms.
 
-The Kafka step (1) and the ClickHouse step (6), their "Test connection" partials and the connections page
-do the same things with either kind; they take one of these instead of naming each function.
+Steps 1 and 6, their "Test connection" partials and the connections page do the same things with either
+kind; they take one of these instead of naming each function and form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms as django_forms
 from django.http import Http404
 
-from webapp.connections import selectors as conn_selectors
-from webapp.connections import services as conn_services
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections import kinds
 from webapp.wizard import forms
 
 
 @dataclass(frozen=True)
-class ConnectionKind:
-    slug: str  # the wizard step and the connections page's `kind`
-    label: str
-    choice_form: type[django_forms.Form]
-    new_form: type[django_forms.ModelForm]
-    secrets: tuple[str, ...]
-    list: Callable[..., Any]
-    get: Callable[..., Any]
-    build: Callable[..., Any]
-    create: Callable[..., Any]
-    update: Callable[..., Any]
-    delete: Callable[..., Any]
-    test: Callable[..., Any]
+class ConnectionKind(kinds.ConnectionKind):
+    choice_form: type[django_forms.Form]  # a saved connection or a new one
+    new_form: type[django_forms.ModelForm]  # a new connection's fields; the connections page's edit form
 
 
-KAFKA = ConnectionKind(
-    slug="kafka",
-    label="Kafka",
-    choice_form=forms.KafkaChoiceForm,
-    new_form=forms.KafkaConnectionForm,
-    secrets=KafkaConnection.SECRET_FIELDS,
-    list=conn_selectors.kafka_connection_list,
-    get=conn_selectors.kafka_connection_get,
-    build=conn_services.kafka_connection_build,
-    create=conn_services.kafka_connection_create,
-    update=conn_services.kafka_connection_update,
-    delete=conn_services.kafka_connection_delete,
-    test=conn_services.kafka_connection_test,
-)
+KAFKA = ConnectionKind(**vars(kinds.KAFKA), choice_form=forms.KafkaChoiceForm, new_form=forms.KafkaConnectionForm)
 CLICKHOUSE = ConnectionKind(
-    slug="clickhouse",
-    label="ClickHouse",
-    choice_form=forms.ClickHouseChoiceForm,
-    new_form=forms.ClickHouseConnectionForm,
-    secrets=ClickHouseConnection.SECRET_FIELDS,
-    list=conn_selectors.clickhouse_connection_list,
-    get=conn_selectors.clickhouse_connection_get,
-    build=conn_services.clickhouse_connection_build,
-    create=conn_services.clickhouse_connection_create,
-    update=conn_services.clickhouse_connection_update,
-    delete=conn_services.clickhouse_connection_delete,
-    test=conn_services.clickhouse_connection_test,
+    **vars(kinds.CLICKHOUSE), choice_form=forms.ClickHouseChoiceForm, new_form=forms.ClickHouseConnectionForm
 )
 
 
