@@ -74,6 +74,7 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
         .option("max_records_per_batch", str(source.max_records_per_batch))
         .option("group_id", f"clearflow-{spec.name}")
         .option("kafka_config_secret", json.dumps(source.kafka.librdkafka_config()))
+        .option("fields", json.dumps([[f.path, f.type] for f in source.fields]))
         .load()
     )
 
