@@ -5,7 +5,6 @@ service or selector, serializes the result). Secrets are write-only: outputs say
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
@@ -14,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
+from webapp.api.inputs import validated_input
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, KafkaSaslMechanism, KafkaSecurityProtocol
@@ -163,12 +163,6 @@ class ColumnOutput(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True)
 
 
-def _validated(serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False) -> dict:
-    serializer = serializer_class(data=data, partial=partial)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 # -- connections: the same views for both kinds -----------------------------------------------------------
 
 
@@ -200,7 +194,7 @@ class _ConnectionListCreateApi(APIView):
         return Response(self.kind.output(connections, many=True).data)
 
     def post(self, request: Request) -> Response:
-        data = _validated(self.kind.input, request.data)
+        data = validated_input(self.kind.input, request.data)
         connection = self.kind.create(owner=request.user, data=data)
         return Response(self.kind.output(connection).data, status=status.HTTP_201_CREATED)
 
@@ -214,7 +208,7 @@ class _ConnectionDetailApi(APIView):
 
     def patch(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
-        data = _validated(self.kind.input, request.data, partial=True)
+        data = validated_input(self.kind.input, request.data, partial=True)
         connection = self.kind.update(connection=connection, data=data)
         return Response(self.kind.output(connection).data)
 
@@ -237,7 +231,7 @@ class _ConnectionTestUnsavedApi(APIView):
     kind: _ApiKind
 
     def post(self, request: Request) -> Response:
-        data = _validated(self.kind.input, request.data)
+        data = validated_input(self.kind.input, request.data)
         connection = self.kind.build(owner=request.user, data=data)
         info = self.kind.test(connection=connection)
         return Response(self.kind.test_output({"ok": True, **info.__dict__}).data)
@@ -324,7 +318,7 @@ class KafkaSampleApi(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = _validated(SampleInput, request.data)
+        data = validated_input(SampleInput, request.data)
         events = selectors.kafka_event_sample(connection=connection, **data)
         return Response(SampledEventOutput(events, many=True).data)
 
@@ -339,7 +333,7 @@ class KafkaInferSchemaApi(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = _validated(SampleInput, request.data)
+        data = validated_input(SampleInput, request.data)
         events = selectors.kafka_event_sample(connection=connection, **data)
         fields = selectors.schema_infer(values=[event.value for event in events])
         return Response(InferSchemaOutput({"sampled": len(events), "fields": fields}).data)

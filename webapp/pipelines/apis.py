@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
+from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
 from webapp.connections.schema import FIELD_TYPES
 from webapp.pipelines import selectors, services
@@ -150,12 +151,6 @@ class PipelineVersionOutput(serializers.ModelSerializer):
         fields = ["number", "spec", "note", "created_by", "created_at"]
 
 
-def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
     out = {}
@@ -183,7 +178,7 @@ class PipelineListCreateApi(APIView):
         responses={201: PipelineOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request) -> Response:
-        data = _validated(PipelineCreateInput, request.data)
+        data = validated_input(PipelineCreateInput, request.data)
         data.update(_connections(request, data))
         pipeline = services.pipeline_create(owner=request.user, **data)
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
@@ -203,7 +198,7 @@ class PipelineDetailApi(APIView):
     )
     def patch(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        data = _validated(PipelineUpdateInput, request.data)
+        data = validated_input(PipelineUpdateInput, request.data)
         data.update(_connections(request, data))
         pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
         return Response(PipelineOutput(pipeline).data)
@@ -235,7 +230,7 @@ class PipelineSpecValidateApi(APIView):
         responses={200: ValidationOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request) -> Response:
-        data = _validated(PipelineValidateInput, request.data)
+        data = validated_input(PipelineValidateInput, request.data)
         data.update(_connections(request, data))
         parsed = services.pipeline_validate(**data)
         return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
@@ -253,7 +248,7 @@ class PipelineMappingApi(APIView):
         responses={200: MappingOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request) -> Response:
-        data = _validated(MappingInput, request.data)
+        data = validated_input(MappingInput, request.data)
         connections = _connections(request, data)
         suggestion = selectors.pipeline_mapping_suggest(
             fields=[SourceField(**f) for f in data["fields"]],
@@ -274,7 +269,7 @@ class PipelineValidateApi(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        data = _validated(PipelineCheckInput, request.data)
+        data = validated_input(PipelineCheckInput, request.data)
         parsed = services.pipeline_validate(
             spec=pipeline.spec or {},
             kafka_connection=pipeline.kafka_connection,
