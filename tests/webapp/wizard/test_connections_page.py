@@ -91,23 +91,8 @@ def test_anonymous_is_sent_to_log_in(client, kafka_connection):
     assert client.get(edit_url("kafka", kafka_connection)).url.startswith("/login/")
 
 
-def test_a_connection_in_use_is_not_deleted(owner_client, owner, kafka_connection, clickhouse_connection):
-    from webapp.pipelines.services import pipeline_create
-
-    pipeline_create(
-        owner=owner,
-        name="p",
-        kafka_connection=kafka_connection,
-        clickhouse_connection=clickhouse_connection,
-        spec={
-            "source": {"topics": ["t"], "fields": [{"path": "a", "type": "string"}]},
-            "sink": {
-                "clickhouse": {"database": "default"},
-                "table": "t",
-                "columns": [{"field": "a", "column": "a", "type": "String"}],
-            },
-        },
-    )
+def test_a_connection_in_use_is_not_deleted(owner_client, kafka_connection, create_pipeline):
+    create_pipeline("p")
     response = owner_client.post(
         reverse("wizard:connection_delete", kwargs={"kind": "kafka", "pk": kafka_connection.pk}), follow=True
     )

@@ -9,7 +9,6 @@ import redis
 from django.urls import reverse
 
 from spark_jobs.metrics import recent_key
-from webapp.pipelines.services import pipeline_create
 
 pytestmark = pytest.mark.django_db
 
@@ -31,21 +30,8 @@ def record(batch: int, **values) -> str:
 
 
 @pytest.fixture
-def pipeline(owner, kafka_connection, clickhouse_connection):
-    return pipeline_create(
-        owner=owner,
-        name="metered",
-        kafka_connection=kafka_connection,
-        clickhouse_connection=clickhouse_connection,
-        spec={
-            "source": {"topics": ["t"], "fields": [{"path": "a", "type": "string"}]},
-            "sink": {
-                "clickhouse": {"database": "default"},
-                "table": "t",
-                "columns": [{"field": "a", "column": "a", "type": "String"}],
-            },
-        },
-    )
+def pipeline(create_pipeline):
+    return create_pipeline("metered")
 
 
 def test_metrics_show_the_latest_batch_and_the_totals(owner_client, pipeline, redis_url, settings):
