@@ -59,6 +59,15 @@ class Pipeline(TimeStampedModel):
         return self.name
 
     @property
+    def job_name(self) -> str:
+        """The name the Spark job runs under: its metrics key in Redis and its ClickHouse dedup tokens.
+
+        From the id, not the name: names are unique per owner only, and a rename must not make a running job
+        look like another one (or its replayed batches look new to ClickHouse).
+        """
+        return f"pipeline-{self.pk}"
+
+    @property
     def spec(self) -> dict[str, Any] | None:
         """The current version's spec JSON (without secrets)."""
         return self.current_version.spec if self.current_version_id else None

@@ -242,6 +242,7 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
     version = version or pipeline.deployed_version or pipeline.current_version
     if version is None:
         raise ConflictError("The pipeline has no spec.")
-    return specs.with_connections(
+    job_spec = specs.with_connections(
         version.spec, kafka_connection=pipeline.kafka_connection, clickhouse_connection=pipeline.clickhouse_connection
     )
+    return {**job_spec, "name": pipeline.job_name}

@@ -8,6 +8,7 @@ import redis
 from localstack.processes import free_port
 from spark_jobs.metrics import BatchMetrics, MetricsPublisher, recent_key
 from tests.webapp.conftest import orders_spec
+from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 from webapp.pipelines import selectors, services
 from webapp.pipelines.metrics import MetricsUnavailableError
 
@@ -17,14 +18,20 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def pipeline(owner, kafka_conn, ch_conn, topics, clickhouse_target, redis_url, settings):
     settings.REDIS_URL = redis_url
-    redis.Redis.from_url(redis_url).delete(recent_key("metered-orders"))
-    return services.pipeline_create(
+    pipeline = services.pipeline_create(
         owner=owner,
         name="metered-orders",
         kafka_connection=kafka_conn,
         clickhouse_connection=ch_conn,
         spec=orders_spec(topics.orders, clickhouse_target.database),
     )
+    redis.Redis.from_url(redis_url).delete(recent_key(job_name(pipeline)))
+    return pipeline
+
+
+def job_name(pipeline) -> str:
+    """The name the worker hands the job, which the job publishes its metrics under."""
+    return services.pipeline_job_spec(pipeline=pipeline)["name"]
 
 
 def batch(batch_id: int) -> BatchMetrics:
@@ -43,7 +50,7 @@ def batch(batch_id: int) -> BatchMetrics:
 
 
 def test_records_the_job_published_oldest_first(pipeline, redis_url):
-    publisher = MetricsPublisher("metered-orders", redis_url)
+    publisher = MetricsPublisher(job_name(pipeline), redis_url)
     for batch_id in range(3):
         publisher.publish(batch(batch_id))
     records = selectors.pipeline_metrics(pipeline=pipeline)
@@ -58,7 +65,7 @@ def test_records_the_job_published_oldest_first(pipeline, redis_url):
 
 def test_nothing_yet_and_entries_that_are_not_json_objects(pipeline, redis_url):
     assert selectors.pipeline_metrics(pipeline=pipeline) == []
-    redis.Redis.from_url(redis_url).lpush(recent_key("metered-orders"), "not json", "[1, 2]")
+    redis.Redis.from_url(redis_url).lpush(recent_key(job_name(pipeline)), "not json", "[1, 2]")
     assert selectors.pipeline_metrics(pipeline=pipeline) == []
 
 
@@ -68,3 +75,32 @@ def test_redis_down_is_an_external_service_error(pipeline, settings):
         selectors.pipeline_metrics(pipeline=pipeline)
     assert info.value.status_code == 502
     assert info.value.message == "The metrics store (Redis) did not answer."
+
+
+def test_two_owners_pipelines_of_the_same_name_keep_their_metrics_apart(
+    pipeline, other, kafka_bootstrap, clickhouse_server, topics, clickhouse_target, redis_url
+):
+    their_pipeline = services.pipeline_create(
+        owner=other,
+        name=pipeline.name,
+        kafka_connection=kafka_connection_create(
+            owner=other, data={"name": "theirs", "bootstrap_servers": kafka_bootstrap}
+        ),
+        clickhouse_connection=clickhouse_connection_create(
+            owner=other, data={"name": "theirs", "host": clickhouse_server.host, "port": clickhouse_server.port}
+        ),
+        spec=orders_spec(topics.orders, clickhouse_target.database),
+    )
+    MetricsPublisher(job_name(pipeline), redis_url).publish(batch(1))
+
+    assert [r["batch_id"] for r in selectors.pipeline_metrics(pipeline=pipeline)] == [1]
+    assert selectors.pipeline_metrics(pipeline=their_pipeline) == []
+
+
+def test_a_renamed_pipeline_keeps_its_job_name_and_metrics(pipeline, owner, redis_url):
+    MetricsPublisher(job_name(pipeline), redis_url).publish(batch(1))
+
+    renamed = services.pipeline_update(pipeline=pipeline, user=owner, name="orders-renamed")
+
+    assert job_name(renamed) == job_name(pipeline)
+    assert [r["batch_id"] for r in selectors.pipeline_metrics(pipeline=renamed)] == [1]

@@ -37,7 +37,7 @@ def pipeline(create_pipeline):
 def test_metrics_show_the_latest_batch_and_the_totals(owner_client, pipeline, redis_url, settings):
     settings.REDIS_URL = redis_url
     client = redis.Redis.from_url(redis_url)
-    key = recent_key("metered")
+    key = recent_key(pipeline.job_name)
     client.delete(key)
     for batch in range(3):  # the job pushes the newest first
         client.lpush(key, record(batch, input_rows=100 + batch, rows_written=90 + batch))
@@ -52,7 +52,7 @@ def test_no_metrics_yet_and_redis_down(owner_client, pipeline, redis_url, settin
     from localstack.processes import free_port
 
     settings.REDIS_URL = redis_url
-    redis.Redis.from_url(redis_url).delete(recent_key("metered"))
+    redis.Redis.from_url(redis_url).delete(recent_key(pipeline.job_name))
     url = reverse("wizard:pipeline_metrics", kwargs={"pk": pipeline.pk})
     assert "No metrics yet" in owner_client.get(url).content.decode()
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
