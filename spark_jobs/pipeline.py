@@ -101,6 +101,20 @@ def _spark_checked(path: str, build: Any) -> DataFrame:
         raise SpecError([SpecIssue(path, f"Spark rejected the expression: {message}")]) from None
 
 
+def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
+    """Record columns that only dead letters need after dedup (so usable events need not carry them)."""
+    transforms = {t.name for t in spec.transforms}
+    field_types = spec.field_types()
+    late_checks = [c for c in spec.sink.columns if c.field in transforms]
+    # Columns computed by transforms are checked after dedup: their dead letters need the whole record.
+    if any(T.needs_check(field_types[c.field], c.type) for c in late_checks):
+        return []
+    used = {c.field for c in spec.sink.columns}
+    expressions = " ".join([spec.filter or "", *[t.expression for t in spec.transforms]])
+    metadata = [name for name in KAFKA_METADATA_FIELDS if name not in used and name not in expressions]
+    return ["_cf_value", *metadata]
+
+
 def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
     """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
     field_types = spec.field_types()
@@ -112,10 +126,7 @@ def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
         dedup = spec.dedup
         time_field = dedup.event_time_field if dedup.time == "event" else None
         df = T.dedup_time(df, time_field=time_field, window_seconds=dedup.window_seconds)
-        # Columns computed by transforms are checked after dedup; their dead letters need the raw record.
-        late = [c for c in spec.sink.columns if c.field in {t.name for t in spec.transforms}]
-        if not any(T.needs_check(field_types[c.field], c.type) for c in late):
-            df = T.drop_raw_unless_dead(df)
+        df = T.drop_unless_dead(df, _unused_after_dedup(spec))
         df = T.drop_duplicates(df, keys=dedup.keys, window_seconds=dedup.window_seconds)
     df = _spark_checked("filter", lambda: T.apply_filter(df, spec.filter))
     for i, transform in enumerate(spec.transforms):

@@ -221,9 +221,13 @@ def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) 
     return deduped.drop(*key_cols, DLQ_ID)
 
 
-def drop_raw_unless_dead(df: DataFrame) -> DataFrame:
-    """Forget the raw record of usable events (only dead letters store it): less data through the shuffle."""
-    return df.withColumn("_cf_value", F.when(F.col(ERROR).isNotNull(), F.col("_cf_value")))
+def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """NULL these columns (the raw record, Kafka metadata) for usable events, where nothing reads them later
+    (only dead letters store them): less data through the dedup shuffle."""
+    dead = F.col(ERROR).isNotNull()
+    for name in columns:
+        df = df.withColumn(name, F.when(dead, F.col(name)))
+    return df
 
 
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
