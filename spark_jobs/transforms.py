@@ -209,16 +209,21 @@ def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) 
     usable = F.col(ERROR).isNull()
     keyed = df
     key_cols = []
+    added = []
     for i, key in enumerate(keys):
+        if "." not in key:
+            key_cols.append(key)  # a top-level key is used as it is (dead letters differ by DLQ_ID)
+            continue
         name = f"_cf_k{i}"
-        keyed = keyed.withColumn(name, F.when(usable, _path_col(key)))
+        keyed = keyed.withColumn(name, _path_col(key))
         key_cols.append(name)
+        added.append(name)
     keyed = keyed.withColumn(
         DLQ_ID,
         F.when(~usable, F.concat_ws(":", "_kafka_topic", "_kafka_partition", "_kafka_offset")),
     )
     deduped = keyed.withWatermark(TIME, f"{delay} seconds").dropDuplicatesWithinWatermark([*key_cols, DLQ_ID])
-    return deduped.drop(*key_cols, DLQ_ID)
+    return deduped.drop(*added, DLQ_ID)
 
 
 def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
