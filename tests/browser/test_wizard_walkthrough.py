@@ -39,7 +39,7 @@ def next_step(page: Page, expected_title: str) -> None:
     expect(page.locator("h1")).to_have_text(expected_title)
 
 
-def publish_metrics(redis_url: str, pipeline: str, batches: int) -> None:
+def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
     """What the Spark job publishes per micro-batch (spark_jobs.metrics), newest first."""
     import json
 
@@ -48,13 +48,13 @@ def publish_metrics(redis_url: str, pipeline: str, batches: int) -> None:
     from spark_jobs.metrics import recent_key
 
     client = redis.Redis.from_url(redis_url)
-    client.delete(recent_key(pipeline))
+    client.delete(recent_key(job_name))
     for batch in range(batches):
         client.lpush(
-            recent_key(pipeline),
+            recent_key(job_name),
             json.dumps(
                 {
-                    "pipeline": pipeline,
+                    "pipeline": job_name,
                     "batch_id": batch,
                     "timestamp": f"2026-11-21T10:{batch:02d}:00Z",
                     "input_rows": 800 + 40 * (batch % 5),
@@ -75,7 +75,6 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
 ):
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")
     settings.REDIS_URL = redis_url
-    publish_metrics(redis_url, "user-signups", batches=12)  # as if the job were already running
     page.set_default_timeout(20_000)
 
     # Log in: the pipeline list is the home page.
@@ -199,10 +198,12 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
 
     expect(page.locator("h1")).to_contain_text("user-signups")
     expect(page.locator("#pipeline-status")).to_have_text("Deploy requested")
+    pipeline = Pipeline.objects.get(name="user-signups")
+    publish_metrics(redis_url, pipeline.job_name, batches=12)  # as if the job were running
+    page.reload()
     expect(page.locator("#metrics-latest")).to_contain_text("duplicates dropped")
     expect(page.locator("#metrics .chart canvas")).to_have_count(1)  # uPlot drew the chart
     shot(page, "09-pipeline")
-    pipeline = Pipeline.objects.get(name="user-signups")
     assert pipeline.status == "deploy_requested"
     assert pipeline.spec["source"]["topics"] == [demo_topic]
     assert pipeline.spec["dedup"] == {
