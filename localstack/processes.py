@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,16 +122,6 @@ class ProcessGroup:
     def exited(self) -> list[RunningService]:
         return [service for service in self.services if service.process.poll() is not None]
 
-    def stop(self, service: RunningService, timeout: float = 15.0) -> None:
-        _signal_group(service.process, signal.SIGTERM)
-        try:
-            service.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _signal_group(service.process, signal.SIGKILL)
-            service.process.wait(timeout=5)
-        # Whatever the service forked (Celery's pool, gunicorn's workers) goes with its session.
-        _signal_group(service.process, signal.SIGKILL)
-
     def stop_all(self, timeout: float = 20.0) -> None:
         """Stop every child, newest first, within `timeout` seconds in total."""
         for service in reversed(self.services):
@@ -224,9 +214,3 @@ def redis(*, host: str = "127.0.0.1", port: int = 6379, data_dir: Path) -> Servi
         ready=lambda: tcp_open(host, port),
         ready_timeout=20,
     )
-
-
-@contextlib.contextmanager
-def running(definition: ServiceDef, log_dir: Path) -> Iterator[RunningService]:
-    with ProcessGroup(log_dir) as group:
-        yield group.start(definition)

@@ -69,9 +69,9 @@ class StackConfig:
         return f"http://{self.web_host}:{self.web_port}"
 
 
-def _host_port(address: str, default_port: int = 0) -> tuple[str, int]:
+def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.strip().rpartition(":")
-    return host or "127.0.0.1", int(port or default_port)
+    return host or "127.0.0.1", int(port)
 
 
 def _say(message: str) -> None:
