@@ -6,9 +6,11 @@ Pre-loads N JSON events (10% duplicates) into a fresh topic, then, in the same r
 1. the raw confluent-kafka consume rate of that topic (one consumer, all partitions: the ceiling);
 2. the pipeline with dedup (1h window) as `python -m spark_jobs.run --available-now` until it has caught up;
 3. the same pipeline with dedup off.
-For 2 and 3: end-to-end events/s (first micro-batch start to last micro-batch end, from the job's metrics
+4. the ingest ceiling: the job's source and parse only, into Spark's noop sink (bench/ingest_ceiling.py).
+For 2 to 4: end-to-end events/s (first micro-batch start to last micro-batch end, from the job's metrics
 lines; the wall time including Spark's start is reported too), p50/p95 micro-batch duration, peak RSS of
-the job's whole process tree (driver, JVM, Python workers), and a ClickHouse row-count check.
+the job's whole process tree (driver, JVM, Python workers), the CPU seconds each component used (the JVM,
+the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
 
 Starts its own Tansu broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
 """
@@ -122,30 +124,52 @@ def raw_consume_rate(bootstrap: str, topic: str, partitions: int, expected: int)
     return count / elapsed
 
 
-def tree_rss_bytes(root_pid: int) -> int:
-    """Sum of RSS over the process group started for the job."""
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process and of its children it has reaped (utime, stime, cutime, cstime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _component(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    if argv and argv[0].endswith(b"java"):
+        return "jvm"
+    if b"pyspark.daemon" in argv:
+        return "python_workers"
+    return "python_driver"
+
+
+def sample_group(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
+    """RSS summed over the job's process group; records each member's latest CPU time in `cpu`."""
     total = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        pid = int(entry)
         try:
-            if os.getpgid(int(entry)) != root_pid:
+            if os.getpgid(pid) != root_pid:
                 continue
             with open(f"/proc/{entry}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            kind = cpu[pid][0] if pid in cpu else _component(pid)
+            cpu[pid] = (kind, cpu_seconds(pid))
         except (OSError, ProcessLookupError):
             continue
     return total
 
 
-def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dict:
+def run_job(
+    spec: dict, workdir: Path, label: str, spark_conf: list[str], services: dict[str, int], *, ceiling: bool = False
+) -> dict:
     spec_file = workdir / f"{label}.json"
     spec_file.write_text(json.dumps(spec))
     log_file = workdir / f"{label}.log"
+    program = [str(REPO / "bench" / "ingest_ceiling.py")] if ceiling else ["-m", "spark_jobs.run"]
     argv = [
         sys.executable,
-        "-m",
-        "spark_jobs.run",
+        *program,
         "--spec",
         str(spec_file),
         "--checkpoint",
@@ -160,6 +184,8 @@ def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dic
         *[arg for item in spark_conf for arg in ("--conf", item)],
     ]
     peak = 0
+    cpu: dict[int, tuple[str, float]] = {}
+    services_before = {name: cpu_seconds(pid) for name, pid in services.items()}
     started = time.monotonic()
     with open(log_file, "wb") as out:
         process = subprocess.Popen(argv, cwd="/", stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -168,7 +194,7 @@ def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dic
         def sample() -> None:
             nonlocal peak
             while not stop.is_set():
-                peak = max(peak, tree_rss_bytes(process.pid))
+                peak = max(peak, sample_group(process.pid, cpu))
                 time.sleep(0.25)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -177,6 +203,11 @@ def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dic
         stop.set()
         sampler.join()
     wall = time.monotonic() - started
+    cpu_by_component: dict[str, float] = {}
+    for kind, seconds in cpu.values():
+        cpu_by_component[kind] = cpu_by_component.get(kind, 0.0) + seconds
+    for name, pid in services.items():
+        cpu_by_component[name] = cpu_seconds(pid) - services_before[name]
     text = log_file.read_text(errors="replace")
     if code != 0:
         raise SystemExit(f"{label}: job exited with {code}; see {log_file}\n{text[-3000:]}")
@@ -208,6 +239,7 @@ def run_job(spec: dict, workdir: Path, label: str, spark_conf: list[str]) -> dic
         "first_batch_ms": durations[0],
         "wall_s_including_spark_start": wall,
         "peak_rss_mb": peak / 2**20,
+        "cpu_s_by_component": {k: round(v, 1) for k, v in sorted(cpu_by_component.items())},
     }
 
 
@@ -221,6 +253,7 @@ def main() -> int:
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
     parser.add_argument("--skip-no-dedup", action="store_true")
+    parser.add_argument("--skip-ceiling", action="store_true", help="do not measure the ingest ceiling")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     args = parser.parse_args()
 
@@ -228,17 +261,19 @@ def main() -> int:
     from localstack import processes
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-bench-"))
+    services: dict[str, int] = {}  # the services this run started: their CPU time is reported per job
     with processes.ProcessGroup(workdir / "logs") as group:
         bootstrap = args.bootstrap
         if not bootstrap:
             port = processes.free_port()
-            group.start(processes.kafka_broker(port=port))
+            services["broker"] = group.start(processes.kafka_broker(port=port)).process.pid
             bootstrap = f"127.0.0.1:{port}"
         if args.clickhouse:
             ch_host, ch_port = args.clickhouse.rsplit(":", 1)
         else:
             ch_host, ch_port = "127.0.0.1", str(processes.free_port())
-            group.start(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
+            clickhouse = group.start(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
+            services["clickhouse"] = clickhouse.process.pid
 
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         log(f"generating {args.events:,} events ({args.dup_ratio:.0%} duplicates)")
@@ -291,23 +326,24 @@ def main() -> int:
             }
 
         results = []
-        for dedup in (True, False):
-            if not dedup and args.skip_no_dedup:
+        for label in ("dedup", "no-dedup", "ingest-ceiling"):
+            if (label == "no-dedup" and args.skip_no_dedup) or (label == "ingest-ceiling" and args.skip_ceiling):
                 continue
+            dedup = label == "dedup"
             data = spec(dedup)
-            label = "dedup" if dedup else "no-dedup"
             log(f"running the pipeline ({label})")
             load_before = os.getloadavg()[0]
-            result = run_job(data, workdir, label, args.conf)
+            result = run_job(data, workdir, label, args.conf, services, ceiling=label == "ingest-ceiling")
             result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-            stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
-            expected = unique if dedup else args.events
-            result["clickhouse_rows"] = stored
-            result["clickhouse_rows_expected"] = expected
             result["ratio_to_raw"] = result["events_per_s"] / raw
             results.append(result)
+            if label != "ingest-ceiling":
+                stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
+                expected = unique if dedup else args.events
+                result["clickhouse_rows"] = stored
+                result["clickhouse_rows_expected"] = expected
+                assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
             log(json.dumps(result, indent=2))
-            assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
 
         summary = {
             "events": args.events,

@@ -1,0 +1,63 @@
+"""The ingest ceiling of the engine (run by bench/engine_bench.py, not a test).
+
+Runs the job's first half only: the Kafka source (confluent-kafka, Arrow parse) into Spark and the parse
+step, into Spark's `noop` sink, with no dedup and no ClickHouse write, on the same session settings as
+`spark_jobs.run`. What the whole pipeline does per second can never exceed this figure on the same machine.
+
+    python bench/ingest_ceiling.py --spec pipeline.json --checkpoint DIR [--master local[2]] [--conf K=V]
+
+It logs the same `clearflow.metrics {...}` line per micro-batch as the job, so the benchmark reads both the
+same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--shuffle-partitions", type=int, default=2)
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--available-now", action="store_true", help="accepted for symmetry; always on")
+    args = parser.parse_args()
+    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+    sys.path.insert(0, str(REPO))
+    from spark_jobs import pipeline
+    from spark_jobs import transforms as T
+    from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
+    from spark_jobs.spec import parse_spec
+
+    spec = parse_spec(Path(args.spec).read_text())
+    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
+    conf.update(item.split("=", 1) for item in args.conf)
+    spark = pipeline.build_session(app_name=f"ceiling-{spec.name}", master=args.master, conf=conf)
+    spark.sparkContext.setLogLevel("WARN")
+    query_name = f"ceiling-{spec.name}"
+    spark.streams.addListener(make_listener(query_name, SinkStats(), MetricsPublisher(spec.name, None)))
+    parsed = T.parse_events(pipeline.read_kafka(spark, spec), pipeline._fields(spec))
+    query = (
+        parsed.writeStream.queryName(query_name)
+        .format("noop")
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
