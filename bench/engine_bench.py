@@ -153,8 +153,8 @@ def sample_group(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
                 continue
             with open(f"/proc/{entry}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            kind = cpu[pid][0] if pid in cpu else _component(pid)
-            cpu[pid] = (kind, cpu_seconds(pid))
+            # Classified at every sample: Spark's launcher script becomes the JVM by exec, keeping its pid.
+            cpu[pid] = (_component(pid), cpu_seconds(pid))
         except (OSError, ProcessLookupError):
             continue
     return total
