@@ -141,17 +141,33 @@ def _component(pid: int) -> str:
     return "python_driver"
 
 
-def sample_group(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
-    """RSS summed over the job's process group; records each member's latest CPU time in `cpu`."""
-    total = 0
+def _descendants(root_pid: int) -> list[int]:
+    """The job's process tree: the runner, Spark's JVM and the Python workers (PySpark's worker daemon puts
+    itself in a process group of its own, so the tree is followed by parent pid, not by group)."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        pid = int(entry)
         try:
-            if os.getpgid(pid) != root_pid:
-                continue
-            with open(f"/proc/{entry}/statm") as f:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
+def sample_tree(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
+    """RSS summed over the job's process tree; records each member's latest CPU time in `cpu`."""
+    total = 0
+    for pid in _descendants(root_pid):
+        try:
+            with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             # Classified at every sample: Spark's launcher script becomes the JVM by exec, keeping its pid.
             cpu[pid] = (_component(pid), cpu_seconds(pid))
@@ -194,7 +210,7 @@ def run_job(
         def sample() -> None:
             nonlocal peak
             while not stop.is_set():
-                peak = max(peak, sample_group(process.pid, cpu))
+                peak = max(peak, sample_tree(process.pid, cpu))
                 time.sleep(0.25)
 
         sampler = threading.Thread(target=sample, daemon=True)
