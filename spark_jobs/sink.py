@@ -4,7 +4,9 @@ Exactly once: Spark replays an unfinished micro-batch with the same batch id and
 crash. Each Spark partition of a batch is written as one insert per table with the token
 `<pipeline>:<run id>:<batch id>:<partition>[:dlq]`; tables carry `non_replicated_deduplication_window`,
 so ClickHouse drops a replayed insert whose token it has seen. The partition's rows are the same on replay
-(dedup output is hash-partitioned by key; without dedup a partition is a fixed Kafka offset range).
+(dedup output is hash-partitioned by key; without dedup a partition is a fixed Kafka offset range), but not
+necessarily in the same order (shuffle blocks arrive in any order): each insert is therefore written as one
+block (`ONE_BLOCK`), so it lands whole or not at all.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ DLQ_COLUMNS = (
 # ClickHouse error codes worth retrying: timeouts, network, overload, too many parts, readonly replica...
 TRANSIENT_CODES = {3, 159, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
 _CODE_RE = re.compile(r"Code: (\d+)")
+# ClickHouse squashes an insert's Arrow batches into blocks of about 1M rows / 256 MB and writes each block as
+# a part deduplicated under its own derived token. A crash between two parts, then a replay with the rows in
+# another order, would skip some rows and repeat others. Thresholds no insert reaches: one block per insert.
+ONE_BLOCK = {"min_insert_block_size_rows": 10**15, "min_insert_block_size_bytes": 10**15}
 
 
 class ClickHouseWriteError(RuntimeError):
@@ -232,7 +238,7 @@ class PartitionWriter:
                 table,
                 data,
                 database=self.database,
-                settings={"insert_deduplication_token": token, "insert_deduplicate": 1},
+                settings={"insert_deduplication_token": token, "insert_deduplicate": 1, **ONE_BLOCK},
             ),
             what=f"insert into {self.database}.{table} (token {token})",
         )
