@@ -7,10 +7,10 @@ Pre-loads N JSON events (10% duplicates) into a fresh topic, then, in the same r
 2. the pipeline with dedup (1h window) as `python -m spark_jobs.run --available-now` until it has caught up;
 3. the same pipeline with dedup off.
 4. the ingest ceiling: the job's source and parse only, into Spark's noop sink (bench/ingest_ceiling.py).
-For 2 to 4: end-to-end events/s (first micro-batch start to last micro-batch end, from the job's metrics
-lines; the wall time including Spark's start is reported too), p50/p95 micro-batch duration, peak RSS of
-the job's whole process tree (driver, JVM, Python workers), the CPU seconds each component used (the JVM,
-the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
+For 2 to 4: end-to-end events/s (first micro-batch start to the end of the last one that read events, from
+the job's metrics lines; the wall time including Spark's start is reported too), p50/p95 micro-batch
+duration, peak RSS of the job's whole process tree (driver, JVM, Python workers), the CPU seconds each
+component used (the JVM, the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
 
 Starts its own Tansu broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
 """
