@@ -89,6 +89,11 @@ def event(event_id: str, n: int = 0, **extra: Any) -> dict:
     }
 
 
+# Bounds a hang, not a speed: a job process needs Spark's start and its first batch, 15-50 s on an idle 2-core
+# machine and over 120 s seen while the machine was loaded.
+JOB_TIMEOUT = 300
+
+
 def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, interval: float = 0.2) -> Any:
     """Poll until predicate() is truthy; return its value or fail with a timeout."""
     deadline = time.monotonic() + timeout

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from engine_helpers import event, make_spec, produce, wait_for
+from engine_helpers import JOB_TIMEOUT, event, make_spec, produce, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_sigkill_during_load_then_restart_writes_each_key_once(
             except Exception:
                 return False
 
-        wait_for(some_rows_written, timeout=120)
+        wait_for(some_rows_written, timeout=JOB_TIMEOUT)
         kill_group(job)  # mid-load: the producer is still going or batches are in flight
         loader.join(timeout=120)
         written_before_restart = ch.command(f"SELECT count() FROM {table}")
@@ -118,10 +118,10 @@ def test_sigterm_stops_after_the_current_batch(kafka_bootstrap, clickhouse_serve
                 if _table_exists(ch, data["sink"]["table"])
                 else False
             ),
-            timeout=120,
+            timeout=JOB_TIMEOUT,
         )
         job.send_signal(signal.SIGTERM)
-        assert job.wait(timeout=120) == 0, log.read_text()[-3000:]
+        assert job.wait(timeout=JOB_TIMEOUT) == 0, log.read_text()[-3000:]
     finally:
         if job.poll() is None:
             kill_group(job)
