@@ -12,7 +12,6 @@ same way.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
@@ -21,28 +20,23 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True)
-    parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--shuffle-partitions", type=int, default=2)
-    parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--available-now", action="store_true", help="accepted for symmetry; always on")
-    args = parser.parse_args()
-    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-
     sys.path.insert(0, str(REPO))
     from spark_jobs import pipeline
     from spark_jobs import transforms as T
     from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
+    from spark_jobs.run import parse_args, spark_conf
     from spark_jobs.spec import parse_spec
 
+    # The job's own command line (--checkpoint is required here; the trigger is always available-now).
+    args = parse_args()
+    if not args.checkpoint:
+        raise SystemExit("--checkpoint is required")
+    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
     spec = parse_spec(Path(args.spec).read_text())
-    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
-    conf.update(item.split("=", 1) for item in args.conf)
-    spark = pipeline.build_session(app_name=f"ceiling-{spec.name}", master=args.master, conf=conf)
+    conf = spark_conf(args)
+    spark = pipeline.build_session(app_name=f"ceiling-{spec.name}", master=args.master or "local[2]", conf=conf)
     spark.sparkContext.setLogLevel("WARN")
     query_name = f"ceiling-{spec.name}"
     spark.streams.addListener(make_listener(query_name, SinkStats(), MetricsPublisher(spec.name, None)))

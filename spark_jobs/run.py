@@ -39,6 +39,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The Spark settings the command line asks for (--conf last, so it overrides the others)."""
+    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
+    for item in args.conf:
+        key, _, value = item.partition("=")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
 def default_checkpoint(name: str) -> str:
     root = os.environ.get("CLEARFLOW_CHECKPOINT_ROOT") or str(Path.home() / ".clearflow" / "checkpoints")
     return str(Path(root) / name)
@@ -70,10 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     from spark_jobs.pipeline import build_session, start_query, stop_query
 
-    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
-    for item in args.conf:
-        key, _, value = item.partition("=")
-        conf[key.strip()] = value.strip()
+    conf = spark_conf(args)
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = args.master or (None if under_spark_submit else "local[*]")
     spark = build_session(app_name=f"clearflow-{spec.name}", master=master, conf=conf)
