@@ -26,19 +26,37 @@ if [ "$purpose" = test ]; then
     install_pkg /usr/lib/chromium/chromium chromium
 fi
 
-# PostgreSQL: the default DATABASE_URL points at a local server.
-if [[ "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/}" == *"@127.0.0.1"* || "${DATABASE_URL:-}" == *"@localhost"* ]]; then
+# PostgreSQL: the default DATABASE_URL (postgres://clearflow@127.0.0.1:5432/clearflow) points at a local server.
+# A fresh Debian cluster trusts only local sockets; as root we add the role `clearflow` (CREATEDB, for the tests'
+# databases) and let it in over loopback TCP without a password: a development database on this machine only.
+local_db_url="${DATABASE_URL:-postgres://clearflow@127.0.0.1:5432/clearflow}"
+if [[ "$local_db_url" == *"@127.0.0.1"* || "$local_db_url" == *"@localhost"* ]]; then
     if ! pg_isready -q -h 127.0.0.1 2>/dev/null; then
         install_pkg pg_ctlcluster postgresql
         if command -v pg_ctlcluster >/dev/null 2>&1; then
             version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
             if [ -n "$version" ]; then
                 pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-                # A fresh Debian cluster trusts only local sockets; the app connects over TCP as postgres.
                 for _ in $(seq 1 20); do pg_isready -q -h 127.0.0.1 && break; sleep 0.5; done
             fi
         fi
         pg_isready -q -h 127.0.0.1 2>/dev/null || missing+=("a PostgreSQL server on 127.0.0.1:5432 (or set DATABASE_URL)")
+    fi
+    if [ -z "${DATABASE_URL:-}" ] && [ "$(id -u)" = 0 ] && pg_isready -q -h 127.0.0.1 2>/dev/null \
+        && ! psql -Xqt "$local_db_url" -c 'SELECT 1' >/dev/null 2>&1; then
+        version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+        hba="/etc/postgresql/$version/main/pg_hba.conf"
+        if [ -f "$hba" ] && ! grep -q "clearflow-local" "$hba"; then
+            sed -i '1i host all clearflow 127.0.0.1/32 trust  # clearflow-local: make test / make up\nhost all clearflow ::1/128 trust  # clearflow-local' "$hba"
+            pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+        fi
+        runuser -u postgres -- psql -Xq -d postgres -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clearflow') THEN CREATE ROLE clearflow LOGIN CREATEDB; END IF;
+END $$;
+SELECT 'CREATE DATABASE clearflow OWNER clearflow' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'clearflow')\gexec
+SQL
+        echo "clearflow: PostgreSQL role and database 'clearflow' ready on 127.0.0.1:5432"
     fi
 fi
 

@@ -61,7 +61,7 @@ class StackConfig:
             redis_port=redis.port or 6379,
             web_host=web_host,
             web_port=web_port,
-            database_url=env.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/clearflow"),
+            database_url=env.get("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow"),
         )
 
     @property

@@ -76,7 +76,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "CLICKHOUSE_PORT": str(ports["clickhouse"]),
         "REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
         "WEB_BIND": f"127.0.0.1:{ports['web']}",
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
+        "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     output_path = var_dir / "up-output.log"
@@ -100,7 +100,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         if process.poll() is None:
             process.kill()
             process.wait()
-        with psycopg.connect("postgres://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        with psycopg.connect("postgres://clearflow@127.0.0.1:5432/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 

@@ -72,7 +72,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
-        env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/clearflow"), conn_max_age=60
+        env_str("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow"), conn_max_age=60
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
