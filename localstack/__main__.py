@@ -1,4 +1,4 @@
-"""python -m localstack up | demo-data"""
+"""python -m localstack up | demo-data | jars"""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ def main() -> int:
         from localstack.up import up
 
         return up()
+    if command == "jars":
+        from localstack.jars import main as jars_main
+
+        return jars_main()
     if command == "demo-data":
         from localstack.demo_data import main as demo_main
 
         return demo_main(sys.argv[2:])
-    print(f"usage: python -m localstack [up|demo-data]; unknown command {command!r}", file=sys.stderr)
+    print(f"usage: python -m localstack [up|demo-data|jars]; unknown command {command!r}", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,162 @@
+"""Java artifacts from Maven Central, resolved once by `make install` into the Python environment.
+
+Two bundles, each a pinned list of Maven coordinates resolved with its runtime dependencies:
+- `kafka-broker`: Apache Kafka's broker (KRaft), run with `java` directly by `localstack.processes`;
+- `spark-kafka`: Spark's own Kafka connector for the engine, at the pinned pyspark's version. Jars the pyspark
+  wheel already ships (Scala, Hadoop client, compression codecs) are left out, so Spark never sees two copies.
+
+They land in `<sys.prefix>/share/clearflow/jars/<bundle>/` (the venv, or the image's Python), next to the
+packages they belong with, so a job never downloads anything at start. `python -m localstack jars` resolves
+what is missing (Maven's own cache, ~/.m2, makes a second machine-wide resolve cheap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+KAFKA_VERSION = "4.1.1"
+SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
+
+BUNDLES: dict[str, tuple[str, ...]] = {
+    "kafka-broker": (
+        f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+        f"org.apache.kafka:kafka-server:{KAFKA_VERSION}",
+        # Kafka's own SLF4J binding is log4j2; the 2.x API the binding needs.
+        "org.slf4j:slf4j-api:2.0.17",
+        "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
+    ),
+    "spark-kafka": (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",),
+}
+STAMP = ".resolved"
+
+
+class JarsError(RuntimeError):
+    """A bundle is missing or could not be resolved; the message says what to run."""
+
+
+def jars_root() -> Path:
+    return Path(os.environ.get("CLEARFLOW_JARS_DIR") or Path(sys.prefix) / "share" / "clearflow" / "jars")
+
+
+def bundle_dir(name: str) -> Path:
+    return jars_root() / name
+
+
+def _fingerprint(name: str) -> str:
+    return hashlib.sha256("\n".join(BUNDLES[name]).encode()).hexdigest()[:16]
+
+
+def is_resolved(name: str) -> bool:
+    stamp = bundle_dir(name) / STAMP
+    return stamp.is_file() and stamp.read_text().strip() == _fingerprint(name)
+
+
+def bundle_jars(name: str) -> list[Path]:
+    """The bundle's jar files; JarsError (naming the command to run) when it was never resolved."""
+    if not is_resolved(name):
+        raise JarsError(f"the Java bundle {name!r} is not installed: run `make install` (python -m localstack jars)")
+    return sorted(bundle_dir(name).glob("*.jar"))
+
+
+def classpath(name: str) -> str:
+    return os.pathsep.join(str(path) for path in bundle_jars(name))
+
+
+def _pom(name: str) -> str:
+    dependencies = []
+    for coordinates in BUNDLES[name]:
+        group, artifact, version = coordinates.split(":")
+        dependencies.append(
+            f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
+            f"<version>{escape(version)}</version></dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        f"<groupId>io.clearflow.bundle</groupId><artifactId>{escape(name)}</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{''.join(dependencies)}</dependencies></project>"
+    )
+
+
+def _pyspark_jar_names() -> set[str]:
+    """Artifact names (file name without version) of the jars the installed pyspark wheel ships."""
+    import pyspark
+
+    return {_artifact_name(path.name) for path in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+
+
+def _artifact_name(file_name: str) -> str:
+    """`kafka-clients-3.9.2.jar` -> `kafka-clients`: the part before the first dash followed by a digit."""
+    stem = file_name.removesuffix(".jar")
+    parts = stem.split("-")
+    for index, part in enumerate(parts[1:], start=1):
+        if part[:1].isdigit():
+            return "-".join(parts[:index])
+    return stem
+
+
+def resolve(name: str) -> Path:
+    """Resolve one bundle with Maven into its directory (atomically: a half-done resolve leaves nothing)."""
+    if shutil.which("mvn") is None:
+        raise JarsError("Maven (mvn) is not installed: apt-get install -y maven")
+    target = bundle_dir(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as work:
+        work_dir = Path(work)
+        (work_dir / "pom.xml").write_text(_pom(name))
+        out_dir = work_dir / "jars"
+        result = subprocess.run(
+            [
+                "mvn",
+                "-q",
+                "-B",
+                "-f",
+                str(work_dir / "pom.xml"),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={out_dir}",
+                "-DincludeScope=runtime",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise JarsError(f"Maven could not resolve {name} ({', '.join(BUNDLES[name])}):\n{tail}")
+        if name == "spark-kafka":
+            shipped = _pyspark_jar_names()
+            for jar in out_dir.glob("*.jar"):
+                if _artifact_name(jar.name) in shipped:
+                    jar.unlink()
+        (out_dir / STAMP).write_text(_fingerprint(name) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        out_dir.rename(target)
+    return target
+
+
+def ensure_all() -> list[str]:
+    """Resolve every bundle that is missing or out of date; returns the names resolved now."""
+    done = []
+    for name in BUNDLES:
+        if not is_resolved(name):
+            resolve(name)
+            done.append(name)
+    return done
+
+
+def main() -> int:
+    try:
+        done = ensure_all()
+    except JarsError as error:
+        print(f"clearflow: {error}", file=sys.stderr)
+        return 1
+    for name in done:
+        print(f"clearflow: resolved {name} into {bundle_dir(name)}")
+    return 0
