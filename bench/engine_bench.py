@@ -285,7 +285,9 @@ def main() -> int:
         bootstrap = args.bootstrap
         if not bootstrap:
             port = processes.free_port()
-            services["broker"] = group.start(processes.kafka_broker(port=port)).process.pid
+            services["broker"] = group.start(
+                processes.kafka_broker(port=port, data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-")))
+            ).process.pid
             bootstrap = f"127.0.0.1:{port}"
         if args.clickhouse:
             ch_host, ch_port = args.clickhouse.rsplit(":", 1)

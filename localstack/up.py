@@ -166,7 +166,14 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     definitions = []
     if config.kafka_host in LOCAL_HOSTS:
         ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
-        definitions.append(processes.kafka_broker(host=config.kafka_host, port=config.kafka_port))
+        definitions.append(
+            processes.kafka_broker(
+                host=config.kafka_host,
+                port=config.kafka_port,
+                controller_port=config.kafka_port + 1,
+                data_dir=config.var_dir / "kafka",
+            )
+        )
     if config.clickhouse_host in LOCAL_HOSTS:
         ensure_port_free("ClickHouse", config.clickhouse_host, config.clickhouse_port, "CLICKHOUSE_PORT")
         definitions.append(

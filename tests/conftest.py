@@ -1,6 +1,6 @@
 """Real services for the tests, started once per session on free ports in temporary directories.
 
-Every fixture here starts the real thing (Tansu for Kafka, chDB's ClickHouse HTTP server, redis-server)
+Every fixture here starts the real thing (Apache Kafka, chDB's ClickHouse HTTP server, redis-server)
 through `localstack.processes`, the same code `make up` uses, and stops it at the end of the session.
 PostgreSQL is the machine's own server (pytest-django creates and drops a `test_` database).
 """
@@ -36,10 +36,10 @@ def service_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[processe
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(service_group: processes.ProcessGroup) -> str:
-    """bootstrap.servers of a real Kafka-protocol broker (Tansu, in memory), e.g. "127.0.0.1:40123"."""
+def kafka_bootstrap(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """bootstrap.servers of a real Apache Kafka broker (KRaft, data in a temp dir), e.g. "127.0.0.1:40123"."""
     port = processes.free_port()
-    service_group.start(processes.kafka_broker(port=port))
+    service_group.start(processes.kafka_broker(port=port, data_dir=tmp_path_factory.mktemp("kafka")))
     return f"127.0.0.1:{port}"
 
 
