@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from spark_jobs.expressions import expression_error
+
 SPEC_VERSION = 1
 SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
@@ -135,6 +137,9 @@ _KNOWN_NAMES = _SIMPLE_TYPES | {
     "Array",
     "Map",
 }
+MAX_TYPE_LENGTH = 1_000
+MAX_TYPE_NESTING = 16  # Array(Map(String, Array(...))): the parser recurses once per level
+MAX_FIXED_STRING_LENGTH = 65_535
 _DECIMAL_MAX_PRECISION = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}
 
 
@@ -283,8 +288,8 @@ class _TypeParser:
                 raise fail("a Map key cannot be Nullable")
             return ClickHouseType(name, tuple(values))
         if name == "FixedString":
-            if kinds != ["num"] or values[0] < 1:
-                raise fail("FixedString needs a length, e.g. FixedString(16)")
+            if kinds != ["num"] or not 1 <= values[0] <= MAX_FIXED_STRING_LENGTH:
+                raise fail(f"FixedString needs a length 1..{MAX_FIXED_STRING_LENGTH}, e.g. FixedString(16)")
             return ClickHouseType(name, (values[0],))
         if name == "Decimal":
             if kinds not in (["num"], ["num", "num"]):
@@ -316,6 +321,13 @@ def parse_clickhouse_type(text: str) -> ClickHouseType:
     """Parse a ClickHouse column type; raises ValueError such as "unknown ClickHouse type 'Strng'"."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("empty ClickHouse type")
+    if len(text) > MAX_TYPE_LENGTH:
+        raise ValueError(f"ClickHouse type is too long: {len(text):,} characters, at most {MAX_TYPE_LENGTH:,}")
+    depth = 0
+    for char in text:  # quotes cannot hold parentheses in the types accepted (time zone names)
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth > MAX_TYPE_NESTING:
+            raise ValueError(f"ClickHouse type is nested too deeply: at most {MAX_TYPE_NESTING} levels")
     return _TypeParser(text).parse()
 
 
@@ -379,67 +391,6 @@ def default_clickhouse_type(field_type: str) -> str:
         return _DEFAULT_CH_TYPE[field_type]
     except KeyError:
         raise ValueError(f"unknown field type {field_type!r}; expected one of {', '.join(FIELD_TYPES)}") from None
-
-
-# --- expressions -------------------------------------------------------------------------------------------
-
-
-def _expression_tree(expression: str) -> Any:
-    """Parse one Spark SQL expression with sqlglot; raise ValueError with line/column on a syntax error."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import ParseError, TokenError
-
-    if not isinstance(expression, str) or not expression.strip():
-        raise ValueError("empty expression")
-    try:
-        trees = sqlglot.parse(expression, read="spark")
-    except ParseError as exc:
-        first = exc.errors[0] if exc.errors else {}
-        description = str(first.get("description", exc)).split("\n")[0]
-        near = first.get("highlight") or ""
-        where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
-        near_text = f" near {near!r}" if near else ""
-        raise ValueError(f"syntax error at {where}{near_text}: {description}") from None
-    except TokenError as exc:
-        raise ValueError(f"syntax error: {exc}") from None
-    trees = [tree for tree in trees if tree is not None]
-    if len(trees) != 1:
-        raise ValueError("must be a single expression (no ';')")
-    tree = trees[0]
-    if isinstance(tree, exp.Query | exp.DDL | exp.DML | exp.Command | exp.Use | exp.Set):
-        raise ValueError("must be an expression, not a SQL statement")
-    if isinstance(tree, exp.Alias):
-        raise ValueError("unexpected alias (AS ...); give the name in the transform's 'name' instead")
-    return tree
-
-
-def expression_error(expression: str, known_fields: list[str] | None = None) -> str | None:
-    """None when `expression` is one syntactically valid Spark SQL expression, else a message with its position.
-
-    With `known_fields` (dotted paths and names), column references are also checked: `user.id` is fine when
-    `user.id` (or `user.id.x`) is known. The job re-checks fully with Spark's analyzer before it starts.
-    """
-    from sqlglot import exp
-
-    try:
-        tree = _expression_tree(expression)
-    except ValueError as exc:
-        return str(exc)
-    if known_fields is not None:
-        known = {name.lower() for name in known_fields}
-        for column in tree.find_all(exp.Column):
-            parts = [part.name for part in column.parts]
-            if not all(parts):
-                continue
-            path = ".".join(parts).lower()
-            if path in known or any(k.startswith(path + ".") for k in known):
-                continue
-            # `json_field.x` style access into a known leaf is left to Spark's analyzer.
-            if any(path.startswith(k + ".") for k in known):
-                continue
-            return f"unknown field '{'.'.join(parts)}'; known: {', '.join(sorted(known_fields)) or 'none'}"
-    return None
 
 
 # --- the models --------------------------------------------------------------------------------------------

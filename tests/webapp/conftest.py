@@ -13,10 +13,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 
 ORDER_COUNT = 30
@@ -112,6 +113,14 @@ def clickhouse_target(clickhouse_server) -> ClickHouseTarget:
     return ClickHouseTarget(database=database, table="orders")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Throttle counters and cached answers live in the (process-local) cache: none carries over."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def owner(db):
     return get_user_model().objects.create_user("owner", password="owner-pass-123")
@@ -124,8 +133,8 @@ def other(db):
 
 def token_client(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, text = api_token_create(user=user, name="tests")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {text}")
     return client
 
 

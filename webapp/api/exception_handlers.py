@@ -89,7 +89,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
     if isinstance(exc, ApplicationError):
         set_rollback()
-        return _response(exc.status_code, exc.code, exc.message, [{"path": "", "message": exc.message}], **exc.extra)
+        response = _response(
+            exc.status_code, exc.code, exc.message, [{"path": "", "message": exc.message}], **exc.extra
+        )
+        if "retry_after" in exc.extra:
+            response["Retry-After"] = str(exc.extra["retry_after"])
+        return response
 
     if isinstance(exc, exceptions.APIException):
         set_rollback()

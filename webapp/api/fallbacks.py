@@ -6,6 +6,7 @@ Django answers those itself, with HTML pages; an API client under /api/ gets the
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
@@ -14,6 +15,14 @@ API_PREFIX = "/api/"
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"code": code, "message": message, "errors": [{"path": "", "message": message}]}, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        if isinstance(exception, RequestDataTooBig):
+            return _error(413, "too_large", "The request body is larger than the server accepts.")
+        return _error(400, "bad_request", "The request could not be read.")
+    return defaults.bad_request(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -1,14 +1,18 @@
 """Everything under /api/v1/ (health is served by webapp.health at /api/v1/health)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
+
+from webapp.api import apis
 
 app_name = "api"
 
 urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
+    path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
+    path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
 ]

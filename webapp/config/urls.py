@@ -11,5 +11,6 @@ urlpatterns = [
     path("", include("webapp.wizard.urls")),
 ]
 
+handler400 = "webapp.api.fallbacks.bad_request"
 handler404 = "webapp.api.fallbacks.not_found"
 handler500 = "webapp.api.fallbacks.server_error"

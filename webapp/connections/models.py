@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from webapp.connections import network_guard
 from webapp.connections.clickhouse_client import ClickHouseSettings
 from webapp.connections.kafka_client import KafkaSettings
 from webapp.core.fields import EncryptedTextField
@@ -22,6 +23,11 @@ bootstrap_validator = RegexValidator(
     "Enter host:port pairs separated by commas, e.g. broker1:9092,broker2:9092.",
 )
 host_validator = RegexValidator(r"^[A-Za-z0-9_.\-\[\]:]+$", "Enter a host name or an IP address.")
+# The pipeline spec takes database names as plain identifiers; the same rule here keeps quotes, control
+# characters and ';' out of what is stored and later written into SQL.
+database_validator = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_]{0,254}\Z", "Use letters, digits and '_', not starting with a digit."
+)
 
 
 def pem_certificate_error(text: str) -> str | None:
@@ -138,11 +144,19 @@ class KafkaConnection(TimeStampedModel):
                 errors.setdefault(name, problem)
         if self.ssl_key_pem and (problem := pem_key_error(self.ssl_key_pem)):
             errors.setdefault("ssl_key_pem", problem)
+        for host in network_guard.bootstrap_hosts(self.bootstrap_servers or ""):
+            if problem := network_guard.host_error(host):
+                errors.setdefault("bootstrap_servers", problem)
         if errors:
             raise ValidationError(errors)
 
     def client_settings(self) -> KafkaSettings:
-        """What the Kafka client needs, secrets included (kept out of the dataclass's repr)."""
+        """What the Kafka client needs, secrets included (kept out of the dataclass's repr).
+
+        Raises ForbiddenAddressError when a bootstrap server resolves into a forbidden network: every
+        connection the app or a job makes starts here.
+        """
+        network_guard.check_hosts(network_guard.bootstrap_hosts(self.bootstrap_servers))
         return KafkaSettings(
             bootstrap_servers=",".join(s.strip() for s in self.bootstrap_servers.split(",") if s.strip()),
             security_protocol=self.security_protocol,
@@ -169,7 +183,9 @@ class ClickHouseConnection(TimeStampedModel):
     ssl_ca_pem = models.TextField("CA certificate (PEM)", blank=True, default="")
     username = models.CharField(max_length=255, default="default")
     password = EncryptedTextField(blank=True, default="")
-    database = models.CharField("default database", max_length=255, default="default")
+    database = models.CharField(
+        "default database", max_length=255, default="default", validators=[database_validator]
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -189,8 +205,12 @@ class ClickHouseConnection(TimeStampedModel):
             raise ValidationError({"ssl_ca_pem": "A CA certificate needs HTTPS."})
         if self.ssl_ca_pem and (problem := pem_certificate_error(self.ssl_ca_pem)):
             raise ValidationError({"ssl_ca_pem": problem})
+        if self.host and (problem := network_guard.host_error(self.host)):
+            raise ValidationError({"host": problem})
 
     def client_settings(self) -> ClickHouseSettings:
+        """What the ClickHouse client needs; raises ForbiddenAddressError for a host in a forbidden network."""
+        network_guard.check_hosts([self.host])
         return ClickHouseSettings(
             host=self.host,
             port=self.port,

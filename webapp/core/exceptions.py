@@ -46,3 +46,10 @@ class ExternalServiceError(ApplicationError):
 
     status_code = 502
     code = "external_service_error"
+
+
+class TooManyRequestsError(ApplicationError):
+    """The user did this too often; `extra["retry_after"]` says in how many seconds to try again."""
+
+    status_code = 429
+    code = "throttled"

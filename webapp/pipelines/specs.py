@@ -133,7 +133,13 @@ def to_stored(parsed: PipelineSpec) -> dict[str, Any]:
 def with_connections(
     stored: Mapping[str, Any], *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
 ) -> dict[str, Any]:
-    """The job's spec: the stored spec with the real secrets from the connections (validated again)."""
+    """The job's spec: the stored spec with the real secrets from the connections (validated again).
+
+    Raises ForbiddenAddressError when a connection's host resolves into a forbidden network (checked now, at
+    deploy time, as DNS may have changed since the connection was saved).
+    """
+    kafka_connection.client_settings()
+    clickhouse_connection.client_settings()
     data = merge_connections(
         stored, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection, reveal=True
     )

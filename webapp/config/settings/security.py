@@ -1,0 +1,91 @@
+"""Security: HTTPS, Content-Security-Policy, login lockout, API throttles and tokens, forbidden networks.
+
+Served over HTTPS (`DJANGO_HTTPS=true`, docker-compose's production setting), the app redirects plain HTTP,
+sends HSTS and marks its cookies secure. Locally (`make up`, plain HTTP on 127.0.0.1) all three stay off.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from csp.constants import NONE, SELF
+
+from webapp.config.env import env_bool, env_int, env_list, env_str
+
+HTTPS = env_bool("DJANGO_HTTPS", False)
+SECURE_SSL_REDIRECT = HTTPS
+# Behind nginx (docker-compose), which terminates TLS and sets X-Forwarded-Proto.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+SESSION_COOKIE_SECURE = HTTPS or env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# The health endpoint must answer plain HTTP probes inside the container network.
+SECURE_REDIRECT_EXEMPT = [r"^health$", r"^api/v1/health$"]
+
+# django-csp. Inline `style="..."` attributes are used by the templates (and uPlot sets styles from script,
+# which CSP does not restrict); no inline script anywhere: htmx's indicator <style> is switched off in base.html.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "worker-src": [SELF, "blob:"],  # ReDoc
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Cache: throttles, the login lockout's cool-off and the health answer. Redis when set (several gunicorn
+# workers share counts), else the process's memory.
+_CACHE_URL = env_str("CLEARFLOW_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL}
+        if _CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "clearflow"}
+    )
+}
+
+# django-axes: lock a user name from one client address out after repeated failed logins (UI and admin).
+AXES_FAILURE_LIMIT = env_int("CLEARFLOW_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CLEARFLOW_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = 1 if HTTPS else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if HTTPS else ["REMOTE_ADDR"]
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# API tokens (django-rest-knox): only a SHA-512 digest is stored; the token is shown once, when created.
+KNOX_TOKEN_MODEL = "api.ApiToken"  # noqa: S105 - a model name
+REST_KNOX = {
+    "TOKEN_TTL": None,  # a user sets an expiry per token, or revokes it
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_PREFIX": "cf_",
+}
+
+# Connections (tests, browsing, saved connections, jobs) may not reach these networks, checked after name
+# resolution. Default: cloud metadata services and link-local. In production add loopback with
+# CLEARFLOW_FORBIDDEN_NETWORKS="169.254.0.0/16,fe80::/10,fd00:ec2::254/128,127.0.0.0/8,::1/128".
+CLEARFLOW_FORBIDDEN_NETWORKS = env_list(
+    "CLEARFLOW_FORBIDDEN_NETWORKS", ["169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32"]
+)
+
+# Testing a connection opens sockets to a host the user names: this many a minute per user (UI and API).
+CONNECTION_TESTS_PER_MINUTE = env_int("CLEARFLOW_CONNECTION_TESTS_PER_MINUTE", 20)
+
+# Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CLEARFLOW_MAX_BODY_BYTES", 2_621_440)
+# JSON nesting deeper than this is refused before it is parsed (webapp.api.parsers).
+MAX_JSON_DEPTH = 64
