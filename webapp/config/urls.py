@@ -2,12 +2,15 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from webapp.api import views as api_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("webapp.api.urls")),
     path("", include("webapp.health.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("account/tokens/", api_views.token_list, name="account_tokens"),
     path("", include("webapp.wizard.urls")),
 ]
 

@@ -23,8 +23,11 @@ def real_services(
     return settings
 
 
-def test_health_reports_each_component_and_names_those_down(client: Client, real_services: SettingsWrapper) -> None:
-    # No Celery worker runs in this test, so exactly that one is down.
+def test_health_reports_each_component_and_names_those_down(
+    client: Client, real_services: SettingsWrapper, owner
+) -> None:
+    # No Celery worker runs in this test, so exactly that one is down. Versions are shown to logged-in users.
+    client.force_login(owner)
     response = client.get("/api/v1/health")
 
     assert response.status_code == 503
@@ -58,3 +61,18 @@ def test_health_page_shows_the_same_to_a_person_without_login(client: Client, re
     page = response.content.decode()
     assert "Down: celery" in page
     assert 'data-component="kafka"' in page
+
+
+def test_anonymous_health_shows_no_versions(client: Client, real_services: SettingsWrapper) -> None:
+    body = client.get("/api/v1/health").json()
+
+    assert body["down"] == ["celery"]
+    assert body["components"]["clickhouse"]["detail"] == "answers"
+    assert "26.9" not in str(body) and "Redis " not in str(body) and "Java" not in str(body)
+
+
+def test_health_answers_from_a_short_cache(client: Client, real_services: SettingsWrapper) -> None:
+    first = client.get("/api/v1/health").json()
+    real_services.CLICKHOUSE_PORT = free_port()  # ClickHouse "goes away": the cached answer still stands
+
+    assert client.get("/api/v1/health").json() == first

@@ -116,8 +116,8 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
-        "anon": env_str("CLEARFLOW_API_ANON_RATE", "60/min"),
-        "user": env_str("CLEARFLOW_API_USER_RATE", "1200/min"),
+        "anon": "60/min",
+        "user": "1200/min",
     },
     "DEFAULT_PARSER_CLASSES": [
         "webapp.api.parsers.BoundedJSONParser",

@@ -10,16 +10,16 @@ from datetime import timedelta
 
 from csp.constants import NONE, SELF
 
-from webapp.config.env import env_bool, env_int, env_list, env_str
+from webapp.config.env import env_bool, env_list, env_str
 
 HTTPS = env_bool("DJANGO_HTTPS", False)
 SECURE_SSL_REDIRECT = HTTPS
 # Behind nginx (docker-compose), which terminates TLS and sets X-Forwarded-Proto.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
-SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000) if HTTPS else 0
+SECURE_HSTS_SECONDS = 31_536_000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
-SESSION_COOKIE_SECURE = HTTPS or env_bool("DJANGO_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # The health endpoint must answer plain HTTP probes inside the container network.
 SECURE_REDIRECT_EXEMPT = [r"^health$", r"^api/v1/health$"]
@@ -54,8 +54,8 @@ CACHES = {
 }
 
 # django-axes: lock a user name from one client address out after repeated failed logins (UI and admin).
-AXES_FAILURE_LIMIT = env_int("CLEARFLOW_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("CLEARFLOW_LOGIN_COOLOFF_MINUTES", 15))
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -83,9 +83,9 @@ CLEARFLOW_FORBIDDEN_NETWORKS = env_list(
 )
 
 # Testing a connection opens sockets to a host the user names: this many a minute per user (UI and API).
-CONNECTION_TESTS_PER_MINUTE = env_int("CLEARFLOW_CONNECTION_TESTS_PER_MINUTE", 20)
+CONNECTION_TESTS_PER_MINUTE = 20
 
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CLEARFLOW_MAX_BODY_BYTES", 2_621_440)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
 # JSON nesting deeper than this is refused before it is parsed (webapp.api.parsers).
 MAX_JSON_DEPTH = 64
