@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -78,9 +79,16 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
+_CLICKHOUSE_ERROR_RE = re.compile(r"Code: \d+\. DB::Exception: [^\n]*")
+_SERVER_RESPONSE_RE = re.compile(r",? *server response: .*?(?=\(for url |$)", re.DOTALL)
+
+
 def _plain_words(exc: Exception, settings: ClickHouseSettings, timeout: float) -> str:
-    text = str(exc)
-    lowered = text.lower()
+    # The server's reply body is kept apart: only ClickHouse's own error text from it is used or repeated.
+    full = str(exc)
+    clickhouse_error = _CLICKHOUSE_ERROR_RE.search(full)
+    text = _SERVER_RESPONSE_RE.sub("", full)
+    lowered = (text + " " + (clickhouse_error.group(0) if clickhouse_error else "")).lower()
     where = f"{settings.host}:{settings.port}"
     if "authentication" in lowered or "password" in lowered or "code: 516" in lowered:
         return f"ClickHouse at {where} rejected the user name or password."
@@ -96,8 +104,11 @@ def _plain_words(exc: Exception, settings: ClickHouseSettings, timeout: float) -
         return "The database does not exist."
     if "unknown_table" in lowered or "code: 60" in lowered:
         return "The table does not exist."
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return f"ClickHouse at {where} answered with an error: {first[:300]}"
+    # Only ClickHouse's own error (its code, name and message) is repeated. Whatever else a server answers
+    # stays out of the message: echoing it would let a user read replies of any internal service.
+    if clickhouse_error:
+        return f"ClickHouse at {where} answered with an error: {clickhouse_error.group(0)[:300]}"
+    return f"The server at {where} did not answer like a ClickHouse server."
 
 
 @contextlib.contextmanager

@@ -40,24 +40,27 @@ def forbidden_networks() -> tuple[IPNetwork, ...]:
     return _networks(tuple(settings.CLEARFLOW_FORBIDDEN_NETWORKS))
 
 
-def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _unmapped(address: Address) -> Address:
+    # An IPv4 address mapped into IPv6 (::ffff:169.254.169.254) reaches the IPv4 host.
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _addresses(host: str) -> list[Address]:
     bare = host.strip().strip("[]")
     try:
-        return [ipaddress.ip_address(bare)]
+        return [_unmapped(ipaddress.ip_address(bare.split("%", 1)[0]))]
     except ValueError:
         pass
     try:
         infos = socket.getaddrinfo(bare, None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return []
-    found = []
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        # An IPv4 address mapped into IPv6 (::ffff:169.254.169.254) reaches the IPv4 host.
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        found.append(address)
-    return found
+    return [_unmapped(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])) for info in infos]
 
 
 def host_error(host: str) -> str | None:

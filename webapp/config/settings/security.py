@@ -58,6 +58,7 @@ AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the user and address of each failure (never a password)
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_IPWARE_PROXY_COUNT = 1 if HTTPS else None
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if HTTPS else ["REMOTE_ADDR"]
