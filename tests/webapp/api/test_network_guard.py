@@ -62,10 +62,10 @@ def test_connection_tests_are_rate_limited_per_user(api, other_api, settings):
 
 
 class _Banner(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:
         self._answer()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._answer()
 
     def _answer(self) -> None:
