@@ -78,3 +78,33 @@ def test_nginx_serves_static_files_and_proxies_to_the_web_app(compose: dict) -> 
     assert f"server web:{web_bind.rsplit(':', 1)[1]};" in config
     assert "location /static/" in config
     assert any(volume.startswith("static:") for volume in nginx["volumes"])
+
+
+def _compose_value(value: object) -> str:
+    """${NAME:-default} -> default; ${NAME:?message} (a required secret) -> a stand-in of a realistic size."""
+    text = str(value)
+    text = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", text)
+    return re.sub(r"\$\{[A-Z0-9_]+:\?[^}]*\}", "x" * 20 + "Ab1-" + "y" * 30, text)
+
+
+def test_check_deploy_has_no_warnings_with_compose_settings(compose: dict, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from cryptography.fernet import Fernet
+
+    environment = {name: _compose_value(value) for name, value in compose["services"]["web"]["environment"].items()}
+    environment["CLEARFLOW_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
+    environment["CLEARFLOW_VAR_DIR"] = str(tmp_path)
+    environment["DJANGO_STATIC_ROOT"] = str(tmp_path / "static")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO,
+        env={"PATH": os.environ["PATH"], **environment},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout

@@ -98,3 +98,15 @@ def test_admin_shows_no_token_secrets(client, db, owner):
         assert "ci" in html
         assert token.digest not in html and text not in html and token.token_key not in html
     assert client.get("/admin/knox/authtoken/").status_code == 404
+
+
+def test_the_command_prints_a_working_token(owner):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("create_api_token", "owner", "--name", "cli", stdout=out)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {out.getvalue().strip()}")
+    assert client.get(TOKENS).json()[0]["name"] == "cli"
