@@ -119,11 +119,8 @@ REST_FRAMEWORK = {
         "anon": "60/min",
         "user": "1200/min",
     },
-    "DEFAULT_PARSER_CLASSES": [
-        "webapp.api.parsers.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # A JSON API: form encodings turn "" and null into "not given", which the schema cannot describe.
+    "DEFAULT_PARSER_CLASSES": ["webapp.api.parsers.BoundedJSONParser"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handlers.api_exception_handler",
@@ -140,6 +137,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "webapp.api.schema.document_common_errors",
+    ],
 }
 
 LOGGING = {
