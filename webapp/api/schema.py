@@ -41,7 +41,7 @@ def document_common_errors(result: dict[str, Any], generator: Any, request: Any,
     for path, item in result.get("paths", {}).items():
         if not path.startswith("/api/v1/") or path == "/api/v1/health":
             continue
-        for method, operation in item.items():
+        for operation in item.values():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             extra = dict(_COMMON)
