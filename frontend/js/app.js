@@ -101,4 +101,10 @@
       document.body.dispatchEvent(new Event("rows-changed"));
     }
   });
+
+  // Forms that destroy something ask first (the question is in data-confirm; no inline handlers under the CSP).
+  document.addEventListener("submit", function (e) {
+    var question = e.target.getAttribute && e.target.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) e.preventDefault();
+  });
 })();

@@ -35,3 +35,16 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1360, "height": 900}}
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations(request):
+    """Pages work under the Content-Security-Policy: any violation the browser reports fails the test."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    page = request.getfixturevalue("page")
+    violations: list[str] = []
+    page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
+    yield
+    assert not violations, violations
