@@ -138,7 +138,10 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
         .otherwise(F.lit("unexpected JSON structure: an object was expected at a field's parent"))
     )
     corrupt = F.col(_JSON).isNull() | F.col(f"{_JSON}.{_CORRUPT}").isNotNull()
-    reasons = [F.when(slow & corrupt, corrupt_reason)]
+    # Spark casts bytes to a string without checking them: bytes that are not UTF-8 would reach the table as
+    # replacement characters. They are dead letters, whichever path parsed the record.
+    not_utf8 = F.col("_cf_value").isNotNull() & ~F.expr("is_valid_utf8(CAST(_cf_value AS STRING))")
+    reasons = [F.when(not_utf8, F.lit("invalid UTF-8")), F.when(slow & corrupt, corrupt_reason)]
     for f in fields:
         if f.type in ("string", "json"):
             continue
