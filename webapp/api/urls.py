@@ -8,6 +8,7 @@ app_name = "api"
 urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
+    path("pipelines/", include("webapp.pipelines.observe_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
