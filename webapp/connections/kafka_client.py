@@ -452,6 +452,11 @@ def produce_values(
         )
     except (ValueError, TypeError, KafkaException) as exc:
         raise _settings_error(exc) from None
+    if messages:
+        try:  # an unreachable cluster is told in seconds, not after the whole delivery timeout
+            producer.list_topics(timeout=min(timeout, DEFAULT_TIMEOUT))
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=producer)
     delivered: list[int] = []
     errors: list[Any] = []
 
