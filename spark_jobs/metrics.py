@@ -169,7 +169,6 @@ class MetricsPublisher:
                 self._warned_at = time.monotonic()
                 log.warning("could not publish metrics to Redis: %s", exc)
 
-
     def _add_to_history(self, pipe: Any, record: BatchMetrics, line: str) -> None:
         """Queue the series and totals updates on `pipe` (one transaction with the latest record)."""
         at_ms = timestamp_ms(record.timestamp) or int(time.time() * 1000)

@@ -221,7 +221,7 @@ class DeadLetterPurgeApi(APIView):
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_purge",
-        description="Delete every dead letter of the pipeline (`{\"confirm\": true}` required).",
+        description='Delete every dead letter of the pipeline (`{"confirm": true}` required).',
         request=PurgeInput,
         responses={200: PurgeOutput, **ERROR_RESPONSES},
     )
