@@ -59,9 +59,13 @@
       },
       {
         id: "lag", title: "Lag per partition (records behind)",
-        series: lags.map(function (k, i) { return line(k[0] + " / " + k[1], PALETTE[i % PALETTE.length]); }),
+        series: [line("Total", PALETTE[4], { dash: [4, 4], width: 1 })].concat(
+          lags.map(function (k, i) { return line(k[0] + " / " + k[1], PALETTE[i % PALETTE.length]); })
+        ),
         columns: function (r) {
-          return lags.map(function (k) { var t = (r.lag || {})[k[0]] || {}; return num(t[k[1]]); });
+          return [num(r.total_lag)].concat(
+            lags.map(function (k) { var t = (r.lag || {})[k[0]] || {}; return num(t[k[1]]); })
+          );
         },
       },
       {
@@ -119,7 +123,6 @@
     if (empty) empty.remove();
     var times = self.records.map(function (r) { return r.t_ms / 1000; });
     chartDefs(self.records).forEach(function (def) {
-      if (!def.series.length) return;
       var data = [times];
       def.series.forEach(function () { data.push([]); });
       self.records.forEach(function (r) {

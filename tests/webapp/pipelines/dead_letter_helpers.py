@@ -13,7 +13,6 @@ from spark_jobs import sink
 from spark_jobs.spec import parse_spec
 from webapp.pipelines import services
 
-
 _BATCH_IDS = itertools.count()  # each call is a new micro-batch (a repeated insert token would be deduplicated)
 
 

@@ -44,7 +44,7 @@ def url(name: str, pipeline) -> str:
 
 def test_the_list_pages_through_newest_first(owner_client, pipeline, clickhouse_target):
     html = owner_client.get(url("dead_letters", pipeline)).content.decode()
-    assert f"<code id=\"dead-letter-table\">{clickhouse_target.database}.orders_dlq</code>" in html
+    assert f'<code id="dead-letter-table">{clickhouse_target.database}.orders_dlq</code>' in html
     assert '<span id="dead-letter-count">30</span> dead letters' in html
     assert html.count("order_id: not a UUID") == 25
     assert "Page 1 of 2" in html and "?page=2" in html
