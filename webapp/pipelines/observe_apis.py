@@ -3,12 +3,15 @@ purge). Owner only: someone else's pipeline is a 404, as everywhere."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -185,7 +188,21 @@ def dead_letter_download(pipeline: object) -> StreamingHttpResponse:
     return response
 
 
+class JSONLinesRenderer(BaseRenderer):
+    """Lets a client ask for `Accept: application/x-ndjson`; only an error body is rendered here (one line of
+    the usual JSON error shape): the download itself is a streamed response."""
+
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        return (json.dumps(data) + "\n").encode() if data is not None else b""
+
+
 class DeadLetterDownloadApi(APIView):
+    renderer_classes = [JSONRenderer, JSONLinesRenderer]
+
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_download",

@@ -93,6 +93,8 @@ def test_download_streams_every_dead_letter_as_json_lines(api, pipeline, topic):
     assert sorted(line["offset"] for line in lines) == [0, 1, 2]
     assert {line["reason"] for line in lines} == {"order_id: not a UUID"}
     assert lines[0]["raw"].startswith('{"order_id": "not-a-uuid-')
+    asked = api.get(f"{base(pipeline)}download/", HTTP_ACCEPT="application/x-ndjson")
+    assert len(b"".join(asked.streaming_content).splitlines()) == 3
 
 
 def test_replay_sends_the_raw_values_back_to_their_topic_and_removes_them(api, pipeline, topic, kafka_conn):
