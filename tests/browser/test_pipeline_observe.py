@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "observe"
 BATCHES = 8
+LIVE = 30_000  # ms to wait for a polled part of a page (the list every 10 s, the metrics every 5 s) on a busy machine
 
 
 def batch(batch_id: int, at: datetime, topic: str, *, dead_letters: int = 0) -> BatchMetrics:
@@ -80,6 +81,8 @@ def test_the_pipeline_page_charts_its_metrics_and_lists_its_dead_letters(
     row = page.locator("#pipelines tbody tr", has_text="orders")
     expect(row.locator(".badge")).to_have_text("Draft")
     expect(row.locator(".throughput")).to_have_text("2700.0 events/s")
+    publisher.publish(batch(BATCHES, datetime.now(UTC), topic))  # the list follows without a reload
+    expect(row.locator(".throughput")).to_have_text("2800.0 events/s", timeout=LIVE)
     row.get_by_role("link", name="orders").click()
 
     # Totals include the dead letters; every chart is drawn with data.
@@ -101,10 +104,10 @@ def test_the_pipeline_page_charts_its_metrics_and_lists_its_dead_letters(
     page.screenshot(path=str(ARTIFACTS / "pipeline-page.png"), full_page=True)
 
     # Live: a new batch shows up in the totals and the charts without a reload.
-    publisher.publish(batch(BATCHES, datetime.now(UTC), topic, dead_letters=2))
-    expect(page.locator("#total-dead-letters")).to_have_text("5")
+    publisher.publish(batch(BATCHES + 1, datetime.now(UTC), topic, dead_letters=2))
+    expect(page.locator("#total-dead-letters")).to_have_text("5", timeout=LIVE)
     page.wait_for_function(
-        "n => document.querySelector('#metrics-charts')._charts.records.length === n", arg=BATCHES + 1
+        "n => document.querySelector('#metrics-charts')._charts.records.length === n", arg=BATCHES + 2, timeout=LIVE
     )
 
     # Replay, confirmed in the dialog: the dead letters go back to their topic and leave the list.
