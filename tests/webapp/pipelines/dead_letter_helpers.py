@@ -63,3 +63,18 @@ def write_dead_letters(pipeline, events: list[Event]) -> None:
     )
     stats = list(writer(iter([batch])))
     assert stats[0].column("dead_letters").to_pylist() == [n]
+
+
+def new_database(clickhouse_server) -> str:
+    """A fresh ClickHouse database, so dead-letter tables never show up in other tests' shared database."""
+    import uuid
+
+    import clickhouse_connect
+
+    name = f"cf_dlq_{uuid.uuid4().hex[:8]}"
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    try:
+        client.command(f"CREATE DATABASE `{name}`")
+    finally:
+        client.close()
+    return name

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from tests.webapp.conftest import orders_spec, produce_records
-from tests.webapp.pipelines.dead_letter_helpers import Event, write_dead_letters
+from tests.webapp.pipelines.dead_letter_helpers import Event, new_database, write_dead_letters
 from webapp.connections.kafka_client import sample_events
 from webapp.pipelines import services
 
@@ -27,13 +27,18 @@ def topic(kafka_bootstrap) -> str:
 
 
 @pytest.fixture
-def pipeline(owner, kafka_conn, ch_conn, topic, clickhouse_target):
+def database(clickhouse_server) -> str:
+    return new_database(clickhouse_server)
+
+
+@pytest.fixture
+def pipeline(owner, kafka_conn, ch_conn, topic, database):
     return services.pipeline_create(
         owner=owner,
         name=f"dlq-{uuid.uuid4().hex[:6]}",
         kafka_connection=kafka_conn,
         clickhouse_connection=ch_conn,
-        spec=orders_spec(topic, clickhouse_target.database),
+        spec=orders_spec(topic, database, create_table=True),
     )
 
 
@@ -48,11 +53,11 @@ def malformed(topic: str, count: int, *, first_offset: int = 0) -> list[Event]:
     ]
 
 
-def test_browse_newest_first_a_page_at_a_time(api, pipeline, topic, clickhouse_target):
+def test_browse_newest_first_a_page_at_a_time(api, pipeline, topic, database):
     write_dead_letters(pipeline, malformed(topic, 3))
     write_dead_letters(pipeline, [Event(topic, 1, 99, "not json", "invalid JSON")])  # a later batch
     first = api.get(base(pipeline), {"page_size": 2}).json()
-    assert first["table"] == f"{clickhouse_target.database}.orders_dlq"
+    assert first["table"] == f"{database}.orders_dlq"
     assert first["table_exists"] is True
     assert (first["count"], first["pages"], first["page"]) == (4, 2, 1)
     newest = first["results"][0]

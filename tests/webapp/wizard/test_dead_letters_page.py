@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from tests.webapp.conftest import orders_spec, produce_records
-from tests.webapp.pipelines.dead_letter_helpers import Event, write_dead_letters
+from tests.webapp.pipelines.dead_letter_helpers import Event, new_database, write_dead_letters
 from webapp.connections.kafka_client import sample_events
 from webapp.pipelines import services
 
@@ -24,13 +24,18 @@ def topic(kafka_bootstrap) -> str:
 
 
 @pytest.fixture
-def pipeline(owner, kafka_connection, clickhouse_connection, topic, clickhouse_target):
+def database(clickhouse_server) -> str:
+    return new_database(clickhouse_server)
+
+
+@pytest.fixture
+def pipeline(owner, kafka_connection, clickhouse_connection, topic, database):
     pipeline = services.pipeline_create(
         owner=owner,
         name=f"dlq-page-{uuid.uuid4().hex[:6]}",
         kafka_connection=kafka_connection,
         clickhouse_connection=clickhouse_connection,
-        spec=orders_spec(topic, clickhouse_target.database),
+        spec=orders_spec(topic, database, create_table=True),
     )
     write_dead_letters(
         pipeline, [Event(topic, 0, i, f'{{"order_id": "bad-{i}"}}', "order_id: not a UUID") for i in range(30)]
@@ -42,9 +47,9 @@ def url(name: str, pipeline) -> str:
     return reverse(f"wizard:{name}", kwargs={"pk": pipeline.pk})
 
 
-def test_the_list_pages_through_newest_first(owner_client, pipeline, clickhouse_target):
+def test_the_list_pages_through_newest_first(owner_client, pipeline, database):
     html = owner_client.get(url("dead_letters", pipeline)).content.decode()
-    assert f'<code id="dead-letter-table">{clickhouse_target.database}.orders_dlq</code>' in html
+    assert f'<code id="dead-letter-table">{database}.orders_dlq</code>' in html
     assert '<span id="dead-letter-count">30</span> dead letters' in html
     assert html.count("order_id: not a UUID") == 25
     assert "Page 1 of 2" in html and "?page=2" in html
