@@ -40,34 +40,25 @@ def next_step(page: Page, expected_title: str) -> None:
 
 
 def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
-    """What the Spark job publishes per micro-batch (spark_jobs.metrics), newest first."""
-    import json
+    """What the Spark job publishes per micro-batch, through its own publisher (spark_jobs.metrics)."""
+    from spark_jobs.metrics import BatchMetrics, MetricsPublisher
 
-    import redis
-
-    from spark_jobs.metrics import recent_key
-
-    client = redis.Redis.from_url(redis_url)
-    client.delete(recent_key(job_name))
+    publisher = MetricsPublisher(job_name, redis_url)
     for batch in range(batches):
-        client.lpush(
-            recent_key(job_name),
-            json.dumps(
-                {
-                    "pipeline": job_name,
-                    "batch_id": batch,
-                    "timestamp": f"2026-11-21T10:{batch:02d}:00Z",
-                    "input_rows": 800 + 40 * (batch % 5),
-                    "rows_written": 720 + 30 * (batch % 5),
-                    "duplicates_dropped": 70 + 5 * (batch % 3),
-                    "dead_letters": 0,
-                    "filtered_out": 10,
-                    "batch_duration_ms": 400,
-                    "total_lag": max(0, 500 - 40 * batch),
-                }
-            ),
+        publisher.publish(
+            BatchMetrics(
+                pipeline=job_name,
+                batch_id=batch,
+                timestamp=f"2026-11-21T10:{batch:02d}:00Z",
+                input_rows=800 + 40 * (batch % 5),
+                rows_written=720 + 30 * (batch % 5),
+                duplicates_dropped=70 + 5 * (batch % 3),
+                dead_letters=0,
+                filtered_out=10,
+                batch_duration_ms=400,
+                total_lag=max(0, 500 - 40 * batch),
+            )
         )
-    client.close()
 
 
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
@@ -201,8 +192,8 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     pipeline = Pipeline.objects.get(name="user-signups")
     publish_metrics(redis_url, pipeline.job_name, batches=12)  # as if the job were running
     page.reload()
-    expect(page.locator("#metrics-latest")).to_contain_text("duplicates dropped")
-    expect(page.locator("#metrics .chart canvas")).to_have_count(1)  # uPlot drew the chart
+    expect(page.locator("#metrics-totals")).to_contain_text("duplicates dropped")
+    expect(page.locator("#metrics-charts canvas")).to_have_count(6)  # uPlot drew the charts
     shot(page, "09-pipeline")
     assert pipeline.status == "deploy_requested"
     assert pipeline.spec["source"]["topics"] == [demo_topic]

@@ -57,6 +57,12 @@ def test_duplicates_in_one_partition(spark, kafka_bootstrap, clickhouse_server, 
     assert sum(r["duplicates_dropped"] for r in recent) == 100
     assert latest["total_lag"] == 0 and latest["lag"] == {topic: {"0": 0}}
     assert {"batch_duration_ms", "state_rows", "dead_letters"} <= set(latest)
+    # The time series: the same batches, oldest first, and running totals that agree with them.
+    history = [json.loads(x) for x in client.zrange(f"clearflow:metrics:{spec.name}:history", 0, -1)]
+    assert [r["batch_id"] for r in history] == sorted(r["batch_id"] for r in recent)
+    totals = {k.decode(): v.decode() for k, v in client.hgetall(f"clearflow:metrics:{spec.name}:totals").items()}
+    assert (totals["input_rows"], totals["rows_written"], totals["duplicates_dropped"]) == ("150", "50", "100")
+    assert totals["dead_letters"] == "0" and totals["batches"] == str(len(recent))
 
 
 def test_duplicates_across_partitions(spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path):

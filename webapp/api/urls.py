@@ -10,6 +10,7 @@ app_name = "api"
 urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
+    path("pipelines/", include("webapp.pipelines.observe_urls")),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

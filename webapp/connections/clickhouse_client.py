@@ -148,11 +148,20 @@ def _client(settings: ClickHouseSettings, *, timeout: float) -> Iterator[Any]:
                 os.unlink(ca_file)
 
 
-def _query(client: Any, sql: str, parameters: dict[str, Any], settings: ClickHouseSettings, timeout: float) -> Any:
+def _query(
+    client: Any,
+    sql: str,
+    parameters: dict[str, Any],
+    settings: ClickHouseSettings,
+    timeout: float,
+    column_formats: dict[str, str] | None = None,
+) -> Any:
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     try:
-        return client.query(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
+        return client.query(
+            sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"}, column_formats=column_formats
+        )
     except (ClickHouseError, OSError, ValueError) as exc:
         raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
 
@@ -225,3 +234,56 @@ def list_columns(
             )
             for name, ctype, default_kind, default_expression, in_sorting_key, comment in result.result_rows
         ]
+
+
+class ClickHouseSession:
+    """Statements on one open client, through the same choke point (`_query`): parameters, never string-built
+    values; identifiers from `quote_identifier`. Used by the pipelines' dead-letter pages."""
+
+    def __init__(self, client: Any, settings: ClickHouseSettings, timeout: float) -> None:
+        self._client = client
+        self._settings = settings
+        self._timeout = timeout
+
+    def rows(self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()) -> list[tuple]:
+        """The result's rows; `bytes_columns` are returned as raw bytes instead of decoded text."""
+        formats = dict.fromkeys(bytes_columns, "bytes")
+        return _query(self._client, sql, parameters, self._settings, self._timeout, column_formats=formats).result_rows
+
+    def command(self, sql: str, parameters: dict[str, Any]) -> None:
+        from clickhouse_connect.driver.exceptions import ClickHouseError
+
+        try:
+            self._client.command(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
+        except (ClickHouseError, OSError, ValueError) as exc:
+            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+
+    def stream_rows(
+        self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()
+    ) -> Iterator[tuple]:
+        """The result's rows block by block, without holding the whole result in memory."""
+        from clickhouse_connect.driver.exceptions import ClickHouseError
+
+        formats = dict.fromkeys(bytes_columns, "bytes")
+        try:
+            with self._client.query_row_block_stream(
+                sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"}, column_formats=formats
+            ) as stream:
+                for block in stream:
+                    yield from block
+        except (ClickHouseError, OSError, ValueError) as exc:
+            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+
+    def table_exists(self, *, database: str, table: str) -> bool:
+        rows = self.rows(
+            "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+            {"db": database, "t": table},
+        )
+        return bool(rows[0][0])
+
+
+@contextlib.contextmanager
+def session(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[ClickHouseSession]:
+    """An open client for several statements; closed when the block ends."""
+    with _client(settings, timeout=timeout) as client:
+        yield ClickHouseSession(client, settings, timeout)

@@ -421,3 +421,73 @@ def _decode(message: Any) -> SampledEvent:
         is_json=is_json,
         size=len(raw),
     )
+
+
+@dataclass(frozen=True)
+class ProduceReport:
+    delivered: list[int]  # indexes (into the messages given) the broker acknowledged
+    failed: int
+    first_error: str | None
+
+
+def produce_values(
+    settings: KafkaSettings, messages: Sequence[tuple[str, bytes]], *, timeout: float = 30.0
+) -> ProduceReport:
+    """Write `(topic, value)` pairs with an idempotent producer (acks=all) and wait up to `timeout` seconds for
+    the broker's acknowledgements; what was not acknowledged by then counts as failed (never retried blindly).
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    collector = _ErrorCollector()
+    timeout_ms = max(1000, int(timeout * 1000))
+    try:
+        producer = Producer(
+            {
+                **_client_config(settings, min(timeout, DEFAULT_TIMEOUT), collector),
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": timeout_ms,
+            }
+        )
+    except (ValueError, TypeError, KafkaException) as exc:
+        raise _settings_error(exc) from None
+    if messages:
+        try:  # an unreachable cluster is told in seconds, not after the whole delivery timeout
+            producer.list_topics(timeout=min(timeout, DEFAULT_TIMEOUT))
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=producer)
+    delivered: list[int] = []
+    errors: list[Any] = []
+
+    def report(index: int) -> Any:
+        def on_delivery(error: Any, _message: Any) -> None:
+            if error is None:
+                delivered.append(index)
+            else:
+                errors.append(error)
+
+        return on_delivery
+
+    for index, (topic, value) in enumerate(messages):
+        while True:
+            try:
+                producer.produce(topic, value=value, on_delivery=report(index))
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+            except KafkaException as exc:
+                errors.append(_kafka_error(exc))
+                break
+        producer.poll(0)
+    producer.flush(timeout)
+    failed = len(messages) - len(delivered)
+    first_error = None
+    if failed:
+        error = errors[0] if errors else collector.best()
+        first_error = (
+            _plain_words(error, settings, timeout)
+            if error is not None
+            else f"The broker did not acknowledge within {timeout:g} seconds."
+        )
+    return ProduceReport(delivered=sorted(delivered), failed=failed, first_error=first_error)

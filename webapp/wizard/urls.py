@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.wizard import connection_views, views
+from webapp.wizard import connection_views, observe_views, views
 
 app_name = "wizard"
 
@@ -9,7 +9,15 @@ urlpatterns = [
     path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline_detail"),
     path("pipelines/<int:pk>/spec.json", views.pipeline_spec_download, name="pipeline_spec_download"),
     path("pipelines/<int:pk>/edit/", views.wizard_edit, name="wizard_edit"),
-    path("pipelines/<int:pk>/metrics/", views.pipeline_metrics, name="pipeline_metrics"),
+    path("pipelines/<int:pk>/metrics/", observe_views.pipeline_metrics, name="pipeline_metrics"),
+    path("pipelines/<int:pk>/dead-letters/", observe_views.dead_letter_list, name="dead_letters"),
+    path(
+        "pipelines/<int:pk>/dead-letters/download/",
+        observe_views.dead_letter_download_view,
+        name="dead_letters_download",
+    ),
+    path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
+    path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
     path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),

@@ -21,9 +21,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
+from webapp.pipelines import metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
-from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.wizard import forms, spec_builder, step_handlers
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
 from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
@@ -48,7 +48,10 @@ def step_url(draft, step: str) -> str:
 @login_required
 @require_GET
 def pipeline_list(request: HttpRequest) -> HttpResponse:
-    pipelines = pipeline_selectors.pipeline_list(user=request.user)
+    pipelines = list(pipeline_selectors.pipeline_list(user=request.user))
+    throughput = metrics_history.current_throughput(pipelines)
+    for pipeline in pipelines:
+        pipeline.throughput = throughput.get(pipeline.pk)
     return render(
         request,
         "wizard/pipeline_list.html",
@@ -80,44 +83,6 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     return _json_attachment(_readable_spec(pipeline.spec or {}), f"{pipeline.name}.json")
-
-
-@login_required
-@require_GET
-def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
-    """The metrics card of the pipeline page (polled by htmx): the latest batch and a chart of recent ones."""
-    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    context: dict = {"pipeline": pipeline}
-    try:
-        records = pipeline_selectors.pipeline_metrics(pipeline=pipeline)
-    except MetricsUnavailableError as exc:
-        context["error"] = exc.message
-        records = []
-    if records:
-        keys = ("input_rows", "rows_written", "duplicates_dropped")
-        context.update(
-            {
-                "latest": records[-1],
-                "count": len(records),
-                "totals": {key: sum(int(r.get(key) or 0) for r in records) for key in keys},
-                "series_json": json.dumps(_chart_series(records)),
-            }
-        )
-    return _partial(request, "pipeline_metrics.html", context)
-
-
-def _chart_series(records: list[dict]) -> dict[str, list]:
-    """Columns for the metrics chart: time (unix seconds) and per-batch counts."""
-    series: dict[str, list] = {"t": [], "input_rows": [], "rows_written": [], "duplicates_dropped": [], "total_lag": []}
-    for record in records:
-        try:
-            moment = datetime.fromisoformat(str(record.get("timestamp", "")).replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        series["t"].append(int(moment.timestamp()))
-        for key in ("input_rows", "rows_written", "duplicates_dropped", "total_lag"):
-            series[key].append(int(record.get(key) or 0))
-    return series
 
 
 @login_required

@@ -1,0 +1,144 @@
+"""A pipeline's metrics over time, as the Spark job keeps them in Redis (`spark_jobs.metrics`).
+
+The job adds each micro-batch's record to a sorted set scored by the batch's start (unix ms) and keeps
+running totals in a hash, in the same transaction as the latest record; it trims the set to
+`HISTORY_MAX_RECORDS` and `HISTORY_MAX_AGE_S`. No collector sits in between: nothing is lost between
+collector ticks, and nothing runs when no pipeline does. This module only reads (selectors).
+
+One short-lived client per call, one-second timeouts (as `metrics.recent_records`): a page must not hang on a
+slow Redis; a Redis that does not answer is a MetricsUnavailableError (API 502).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from spark_jobs.metrics import (
+    HISTORY_MAX_AGE_S,
+    HISTORY_MAX_RECORDS,
+    TOTAL_FIELDS,
+    history_key,
+    latest_key,
+    timestamp_ms,
+    totals_key,
+)
+from webapp.pipelines.metrics import MetricsUnavailableError
+from webapp.pipelines.models import Pipeline
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 1_000
+MAX_LIMIT = HISTORY_MAX_RECORDS
+# A latest record older than this is not "current" throughput: the job is idle (it publishes nothing for
+# triggers that read nothing) or gone.
+CURRENT_WITHIN_S = 60
+
+
+@dataclass(frozen=True)
+class MetricsHistory:
+    records: list[dict[str, Any]]  # oldest first, each with `t_ms` and `duplicate_share` added
+    totals: dict[str, Any]  # TOTAL_FIELDS and `batches` summed since `since` (ISO time of the first batch)
+    has_more: bool  # more records after the last one returned (ask again with since = next_since)
+    next_since: int | None  # `t_ms` of the last record returned
+    retention: dict[str, int] = field(
+        default_factory=lambda: {"max_records": HISTORY_MAX_RECORDS, "max_age_seconds": HISTORY_MAX_AGE_S}
+    )
+
+
+@contextmanager
+def _redis() -> Iterator[Any]:
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        yield client
+    except redis.RedisError as exc:
+        logger.warning("metrics unavailable: %s", exc)
+        raise MetricsUnavailableError("The metrics store (Redis) did not answer.") from None
+    finally:
+        client.close()
+
+
+def _decoded(raw: bytes | str, score: float | None = None) -> dict[str, Any] | None:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    at_ms = timestamp_ms(str(record.get("timestamp", "")))
+    record["t_ms"] = at_ms if at_ms is not None else (int(score) if score is not None else None)
+    input_rows = int(record.get("input_rows") or 0)
+    record["duplicate_share"] = round(int(record.get("duplicates_dropped") or 0) / input_rows, 4) if input_rows else 0.0
+    return record
+
+
+def pipeline_metrics_history(
+    *, pipeline: Pipeline, since_ms: int | None = None, limit: int = DEFAULT_LIMIT
+) -> MetricsHistory:
+    """The pipeline's per-batch records, oldest first: with `since_ms`, the first `limit` records of batches
+    that started strictly after it (poll with the last `t_ms` seen); without, the newest `limit`."""
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    key = history_key(pipeline.job_name)
+    with _redis() as client:
+        if since_ms is None:
+            raw = list(reversed(client.zrevrange(key, 0, limit, withscores=True)))
+            has_more = False
+            if len(raw) > limit:
+                raw = raw[1:]
+        else:
+            raw = client.zrangebyscore(key, f"({int(since_ms)}", "+inf", start=0, num=limit + 1, withscores=True)
+            has_more = len(raw) > limit
+            raw = raw[:limit]
+        totals_raw = client.hgetall(totals_key(pipeline.job_name))
+    records = [r for r in (_decoded(member, score) for member, score in raw) if r is not None]
+    return MetricsHistory(
+        records=records,
+        totals=_totals(totals_raw),
+        has_more=has_more,
+        next_since=int(raw[-1][1]) if raw else since_ms,
+    )
+
+
+def _totals(raw: dict[bytes, bytes]) -> dict[str, Any]:
+    values = {k.decode(): v.decode() for k, v in raw.items()}
+    totals: dict[str, Any] = {name: int(values.get(name, 0)) for name in (*TOTAL_FIELDS, "batches")}
+    totals["since"] = values.get("since")
+    return totals
+
+
+@dataclass(frozen=True)
+class Throughput:
+    events_per_second: float
+    at: str  # ISO time of the batch it was measured on
+
+
+def current_throughput(pipelines: Iterable[Pipeline], *, now: float | None = None) -> dict[int, Throughput]:
+    """Events in per second of each pipeline's latest batch, for those with a batch in the last minute.
+
+    One MGET for all of them; an unreachable Redis gives an empty answer (the list page still renders)."""
+    pipelines = list(pipelines)
+    if not pipelines:
+        return {}
+    try:
+        with _redis() as client:
+            latest = client.mget([latest_key(p.job_name) for p in pipelines])
+    except MetricsUnavailableError:
+        return {}
+    now_ms = (now if now is not None else time.time()) * 1000
+    out: dict[int, Throughput] = {}
+    for pipeline, raw in zip(pipelines, latest, strict=True):
+        record = _decoded(raw) if raw else None
+        if record is None or record["t_ms"] is None or now_ms - record["t_ms"] > CURRENT_WITHIN_S * 1000:
+            continue
+        rate = float(record.get("input_rows_per_second") or 0.0)
+        out[pipeline.pk] = Throughput(events_per_second=rate, at=str(record.get("timestamp", "")))
+    return out
