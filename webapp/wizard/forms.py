@@ -7,21 +7,12 @@ import re
 
 from django import forms
 
+from spark_jobs.spec import DEDUP_WINDOWS
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
-WINDOW_PRESETS = [
-    ("1m", "1 minute"),
-    ("5m", "5 minutes"),
-    ("15m", "15 minutes"),
-    ("1h", "1 hour"),
-    ("6h", "6 hours"),
-    ("12h", "12 hours"),
-    ("1d", "1 day"),
-    ("7d", "7 days"),
-    ("custom", "Custom…"),
-]
+WINDOW_PRESETS = [*DEDUP_WINDOWS, ("custom", "Custom…")]
 ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
