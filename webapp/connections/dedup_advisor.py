@@ -217,8 +217,8 @@ class _PathStats:
     uuid_like: int = 0
     unfit: int = 0  # values that are not identifier-like: floats, booleans, objects, text with spaces, dates
 
-    def add(self, value: Any, payload_hash: int) -> None:
-        self.present += 1
+    def classify(self, value: Any) -> None:
+        """Only while probing: what the values look like."""
         if isinstance(value, str):
             if _UUID_RE.match(value):
                 self.uuid_like += 1
@@ -226,6 +226,9 @@ class _PathStats:
                 self.unfit += 1
         elif isinstance(value, bool | float | dict | list):
             self.unfit += 1
+
+    def count(self, value: Any, payload_hash: int) -> None:
+        self.present += 1
         key = hash(_hashable(value))
         first = self.seen.get(key)
         if first is None:
@@ -254,10 +257,19 @@ class _CandidateFinder:
             if self.events == PROBE_EVENTS:
                 self._choose()
             return
+        # _PathStats.count, inlined: this loop runs for every candidate of every event.
         for path, (_name, stats) in self.chosen.items():
-            value = _lookup(obj, path)
-            if value is not _MISSING and value is not None:
-                stats.add(value, payload_hash)
+            value = obj.get(path[0]) if len(path) == 1 else _lookup(obj, path)
+            if value is None or value is _MISSING:
+                continue
+            stats.present += 1
+            key = hash(orjson.dumps(value)) if isinstance(value, dict | list) else hash(value)
+            first = stats.seen.get(key)
+            if first is None:
+                stats.seen[key] = payload_hash
+            else:
+                stats.duplicates += 1
+                stats.differing += first != payload_hash
 
     def _probe(self, value: dict[str, Any], payload_hash: int, prefix: tuple[str, ...]) -> None:
         for name, child in value.items():
@@ -274,7 +286,8 @@ class _CandidateFinder:
                 if len(self.paths) >= MAX_PROBED_PATHS or dotted in self.exclude:
                     continue
                 stats = self.paths[dotted] = _PathStats()
-            stats.add(child, payload_hash)
+            stats.classify(child)
+            stats.count(child, payload_hash)
 
     def _choose(self) -> None:
         ranked = []
@@ -318,6 +331,7 @@ class DuplicateCounter:
     def __init__(self, *, keys: list[str], time_basis: TimeBasis = "ingestion", event_time_field: str | None = None):
         self.keys = keys
         self.key_paths = [tuple(k.split(".")) for k in keys]
+        self.top_level_key = keys[0] if len(keys) == 1 and "." not in keys[0] else None
         self.time_path = tuple(event_time_field.split(".")) if time_basis == "event" and event_time_field else None
         self.first_seen: dict[int, int] = {}  # hash of the key -> first-seen time (ms)
         self.delays = array("q")
@@ -349,7 +363,10 @@ class DuplicateCounter:
             self.newest = when if self.newest is None else max(self.newest, when)
         if not self.key_paths:
             return
-        parts = [_lookup(obj, path) for path in self.key_paths]
+        if self.top_level_key is not None:  # the common case, without the general lookup
+            parts = [obj.get(self.top_level_key)]
+        else:
+            parts = [_lookup(obj, path) for path in self.key_paths]
         if any(part is _MISSING or part is None for part in parts):
             self.missing_keys += 1
             return
