@@ -62,13 +62,14 @@ def load(bootstrap: str, topic: str, events: int, partitions: int) -> list[bytes
     return [value for _at, value in records[:50_000]]
 
 
-def raw_read(bootstrap: str, topic: str, partitions: int, count: int) -> float:
-    """events/s of a plain read of the newest `count` events (the same ranges the advisor reads)."""
+def raw_read(bootstrap: str, topic: str, partitions: int, count: int) -> tuple[float, float]:
+    """events per second and per CPU second of a plain read of the newest `count` events (the same ranges
+    the advisor reads)."""
     from confluent_kafka import Consumer, TopicPartition
 
     from webapp.connections.recent_events import fair_shares
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5) for p in range(partitions)]
@@ -81,7 +82,7 @@ def raw_read(bootstrap: str, topic: str, partitions: int, count: int) -> float:
                 seen += 1
                 size += len(message.value())
     consumer.close()
-    return seen / (time.monotonic() - started)
+    return seen / (time.monotonic() - started), seen / (time.process_time() - cpu)
 
 
 def parse_rates(values: list[bytes]) -> dict[str, float]:
@@ -132,20 +133,23 @@ def main() -> int:
         rates = parse_rates(values)
         log("parse, two fields pulled: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items()))
         settings = KafkaSettings(bootstrap_servers=bootstrap)
-        raw_rates, advisor_rates = [], []
+        rows = []  # (raw events/s, raw events/CPU-s, advisor events/s, advisor events/CPU-s)
         for run in range(1, args.runs + 1):
-            raw = raw_read(bootstrap, topic, args.partitions, args.max_events)
+            raw, raw_cpu = raw_read(bootstrap, topic, args.partitions, args.max_events)
+            cpu = time.process_time()
             result = analyze_duplicates(settings, topics=[topic], keys=["event_id"], max_events=args.max_events)
-            rate = result.scanned / (result.elapsed_ms / 1000)
-            raw_rates.append(raw)
-            advisor_rates.append(rate)
+            rate, rate_cpu = result.scanned / (result.elapsed_ms / 1000), result.scanned / (time.process_time() - cpu)
+            rows.append((raw, raw_cpu, rate, rate_cpu))
             log(
-                f"run {run}: raw read {raw:,.0f} events/s; advisor {result.scanned:,} events in "
-                f"{result.elapsed_ms:,} ms = {rate:,.0f} events/s (share {result.duplicate_share:.1%}, "
-                f"window {result.recommended_window}, complete {result.complete})"
+                f"run {run}: raw read {raw:,.0f} events/s ({raw_cpu:,.0f}/CPU-s); advisor {result.scanned:,} events "
+                f"in {result.elapsed_ms:,} ms = {rate:,.0f} events/s ({rate_cpu:,.0f}/CPU-s) (share "
+                f"{result.duplicate_share:.1%}, window {result.recommended_window}, complete {result.complete})"
             )
-        raw, rate = statistics.median(raw_rates), statistics.median(advisor_rates)
-        log(f"median: raw read {raw:,.0f} events/s, advisor {rate:,.0f} events/s, ratio {rate / raw:.2f}")
+        raw, raw_cpu, rate, rate_cpu = (statistics.median(column) for column in zip(*rows, strict=True))
+        log(
+            f"median: raw read {raw:,.0f} events/s ({raw_cpu:,.0f}/CPU-s), advisor {rate:,.0f} events/s "
+            f"({rate_cpu:,.0f}/CPU-s); advisor / raw {rate / raw:.2f} ({rate_cpu / raw_cpu:.2f} per CPU-s)"
+        )
     return 0
 
 

@@ -248,10 +248,11 @@ class _CandidateFinder:
         self.chosen: dict[tuple[str, ...], tuple[str, _PathStats]] | None = None
         self.events = 0
 
-    def add(self, obj: dict[str, Any], payload_hash: int) -> None:
+    def add(self, obj: dict[str, Any], raw: bytes) -> None:
         if self.events >= CANDIDATE_EVENTS:
             return
         self.events += 1
+        payload_hash = hash(raw)
         if self.chosen is None:
             self._probe(obj, payload_hash, ())
             if self.events == PROBE_EVENTS:
@@ -351,7 +352,7 @@ class DuplicateCounter:
             self.not_json += 1
             self.missing_keys += bool(self.key_paths)
             return
-        self.finder.add(obj, hash(raw))
+        self.finder.add(obj, raw)
         if self.time_path is not None:
             when = event_time_ms(_lookup(obj, self.time_path))
             if when is None:
