@@ -70,8 +70,14 @@ def raw_read(bootstrap: str, topic: str, partitions: int, count: int) -> tuple[f
     from webapp.connections.recent_events import fair_shares
 
     started, cpu = time.monotonic(), time.process_time()
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5) for p in range(partitions)]
     shares = fair_shares([high - low for low, high in ends], count)
     consumer.assign([TopicPartition(topic, p, ends[p][1] - shares[p]) for p in range(partitions)])

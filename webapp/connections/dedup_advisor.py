@@ -33,6 +33,7 @@ import orjson
 
 from spark_jobs.spec import DEDUP_WINDOWS, parse_window
 from webapp.connections.kafka_client import KafkaSettings
+from webapp.connections.key_candidates import MISSING, CandidateFinder, KeyCandidate, hashable, lookup
 from webapp.connections.recent_events import RecentEvents
 
 DEFAULT_MAX_EVENTS = 50_000
@@ -40,10 +41,6 @@ MAX_EVENTS_LIMIT = 500_000
 DEFAULT_TIME_BUDGET = 15.0
 MAX_TIME_BUDGET = 25.0  # below gunicorn's 30 s worker timeout
 COVERAGE = 0.999  # the recommended window covers this share of the observed duplicate delays
-PROBE_EVENTS = 1_000  # events whose every field is looked at to find key candidates
-CANDIDATE_EVENTS = 100_000  # candidates are counted over at most this many events (bounded memory)
-MAX_CANDIDATES = 5
-MAX_PROBED_PATHS = 64
 # Spark's dedup state per key, beyond the key's own bytes: the key and value UnsafeRows (null bits, fixed
 # slots, the expiry time), the objects around them and the map entry; the in-memory store also keeps
 # the previous version's map. An estimate, not a measurement.
@@ -51,14 +48,20 @@ STATE_BYTES_PER_KEY = 200
 # Above this the in-memory store would take a large part of the job's default 2 GB heap (spark_jobs.run).
 ROCKSDB_ABOVE_BYTES = 512 * 1024 * 1024
 # Histogram bin upper bounds (ms), aligned with the offered windows plus finer bins under a minute.
-HISTOGRAM_EDGES_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 43_200_000, 86_400_000,
-                      604_800_000)
+HISTOGRAM_EDGES_MS = (
+    1_000,
+    10_000,
+    60_000,
+    300_000,
+    900_000,
+    3_600_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+    604_800_000,
+)
 
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
-_ID_NAME_RE = re.compile(r"(^|[_\-.])(id|uuid|guid|key)$|[a-z](Id|ID|Uuid|Key)$", re.IGNORECASE)
-_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _NUMBER_RE = re.compile(r"^\s*-?\d+(\.\d+)?\s*$")
-_MISSING = object()
 _NO_TIME = -(2**63)  # a key's first-seen time when its event had none
 
 TimeBasis = Literal["ingestion", "event"]
@@ -81,18 +84,6 @@ class HistogramBin:
     label: str
     upper_ms: int | None  # None: the last, open bin
     count: int
-
-
-@dataclass(frozen=True)
-class KeyCandidate:
-    field: str
-    events: int  # events looked at for this field
-    missing: int
-    distinct: int
-    duplicates: int
-    duplicate_share: float
-    differing: int  # duplicates whose payload is not byte-identical to the first event with that value
-    uuid_like: bool
 
 
 @dataclass(frozen=True)
@@ -138,23 +129,9 @@ def human_duration(ms: float) -> str:
     return f"{seconds:.3g} s"
 
 
-def _lookup(value: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(value, dict):
-            return _MISSING
-        value = value.get(part, _MISSING)
-        if value is _MISSING:
-            return _MISSING
-    return value
-
-
-def _hashable(value: Any) -> Any:
-    return orjson.dumps(value) if isinstance(value, dict | list) else value
-
-
 def event_time_ms(value: Any) -> int | None:
     """An event-time value (ISO 8601 text, or epoch seconds or milliseconds, as the job reads it) in ms."""
-    if isinstance(value, bool) or value is None or value is _MISSING:
+    if isinstance(value, bool) or value is None or value is MISSING:
         return None
     if isinstance(value, str):
         if _NUMBER_RE.match(value):
@@ -208,124 +185,6 @@ def recommend_window(*, p999_ms: int | None, span_ms: int | None) -> tuple[str |
 # -- counting -------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _PathStats:
-    seen: dict[int, int] = field(default_factory=dict)  # hash of the value -> hash of the first payload
-    present: int = 0
-    duplicates: int = 0
-    differing: int = 0
-    uuid_like: int = 0
-    unfit: int = 0  # values that are not identifier-like: floats, booleans, objects, text with spaces, dates
-
-    def classify(self, value: Any) -> None:
-        """Only while probing: what the values look like."""
-        if isinstance(value, str):
-            if _UUID_RE.match(value):
-                self.uuid_like += 1
-            elif " " in value or _DATETIME_RE.match(value) or len(value) > 200:
-                self.unfit += 1
-        elif isinstance(value, bool | float | dict | list):
-            self.unfit += 1
-
-    def count(self, value: Any, payload_hash: int) -> None:
-        self.present += 1
-        key = hash(_hashable(value))
-        first = self.seen.get(key)
-        if first is None:
-            self.seen[key] = payload_hash
-        else:
-            self.duplicates += 1
-            self.differing += first != payload_hash
-
-
-class _CandidateFinder:
-    """Every scalar field of the first PROBE_EVENTS objects is counted; then only the identifier-like ones,
-    up to CANDIDATE_EVENTS events."""
-
-    def __init__(self, *, exclude: set[str]) -> None:
-        self.exclude = exclude
-        self.paths: dict[str, _PathStats] = {}
-        self.chosen: dict[tuple[str, ...], tuple[str, _PathStats]] | None = None
-        self.events = 0
-
-    def add(self, obj: dict[str, Any], raw: bytes) -> None:
-        if self.events >= CANDIDATE_EVENTS:
-            return
-        self.events += 1
-        payload_hash = hash(raw)
-        if self.chosen is None:
-            self._probe(obj, payload_hash, ())
-            if self.events == PROBE_EVENTS:
-                self._choose()
-            return
-        # _PathStats.count, inlined: this loop runs for every candidate of every event.
-        for path, (_name, stats) in self.chosen.items():
-            value = obj.get(path[0]) if len(path) == 1 else _lookup(obj, path)
-            if value is None or value is _MISSING:
-                continue
-            stats.present += 1
-            key = hash(orjson.dumps(value)) if isinstance(value, dict | list) else hash(value)
-            first = stats.seen.get(key)
-            if first is None:
-                stats.seen[key] = payload_hash
-            else:
-                stats.duplicates += 1
-                stats.differing += first != payload_hash
-
-    def _probe(self, value: dict[str, Any], payload_hash: int, prefix: tuple[str, ...]) -> None:
-        for name, child in value.items():
-            path = (*prefix, name)
-            if isinstance(child, dict):
-                if len(path) < 3:
-                    self._probe(child, payload_hash, path)
-                continue
-            if child is None:
-                continue
-            dotted = ".".join(path)
-            stats = self.paths.get(dotted)
-            if stats is None:
-                if len(self.paths) >= MAX_PROBED_PATHS or dotted in self.exclude:
-                    continue
-                stats = self.paths[dotted] = _PathStats()
-            stats.classify(child)
-            stats.count(child, payload_hash)
-
-    def _choose(self) -> None:
-        ranked = []
-        for name, stats in self.paths.items():
-            if stats.present < self.events / 2 or stats.unfit:
-                continue
-            ratio = len(stats.seen) / stats.present
-            uuid_like = stats.uuid_like >= 0.9 * stats.present
-            id_named = bool(_ID_NAME_RE.search(name.rsplit(".", 1)[-1]))
-            if uuid_like or (id_named and ratio >= 0.2) or ratio >= 0.9:
-                ranked.append((not uuid_like, not id_named, -ratio, name))
-        ranked.sort()
-        self.chosen = {
-            tuple(name.split(".")): (name, self.paths[name]) for *_rank, name in ranked[:MAX_CANDIDATES]
-        }
-        self.paths = {}
-
-    def candidates(self) -> list[KeyCandidate]:
-        if self.chosen is None:
-            self._choose()
-        out = []
-        for name, stats in (self.chosen or {}).values():
-            out.append(
-                KeyCandidate(
-                    field=name,
-                    events=self.events,
-                    missing=self.events - stats.present,
-                    distinct=len(stats.seen),
-                    duplicates=stats.duplicates,
-                    duplicate_share=round(stats.duplicates / self.events, 4) if self.events else 0.0,
-                    differing=stats.differing,
-                    uuid_like=stats.uuid_like >= 0.9 * stats.present,
-                )
-            )
-        return out
-
-
 class DuplicateCounter:
     """Feed it records (`add(value_bytes, kafka_timestamp_ms)`); `result()` gives the figures."""
 
@@ -340,7 +199,7 @@ class DuplicateCounter:
         self.key_bytes = 0
         self.oldest: int | None = None
         self.newest: int | None = None
-        self.finder = _CandidateFinder(exclude={event_time_field} if event_time_field else set())
+        self.finder = CandidateFinder(exclude={event_time_field} if event_time_field else set())
 
     def add(self, raw: bytes | None, kafka_ms: int | None) -> None:
         self.scanned += 1
@@ -354,7 +213,7 @@ class DuplicateCounter:
             return
         self.finder.add(obj, raw)
         if self.time_path is not None:
-            when = event_time_ms(_lookup(obj, self.time_path))
+            when = event_time_ms(lookup(obj, self.time_path))
             if when is None:
                 self.missing_time += 1
         else:
@@ -367,11 +226,11 @@ class DuplicateCounter:
         if self.top_level_key is not None:  # the common case, without the general lookup
             parts = [obj.get(self.top_level_key)]
         else:
-            parts = [_lookup(obj, path) for path in self.key_paths]
-        if any(part is _MISSING or part is None for part in parts):
+            parts = [lookup(obj, path) for path in self.key_paths]
+        if any(part is MISSING or part is None for part in parts):
             self.missing_keys += 1
             return
-        key = hash(_hashable(parts[0]) if len(parts) == 1 else tuple(_hashable(p) for p in parts))
+        key = hash(hashable(parts[0]) if len(parts) == 1 else tuple(hashable(p) for p in parts))
         first = self.first_seen.get(key)
         now = _NO_TIME if when is None else when
         if first is None:
