@@ -68,6 +68,7 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     expect(page.locator("#delay-max")).to_have_text("1.5 min")
     expect(page.locator("#recommended-window")).to_have_text("5m")
     expect(page.locator("#id_window")).to_have_value("5m")  # preselected
+    expect(page.locator("#id_state_store")).to_have_value("auto")  # a small state: no RocksDB advice
     expect(page.locator("#window-reason")).to_contain_text("5m covers 99.9% of the 40 duplicate delays")
     expect(page.locator("#delay-histogram .histogram-row")).to_have_count(4)
     expect(page.locator(".htmx-request")).to_have_count(0)
@@ -94,3 +95,4 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     expect(page.locator("h1")).to_have_text("Filter and computed fields")
     draft.refresh_from_db()
     assert draft.data["dedup"]["window"] == "1d" and draft.data["dedup"]["keys"] == ["event_id"]
+    assert draft.data["dedup"]["state_store"] == "auto"

@@ -409,6 +409,7 @@ def _dedup_form(draft, data=None, initial=None, window_chosen=True):
     form = forms.DedupForm(data, initial=initial, field_paths=paths, time_paths=time_paths)
     if window_chosen:  # the page preselects the advisor's window only when the user has not chosen one
         form.fields["window"].widget.attrs["data-user-chosen"] = "1"
+        form.fields["state_store"].widget.attrs["data-user-chosen"] = "1"
     return form
 
 
@@ -424,6 +425,7 @@ def dedup_initial(section: dict[str, Any]) -> dict[str, Any]:
         "custom_window": "" if window in presets else window,
         "time_basis": section.get("time_basis", "ingestion"),
         "event_time_field": section.get("event_time_field", ""),
+        "state_store": section.get("state_store", "auto"),
     }
 
 
@@ -457,6 +459,7 @@ def dedup_submit(request, draft):
             "window": window,
             "time_basis": data["time_basis"] or "ingestion",
             "event_time_field": data["event_time_field"] if data["time_basis"] == "event_time" else "",
+            "state_store": data["state_store"] or "auto",
         }
     draft_save_step(draft=draft, step="dedup", values=values, advance=True)
     return None
