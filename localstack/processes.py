@@ -226,7 +226,9 @@ def kafka_broker(
         jars.classpath("kafka-broker"),
     ]
     if not (log_dir / "meta.properties").exists():
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # one in 64 would be read as an option (Kafka's Uuid re-rolls too)
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(
             [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)],
             capture_output=True,

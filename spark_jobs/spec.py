@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -49,6 +49,20 @@ RESERVED_PREFIXES = ("_kafka_", "_cf_")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+# The dedup windows the wizard offers and the dedup advisor recommends from (any other valid window can be typed).
+DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
+    ("1m", "1 minute"),
+    ("5m", "5 minutes"),
+    ("15m", "15 minutes"),
+    ("1h", "1 hour"),
+    ("6h", "6 hours"),
+    ("12h", "12 hours"),
+    ("1d", "1 day"),
+    ("7d", "7 days"),
+)
+# Where Spark keeps the dedup state (DedupSpec.state_store).
+StateStore = Literal["auto", "memory", "rocksdb"]
+STATE_STORES: tuple[str, ...] = get_args(StateStore)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _IDENT_RE = re.compile(rf"^{_IDENT}$")
 _PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
@@ -500,7 +514,7 @@ class DedupSpec(BaseModel):
     event_time_field: str | None = None
     # Where Spark keeps the dedup state: "memory" (JVM heap, fastest), "rocksdb" (off-heap, for large
     # windows), "auto" (rocksdb for windows over 1h). Not in the issue's contract; frozen in the checkpoint.
-    state_store: Literal["auto", "memory", "rocksdb"] = "auto"
+    state_store: StateStore = "auto"
 
     @field_validator("window")
     @classmethod
@@ -783,11 +797,13 @@ def parse_spec(data: dict[str, Any] | str | bytes) -> PipelineSpec:
 
 
 __all__ = [
+    "DEDUP_WINDOWS",
     "FIELD_TYPES",
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "SECRET_MASK",
     "SPEC_VERSION",
+    "STATE_STORES",
     "ClickHouseConnection",
     "ClickHouseType",
     "ColumnSpec",
@@ -800,6 +816,7 @@ __all__ = [
     "SourceSpec",
     "SpecError",
     "SpecIssue",
+    "StateStore",
     "TransformSpec",
     "clickhouse_type_error",
     "default_clickhouse_type",

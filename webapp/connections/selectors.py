@@ -68,11 +68,6 @@ def schema_infer(*, values: Sequence[Any]) -> list[schema.InferredField]:
     return schema.infer_schema(values)
 
 
-def dedup_key_stats(*, values: Sequence[Any], key_paths: Sequence[str]) -> schema.KeyStats:
-    """How many of the sampled values lack the key, and how many repeat an earlier key."""
-    return schema.key_stats(values, key_paths)
-
-
 # -- what a ClickHouse server holds ---------------------------------------------------------------------
 
 

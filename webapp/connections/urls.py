@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.connections import apis
+from webapp.connections import apis, dedup_apis
 
 urlpatterns = [
     path("kafka/", apis.KafkaConnectionListCreateApi.as_view(), name="kafka-connections"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
     path("kafka/<int:pk>/sample/", apis.KafkaSampleApi.as_view(), name="kafka-sample"),
     path("kafka/<int:pk>/infer-schema/", apis.KafkaInferSchemaApi.as_view(), name="kafka-infer-schema"),
+    path("kafka/<int:pk>/dedup-analysis/", dedup_apis.KafkaDedupAnalysisApi.as_view(), name="kafka-dedup-analysis"),
     path("clickhouse/", apis.ClickHouseConnectionListCreateApi.as_view(), name="clickhouse-connections"),
     path(
         "clickhouse/test/", apis.ClickHouseConnectionTestUnsavedApi.as_view(), name="clickhouse-connection-test-unsaved"

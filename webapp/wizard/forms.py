@@ -7,21 +7,18 @@ import re
 
 from django import forms
 
+from spark_jobs.spec import DEDUP_WINDOWS, STATE_STORES
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
-WINDOW_PRESETS = [
-    ("1m", "1 minute"),
-    ("5m", "5 minutes"),
-    ("15m", "15 minutes"),
-    ("1h", "1 hour"),
-    ("6h", "6 hours"),
-    ("12h", "12 hours"),
-    ("1d", "1 day"),
-    ("7d", "7 days"),
-    ("custom", "Custom…"),
-]
+WINDOW_PRESETS = [*DEDUP_WINDOWS, ("custom", "Custom…")]
+_STATE_STORE_LABELS = {
+    "auto": "Automatic: RocksDB for windows over 1 hour",
+    "memory": "In memory (fastest; the state must fit in the JVM heap)",
+    "rocksdb": "RocksDB (large state, kept off the JVM heap)",
+}
+STATE_STORE_CHOICES = [(store, _STATE_STORE_LABELS[store]) for store in STATE_STORES]
 ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
@@ -134,6 +131,13 @@ class DedupForm(forms.Form):
         max_length=20,
         help_text="A number and a unit: s, m, h or d (e.g. 90m, 2d).",
         widget=forms.TextInput(attrs={"placeholder": "e.g. 90m"}),
+    )
+    state_store = forms.ChoiceField(
+        label="State store",
+        choices=STATE_STORE_CHOICES,
+        initial="auto",
+        required=False,
+        help_text="Where the job keeps the keys it remembers. Fixed once the pipeline has run.",
     )
     time_basis = forms.ChoiceField(
         label="Time basis",

@@ -74,6 +74,7 @@ def draft_spec(data: dict[str, Any], *, name: str, starting_offsets: str | None 
             "window": dedup.get("window") or "1h",
             "time": "event" if event_time else "ingestion",
             "event_time_field": dedup.get("event_time_field") if event_time else None,
+            "state_store": dedup.get("state_store") or "auto",
         }
     return spec
 
@@ -108,6 +109,7 @@ def wizard_data_from_spec(
                 "window": dedup.get("window", "1h"),
                 "time_basis": "event_time" if dedup.get("time") == "event" else "ingestion",
                 "event_time_field": dedup.get("event_time_field") or "",
+                "state_store": dedup.get("state_store") or "auto",
             }
             if dedup
             else {"enabled": False}

@@ -88,10 +88,6 @@ def add_validation_errors(form: Any, error: ValidationError) -> None:
         form.add_error(None, error.messages)
 
 
-def sample_values(draft: WizardDraft) -> list[Any]:
-    return [event.get("value") for event in draft.section("sample").get("events", [])]
-
-
 def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     return list(draft.section("sample").get("fields", []))
 
@@ -406,11 +402,15 @@ def _example(value: Any) -> str:
 # -- 4. Dedup -------------------------------------------------------------------------------------------
 
 
-def _dedup_form(draft, data=None, initial=None):
+def _dedup_form(draft, data=None, initial=None, window_chosen=True):
     fields = schema_fields(draft)
     paths = [f["path"] for f in fields if f.get("type") != "json"]
     time_paths = [f["path"] for f in fields if f.get("type") == "datetime"]
-    return forms.DedupForm(data, initial=initial, field_paths=paths, time_paths=time_paths)
+    form = forms.DedupForm(data, initial=initial, field_paths=paths, time_paths=time_paths)
+    if window_chosen:  # the page preselects the advisor's window only when the user has not chosen one
+        form.fields["window"].widget.attrs["data-user-chosen"] = "1"
+        form.fields["state_store"].widget.attrs["data-user-chosen"] = "1"
+    return form
 
 
 def dedup_initial(section: dict[str, Any]) -> dict[str, Any]:
@@ -425,53 +425,25 @@ def dedup_initial(section: dict[str, Any]) -> dict[str, Any]:
         "custom_window": "" if window in presets else window,
         "time_basis": section.get("time_basis", "ingestion"),
         "event_time_field": section.get("event_time_field", ""),
-    }
-
-
-def dedup_stats(draft: WizardDraft, keys: list[str]) -> dict[str, Any] | None:
-    values = sample_values(draft)
-    if not keys or not values:
-        return None
-    stats = conn_selectors.dedup_key_stats(values=values, key_paths=keys)
-    return {
-        "total": stats.total,
-        "missing": stats.missing,
-        "duplicates": stats.duplicates,
-        "distinct": stats.distinct,
-        "keys": keys,
-        "duplicate_pct": round(100 * stats.duplicates / stats.total, 1) if stats.total else 0,
-        "missing_pct": round(100 * stats.missing / stats.total, 1) if stats.total else 0,
+        "state_store": section.get("state_store", "auto"),
     }
 
 
 def dedup_show(request, draft, source):
     initial = initial_from(source, forms.DedupForm) if source else dedup_initial(draft.section("dedup"))
+    chosen = bool(initial)
     if not initial:
         initial = {"enabled": "on", "window": "1h", "time_basis": "ingestion"}
-    form = _dedup_form(draft, initial=initial)
-    keys = initial.get("keys") or []
-    enabled = initial.get("enabled") == "on"
-    return {
-        "form": form,
-        "stats": dedup_stats(draft, keys) if enabled else None,
-        "enabled": enabled,
-        "has_sample": bool(sample_values(draft)),
-    }
+    # The figures come from the dedup advisor, loaded by the page (webapp/wizard/dedup_views.py).
+    return {"form": _dedup_form(draft, initial=initial, window_chosen=chosen)}
 
 
 def dedup_submit(request, draft):
     form = _dedup_form(draft, data=request.POST)
-    context = {
-        "form": form,
-        "has_sample": bool(sample_values(draft)),
-        "stats": None,
-        "enabled": request.POST.get("enabled") == "on",
-    }
+    context = {"form": form}
     if not form.is_valid():
-        context["stats"] = dedup_stats(draft, request.POST.getlist("keys"))
         return context
     data = form.cleaned_data
-    context["stats"] = dedup_stats(draft, data.get("keys") or [])
     if data["enabled"] == "off":
         values = {"enabled": False}
     else:
@@ -487,6 +459,7 @@ def dedup_submit(request, draft):
             "window": window,
             "time_basis": data["time_basis"] or "ingestion",
             "event_time_field": data["event_time_field"] if data["time_basis"] == "event_time" else "",
+            "state_store": data["state_store"] or "auto",
         }
     draft_save_step(draft=draft, step="dedup", values=values, advance=True)
     return None

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.wizard import connection_views, observe_views, views
+from webapp.wizard import connection_views, dedup_views, observe_views, views
 
 app_name = "wizard"
 
@@ -30,7 +30,7 @@ urlpatterns = [
     path("wizard/<int:draft_id>/kafka/test/", views.kafka_test, name="kafka_test"),
     path("wizard/<int:draft_id>/topics/list/", views.topic_list, name="topic_list"),
     path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),
-    path("wizard/<int:draft_id>/dedup/stats/", views.dedup_stats, name="dedup_stats"),
+    path("wizard/<int:draft_id>/dedup/analysis/", dedup_views.dedup_analysis, name="dedup_analysis"),
     path("wizard/<int:draft_id>/transform/check/", views.transform_check, name="transform_check"),
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
     path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),

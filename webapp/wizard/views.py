@@ -363,24 +363,6 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def dedup_stats(request: HttpRequest, draft_id: int) -> HttpResponse:
-    """Live: how many duplicates the chosen key finds in the sample, and how often it is missing."""
-    draft = draft_get(user=request.user, pk=draft_id)
-    enabled = request.POST.get("enabled", "on") == "on"
-    keys = request.POST.getlist("keys") if enabled else []
-    return _partial(
-        request,
-        "dedup_stats.html",
-        {
-            "stats": step_handlers.dedup_stats(draft, keys),
-            "enabled": enabled,
-            "has_sample": bool(step_handlers.sample_values(draft)),
-        },
-    )
-
-
-@login_required
-@require_POST
 def transform_check(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     context = step_handlers.check_transform(draft, request.POST)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from webapp.connections.schema import infer_schema, key_stats, value_type
+from webapp.connections.schema import infer_schema, value_type
 
 
 def by_path(values):
@@ -65,12 +65,6 @@ def test_value_type_recognition():
 def test_non_objects_are_skipped_and_empty_input_gives_no_fields():
     assert infer_schema([]) == []
     assert [f.path for f in infer_schema(["text", 3, [1], {"a": 1}])] == ["a"]
-
-
-def test_key_stats_counts_duplicates_and_missing_keys():
-    values = [{"k": 1, "u": {"id": "a"}}, {"k": 1, "u": {"id": "a"}}, {"k": 1, "u": {"id": "b"}}, {"k": None}, "x"]
-    stats = key_stats(values, ["k", "u.id"])
-    assert (stats.total, stats.missing, stats.duplicates, stats.distinct) == (5, 2, 1, 2)
 
 
 def test_deep_nesting_stops_at_a_json_leaf():

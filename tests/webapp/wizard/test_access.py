@@ -19,7 +19,7 @@ DRAFT_URLS = [
     ("wizard:kafka_test", {}, "post"),
     ("wizard:topic_list", {}, "get"),
     ("wizard:sample_fetch", {}, "post"),
-    ("wizard:dedup_stats", {}, "post"),
+    ("wizard:dedup_analysis", {}, "post"),
     ("wizard:transform_check", {}, "post"),
     ("wizard:clickhouse_test", {}, "post"),
     ("wizard:clickhouse_tables", {}, "get"),

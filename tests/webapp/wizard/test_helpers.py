@@ -61,6 +61,7 @@ WIZARD_DATA = {
         "window": "90m",
         "time_basis": "event_time",
         "event_time_field": "created_at",
+        "state_store": "rocksdb",
     },
     "transform": {
         "filter": "created_at IS NOT NULL",
@@ -98,6 +99,7 @@ def test_the_draft_becomes_a_valid_spec_and_back():
     }
     parsed = parse_spec(full)
     assert parsed.dedup.time == "event" and parsed.dedup.event_time_field == "created_at"
+    assert parsed.dedup.state_store == "rocksdb"  # chosen in the wizard, kept when the pipeline is edited
     assert parsed.source.starting_offsets == "latest"
     assert parsed.sink.order_by == ["event_id"] and parsed.sink.create_table
     assert parsed.sink.clickhouse.database == "analytics"

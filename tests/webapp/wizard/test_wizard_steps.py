@@ -256,16 +256,31 @@ def walk_to_dedup(client, kafka_connection, topic):
     return draft
 
 
-def test_dedup_stats_count_duplicates_and_missing_keys_in_the_sample(owner_client, kafka_connection, users_topic):
+def test_dedup_analysis_measures_the_topic_and_recommends_a_window(owner_client, kafka_connection, users_topic):
     draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
-    url = reverse("wizard:dedup_stats", kwargs={"draft_id": draft.pk})
+    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
+    assert f'<b id="scanned-count">{EVENT_COUNT}</b>' in html  # the whole topic, not a sample
     assert f'<b id="dup-count">{DUPLICATES}</b>' in html
     assert f'<b id="missing-count">{WITHOUT_KEY}</b>' in html
+    # The copies were produced right after their originals: a minute covers them, though these few
+    # events span too little time to be sure.
+    assert 'data-recommended-window="1m"' in html
+    assert '<b id="recommended-window">at least 1m</b>' in html
+    assert 'id="key-candidates"' in html and "<code>event_id</code>" in html
     html = owner_client.post(url, {"enabled": "on", "keys": ["plan"]}).content.decode()
     assert f'<b id="dup-count">{EVENT_COUNT - 3}</b>' in html  # three plans, 20 events
+    html = owner_client.post(url, {"enabled": "on", "keys": ["referrer"]}).content.decode()
+    assert "missing from every one of the 20 events" in html
     html = owner_client.post(url, {"enabled": "off"}).content.decode()
     assert "Deduplication is off" in html
+
+
+def test_dedup_analysis_of_an_empty_topic(owner_client, kafka_connection, empty_topic):
+    draft = walk_to_sample(owner_client, kafka_connection, empty_topic)
+    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
+    assert "The topics hold no events" in html
 
 
 def test_dedup_step_errors_and_back_keeps_what_was_entered(owner_client, kafka_connection, users_topic):

@@ -1,0 +1,49 @@
+"""The dedup step's advisor on the server: a topic whose keys would fill the heap gets RocksDB recommended."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.urls import reverse
+
+from webapp.wizard.services import draft_get_or_create, draft_save_step
+
+pytestmark = pytest.mark.django_db
+
+EVENTS = 100_000  # distinct 36-character keys in one second of record time: 100,000 new keys a second
+
+
+@pytest.fixture
+def busy_topic(kafka_bootstrap) -> str:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"busy_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=1)]).values():
+        future.result(timeout=10)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
+    base_ms = 1_790_000_000_000
+    records = [(i, base_ms + i // 100) for i in range(EVENTS)]
+    records.append((EVENTS - 1, base_ms + (EVENTS - 1) // 100 + 510))  # one copy, 510 ms later
+    for key, timestamp in records:
+        producer.produce(topic, value=b'{"id": "%036d"}' % key, timestamp=timestamp)
+        producer.poll(0)
+        if len(producer) > 50_000:
+            producer.flush(30)
+    assert producer.flush(30) == 0
+    return topic
+
+
+def test_a_large_state_recommends_rocksdb(owner, owner_client, kafka_connection, busy_topic):
+    draft = draft_get_or_create(user=owner)
+    draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_connection.pk}, advance=True)
+    draft_save_step(draft=draft, step="topics", values={"topics": [busy_topic]}, advance=True)
+    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
+    # The newest 50,000 events span about a second (with the copy): 50,000 keys a second, kept for a minute,
+    # about 236 B each: some 700 MB, more than the in-memory store should hold.
+    assert 'data-recommended-window="1m"' in html
+    assert 'data-recommended-state-store="rocksdb"' in html
+    assert "should keep it in the RocksDB state store" in html
