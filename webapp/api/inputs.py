@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 
 def _wrong_json_types(serializer: serializers.Serializer, data: Any) -> dict[str, list[str]]:
     """Fields whose JSON type is not the schema's: DRF would turn 0 into "0", "1" into 1 and 0 into False."""
-    if not isinstance(data, Mapping):
-        return {}
+    if not isinstance(data, Mapping) or isinstance(data, QueryDict):
+        return {}  # a query string carries only text: there DRF's conversion is what the caller means
     errors: dict[str, list[str]] = {}
     for name, field in serializer.fields.items():
         value = data.get(name)
