@@ -3,10 +3,6 @@
 One module for everything the web app asks a Kafka cluster (confluent-kafka's AdminClient and Consumer).
 Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
 `KafkaClientError`. Clients are created per call and closed before returning; none at import time.
-
-Tansu (the local broker) reports a high watermark that can lag the true end of a partition by the rest of
-the last written batch (see INFRA.md). Sampling therefore never stops at the reported end: it reads until
-the partition stays quiet for a moment or the deadline passes.
 """
 
 from __future__ import annotations
@@ -98,8 +94,8 @@ class KafkaClusterInfo:
 class TopicInfo:
     name: str
     partitions: int
-    # high watermark - low watermark summed over partitions: an estimate (compaction, transactions and
-    # Tansu's lagging high watermark make it approximate).
+    # high watermark - low watermark summed over partitions: an estimate (compaction and transaction markers
+    # make it approximate).
     message_count: int | None
 
 
@@ -301,15 +297,15 @@ def sample_events(
     count: int = 20,
     position: Literal["newest", "oldest"] = "newest",
     timeout: float = DEFAULT_TIMEOUT,
-    quiet_period: float = 0.5,
 ) -> list[SampledEvent]:
     """Up to `count` events from `topics`: the newest or the oldest, ordered by timestamp (oldest first).
 
     Reads without joining a consumer group (partitions are assigned directly, nothing is committed).
-    Stops when every partition has stayed quiet for `quiet_period` after reaching its reported end, or when
-    `timeout` seconds have passed; an empty topic answers an empty list.
+    Each partition is read up to its high watermark as it was when sampling began (records written
+    meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
+    topic answers an empty list.
     """
-    from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
     topics = list(dict.fromkeys(topics))
@@ -338,6 +334,7 @@ def sample_events(
         if missing:
             raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
         assignment: list[TopicPartition] = []
+        ends: dict[tuple[str, int], int] = {}
         for name in topics:
             for partition in sorted(metadata.topics[name].partitions):
                 remaining = deadline - time.monotonic()
@@ -350,39 +347,40 @@ def sample_events(
                 except KafkaException as exc:
                     _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
                 start = low if position == "oldest" else max(low, high - count)
-                if start < 0:
-                    start = OFFSET_END
-                assignment.append(TopicPartition(name, partition, start))
+                if start < high:
+                    assignment.append(TopicPartition(name, partition, start))
+                    ends[(name, partition)] = high
         if not assignment:
             return []
         consumer.assign(assignment)
-        per_partition: dict[tuple[str, int], list[SampledEvent]] = {(tp.topic, tp.partition): [] for tp in assignment}
-        last_activity = {key: time.monotonic() for key in per_partition}
-        at_end: set[tuple[str, int]] = set()
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            if all(
-                (key in at_end and now - last_activity[key] >= quiet_period)
-                or (position == "oldest" and len(per_partition[key]) >= count)
-                for key in per_partition
-            ):
-                break
-            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - now)))
+        per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
+        # Partitions still to read; a partition is done at its end offset, at end of partition (the last
+        # offsets may be transaction markers, never delivered), or with `count` events when reading the oldest.
+        pending = set(ends)
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
             if message is None:
                 continue
             key = (message.topic(), message.partition())
             if message.error() is not None:
                 if message.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(key)
+                    pending.discard(key)
                     continue
                 if message.error().fatal() or not message.error().retriable():
                     _raise(message.error(), collector, settings, timeout)
                 continue
-            last_activity[key] = time.monotonic()
-            events = per_partition.setdefault(key, [])
+            if key not in pending:
+                continue
+            if message.offset() >= ends[key] - 1:
+                pending.discard(key)
+            if message.offset() >= ends[key]:
+                continue
+            events = per_partition[key]
             events.append(_decode(message))
             if position == "newest" and len(events) > count:
                 del events[0]
+            if position == "oldest" and len(events) >= count:
+                pending.discard(key)
         return _pick(per_partition.values(), count=count, position=position)
     finally:
         consumer.close()
