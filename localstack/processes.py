@@ -294,7 +294,15 @@ def kafka_broker(
     if not (log_dir / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(
-            [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)],
+            [
+                *java,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                f"--cluster-id={cluster_id}",  # one argument: an id may start with "-" (URL-safe base64)
+                "-c",
+                str(properties),
+            ],
             capture_output=True,
             text=True,
             check=False,
