@@ -275,6 +275,11 @@ def kafka_broker(
                 "share.coordinator.state.topic.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
                 "auto.create.topics.enable=false",
+                # Records keep their producers' timestamps: with the default 7-day time retention, a topic
+                # loaded with older events (a replay, the tests' fixed dates) loses them at the next retention
+                # check. Local data is bounded by size instead (1 GiB per partition).
+                "log.retention.ms=-1",
+                "log.retention.bytes=1073741824",
                 "",
             ]
         )
