@@ -3,9 +3,6 @@
 The scenario (after the GlassFlow tutorial in the seeds): sign-up events arrive on topic `users` from the
 web app; about 10% of them arrive again a little later — a producer retry on `users`, or the same sign-up
 synced by the CRM onto a second topic `users_crm`. Same `event_id`, so a pipeline keyed on it removes them.
-
-Each record is written as its own batch (linger 0, one message per batch): the local broker reports exact
-end offsets only then (see INFRA.md), and the wizard's "newest events" sample relies on them.
 """
 
 from __future__ import annotations
@@ -75,12 +72,7 @@ def run(
     from confluent_kafka import Producer
 
     ensure_topics(bootstrap_servers, [topic, second_topic], partitions)
-    producer = Producer({
-        "bootstrap.servers": bootstrap_servers,
-        "enable.idempotence": True,
-        "linger.ms": 0,
-        "batch.num.messages": 1,
-    })
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True})
     rng = random.Random(seed)
     pending: list[PendingDuplicate] = []
     stats = {"events": 0, "duplicates": 0, topic: 0, second_topic: 0}

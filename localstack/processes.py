@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,14 +174,70 @@ Configuration:
 """
 
 
+@dataclass(frozen=True)
+class KafkaListener:
+    """A client listener besides the broker's PLAINTEXT one, with its own security settings.
+
+    SASL: `sasl_mechanisms` among PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. PLAIN users and their passwords are
+    `plain_users` (written into the listener's JAAS configuration); SCRAM users live in the cluster's metadata
+    and are created after start through the Admin API (AlterUserScramCredentials).
+    SSL: the broker's certificate chain and key in PEM; with `ssl_client_ca_pem` set, clients must present a
+    certificate signed by that CA (mutual TLS).
+    """
+
+    name: str  # upper case, e.g. "SASL_PLAIN"; unique on the broker
+    port: int
+    security_protocol: str  # SASL_PLAINTEXT, SSL or SASL_SSL
+    sasl_mechanisms: Sequence[str] = ()
+    plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
+    ssl_certificate_chain_pem: str | None = None
+    ssl_key_pem: str | None = field(default=None, repr=False)
+    ssl_client_ca_pem: str | None = None
+
+    def properties(self) -> dict[str, str]:
+        """This listener's `listener.name.<name>.*` broker settings."""
+        prefix = f"listener.name.{self.name.lower()}."
+        settings: dict[str, str] = {}
+        if self.sasl_mechanisms:
+            settings[f"{prefix}sasl.enabled.mechanisms"] = ",".join(self.sasl_mechanisms)
+        for mechanism in self.sasl_mechanisms:
+            if mechanism == "PLAIN":
+                users = " ".join(f'user_{user}="{password}"' for user, password in self.plain_users.items())
+                module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            else:
+                module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            settings[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = module
+        if self.ssl_certificate_chain_pem and self.ssl_key_pem:
+            settings[f"{prefix}ssl.keystore.type"] = "PEM"
+            settings[f"{prefix}ssl.keystore.certificate.chain"] = self.ssl_certificate_chain_pem
+            settings[f"{prefix}ssl.keystore.key"] = self.ssl_key_pem
+        if self.ssl_client_ca_pem:
+            settings[f"{prefix}ssl.truststore.type"] = "PEM"
+            settings[f"{prefix}ssl.truststore.certificates"] = self.ssl_client_ca_pem
+            settings[f"{prefix}ssl.client.auth"] = "required"
+        return settings
+
+
+def _properties_value(value: str) -> str:
+    """A value as java.util.Properties reads it back: PEM blocks keep their line breaks."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "")
+
+
 def kafka_broker(
-    *, host: str = "127.0.0.1", port: int = 9092, controller_port: int | None = None, data_dir: Path
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9092,
+    controller_port: int | None = None,
+    data_dir: Path,
+    listeners: Sequence[KafkaListener] = (),
 ) -> ServiceDef:
     """Apache Kafka (KRaft, one node as broker and controller) from the `kafka-broker` Java bundle.
 
     `data_dir` keeps the generated `server.properties`, the log4j2 configuration and the log segments
     (`data_dir/log`): a broker started again on the same directory keeps its topics and offsets. Its storage is
     formatted once, the first time (what `bin/kafka-storage.sh format --standalone` does).
+    The broker always listens with PLAINTEXT on `port` (also its inter-broker listener); `listeners` adds
+    secured ones (SASL, TLS, mutual TLS) on their own ports.
     """
     from localstack import jars
 
@@ -189,17 +245,27 @@ def kafka_broker(
     data_dir.mkdir(parents=True, exist_ok=True)
     log_dir = data_dir / "log"
     properties = data_dir / "server.properties"
+    client_listeners = [f"PLAINTEXT://{host}:{port}", *(f"{lst.name}://{host}:{lst.port}" for lst in listeners)]
+    protocols = [
+        "PLAINTEXT:PLAINTEXT",
+        "CONTROLLER:PLAINTEXT",
+        *(f"{lst.name}:{lst.security_protocol}" for lst in listeners),
+    ]
+    listener_settings = [
+        f"{key}={_properties_value(value)}" for lst in listeners for key, value in lst.properties().items()
+    ]
     properties.write_text(
         "\n".join(
             [
                 "process.roles=broker,controller",
                 "node.id=1",
                 f"controller.quorum.bootstrap.servers={host}:{controller_port}",
-                f"listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
-                f"advertised.listeners=PLAINTEXT://{host}:{port}",
+                f"listeners={','.join(client_listeners)},CONTROLLER://{host}:{controller_port}",
+                f"advertised.listeners={','.join(client_listeners)}",
                 "controller.listener.names=CONTROLLER",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"listener.security.protocol.map={','.join(protocols)}",
                 "inter.broker.listener.name=PLAINTEXT",
+                *listener_settings,
                 f"log.dirs={log_dir}",
                 "num.partitions=1",
                 "offsets.topic.replication.factor=1",
@@ -209,6 +275,11 @@ def kafka_broker(
                 "share.coordinator.state.topic.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
                 "auto.create.topics.enable=false",
+                # Records keep their producers' timestamps: with the default 7-day time retention, a topic
+                # loaded with older events (a replay, the tests' fixed dates) loses them at the next retention
+                # check. Local data is bounded by size instead (1 GiB per partition).
+                "log.retention.ms=-1",
+                "log.retention.bytes=1073741824",
                 "",
             ]
         )
@@ -230,7 +301,15 @@ def kafka_broker(
         while cluster_id.startswith("-"):  # one in 64 would be read as an option (Kafka's Uuid re-rolls too)
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(
-            [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(properties)],
+            [
+                *java,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                f"--cluster-id={cluster_id}",  # one argument: an id may start with "-" (URL-safe base64)
+                "-c",
+                str(properties),
+            ],
             capture_output=True,
             text=True,
             check=False,

@@ -1,6 +1,6 @@
 """`make up`: the whole local stack in the foreground, on real services, with embedded defaults.
 
-Starts what is local and not already running: the Kafka-compatible broker, ClickHouse, Redis (only if none
+Starts what is local and not already running: the Apache Kafka broker, ClickHouse, Redis (only if none
 answers), then the web app (gunicorn), a Celery worker and Celery beat. Addresses come from the same
 environment variables docker-compose.yml sets; an address that is not on this machine is used as it is
 (point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no local broker starts).

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from localstack import processes
+from tests.kafka_security import BrokerSecurity, create_scram_users
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,32 @@ def service_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[processe
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """bootstrap.servers of a real Apache Kafka broker (KRaft, data in a temp dir), e.g. "127.0.0.1:40123"."""
+def kafka_security() -> BrokerSecurity:
+    """Ports and key material (a CA generated here) of the test broker's secured listeners."""
+    return BrokerSecurity.generate()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(
+    service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory, kafka_security: BrokerSecurity
+) -> str:
+    """bootstrap.servers of a real Apache Kafka broker (KRaft, data in a temp dir), e.g. "127.0.0.1:40123".
+
+    The same broker also listens with SASL PLAIN, SCRAM, TLS and mutual TLS (see `secured_kafka`): one JVM
+    for every mode instead of one broker each."""
     port = processes.free_port()
-    service_group.start(processes.kafka_broker(port=port, data_dir=tmp_path_factory.mktemp("kafka")))
+    definition = processes.kafka_broker(
+        port=port, data_dir=tmp_path_factory.mktemp("kafka"), listeners=kafka_security.listeners()
+    )
+    service_group.start(definition)
     return f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(kafka_bootstrap: str, kafka_security: BrokerSecurity) -> BrokerSecurity:
+    """The broker's secured listeners, with its SCRAM users created (`.connection(mode)` gives the settings)."""
+    create_scram_users(kafka_bootstrap, kafka_security)
+    return kafka_security
 
 
 @pytest.fixture(scope="session")

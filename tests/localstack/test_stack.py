@@ -16,14 +16,16 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from localstack.processes import free_port, tcp_open, wait_until
+from localstack.processes import ProcessGroup, ServiceDef, free_port, tcp_open, wait_until
+from localstack.up import StackConfig, service_definitions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,6 +155,74 @@ def test_stopping_leaves_no_process_and_no_listener(stack: Stack) -> None:
         ["pgrep", "-f", stack.env["CLEARFLOW_VAR_DIR"]], capture_output=True, text=True
     ).stdout.split()
     assert leftovers == []
+
+
+def _make_up_broker(stack: Stack) -> ServiceDef:
+    """The broker exactly as `make up` defines it for this stack's environment (same var dir, same ports)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in stack.env.items():
+            patch.setenv(name, value)
+        config = StackConfig.from_env()
+    return next(definition for definition in service_definitions(config) if definition.name == "kafka")
+
+
+def _once_ready(ask: Callable[[], Any], timeout: float = 60) -> Any:
+    """ask()'s answer, asked again while the broker is still electing leaders (its port opens before that)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    waiting = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,  # until the restarted broker has replayed its metadata log
+    }
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return ask()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in waiting) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def test_the_broker_keeps_topics_and_offsets_across_a_restart(stack: Stack, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    if stack.process.poll() is None:  # run on its own: stop the stack first (its broker was killed already)
+        stack.process.send_signal(signal.SIGINT)
+        stack.process.wait(timeout=30)
+    bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
+    topic, group = "kept-orders", "kept-readers"
+
+    with ProcessGroup(tmp_path / "first") as first:
+        first.start(_make_up_broker(stack))
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(timeout=30)
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(20):
+            producer.produce(topic, value=f"order-{i}".encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        _once_ready(lambda: consumer.commit(offsets=[TopicPartition(topic, 1, 7)], asynchronous=False))
+        consumer.close()
+
+    with ProcessGroup(tmp_path / "second") as second:
+        second.start(_make_up_broker(stack))
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            ends = _once_ready(
+                lambda: [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5) for p in (0, 1)]
+            )
+            assert ends == [(0, 10), (0, 10)]
+            kept = _once_ready(lambda: consumer.committed([TopicPartition(topic, 1)], timeout=5))
+            assert [(tp.partition, tp.offset) for tp in kept] == [(1, 7)]
+        finally:
+            consumer.close()
 
 
 def test_a_missing_prerequisite_is_named_with_the_command_that_installs_it(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The engine end to end, in-process: real Tansu broker, real ClickHouse, one shared SparkSession."""
+"""The engine end to end, in-process: real Apache Kafka broker, real ClickHouse, one shared SparkSession."""
 
 from __future__ import annotations
 

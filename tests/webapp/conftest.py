@@ -25,7 +25,7 @@ ORDER_PARTITIONS = 2
 
 
 def produce_records(bootstrap: str, topic: str, values: list[bytes], *, partitions: int = 1) -> None:
-    """Create `topic` and write the values round-robin over partitions, one record per batch (exact ends).
+    """Create `topic` and write the values round-robin over partitions.
 
     Record timestamps are one second apart in order, so "newest" and "oldest" are well defined."""
     from confluent_kafka import Producer
@@ -34,7 +34,7 @@ def produce_records(bootstrap: str, topic: str, values: list[bytes], *, partitio
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, num_partitions=partitions)]).values():
         future.result(timeout=10)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     base_ms = int(datetime(2026, 11, 1, tzinfo=UTC).timestamp() * 1000)
     for i, value in enumerate(values):
         producer.produce(

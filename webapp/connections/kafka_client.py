@@ -3,18 +3,12 @@
 One module for everything the web app asks a Kafka cluster (confluent-kafka's AdminClient and Consumer).
 Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
 `KafkaClientError`. Clients are created per call and closed before returning; none at import time.
-
-Tansu (the local broker) reports a high watermark that can lag the true end of a partition by the rest of
-the last written batch (see INFRA.md). Sampling therefore never stops at the reported end: it reads until
-the partition stays quiet for a moment or the deadline passes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -22,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
 logger = logging.getLogger(__name__)
@@ -98,8 +93,8 @@ class KafkaClusterInfo:
 class TopicInfo:
     name: str
     partitions: int
-    # high watermark - low watermark summed over partitions: an estimate (compaction, transactions and
-    # Tansu's lagging high watermark make it approximate).
+    # high watermark - low watermark summed over partitions: an estimate (compaction and transaction markers
+    # make it approximate).
     message_count: int | None
 
 
@@ -118,69 +113,7 @@ class SampledEvent:
 # -- errors in plain words ------------------------------------------------------------------------------
 
 
-def _plain_words(error: Any, settings: KafkaSettings, timeout: float) -> str:
-    """A message for the user from a librdkafka KafkaError (or anything with a str())."""
-    from confluent_kafka import KafkaError
-
-    servers = settings.bootstrap_servers
-    code = error.code() if hasattr(error, "code") else None
-    text = error.str() if hasattr(error, "str") else str(error)
-    text = re.sub(r"\s*\(after \d+ms in state \w+\)", "", text)
-    lowered = text.lower()
-    if code == KafkaError._AUTHENTICATION or "authentication" in lowered or "sasl" in lowered:
-        return f"The broker rejected the credentials: {text}"
-    if code == KafkaError._SSL or "ssl" in lowered or "certificate" in lowered or "handshake" in lowered:
-        return f"The TLS connection to {servers} failed: {text}"
-    if code == KafkaError._RESOLVE or "resolve" in lowered:
-        return f"The broker host name in {servers} could not be resolved: {text}"
-    if "connection refused" in lowered:
-        return f"Nothing accepts connections at {servers} (connection refused)."
-    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
-        return f"Could not reach a broker at {servers}: {text}"
-    if code == KafkaError._TIMED_OUT or "timed out" in lowered:
-        return f"No broker at {servers} answered within {timeout:g} seconds."
-    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-        return f"The topic does not exist: {text}"
-    if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
-        return f"The user may not do this on the cluster: {text}"
-    return f"The broker answered with an error: {text}"
-
-
-class _ErrorCollector(logging.Handler):
-    """librdkafka reports connection trouble through `error_cb` and its log; keep both, print neither.
-
-    The admin client's metadata call fails with a bare "transport failure"; the log line seen on the way
-    ("Connection refused", "Failed to resolve ...") is what tells the user what is wrong.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.errors: list[Any] = []
-        self.lines: list[str] = []
-        # A private logger (not registered with logging's manager): nothing propagates to the root logger.
-        self.logger = logging.Logger("clearflow.librdkafka", level=logging.DEBUG)
-        self.logger.addHandler(self)
-        self.logger.propagate = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(Exception):
-            self.lines.append(record.getMessage())
-
-    def __call__(self, error: Any) -> None:
-        self.errors.append(error)
-
-    def best(self) -> Any | None:
-        from confluent_kafka import KafkaError
-
-        telling = [e for e in self.errors if not hasattr(e, "code") or e.code() != KafkaError._ALL_BROKERS_DOWN]
-        if telling:
-            return telling[0]
-        if self.lines:
-            return self.lines[-1].split("]: ", 1)[-1]
-        return None
-
-
-def _client_config(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) -> dict[str, Any]:
+def _client_config(settings: KafkaSettings, timeout: float, collector: ErrorCollector) -> dict[str, Any]:
     timeout_ms = max(1000, int(timeout * 1000))
     return {
         **settings.librdkafka_config(),
@@ -195,26 +128,17 @@ def _client_config(settings: KafkaSettings, timeout: float, collector: _ErrorCol
     }
 
 
-def _raise(error: Any, collector: _ErrorCollector, settings: KafkaSettings, timeout: float, client: Any = None) -> None:
-    from confluent_kafka import KafkaError
-
-    if client is not None:
-        # Serves the queued error callbacks and log lines that explain a bare "transport failure".
-        with contextlib.suppress(Exception):
-            client.poll(0)
-
-    # A timeout says little; a transport or authentication error seen on the way says more.
-    code = error.code() if hasattr(error, "code") else None
-    if code in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, None) and collector.best() is not None:
-        error = collector.best()
-    raise KafkaClientError(_plain_words(error, settings, timeout)) from None
+def _raise(error: Any, collector: ErrorCollector, settings: KafkaSettings, timeout: float, client: Any = None) -> None:
+    error = explain(error, collector, client=client)
+    message = plain_words(error, servers=settings.bootstrap_servers, mechanism=settings.sasl_mechanism, timeout=timeout)
+    raise KafkaClientError(message) from None
 
 
 def _kafka_error(exc: Exception) -> Any:
     return exc.args[0] if exc.args else exc
 
 
-def _admin(settings: KafkaSettings, timeout: float, collector: _ErrorCollector) -> Any:
+def _admin(settings: KafkaSettings, timeout: float, collector: ErrorCollector) -> Any:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -231,10 +155,10 @@ def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
     """Ask the cluster for its metadata: the brokers and how many topics it has (internal ones left out)."""
     from confluent_kafka import KafkaException
 
-    collector = _ErrorCollector()
+    collector = ErrorCollector()
     admin = _admin(settings, timeout, collector)
     try:
-        metadata = admin.list_topics(timeout=timeout)
+        metadata = wait_for_metadata(admin, collector, timeout)
     except KafkaException as exc:
         _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     brokers = sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values())
@@ -246,10 +170,10 @@ def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
     """Names of the (non-internal) topics, sorted; metadata only, no offsets."""
     from confluent_kafka import KafkaException
 
-    collector = _ErrorCollector()
+    collector = ErrorCollector()
     admin = _admin(settings, timeout, collector)
     try:
-        metadata = admin.list_topics(timeout=timeout)
+        metadata = wait_for_metadata(admin, collector, timeout)
     except KafkaException as exc:
         _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     return sorted(name for name in metadata.topics if not name.startswith("__"))
@@ -264,11 +188,11 @@ def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) ->
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    collector = _ErrorCollector()
+    collector = ErrorCollector()
     deadline = time.monotonic() + timeout
     admin = _admin(settings, timeout, collector)
     try:
-        metadata = admin.list_topics(timeout=timeout)
+        metadata = wait_for_metadata(admin, collector, timeout)
     except KafkaException as exc:
         _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     names = sorted(name for name in metadata.topics if not name.startswith("__"))
@@ -301,19 +225,19 @@ def sample_events(
     count: int = 20,
     position: Literal["newest", "oldest"] = "newest",
     timeout: float = DEFAULT_TIMEOUT,
-    quiet_period: float = 0.5,
 ) -> list[SampledEvent]:
     """Up to `count` events from `topics`: the newest or the oldest, ordered by timestamp (oldest first).
 
     Reads without joining a consumer group (partitions are assigned directly, nothing is committed).
-    Stops when every partition has stayed quiet for `quiet_period` after reaching its reported end, or when
-    `timeout` seconds have passed; an empty topic answers an empty list.
+    Each partition is read up to its high watermark as it was when sampling began (records written
+    meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
+    topic answers an empty list.
     """
-    from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
     topics = list(dict.fromkeys(topics))
-    collector = _ErrorCollector()
+    collector = ErrorCollector()
     deadline = time.monotonic() + timeout
     try:
         consumer = Consumer(
@@ -331,13 +255,14 @@ def sample_events(
         raise _settings_error(exc) from None
     try:
         try:
-            metadata = consumer.list_topics(timeout=timeout)
+            metadata = wait_for_metadata(consumer, collector, timeout)
         except KafkaException as exc:
             _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
         missing = [t for t in topics if t not in metadata.topics or metadata.topics[t].error is not None]
         if missing:
             raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
         assignment: list[TopicPartition] = []
+        ends: dict[tuple[str, int], int] = {}
         for name in topics:
             for partition in sorted(metadata.topics[name].partitions):
                 remaining = deadline - time.monotonic()
@@ -350,39 +275,42 @@ def sample_events(
                 except KafkaException as exc:
                     _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
                 start = low if position == "oldest" else max(low, high - count)
-                if start < 0:
-                    start = OFFSET_END
-                assignment.append(TopicPartition(name, partition, start))
+                if start < high:
+                    assignment.append(TopicPartition(name, partition, start))
+                    ends[(name, partition)] = high
         if not assignment:
             return []
         consumer.assign(assignment)
-        per_partition: dict[tuple[str, int], list[SampledEvent]] = {(tp.topic, tp.partition): [] for tp in assignment}
-        last_activity = {key: time.monotonic() for key in per_partition}
-        at_end: set[tuple[str, int]] = set()
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            if all(
-                (key in at_end and now - last_activity[key] >= quiet_period)
-                or (position == "oldest" and len(per_partition[key]) >= count)
-                for key in per_partition
-            ):
-                break
-            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - now)))
+        per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
+        # Partitions still to read: done at the end offset, or with `count` events when reading the oldest.
+        pending = set(ends)
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
             if message is None:
                 continue
             key = (message.topic(), message.partition())
             if message.error() is not None:
                 if message.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(key)
+                    # At the end offset seen at the start (past transaction markers, which are never
+                    # delivered); an earlier end (an open transaction) waits for the deadline.
+                    if key in ends and message.offset() >= ends[key]:
+                        pending.discard(key)
                     continue
                 if message.error().fatal() or not message.error().retriable():
                     _raise(message.error(), collector, settings, timeout)
                 continue
-            last_activity[key] = time.monotonic()
-            events = per_partition.setdefault(key, [])
+            if key not in pending:
+                continue
+            if message.offset() >= ends[key] - 1:
+                pending.discard(key)
+            if message.offset() >= ends[key]:
+                continue
+            events = per_partition[key]
             events.append(_decode(message))
             if position == "newest" and len(events) > count:
                 del events[0]
+            if position == "oldest" and len(events) >= count:
+                pending.discard(key)
         return _pick(per_partition.values(), count=count, position=position)
     finally:
         consumer.close()

@@ -1,4 +1,4 @@
-"""The Kafka client module against the real broker (Tansu)."""
+"""The Kafka client module against the real broker (Apache Kafka)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def user_events(count: int, *, duplicates: int, without_key: int = 0) -> list[di
 
 
 def produce(bootstrap: str, topic: str, events: list[dict], *, partitions: int = 1) -> None:
-    """Create `topic` and write `events` one record per batch (the local broker's end offsets are exact then)."""
+    """Create `topic` and write `events` (keyed by user id)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -45,7 +45,7 @@ def produce(bootstrap: str, topic: str, events: list[dict], *, partitions: int =
         future.result(timeout=10)
     if not events:
         return
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     for event in events:
         producer.produce(topic, key=str(event.get("user_id", "")).encode(), value=json.dumps(event).encode())
         producer.poll(0)

@@ -1,0 +1,119 @@
+"""A pipeline end to end over each secured Kafka listener: SASL PLAIN, SCRAM-SHA-256/512, TLS, mutual TLS.
+
+The job's spec is built the way the worker builds it (`pipeline_job_spec` on a pipeline whose saved connection
+holds the credentials or certificates), and the engine runs as its own process (`python -m spark_jobs.run
+--available-now`), reading the broker through the secured listener and writing ClickHouse. Only the spec
+contract is used, so this holds whichever Kafka reader the engine has.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from engine_helpers import JOB_TIMEOUT, event, produce
+
+from tests.kafka_security import MODES
+
+pytestmark = [pytest.mark.spark, pytest.mark.django_db]
+
+UNIQUE = 40
+DUPLICATES = 10
+
+
+def _stored_spec(topic: str, table: str) -> dict:
+    """A spec as the API stores it: no addresses or secrets (the saved connections fill them in)."""
+    return {
+        "source": {
+            "topics": [topic],
+            "starting_offsets": "earliest",
+            "fields": [{"path": "event_id", "type": "string"}, {"path": "n", "type": "int"}],
+        },
+        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion"},
+        "sink": {
+            "clickhouse": {"database": "default"},
+            "table": table,
+            "create_table": True,
+            "engine": "MergeTree",
+            "order_by": ["event_id"],
+            "columns": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "n", "column": "n", "type": "Nullable(Int64)"},
+            ],
+        },
+    }
+
+
+def _run_job(job_spec: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    spec_file = tmp_path / "spec.json"
+    # The job reads its secrets from this file, never from its command line.
+    spec_file.touch(mode=0o600)
+    spec_file.write_text(json.dumps(job_spec))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs.run",
+            "--spec",
+            str(spec_file),
+            "--checkpoint",
+            str(tmp_path / "checkpoint"),
+            "--master",
+            "local[2]",
+            "--shuffle-partitions",
+            "2",
+            "--driver-memory",
+            "1g",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--available-now",
+        ],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_pipeline_reads_through_the_secured_listener(
+    mode, django_user_model, secured_kafka, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+    from webapp.pipelines.services import pipeline_create, pipeline_job_spec
+
+    owner = django_user_model.objects.create_user("owner", password="owner-pass-123")
+    connection = secured_kafka.connection(mode)
+    kafka = kafka_connection_create(owner=owner, data={"name": f"secured {mode}", **connection})
+    warehouse = clickhouse_connection_create(
+        owner=owner, data={"name": "warehouse", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    )
+    topic = new_topic(2)
+    keys = [f"{mode}-{i:03d}" for i in range(UNIQUE)]
+    records = [(i % 2, event(key, n=i)) for i, key in enumerate(keys)]
+    records += [((i + 1) % 2, event(keys[i], n=-i)) for i in range(DUPLICATES)]
+    produce(kafka_bootstrap, topic, records)  # through the PLAINTEXT listener; the job reads the secured one
+    table = f"secured_{mode}_{uuid.uuid4().hex[:8]}"
+    pipeline = pipeline_create(
+        owner=owner,
+        name=f"secured-{mode}",
+        kafka_connection=kafka,
+        clickhouse_connection=warehouse,
+        spec=_stored_spec(topic, table),
+    )
+
+    job_spec = pipeline_job_spec(pipeline=pipeline)
+    assert job_spec["source"]["kafka"]["bootstrap_servers"] == connection["bootstrap_servers"]
+    assert job_spec["source"]["kafka"]["security_protocol"] == connection["security_protocol"]
+    finished = _run_job(job_spec, tmp_path)
+
+    assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]
+    for secret in (connection.get("sasl_password"), connection.get("ssl_key_pem")):
+        if secret:
+            assert secret not in finished.stdout + finished.stderr
+    assert ch.query(f"SELECT count(), uniqExact(event_id) FROM default.`{table}`").result_rows == [(UNIQUE, UNIQUE)]
+    assert ch.command(f"SELECT count() FROM default.`{table}_dlq`") == 0
