@@ -297,9 +297,7 @@ def kafka_broker(
         jars.classpath("kafka-broker"),
     ]
     if not (log_dir / "meta.properties").exists():
-        cluster_id = "-"
-        while cluster_id.startswith("-"):  # one in 64 would be read as an option (Kafka's Uuid re-rolls too)
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(
             [
                 *java,

@@ -366,7 +366,7 @@ def produce_values(
     """
     from confluent_kafka import KafkaException, Producer
 
-    collector = _ErrorCollector()
+    collector = ErrorCollector()
     timeout_ms = max(1000, int(timeout * 1000))
     try:
         producer = Producer(
@@ -414,7 +414,7 @@ def produce_values(
     if failed:
         error = errors[0] if errors else collector.best()
         first_error = (
-            _plain_words(error, settings, timeout)
+            plain_words(error, servers=settings.bootstrap_servers, mechanism=settings.sasl_mechanism, timeout=timeout)
             if error is not None
             else f"The broker did not acknowledge within {timeout:g} seconds."
         )

@@ -20,11 +20,11 @@ from webapp.connections.kafka_client import (
     KafkaSettings,
     KafkaTopicNotFoundError,
     _client_config,
-    _ErrorCollector,
     _kafka_error,
     _raise,
     _settings_error,
 )
+from webapp.connections.kafka_errors import ErrorCollector
 
 CONSUME_BATCH = 2_000
 
@@ -69,7 +69,7 @@ class RecentEvents:
         from confluent_kafka import Consumer, KafkaException
 
         timeout = max(1.0, min(DEFAULT_TIMEOUT, self._remaining()))
-        collector = _ErrorCollector()
+        collector = ErrorCollector()
         try:
             consumer = Consumer(
                 {
@@ -93,7 +93,7 @@ class RecentEvents:
         finally:
             consumer.close()
 
-    def _assign(self, consumer: Any, collector: _ErrorCollector, timeout: float) -> dict[tuple[str, int], int]:
+    def _assign(self, consumer: Any, collector: ErrorCollector, timeout: float) -> dict[tuple[str, int], int]:
         """Assign every partition at `end - share`; the end offset of each assigned partition."""
         from confluent_kafka import KafkaException, TopicPartition
 
@@ -128,7 +128,7 @@ class RecentEvents:
         return ends
 
     def _consume(
-        self, consumer: Any, collector: _ErrorCollector, timeout: float, ends: dict[tuple[str, int], int]
+        self, consumer: Any, collector: ErrorCollector, timeout: float, ends: dict[tuple[str, int], int]
     ) -> Iterator[list[Any]]:
         from confluent_kafka import KafkaError
 
