@@ -123,6 +123,8 @@ def test_make_up_starts_every_component_healthy_and_prints_the_login(stack: Stac
 def test_health_names_the_component_that_is_down(stack: Stack) -> None:
     os.kill(stack.child_pids()["kafka"], signal.SIGKILL)
     assert wait_until(lambda: not tcp_open("127.0.0.1", stack.ports["kafka"]), timeout=10)
+    # The open health endpoint answers from a cache of a few seconds (so callers cannot tie up the workers).
+    assert wait_until(lambda: stack.health()[0] == 503, timeout=20), stack.health()
     status, body = stack.health()
     assert status == 503
     assert body["status"] == "down"
