@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
+from spark_jobs.pysource import plan_end_offsets
 from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, quote_ident, with_retries
-from spark_jobs.source import plan_end_offsets
 
 
 def test_plan_reads_everything_without_a_budget():
