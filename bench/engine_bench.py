@@ -12,8 +12,8 @@ the job's metrics lines; the wall time including Spark's start is reported too),
 duration, peak RSS of the job's whole process tree (driver, JVM, Python workers), the CPU seconds each
 component used (the JVM, the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
 
---sources python,native runs 2 to 4 for each Kafka source back to back on the same topic (while the first
-engine's Python source still exists); --runs N repeats everything on a fresh topic and prints medians.
+--runs N repeats everything on a fresh topic and prints medians. (The before/after comparison with the first
+engine's Python source, `--sources python,native`, ran at commit 09eb563; see docs/performance.md.)
 --latency measures produce -> visible-in-ClickHouse latency under a steady load instead (bench/latency.py).
 
 Starts its own Apache Kafka broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
@@ -238,11 +238,6 @@ def job_argv(spec_file: Path, checkpoint: Path, spark_conf: list[str], *, ceilin
     ]
 
 
-def job_env(source: str) -> dict[str, str]:
-    """The job's environment; CLEARFLOW_KAFKA_SOURCE picks the Kafka source where both still exist."""
-    return {**os.environ, "CLEARFLOW_KAFKA_SOURCE": source}
-
-
 def metrics_records(text: str) -> list[dict]:
     return [
         json.loads(line.split("clearflow.metrics ", 1)[1])
@@ -259,14 +254,13 @@ def run_job(
     services: dict[str, int],
     *,
     ceiling: bool = False,
-    source: str = "native",
 ) -> dict:
     spec_file = workdir / f"{label}.json"
     spec_file.write_text(json.dumps(spec))
     log_file = workdir / f"{label}.log"
     argv = [*job_argv(spec_file, workdir / f"{label}-checkpoint", spark_conf, ceiling=ceiling), "--available-now"]
     started = time.monotonic()
-    job = JobProcess(argv, log_file, job_env(source), services)
+    job = JobProcess(argv, log_file, dict(os.environ), services)
     code = job.wait()
     wall = time.monotonic() - started
     text = log_file.read_text(errors="replace")
@@ -285,7 +279,6 @@ def run_job(
     steady_span = max(ends) - min(starts[1:]) if len(records) > 1 else span
     return {
         "label": label,
-        "source": source,
         "input_rows": rows_in,
         "rows_written": sum(r["rows_written"] for r in records),
         "duplicates_dropped": sum(r["duplicates_dropped"] for r in records),
@@ -354,12 +347,11 @@ def bench_spec(
 
 
 def summarize(raw_rates: list[float], results: list[dict]) -> dict:
-    """Medians over the runs, per source and job, with each figure's ratio to the raw consume of its own run."""
+    """Medians over the runs, per job, with each figure's ratio to the raw consume of its own run."""
     summary: dict[str, dict] = {"raw_consume_events_per_s": {"median": round(statistics.median(raw_rates))}}
-    keys = sorted({(r["source"], r["label"].split("#")[0]) for r in results})
-    for source, label in keys:
-        runs = [r for r in results if r["source"] == source and r["label"].split("#")[0] == label]
-        summary[f"{label}/{source}"] = {
+    for label in sorted({r["label"].split("#")[0] for r in results}):
+        runs = [r for r in results if r["label"].split("#")[0] == label]
+        summary[label] = {
             "runs": len(runs),
             "events_per_s": round(statistics.median(r["events_per_s"] for r in runs)),
             "events_per_s_after_first_batch": round(
@@ -381,7 +373,6 @@ def main() -> int:
     parser.add_argument("--max-records-per-batch", type=int, default=500_000)
     parser.add_argument("--state-store", default="memory", choices=["memory", "rocksdb"])
     parser.add_argument("--runs", type=int, default=1, help="repeat everything (a fresh topic each time)")
-    parser.add_argument("--sources", default="native", help="comma-separated Kafka sources to compare: native, python")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Apache Kafka")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
     parser.add_argument("--skip-no-dedup", action="store_true")
@@ -392,7 +383,6 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=120, help="latency mode: how long to produce")
     parser.add_argument("--trigger-interval", default="250 milliseconds", help="latency mode: the job's trigger")
     args = parser.parse_args()
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
 
     sys.path.insert(0, str(REPO))
     from localstack import processes
@@ -424,24 +414,22 @@ def main() -> int:
 
             runs = []
             for run in range(args.runs):
-                for source in sources:
-                    log(f"latency run {run + 1}/{args.runs}, {source} source")
-                    result = latency.run(
-                        bootstrap=bootstrap,
-                        clickhouse=ch_address,
-                        client=client,
-                        partitions=args.partitions,
-                        rate=args.rate,
-                        seconds=args.seconds,
-                        trigger_interval=args.trigger_interval,
-                        workdir=workdir,
-                        label=f"latency-{source}#{run}",
-                        spark_conf=args.conf,
-                        services=services,
-                        source=source,
-                    )
-                    log(json.dumps(result, indent=2))
-                    runs.append(result)
+                log(f"latency run {run + 1}/{args.runs}")
+                result = latency.run(
+                    bootstrap=bootstrap,
+                    clickhouse=ch_address,
+                    client=client,
+                    partitions=args.partitions,
+                    rate=args.rate,
+                    seconds=args.seconds,
+                    trigger_interval=args.trigger_interval,
+                    workdir=workdir,
+                    label=f"latency#{run}",
+                    spark_conf=args.conf,
+                    services=services,
+                )
+                log(json.dumps(result, indent=2))
+                runs.append(result)
             print(json.dumps({"runs": runs, "summary": latency.summarize(runs)}, indent=2))
             return 0
 
@@ -462,44 +450,34 @@ def main() -> int:
             raw = raw_consume_rate(bootstrap, topic, args.partitions, args.events)
             raw_rates.append(raw)
             log(f"raw confluent-kafka consume: {raw:,.0f} events/s (load average {os.getloadavg()[0]:.2f})")
-            for source in sources:
-                for label in ("dedup", "no-dedup", "ingest-ceiling"):
-                    if (label == "no-dedup" and args.skip_no_dedup) or (
-                        label == "ingest-ceiling" and args.skip_ceiling
-                    ):
-                        continue
-                    dedup = label == "dedup"
-                    data = bench_spec(
-                        topic=topic,
-                        bootstrap=bootstrap,
-                        clickhouse=ch_address,
-                        dedup=dedup,
-                        max_records_per_batch=args.max_records_per_batch,
-                        state_store=args.state_store,
-                    )
-                    log(f"running the pipeline ({label}, {source} source)")
-                    load_before = os.getloadavg()[0]
-                    result = run_job(
-                        data,
-                        workdir,
-                        f"{label}#{run}-{source}",
-                        args.conf,
-                        services,
-                        ceiling=label == "ingest-ceiling",
-                        source=source,
-                    )
-                    result["label"] = label + f"#{run}"
-                    result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-                    result["raw_consume_events_per_s"] = round(raw)
-                    result["ratio_to_raw"] = result["events_per_s"] / raw
-                    results.append(result)
-                    if label != "ingest-ceiling":
-                        stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
-                        expected = unique if dedup else args.events
-                        result["clickhouse_rows"] = stored
-                        result["clickhouse_rows_expected"] = expected
-                        assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
-                    log(json.dumps(result, indent=2))
+            for label in ("dedup", "no-dedup", "ingest-ceiling"):
+                if (label == "no-dedup" and args.skip_no_dedup) or (label == "ingest-ceiling" and args.skip_ceiling):
+                    continue
+                dedup = label == "dedup"
+                data = bench_spec(
+                    topic=topic,
+                    bootstrap=bootstrap,
+                    clickhouse=ch_address,
+                    dedup=dedup,
+                    max_records_per_batch=args.max_records_per_batch,
+                    state_store=args.state_store,
+                )
+                log(f"running the pipeline ({label})")
+                load_before = os.getloadavg()[0]
+                result = run_job(
+                    data, workdir, f"{label}#{run}", args.conf, services, ceiling=label == "ingest-ceiling"
+                )
+                result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+                result["raw_consume_events_per_s"] = round(raw)
+                result["ratio_to_raw"] = result["events_per_s"] / raw
+                results.append(result)
+                if label != "ingest-ceiling":
+                    stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
+                    expected = unique if dedup else args.events
+                    result["clickhouse_rows"] = stored
+                    result["clickhouse_rows_expected"] = expected
+                    assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
+                log(json.dumps(result, indent=2))
 
         summary = {
             "events": args.events,

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine_bench import JobProcess, bench_spec, job_argv, job_env
+from engine_bench import JobProcess, bench_spec, job_argv
 
 WARMUP_SECONDS = 20
 DUP_RATIO = 0.10
@@ -82,7 +82,6 @@ def run(
     label: str,
     spark_conf: list[str],
     services: dict[str, int],
-    source: str,
 ) -> dict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -109,7 +108,7 @@ def run(
     spec_file.write_text(json.dumps(spec))
     log_file = workdir / f"{label}.log"
     argv = [*job_argv(spec_file, workdir / f"{label}-checkpoint", spark_conf), "--trigger-interval", trigger_interval]
-    job = JobProcess(argv, log_file, job_env(source), services)
+    job = JobProcess(argv, log_file, dict(os.environ), services)
     try:
         from confluent_kafka import Producer
 
@@ -149,7 +148,6 @@ def run(
     durations = [b["batch_duration_ms"] for b in batches if b["input_rows"] > 0]
     return {
         "label": label,
-        "source": source,
         "rate_target": rate,
         "rate_achieved": round(achieved),
         "events_sent": sent,
@@ -164,13 +162,10 @@ def run(
 
 
 def summarize(runs: list[dict]) -> dict:
-    summary = {}
-    for source in sorted({r["source"] for r in runs}):
-        mine = [r for r in runs if r["source"] == source]
-        summary[source] = {
-            "runs": len(mine),
-            **{q: statistics.median(r["latency_ms"][q] for r in mine) for q in ("p50", "p95", "p99")},
-            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in mine),
-            "rate_achieved": statistics.median(r["rate_achieved"] for r in mine),
-        }
-    return summary
+    return {
+        "runs": len(runs),
+        **{q: statistics.median(r["latency_ms"][q] for r in runs) for q in ("p50", "p95", "p99")},
+        "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+        "rate_achieved": statistics.median(r["rate_achieved"] for r in runs),
+        "load_avg_1m": [r["load_avg_1m_before_after"] for r in runs],
+    }

@@ -23,8 +23,7 @@ from spark_jobs import sink as ch
 from spark_jobs import transforms as T
 from spark_jobs.jars import connector_jars
 from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
-from spark_jobs.source import REDACTION_REGEX
-from spark_jobs.source import read_kafka as read_native_kafka
+from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
 
 log = logging.getLogger(__name__)
@@ -72,16 +71,6 @@ def build_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
-
-
-def read_kafka(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
-    # Temporary, for the before/after benchmark only: CLEARFLOW_KAFKA_SOURCE=python selects the first engine's
-    # Python data source. Removed once measured.
-    if os.environ.get("CLEARFLOW_KAFKA_SOURCE") == "python":
-        from spark_jobs import pysource
-
-        return pysource.read_python_source(spark, spec)
-    return read_native_kafka(spark, spec)
 
 
 def _fields(spec: PipelineSpec) -> list[T.Field]:
