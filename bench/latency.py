@@ -86,7 +86,8 @@ def run(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"latency-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept referenced until the topic exists
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     kafka_ts = {"field": "_kafka_timestamp", "column": "kafka_ts", "type": "DateTime64(3, 'UTC')"}
     spec = bench_spec(
         topic=topic,
