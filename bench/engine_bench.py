@@ -427,6 +427,7 @@ def main() -> int:
                     label=f"latency#{run}",
                     spark_conf=args.conf,
                     services=services,
+                    state_store=args.state_store,
                 )
                 log(json.dumps(result, indent=2))
                 runs.append(result)
