@@ -12,7 +12,11 @@ the job's metrics lines; the wall time including Spark's start is reported too),
 duration, peak RSS of the job's whole process tree (driver, JVM, Python workers), the CPU seconds each
 component used (the JVM, the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
 
-Starts its own Tansu broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
+--runs N repeats everything on a fresh topic and prints medians. (The before/after comparison with the first
+engine's Python source, `--sources python,native`, ran at commit 09eb563; see docs/performance.md.)
+--latency measures produce -> visible-in-ClickHouse latency under a steady load instead (bench/latency.py).
+
+Starts its own Apache Kafka broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
 """
 
 from __future__ import annotations
@@ -176,71 +180,101 @@ def sample_tree(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
     return total
 
 
-def run_job(
-    spec: dict, workdir: Path, label: str, spark_conf: list[str], services: dict[str, int], *, ceiling: bool = False
-) -> dict:
-    spec_file = workdir / f"{label}.json"
-    spec_file.write_text(json.dumps(spec))
-    log_file = workdir / f"{label}.log"
+class JobProcess:
+    """A job process (its own session) whose process tree is sampled for peak RSS and CPU time per component."""
+
+    def __init__(self, argv: list[str], log_file: Path, env: dict[str, str], services: dict[str, int]) -> None:
+        self.peak = 0
+        self.cpu: dict[int, tuple[str, float]] = {}
+        self.services = services
+        self._services_before = {name: cpu_seconds(pid) for name, pid in services.items()}
+        self._out = open(log_file, "wb")  # noqa: SIM115 - closed in wait()
+        self.process = subprocess.Popen(
+            argv, cwd="/", stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, sample_tree(self.process.pid, self.cpu))
+            time.sleep(0.25)
+
+    def wait(self, timeout: float = 3600) -> int:
+        try:
+            code = self.process.wait(timeout=timeout)
+        finally:
+            self._stop.set()
+            self._sampler.join()
+            self._out.close()
+        return code
+
+    def cpu_by_component(self) -> dict[str, float]:
+        result: dict[str, float] = {}
+        for kind, seconds in self.cpu.values():
+            result[kind] = result.get(kind, 0.0) + seconds
+        for name, pid in self.services.items():
+            result[name] = cpu_seconds(pid) - self._services_before[name]
+        return {k: round(v, 1) for k, v in sorted(result.items())}
+
+
+def job_argv(spec_file: Path, checkpoint: Path, spark_conf: list[str], *, ceiling: bool = False) -> list[str]:
     program = [str(REPO / "bench" / "ingest_ceiling.py")] if ceiling else ["-m", "spark_jobs.run"]
-    argv = [
+    return [
         sys.executable,
         *program,
         "--spec",
         str(spec_file),
         "--checkpoint",
-        str(workdir / f"{label}-checkpoint"),
+        str(checkpoint),
         "--master",
         "local[2]",
         "--shuffle-partitions",
         "2",
-        "--available-now",
         "--conf",
         "spark.ui.enabled=false",
         *[arg for item in spark_conf for arg in ("--conf", item)],
     ]
-    peak = 0
-    cpu: dict[int, tuple[str, float]] = {}
-    services_before = {name: cpu_seconds(pid) for name, pid in services.items()}
-    started = time.monotonic()
-    with open(log_file, "wb") as out:
-        process = subprocess.Popen(argv, cwd="/", stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        stop = threading.Event()
 
-        def sample() -> None:
-            nonlocal peak
-            while not stop.is_set():
-                peak = max(peak, sample_tree(process.pid, cpu))
-                time.sleep(0.25)
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        code = process.wait(timeout=3600)
-        stop.set()
-        sampler.join()
-    wall = time.monotonic() - started
-    cpu_by_component: dict[str, float] = {}
-    for kind, seconds in cpu.values():
-        cpu_by_component[kind] = cpu_by_component.get(kind, 0.0) + seconds
-    for name, pid in services.items():
-        cpu_by_component[name] = cpu_seconds(pid) - services_before[name]
-    text = log_file.read_text(errors="replace")
-    if code != 0:
-        raise SystemExit(f"{label}: job exited with {code}; see {log_file}\n{text[-3000:]}")
-    all_records = [
+def metrics_records(text: str) -> list[dict]:
+    return [
         json.loads(line.split("clearflow.metrics ", 1)[1])
         for line in text.splitlines()
         if "clearflow.metrics {" in line
     ]
+
+
+def run_job(
+    spec: dict,
+    workdir: Path,
+    label: str,
+    spark_conf: list[str],
+    services: dict[str, int],
+    *,
+    ceiling: bool = False,
+) -> dict:
+    spec_file = workdir / f"{label}.json"
+    spec_file.write_text(json.dumps(spec))
+    log_file = workdir / f"{label}.log"
+    argv = [*job_argv(spec_file, workdir / f"{label}-checkpoint", spark_conf, ceiling=ceiling), "--available-now"]
+    started = time.monotonic()
+    job = JobProcess(argv, log_file, dict(os.environ), services)
+    code = job.wait()
+    wall = time.monotonic() - started
+    text = log_file.read_text(errors="replace")
+    if code != 0:
+        raise SystemExit(f"{label}: job exited with {code}; see {log_file}\n{text[-3000:]}")
     # Only batches that read events: with dedup, Spark ends with a no-data batch that only evicts state
     # (2-6 s here), after every row is already in ClickHouse.
-    records = [r for r in all_records if r["input_rows"] > 0]
+    records = [r for r in metrics_records(text) if r["input_rows"] > 0]
     durations = [r["batch_duration_ms"] for r in records]
     starts = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp() for r in records]
     ends = [s + r["batch_duration_ms"] / 1000 for s, r in zip(starts, records, strict=True)]
     rows_in = sum(r["input_rows"] for r in records)
     span = max(ends) - min(starts)
-    # The first micro-batch includes the Python workers' and the JIT's warm-up; report both.
+    # The first micro-batch includes the JIT's (and the Python workers') warm-up; report both.
     steady_records = records[1:]
     steady_span = max(ends) - min(starts[1:]) if len(records) > 1 else span
     return {
@@ -257,9 +291,78 @@ def run_job(
         "p95_batch_ms": sorted(durations)[max(0, round(0.95 * len(durations)) - 1)],
         "first_batch_ms": durations[0],
         "wall_s_including_spark_start": wall,
-        "peak_rss_mb": peak / 2**20,
-        "cpu_s_by_component": {k: round(v, 1) for k, v in sorted(cpu_by_component.items())},
+        "peak_rss_mb": job.peak / 2**20,
+        "cpu_s_by_component": job.cpu_by_component(),
     }
+
+
+FIELDS = [
+    {"path": "event_id", "type": "string"},
+    {"path": "user.id", "type": "uuid"},
+    {"path": "email", "type": "string"},
+    {"path": "amount", "type": "float"},
+    {"path": "created_at", "type": "datetime"},
+]
+COLUMNS = [
+    {"field": "event_id", "column": "event_id", "type": "String"},
+    {"field": "user.id", "column": "user_id", "type": "UUID"},
+    {"field": "email", "column": "email", "type": "String"},
+    {"field": "amount", "column": "amount", "type": "Float64"},
+    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
+]
+
+
+def bench_spec(
+    *,
+    topic: str,
+    bootstrap: str,
+    clickhouse: tuple[str, int],
+    dedup: bool,
+    max_records_per_batch: int,
+    state_store: str = "memory",
+    extra_columns: tuple[dict, ...] = (),
+) -> dict:
+    """The benchmark's pipeline: 5 fields, dedup on event_id (1h window, ingestion time) or none."""
+    kind = "dedup" if dedup else "nodedup"
+    return {
+        "version": 1,
+        "name": f"bench-{kind}-{uuid.uuid4().hex[:6]}",
+        "source": {
+            "kafka": {"bootstrap_servers": bootstrap},
+            "topics": [topic],
+            "starting_offsets": "earliest",
+            "fields": FIELDS,
+            "max_records_per_batch": max_records_per_batch,
+        },
+        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": state_store}
+        if dedup
+        else None,
+        "sink": {
+            "clickhouse": {"host": clickhouse[0], "port": clickhouse[1]},
+            "table": f"bench_{kind}_{uuid.uuid4().hex[:6]}",
+            "order_by": ["event_id"],
+            "columns": [*COLUMNS, *extra_columns],
+        },
+    }
+
+
+def summarize(raw_rates: list[float], results: list[dict]) -> dict:
+    """Medians over the runs, per job, with each figure's ratio to the raw consume of its own run."""
+    summary: dict[str, dict] = {"raw_consume_events_per_s": {"median": round(statistics.median(raw_rates))}}
+    for label in sorted({r["label"].split("#")[0] for r in results}):
+        runs = [r for r in results if r["label"].split("#")[0] == label]
+        summary[label] = {
+            "runs": len(runs),
+            "events_per_s": round(statistics.median(r["events_per_s"] for r in runs)),
+            "events_per_s_after_first_batch": round(
+                statistics.median(r["events_per_s_after_first_batch"] for r in runs)
+            ),
+            "ratio_to_raw": round(statistics.median(r["ratio_to_raw"] for r in runs), 3),
+            "p50_batch_ms": statistics.median(r["p50_batch_ms"] for r in runs),
+            "peak_rss_mb": round(statistics.median(r["peak_rss_mb"] for r in runs)),
+            "load_avg_1m": [r["load_avg_1m_before_after"] for r in runs],
+        }
+    return summary
 
 
 def main() -> int:
@@ -269,11 +372,16 @@ def main() -> int:
     parser.add_argument("--dup-ratio", type=float, default=0.10)
     parser.add_argument("--max-records-per-batch", type=int, default=500_000)
     parser.add_argument("--state-store", default="memory", choices=["memory", "rocksdb"])
-    parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
+    parser.add_argument("--runs", type=int, default=1, help="repeat everything (a fresh topic each time)")
+    parser.add_argument("--bootstrap", help="use this broker instead of starting Apache Kafka")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
     parser.add_argument("--skip-no-dedup", action="store_true")
     parser.add_argument("--skip-ceiling", action="store_true", help="do not measure the ingest ceiling")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    parser.add_argument("--latency", action="store_true", help="latency mode (see bench/latency.py) instead")
+    parser.add_argument("--rate", type=int, default=20_000, help="latency mode: events/s produced")
+    parser.add_argument("--seconds", type=int, default=120, help="latency mode: how long to produce")
+    parser.add_argument("--trigger-interval", default="250 milliseconds", help="latency mode: the job's trigger")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
@@ -295,83 +403,90 @@ def main() -> int:
             ch_host, ch_port = "127.0.0.1", str(processes.free_port())
             clickhouse = group.start(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
             services["clickhouse"] = clickhouse.process.pid
-
-        topic = f"bench-{uuid.uuid4().hex[:8]}"
-        log(f"generating {args.events:,} events ({args.dup_ratio:.0%} duplicates)")
-        events = make_events(args.events, args.dup_ratio)
-        unique = len(set(json.loads(e)["event_id"] for e in events))
-        avg_size = sum(len(e) for e in events) / len(events)
-        seconds = preload(bootstrap, topic, args.partitions, events)
-        del events
-        log(f"pre-loaded {args.events:,} events ({avg_size:.0f} B avg) into {topic} in {seconds:.1f}s")
-
-        raw = raw_consume_rate(bootstrap, topic, args.partitions, args.events)
-        log(f"raw confluent-kafka consume: {raw:,.0f} events/s")
+        ch_address = (ch_host, int(ch_port))
 
         import clickhouse_connect
 
         client = clickhouse_connect.get_client(host=ch_host, port=int(ch_port))
 
-        def spec(dedup: bool) -> dict:
-            return {
-                "version": 1,
-                "name": f"bench-{'dedup' if dedup else 'nodedup'}-{uuid.uuid4().hex[:6]}",
-                "source": {
-                    "kafka": {"bootstrap_servers": bootstrap},
-                    "topics": [topic],
-                    "starting_offsets": "earliest",
-                    "fields": [
-                        {"path": "event_id", "type": "string"},
-                        {"path": "user.id", "type": "uuid"},
-                        {"path": "email", "type": "string"},
-                        {"path": "amount", "type": "float"},
-                        {"path": "created_at", "type": "datetime"},
-                    ],
-                    "max_records_per_batch": args.max_records_per_batch,
-                },
-                "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": args.state_store}
-                if dedup
-                else None,
-                "sink": {
-                    "clickhouse": {"host": ch_host, "port": int(ch_port)},
-                    "table": f"bench_{'dedup' if dedup else 'nodedup'}_{uuid.uuid4().hex[:6]}",
-                    "order_by": ["event_id"],
-                    "columns": [
-                        {"field": "event_id", "column": "event_id", "type": "String"},
-                        {"field": "user.id", "column": "user_id", "type": "UUID"},
-                        {"field": "email", "column": "email", "type": "String"},
-                        {"field": "amount", "column": "amount", "type": "Float64"},
-                        {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-                    ],
-                },
-            }
+        if args.latency:
+            import latency
 
+            runs = []
+            for run in range(args.runs):
+                log(f"latency run {run + 1}/{args.runs}")
+                result = latency.run(
+                    bootstrap=bootstrap,
+                    clickhouse=ch_address,
+                    client=client,
+                    partitions=args.partitions,
+                    rate=args.rate,
+                    seconds=args.seconds,
+                    trigger_interval=args.trigger_interval,
+                    workdir=workdir,
+                    label=f"latency#{run}",
+                    spark_conf=args.conf,
+                    services=services,
+                    state_store=args.state_store,
+                )
+                log(json.dumps(result, indent=2))
+                runs.append(result)
+            print(json.dumps({"runs": runs, "summary": latency.summarize(runs)}, indent=2))
+            return 0
+
+        log(f"generating {args.events:,} events ({args.dup_ratio:.0%} duplicates)")
+        events = make_events(args.events, args.dup_ratio)
+        unique = len(set(json.loads(e)["event_id"] for e in events))
+        avg_size = sum(len(e) for e in events) / len(events)
+
+        raw_rates: list[float] = []
         results = []
-        for label in ("dedup", "no-dedup", "ingest-ceiling"):
-            if (label == "no-dedup" and args.skip_no_dedup) or (label == "ingest-ceiling" and args.skip_ceiling):
-                continue
-            dedup = label == "dedup"
-            data = spec(dedup)
-            log(f"running the pipeline ({label})")
-            load_before = os.getloadavg()[0]
-            result = run_job(data, workdir, label, args.conf, services, ceiling=label == "ingest-ceiling")
-            result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-            result["ratio_to_raw"] = result["events_per_s"] / raw
-            results.append(result)
-            if label != "ingest-ceiling":
-                stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
-                expected = unique if dedup else args.events
-                result["clickhouse_rows"] = stored
-                result["clickhouse_rows_expected"] = expected
-                assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
-            log(json.dumps(result, indent=2))
+        for run in range(args.runs):
+            topic = f"bench-{uuid.uuid4().hex[:8]}"
+            seconds = preload(bootstrap, topic, args.partitions, events)
+            log(
+                f"run {run + 1}: pre-loaded {args.events:,} events ({avg_size:.0f} B avg) "
+                f"into {topic} in {seconds:.1f}s"
+            )
+            raw = raw_consume_rate(bootstrap, topic, args.partitions, args.events)
+            raw_rates.append(raw)
+            log(f"raw confluent-kafka consume: {raw:,.0f} events/s (load average {os.getloadavg()[0]:.2f})")
+            for label in ("dedup", "no-dedup", "ingest-ceiling"):
+                if (label == "no-dedup" and args.skip_no_dedup) or (label == "ingest-ceiling" and args.skip_ceiling):
+                    continue
+                dedup = label == "dedup"
+                data = bench_spec(
+                    topic=topic,
+                    bootstrap=bootstrap,
+                    clickhouse=ch_address,
+                    dedup=dedup,
+                    max_records_per_batch=args.max_records_per_batch,
+                    state_store=args.state_store,
+                )
+                log(f"running the pipeline ({label})")
+                load_before = os.getloadavg()[0]
+                result = run_job(
+                    data, workdir, f"{label}#{run}", args.conf, services, ceiling=label == "ingest-ceiling"
+                )
+                result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+                result["raw_consume_events_per_s"] = round(raw)
+                result["ratio_to_raw"] = result["events_per_s"] / raw
+                results.append(result)
+                if label != "ingest-ceiling":
+                    stored = client.command(f"SELECT count() FROM {data['sink']['table']}")
+                    expected = unique if dedup else args.events
+                    result["clickhouse_rows"] = stored
+                    result["clickhouse_rows_expected"] = expected
+                    assert stored == expected, f"{label}: ClickHouse holds {stored} rows, expected {expected}"
+                log(json.dumps(result, indent=2))
 
         summary = {
             "events": args.events,
             "partitions": args.partitions,
             "avg_event_bytes": round(avg_size),
-            "raw_consume_events_per_s": round(raw),
+            "raw_consume_events_per_s": [round(r) for r in raw_rates],
             "runs": results,
+            "medians": summarize(raw_rates, results),
             "cpu_count": os.cpu_count(),
         }
         print(json.dumps(summary, indent=2))

@@ -1,7 +1,7 @@
 """The ingest ceiling of the engine (run by bench/engine_bench.py, not a test).
 
-Runs the job's first half only: the Kafka source (confluent-kafka, Arrow parse) into Spark and the parse
-step, into Spark's `noop` sink, with no dedup and no ClickHouse write, on the same session settings as
+Runs the job's first half only: the Kafka source and the parse step (`from_json` in the JVM), into Spark's
+`noop` sink, with no dedup and no ClickHouse write, on the same session settings as
 `spark_jobs.run`. What the whole pipeline does per second can never exceed this figure on the same machine.
 
     python bench/ingest_ceiling.py --spec pipeline.json --checkpoint DIR [--master local[2]] [--conf K=V]

@@ -21,6 +21,9 @@ import tempfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+# The one definition of where bundles live (the engine finds its connector there without importing localstack).
+from spark_jobs.jars import CONNECTOR_BUNDLE, jars_root
+
 KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
 
@@ -32,17 +35,13 @@ BUNDLES: dict[str, tuple[str, ...]] = {
         "org.slf4j:slf4j-api:2.0.17",
         "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
     ),
-    "spark-kafka": (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",),
+    CONNECTOR_BUNDLE: (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",),
 }
 STAMP = ".resolved"
 
 
 class JarsError(RuntimeError):
     """A bundle is missing or could not be resolved; the message says what to run."""
-
-
-def jars_root() -> Path:
-    return Path(os.environ.get("CLEARFLOW_JARS_DIR") or Path(sys.prefix) / "share" / "clearflow" / "jars")
 
 
 def bundle_dir(name: str) -> Path:
@@ -129,7 +128,7 @@ def resolve(name: str) -> Path:
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
             raise JarsError(f"Maven could not resolve {name} ({', '.join(BUNDLES[name])}):\n{tail}")
-        if name == "spark-kafka":
+        if name == CONNECTOR_BUNDLE:
             shipped = _pyspark_jar_names()
             for jar in out_dir.glob("*.jar"):
                 if _artifact_name(jar.name) in shipped:

@@ -7,7 +7,6 @@ Kafka -> parse_events -> require_keys -> check_columns -> dedup_time -> drop_dup
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import sys
@@ -22,8 +21,9 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import sink as ch
 from spark_jobs import transforms as T
+from spark_jobs.jars import connector_jars
 from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
-from spark_jobs.source import SOURCE_NAME, KafkaDataSource
+from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
 
 log = logging.getLogger(__name__)
@@ -44,39 +44,33 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         "spark.python.worker.reuse": "true",
+        # Keeps the Kafka connector's secret options (SASL JAAS config, client key) out of the UI and event log.
+        "spark.redaction.regex": REDACTION_REGEX,
     }
 
 
-def build_session(*, app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
-    """A SparkSession whose Python workers run this interpreter, with the Kafka source registered."""
+def build_session(
+    *,
+    app_name: str,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    jars: list[str] | None = None,
+) -> SparkSession:
+    """A SparkSession whose Python workers run this interpreter, with Spark's Kafka connector on its classpath.
+
+    `jars` defaults to `spark_jobs.jars.connector_jars()` (local files: nothing is downloaded). Pass `[]` under
+    `spark-submit`, whose `--jars` already carries them.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in {**session_conf(), **(conf or {})}.items():
+    jar_list = connector_jars() if jars is None else jars
+    settings = {**session_conf(), **({"spark.jars": ",".join(jar_list)} if jar_list else {}), **(conf or {})}
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    register_source(spark)
-    return spark
-
-
-def register_source(spark: SparkSession) -> None:
-    spark.dataSource.register(KafkaDataSource)
-
-
-def read_kafka(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
-    source = spec.source
-    return (
-        spark.readStream.format(SOURCE_NAME)
-        .option("topics", ",".join(source.topics))
-        .option("starting_offsets", source.starting_offsets)
-        .option("max_records_per_batch", str(source.max_records_per_batch))
-        .option("group_id", f"clearflow-{spec.name}")
-        .option("kafka_config_secret", json.dumps(source.kafka.librdkafka_config()))
-        .option("fields", json.dumps([[f.path, f.type] for f in source.fields]))
-        .load()
-    )
+    return builder.getOrCreate()
 
 
 def _fields(spec: PipelineSpec) -> list[T.Field]:
@@ -204,7 +198,6 @@ def start_query(
     prepare: bool = True,
 ) -> StreamingQuery:
     """Check the spec against Spark, prepare ClickHouse, and start the streaming query."""
-    register_source(spark)
     rocksdb = spec.dedup is not None and spec.dedup.use_rocksdb
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER if rocksdb else MEMORY_PROVIDER)
     # RocksDB: commit a changelog per batch instead of uploading snapshots of the whole state each time.

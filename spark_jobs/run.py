@@ -1,7 +1,8 @@
 """Run one pipeline: `python -m spark_jobs.run --spec FILE [--checkpoint DIR] [--master URL] [--redis-url URL]`.
 
-Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m
-$(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory.
+Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m --jars JARS
+$(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory, where
+JARS is Spark's Kafka connector: `",".join(spark_jobs.jars.connector_jars())`.
 SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes: 0 stopped or caught up,
 1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
 """
@@ -82,7 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     conf = spark_conf(args)
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = args.master or (None if under_spark_submit else "local[*]")
-    spark = build_session(app_name=f"clearflow-{spec.name}", master=master, conf=conf)
+    from spark_jobs.jars import ConnectorJarsMissing
+
+    try:
+        # Under spark-submit, `--jars` (spark_jobs.jars.connector_jars(), given by the worker) already has them.
+        spark = build_session(
+            app_name=f"clearflow-{spec.name}", master=master, conf=conf, jars=[] if under_spark_submit else None
+        )
+    except ConnectorJarsMissing as exc:
+        log.error("pipeline %s could not start: %s", spec.name, exc)
+        return 1
     spark.sparkContext.setLogLevel("WARN")
 
     stop_requested = threading.Event()
@@ -145,7 +155,7 @@ def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
 def _root_message(exc: BaseException) -> str:
     """The most useful line of a streaming failure: the ClickHouse or Python error, not the JVM stack."""
     text = str(exc)
-    for marker in ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:"):
+    for marker in ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:", "kafka.common.errors."):
         index = text.rfind(marker)
         if index >= 0:
             return text[index:].split("\n")[0]

@@ -110,27 +110,21 @@ def convert_text(raw: Column, field_type: str) -> Column:
 def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
     """Parse `_cf_value` as JSON into typed field columns; set `_cf_error` for unusable records.
 
-    If the source already parsed a record on its fast path (`_cf_fast`, typed `_cf_f<i>` columns, see
-    spark_jobs/fastparse.py), those values are used and `from_json` is not evaluated for it.
+    Every leaf is read as JSON text first, then converted: a value that does not convert gives a dead letter
+    naming the field and the value (a typed `from_json` schema would turn it into NULL silently).
     """
-    paths = [f.path for f in fields]
-    has_fast = "_cf_fast" in df.columns
-    slow = ~F.col("_cf_fast") if has_fast else F.lit(True)
+    text = F.col("_cf_value").cast("string")
     parsed = df.withColumn(
         _JSON,
-        F.when(
-            slow,
-            F.from_json(
-                F.col("_cf_value").cast("string"),
-                _string_schema(paths),
-                {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
-            ),
+        F.from_json(
+            text,
+            _string_schema([f.path for f in fields]),
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
         ),
     )
     raw = {f.path: F.col(_JSON + "." + ".".join(_q(p) for p in f.path.split("."))) for f in fields}
     typed = {f.path: convert_text(raw[f.path], f.type) for f in fields}
 
-    text = F.col("_cf_value").cast("string")
     corrupt_reason = (
         F.when(F.col("_cf_value").isNull(), F.lit("empty record value (NULL)"))
         .when(F.try_parse_json(text).isNull(), F.lit("invalid JSON"))
@@ -139,9 +133,9 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
     )
     corrupt = F.col(_JSON).isNull() | F.col(f"{_JSON}.{_CORRUPT}").isNotNull()
     # Spark casts bytes to a string without checking them: bytes that are not UTF-8 would reach the table as
-    # replacement characters. They are dead letters, whichever path parsed the record.
+    # replacement characters. They are dead letters.
     not_utf8 = F.col("_cf_value").isNotNull() & ~F.expr("is_valid_utf8(CAST(_cf_value AS STRING))")
-    reasons = [F.when(not_utf8, F.lit("invalid UTF-8")), F.when(slow & corrupt, corrupt_reason)]
+    reasons = [F.when(not_utf8, F.lit("invalid UTF-8")), F.when(corrupt, corrupt_reason)]
     for f in fields:
         if f.type in ("string", "json"):
             continue
@@ -155,13 +149,8 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
                 ),
             )
         )
-    if has_fast:
-        typed = {
-            f.path: F.when(F.col("_cf_fast"), F.col(f"_cf_f{i}")).otherwise(typed[f.path]) for i, f in enumerate(fields)
-        }
     with_error = parsed.withColumn(ERROR, F.coalesce(*reasons))
-    keep = [c for c in df.columns if c != "_cf_fast" and not c.startswith("_cf_f")]
-    return with_error.select(*keep, *_nest(typed), ERROR)
+    return with_error.select(*df.columns, *_nest(typed), ERROR)
 
 
 def _nest(typed: dict[str, Column]) -> list[Column]:

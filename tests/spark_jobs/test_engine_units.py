@@ -1,4 +1,4 @@
-"""Pure parts of the engine: offset planning, the metrics record, table DDL, error classification."""
+"""Pure parts of the engine: the metrics record, table DDL, error classification."""
 
 from __future__ import annotations
 
@@ -6,33 +6,6 @@ import json
 
 from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
 from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, quote_ident, with_retries
-from spark_jobs.source import plan_end_offsets
-
-
-def test_plan_reads_everything_without_a_budget():
-    start = {"a": {"0": 5, "1": 0}}
-    latest = {"a": {"0": 10, "1": 3}, "b": {"0": 2}}
-    assert plan_end_offsets(start, latest, None) == {"a": {"0": 10, "1": 3}, "b": {"0": 2}}
-
-
-def test_plan_shares_the_budget_fairly_and_exactly():
-    start = {"a": {"0": 0, "1": 0, "2": 0}}
-    latest = {"a": {"0": 1000, "1": 2, "2": 1000}}
-    end = plan_end_offsets(start, latest, 101)
-    taken = {p: end["a"][p] - start["a"][p] for p in end["a"]}
-    assert sum(taken.values()) == 101
-    assert taken["1"] == 2 and abs(taken["0"] - taken["2"]) <= 1
-
-
-def test_plan_never_goes_backwards_and_keeps_unlisted_partitions():
-    start = {"a": {"0": 50, "1": 7}}
-    latest = {"a": {"0": 10}}  # partition 0 went backwards (topic recreated), 1 is gone
-    assert plan_end_offsets(start, latest, 10) == {"a": {"0": 50, "1": 7}}
-
-
-def test_plan_returns_start_when_nothing_new():
-    start = {"a": {"0": 3}}
-    assert plan_end_offsets(start, {"a": {"0": 3}}, 100) == start
 
 
 def test_metrics_record_from_progress():

@@ -1,0 +1,43 @@
+"""Where the engine finds Spark's Kafka connector: jars resolved at install time, never downloaded at start.
+
+`make install` (`python -m localstack jars`) resolves each Java bundle into `<jars root>/<bundle>/`. The root is
+`$CLEARFLOW_JARS_DIR`, else `<sys.prefix>/share/clearflow/jars` (next to the Python packages of the venv or the
+image). This module is the one definition of that place: `localstack.jars` imports it. No pyspark import, so
+a worker can build a `spark-submit --jars` list without Spark.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+JARS_DIR_ENV = "CLEARFLOW_JARS_DIR"
+CONNECTOR_BUNDLE = "spark-kafka"
+
+
+class ConnectorJarsMissing(RuntimeError):
+    """Spark's Kafka connector is not installed where the job looks for it; the message says what to run."""
+
+
+def jars_root() -> Path:
+    return Path(os.environ.get(JARS_DIR_ENV) or Path(sys.prefix) / "share" / "clearflow" / "jars")
+
+
+def connector_dir() -> Path:
+    return jars_root() / CONNECTOR_BUNDLE
+
+
+def connector_jars() -> list[str]:
+    """Absolute paths of Spark's Kafka connector and its dependencies (for `spark.jars` or `spark-submit --jars`).
+
+    Raises ConnectorJarsMissing when the directory holds no jar (the bundle was never resolved).
+    """
+    directory = connector_dir()
+    found = sorted(str(path) for path in directory.glob("*.jar"))
+    if not found:
+        raise ConnectorJarsMissing(
+            f"Spark's Kafka connector is not installed in {directory}: run `make install` "
+            f"(python -m localstack jars), or point ${JARS_DIR_ENV} at a directory holding {CONNECTOR_BUNDLE}/*.jar"
+        )
+    return found
