@@ -10,6 +10,7 @@ urlpatterns = [
     path("pipelines/<int:pk>/spec.json", views.pipeline_spec_download, name="pipeline_spec_download"),
     path("pipelines/<int:pk>/edit/", views.wizard_edit, name="wizard_edit"),
     path("pipelines/<int:pk>/metrics/", views.pipeline_metrics, name="pipeline_metrics"),
+    path("pipelines/<int:pk>/run-state/", views.pipeline_run_state, name="pipeline_run_state"),
     path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),
