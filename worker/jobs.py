@@ -118,6 +118,7 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         "--checkpoint", launch.checkpoint,
         "--trigger-interval", launch.trigger_interval,
         "--driver-memory", launch.driver_memory,
+        "--conf", "spark.ui.showConsoleProgress=false",  # progress bars would fill the log
         *[arg for item in launch.spark_conf for arg in ("--conf", item)],
     ]  # fmt: skip
     if not is_cluster(launch.master):

@@ -146,6 +146,23 @@ def celery_worker(worker_env: dict[str, str], celery_app: Any, tmp_path: Path) -
     _kill_jobs()
 
 
+@pytest.fixture(scope="session")
+def ch(clickhouse_server):
+    import clickhouse_connect
+
+    return clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+
+
+@pytest.fixture
+def topic(kafka_bootstrap):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"runs-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(30)
+    return name
+
+
 def _kill_jobs() -> None:
     import psutil
 

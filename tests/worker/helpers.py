@@ -7,8 +7,17 @@ from typing import Any
 
 from tests.spark_jobs.engine_helpers import JOB_TIMEOUT, event, produce, wait_for
 
-__all__ = ["JOB_TIMEOUT", "api_spec", "create_pipeline", "event", "events", "produce", "status_of", "wait_for",
-           "wait_status"]
+__all__ = [
+    "JOB_TIMEOUT",
+    "api_spec",
+    "create_pipeline",
+    "event",
+    "events",
+    "produce",
+    "status_of",
+    "wait_for",
+    "wait_status",
+]
 
 URL = "/api/v1/pipelines/"
 
@@ -46,8 +55,12 @@ def api_spec(topic: str, table: str, **overrides: Any) -> dict:
 def create_pipeline(api: Any, *, kafka_conn: Any, ch_conn: Any, spec: dict) -> int:
     response = api.post(
         URL,
-        {"name": f"p-{uuid.uuid4().hex[:6]}", "kafka_connection": kafka_conn.pk, "clickhouse_connection": ch_conn.pk,
-         "spec": spec},
+        {
+            "name": f"p-{uuid.uuid4().hex[:6]}",
+            "kafka_connection": kafka_conn.pk,
+            "clickhouse_connection": ch_conn.pk,
+            "spec": spec,
+        },
         format="json",
     )
     assert response.status_code == 201, response.json()
