@@ -88,27 +88,6 @@ def database_url() -> str:
 
 
 @pytest.fixture
-def celery_app(redis_url: str) -> Iterator[Any]:
-    """The web app's Celery client pointed at the session's Redis (so dispatch reaches the test's worker)."""
-    from worker.celery import app
-
-    saved = (app.conf.broker_url, app.conf.result_backend)
-    app.conf.broker_url = app.conf.result_backend = redis_url
-    _drop_connections(app)
-    yield app
-    app.conf.broker_url, app.conf.result_backend = saved
-    _drop_connections(app)
-
-
-def _drop_connections(app: Any) -> None:
-    """Forget pooled broker connections, so the next send connects to the broker now configured."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
-@pytest.fixture
 def worker_env(settings: Any, redis_url: str, tmp_path: Path) -> dict[str, str]:
     """What the worker process runs with; tests may change it before `celery_worker.start()`."""
     queue = f"pipelines-{uuid.uuid4().hex[:8]}"  # a queue of this test's own: no other worker takes its tasks

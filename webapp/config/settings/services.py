@@ -31,8 +31,9 @@ CLICKHOUSE_PASSWORD = env_str("CLICKHOUSE_PASSWORD", "")
 # local[N] runs the job in the worker's machine; spark://host:7077 submits to a cluster.
 SPARK_MASTER = env_str("SPARK_MASTER", "local[2]")
 
-# Running pipelines (the worker). Checkpoints: on a cluster (spark://...) this must be storage every host that
-# may run a driver sees (a shared filesystem path, hdfs:// or s3a://), since a restart may land elsewhere.
+# Running pipelines (the worker). Checkpoints: on a cluster (spark://...) this must be storage that every host
+# that may run a driver, and every executor (they write the dedup state), sees: a shared filesystem path, hdfs://
+# or s3a://.
 CLEARFLOW_CHECKPOINT_ROOT = env_str("CLEARFLOW_CHECKPOINT_ROOT", str(VAR_DIR / "checkpoints"))
 # Per-run directories (spec file while the job runs, its log, its exit code) on the worker's host.
 CLEARFLOW_RUN_ROOT = env_str("CLEARFLOW_RUN_ROOT", str(VAR_DIR / "runs"))
