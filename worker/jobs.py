@@ -111,6 +111,12 @@ def engine_zip(target_dir: Path) -> Path:
     return target
 
 
+def spark_home() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent)
+
+
 def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
     """The job's command line (no secrets: those are in the spec file and the environment)."""
     runner_args = [
@@ -123,7 +129,7 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
     ]  # fmt: skip
     if not is_cluster(launch.master):
         return [sys.executable, "-m", "spark_jobs.run", "--master", launch.master, *runner_args]
-    spark_submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent)) or "spark-submit"
+    spark_submit = str(Path(spark_home()) / "bin" / "spark-submit")
     py_files = engine_zip(launch.run_dir.parent)
     return [
         spark_submit,
@@ -148,6 +154,7 @@ def start_job(launch: JobLaunch) -> JobHandle:
     env = {**os.environ, **launch.extra_env, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env.setdefault("SPARK_HOME", spark_home())  # spark-submit's scripts look for it with whatever `python3` is first
     if launch.redis_url:
         env["CLEARFLOW_REDIS_URL"] = launch.redis_url  # may hold a password: not on the command line
     command = [

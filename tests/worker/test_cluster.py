@@ -4,7 +4,6 @@ the Celery worker submits with spark-submit in client mode."""
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -29,7 +28,9 @@ def _workers_alive(ui_port: int) -> bool:
 @pytest.fixture
 def spark_cluster(tmp_path: Path) -> Iterator[str]:
     """`spark://127.0.0.1:PORT` of a master with one worker (1 core, 2 GiB)."""
-    spark_class = str(Path(sys.executable).parent / "spark-class")
+    from worker.jobs import spark_home
+
+    spark_class = str(Path(spark_home()) / "bin" / "spark-class")
     port, ui_port, worker_ui = processes.free_port(), processes.free_port(), processes.free_port()
     master_url = f"spark://127.0.0.1:{port}"
     with processes.ProcessGroup(tmp_path / "spark-logs") as group:
@@ -39,7 +40,7 @@ def spark_cluster(tmp_path: Path) -> Iterator[str]:
                 argv=[spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                       "--port", str(port), "--webui-port", str(ui_port)],
                 ready=lambda: processes.tcp_open("127.0.0.1", port),
-                env={"SPARK_LOCAL_IP": "127.0.0.1"},
+                env={"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": spark_home()},
                 ready_timeout=120,
             )
         )  # fmt: skip
@@ -50,7 +51,7 @@ def spark_cluster(tmp_path: Path) -> Iterator[str]:
                       "--webui-port", str(worker_ui), "--cores", "2", "--memory", "2g",
                       "--work-dir", str(tmp_path / "spark-work")],
                 ready=lambda: _workers_alive(ui_port),
-                env={"SPARK_LOCAL_IP": "127.0.0.1"},
+                env={"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": spark_home()},
                 ready_timeout=120,
             )
         )  # fmt: skip

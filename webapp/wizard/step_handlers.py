@@ -1038,7 +1038,9 @@ def review_submit(request, draft):
                     note="created in the wizard",
                 )
             if action == "deploy" and pipeline.status != "deploy_requested":  # an edit may have redeployed it
-                pipeline = pipeline_services.pipeline_deploy(pipeline=pipeline, user=request.user, checkpoint=checkpoint)
+                pipeline = pipeline_services.pipeline_deploy(
+                    pipeline=pipeline, user=request.user, checkpoint=checkpoint
+                )
             draft_discard(draft=draft)
     except ValidationError as exc:
         add_validation_errors(form, exc)
