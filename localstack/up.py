@@ -212,7 +212,7 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
         processes.ServiceDef(
             name="worker",
             argv=[str(bin_dir / "celery"), "-A", "worker.celery", "worker", "--loglevel", "INFO",
-                  "--concurrency", "2", "--hostname", "clearflow@%h"],
+                  "--concurrency", "2", "--hostname", "clearflow@%h", "-Q", "pipelines,celery"],
             cwd=REPO_ROOT,
             ready=_celery_answers,
             ready_timeout=60,

@@ -5,7 +5,9 @@ Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read
 - `clearflow:metrics:<pipeline name>:recent`   LIST of JSON records, newest first, at most RECENT_LIMIT;
 - `clearflow:metrics:<pipeline name>:history`  SORTED SET of JSON records scored by the batch's start (unix
   ms): the time series the API and the charts read, trimmed to HISTORY_MAX_RECORDS and HISTORY_MAX_AGE_S;
-- `clearflow:metrics:<pipeline name>:totals`   HASH of running sums (TOTAL_FIELDS, `batches`, `since`).
+- `clearflow:metrics:<pipeline name>:totals`   HASH of running sums (TOTAL_FIELDS, `batches`, `since`);
+- `clearflow:heartbeat:<pipeline name>`        STRING, epoch seconds of the last progress or idle event (also
+  when no data came), so the worker can tell a stalled job from an idle one.
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
@@ -57,6 +59,14 @@ def timestamp_ms(timestamp: str) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+def heartbeat_key(pipeline: str) -> str:
+    return f"clearflow:heartbeat:{pipeline}"
+
+
+HEARTBEAT_EVERY_SECONDS = 5.0
+HEARTBEAT_TTL_SECONDS = 24 * 3600
 
 
 @dataclass
@@ -146,6 +156,31 @@ class MetricsPublisher:
         self.history_max_age_s = history_max_age_s
         self._redis: Any = None
         self._warned_at = 0.0
+        self._beat_at = 0.0
+
+    def _client(self) -> Any:
+        if self._redis is None:
+            import redis
+
+            self._redis = redis.Redis.from_url(self.redis_url, socket_timeout=5, socket_connect_timeout=5)
+        return self._redis
+
+    def heartbeat(self) -> None:
+        """Say the query is alive (at most every HEARTBEAT_EVERY_SECONDS). Never raises."""
+        now = time.time()
+        if not self.redis_url or now - self._beat_at < HEARTBEAT_EVERY_SECONDS:
+            return
+        self._beat_at = now
+        try:
+            self._client().set(heartbeat_key(self.pipeline), f"{now:.3f}", ex=HEARTBEAT_TTL_SECONDS)
+        except Exception as exc:
+            self._redis = None
+            self._warn(exc)
+
+    def _warn(self, exc: Exception) -> None:
+        if time.monotonic() - self._warned_at > 60:
+            self._warned_at = time.monotonic()
+            log.warning("could not publish metrics to Redis: %s", exc)
 
     def publish(self, record: BatchMetrics) -> None:
         line = record.to_json()
@@ -153,11 +188,7 @@ class MetricsPublisher:
         if not self.redis_url:
             return
         try:
-            if self._redis is None:
-                import redis
-
-                self._redis = redis.Redis.from_url(self.redis_url, socket_timeout=5, socket_connect_timeout=5)
-            pipe = self._redis.pipeline(transaction=True)
+            pipe = self._client().pipeline(transaction=True)
             pipe.set(latest_key(self.pipeline), line)
             pipe.lpush(recent_key(self.pipeline), line)
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
@@ -165,9 +196,7 @@ class MetricsPublisher:
             pipe.execute()
         except Exception as exc:
             self._redis = None
-            if time.monotonic() - self._warned_at > 60:
-                self._warned_at = time.monotonic()
-                log.warning("could not publish metrics to Redis: %s", exc)
+            self._warn(exc)
 
     def _add_to_history(self, pipe: Any, record: BatchMetrics, line: str) -> None:
         """Queue the series and totals updates on `pipe` (one transaction with the latest record)."""
@@ -216,6 +245,7 @@ def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher
                 progress = json.loads(event.progress.json)
                 if progress.get("name") != query_name:
                     return
+                publisher.heartbeat()
                 batch_id = int(progress.get("batchId", -1))
                 sink = stats.pop(batch_id)
                 if not sink and int(progress.get("numInputRows", 0)) == 0:
@@ -225,7 +255,7 @@ def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher
                 log.exception("could not build the metrics record")
 
         def onQueryIdle(self, event: Any) -> None:
-            pass
+            publisher.heartbeat()
 
         def onQueryTerminated(self, event: Any) -> None:
             pass

@@ -113,7 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         log.error("pipeline %s could not start: %s", spec.name, exc)
         return 1
-    log.info("pipeline %s started (query %s, checkpoint %s)", spec.name, query.id, checkpoint)
+    log.info(
+        "pipeline %s started (query %s, application %s, checkpoint %s)",
+        spec.name,
+        query.id,
+        spark.sparkContext.applicationId,
+        checkpoint,
+    )
 
     from pyspark.errors import StreamingQueryException
 
@@ -142,14 +148,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
-    """Wait for the running micro-batch to finish, then stop (a batch cut short is replayed anyway)."""
+    """Let the running micro-batch finish, then stop (a batch cut short is replayed anyway).
+
+    A job that is behind starts the next batch at once, so a gap between batches may never be seen: wait for
+    either a gap or the end of the batch that was running when the stop came (its id appears in the progress),
+    and stop then, interrupting at most a batch that just began. The worker forces the stop (SIGKILL) after its
+    own timeout in any case.
+    """
     deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):  # type: ignore[attr-defined]
+        running = _last_batch_id(query) + 1  # the batch in flight, if any
+        while (
+            time.monotonic() < deadline
+            and query.isActive  # type: ignore[attr-defined]
+            and query.status.get("isTriggerActive")  # type: ignore[attr-defined]
+            and _last_batch_id(query) < running
+        ):
             time.sleep(0.1)
         query.stop()  # type: ignore[attr-defined]
     except Exception as exc:
         log.warning("could not stop the query cleanly: %s", exc)
+
+
+def _last_batch_id(query: object) -> int:
+    progress = query.lastProgress  # type: ignore[attr-defined]
+    return int(progress.get("batchId", -1)) if progress else -1
 
 
 def _root_message(exc: BaseException) -> str:

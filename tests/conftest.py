@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +94,24 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
     database = settings.DATABASES["default"]
     database.setdefault("TEST", {})["NAME"] = f"test_{database['NAME']}_{os.getpid()}"
+
+
+@pytest.fixture
+def celery_app(redis_url: str) -> Iterator[object]:
+    """The web app's Celery client pointed at the session's Redis (so dispatch reaches the test's worker)."""
+    from worker.celery import app
+
+    saved = (app.conf.broker_url, app.conf.result_backend)
+    app.conf.broker_url = app.conf.result_backend = redis_url
+    _drop_connections(app)
+    yield app
+    app.conf.broker_url, app.conf.result_backend = saved
+    _drop_connections(app)
+
+
+def _drop_connections(app: Any) -> None:
+    """Forget pooled broker connections, so the next send connects to the broker now configured."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None

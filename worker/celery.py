@@ -11,3 +11,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
 app = Celery("clearflow")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["worker"])
+
+
+@app.on_after_finalize.connect
+def _schedule(sender: Celery, **_: object) -> None:
+    from worker.schedule import beat_schedule
+
+    sender.conf.beat_schedule = beat_schedule()

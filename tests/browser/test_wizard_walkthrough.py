@@ -188,7 +188,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#deploy").click()
 
     expect(page.locator("h1")).to_contain_text("user-signups")
-    expect(page.locator("#pipeline-status")).to_have_text("Deploy requested")
+    expect(page.locator("#pipeline-status")).to_have_text("Deploying")
     pipeline = Pipeline.objects.get(name="user-signups")
     publish_metrics(redis_url, pipeline.job_name, batches=12)  # as if the job were running
     page.reload()
@@ -208,7 +208,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     assert pipeline.spec["sink"]["engine"] == "ReplacingMergeTree"
 
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Pipelines").click()
-    expect(page.locator("#pipelines")).to_contain_text("Deploy requested")
+    expect(page.locator("#pipelines")).to_contain_text("Deploying")
     shot(page, "10-pipelines")
 
     # The saved connections, secrets never shown; and the shared layout around another app's page.

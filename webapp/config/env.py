@@ -34,6 +34,16 @@ def env_int(name: str, default: int) -> int:
         raise EnvError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise EnvError(f"{name} must be a number, got {raw!r}") from None
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":

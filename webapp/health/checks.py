@@ -53,12 +53,48 @@ def check_redis() -> str:
 
 
 def check_celery() -> str:
+    """Down when no worker consumes the pipeline queue, or when beat (the watcher's tick) has not run lately."""
+    from webapp.pipelines.runtime import watcher_tick
     from worker.celery import app
 
-    replies = app.control.ping(timeout=1.0)
-    if not replies:
-        raise RuntimeError("no Celery worker answered a ping within 1 s")
-    return f"{len(replies)} worker(s) answering"
+    with app.connection_for_write() as connection:
+        try:
+            connection.ensure_connection(max_retries=1, interval_start=0, timeout=1)
+        except Exception:
+            raise RuntimeError("the Celery broker (Redis) does not answer") from None
+        queues = app.control.inspect(timeout=1.0, connection=connection).active_queues() or {}
+    consumers = [name for name, bound in queues.items() if any(q.get("name") == settings.PIPELINE_QUEUE for q in bound)]
+    if not consumers:
+        if queues:
+            raise RuntimeError(f"{len(queues)} worker(s) answer, none consumes the '{settings.PIPELINE_QUEUE}' queue")
+        raise RuntimeError("no Celery worker answered within 1 s")
+    tick = watcher_tick()
+    stale = settings.PIPELINE_BEAT_STALE_SECONDS
+    if tick is None:
+        raise RuntimeError("beat has never ticked (the pipeline watcher does not run)")
+    age = time.time() - tick
+    if age > stale:
+        raise RuntimeError(f"beat has not ticked for {age:.0f} s (the pipeline watcher does not run)")
+    return f"{len(consumers)} worker(s) on the pipeline queue, beat ticked {age:.0f} s ago"
+
+
+def check_pipelines() -> str:
+    """How many pipelines run and how many failed; down when one failed for good (no restart planned)."""
+    from webapp.pipelines.models import Pipeline, PipelineStatus
+    from webapp.pipelines.selectors import pipeline_status_counts
+
+    try:
+        counts = pipeline_status_counts()
+        given_up = Pipeline.objects.filter(status=PipelineStatus.FAILED, restart_at__isnull=True).count()
+    finally:
+        connections.close_all()
+    summary = (
+        f"{counts['running']} running, {counts['deploy_requested']} deploying, {counts['stop_requested']} stopping, "
+        f"{counts['failed']} failed"
+    )
+    if given_up:
+        raise RuntimeError(f"{summary} ({given_up} not restarting)")
+    return summary
 
 
 def check_kafka() -> str:
@@ -111,6 +147,7 @@ CHECKS: dict[str, Callable[[], str]] = {
     "kafka": check_kafka,
     "clickhouse": check_clickhouse,
     "spark": check_spark,
+    "pipelines": check_pipelines,
 }
 
 
@@ -141,9 +178,7 @@ def _timed(check: Callable[[], str]) -> tuple[bool, str, int]:
     return ok, detail, int((time.monotonic() - started) * 1000)
 
 
-_ADDRESS = re.compile(
-    r"https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\b[\w.-]+:\d{2,5}\b|\b(?:host|port)=\S+"
-)
+_ADDRESS = re.compile(r"https?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\b[\w.-]+:\d{2,5}\b|\b(?:host|port)=\S+")
 
 
 def _without_addresses(message: str) -> str:

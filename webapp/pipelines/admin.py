@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from spark_jobs.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services
-from webapp.pipelines.models import Pipeline, PipelineVersion
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineTransition, PipelineVersion
 
 
 class PipelineVersionInline(admin.TabularInline):
@@ -33,14 +33,47 @@ class PipelineVersionInline(admin.TabularInline):
         return format_html("<pre style='max-height:20em;overflow:auto'>{}</pre>", json.dumps(obj.spec, indent=2))
 
 
+class PipelineTransitionInline(admin.TabularInline):
+    model = PipelineTransition
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = ("at", "from_status", "to_status", "reason")
+    readonly_fields = fields
+    ordering = ("-at", "-id")
+    verbose_name_plural = "status history"
+
+
+class PipelineRunInline(admin.TabularInline):
+    model = PipelineRun
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = (
+        "started_at",
+        "version",
+        "attempt",
+        "host",
+        "pid",
+        "spark_app_id",
+        "ended_at",
+        "exit_code",
+        "outcome",
+        "reason",
+    )
+    readonly_fields = fields
+    ordering = ("-started_at", "-id")
+    verbose_name_plural = "runs"
+
+
 @admin.register(Pipeline)
 class PipelineAdmin(admin.ModelAdmin):
     list_display = ("name", "owner", "status", "current_version_number", "deployed_version_number", "updated_at")
     list_filter = ("status",)
     search_fields = ("name", "owner__username")
     list_select_related = ("owner", "current_version", "deployed_version")
-    inlines = [PipelineVersionInline]
-    actions = ["deploy_selected", "stop_selected"]
+    inlines = [PipelineTransitionInline, PipelineRunInline, PipelineVersionInline]
+    actions = ["deploy_selected", "stop_selected", "resume_selected"]
     fields = (
         "name",
         "owner",
@@ -52,6 +85,7 @@ class PipelineAdmin(admin.ModelAdmin):
         "current_version",
         "deployed_version",
         "deploy_requested_at",
+        "restart_at",
         "created_at",
         "updated_at",
     )
@@ -60,6 +94,14 @@ class PipelineAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # A pipeline needs a valid spec: create it in the wizard or through the API.
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Pipeline) -> None:
+        # Through the service: a running job is stopped; ClickHouse rows and the checkpoint stay.
+        services.pipeline_delete(pipeline=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
+        for pipeline in queryset:
+            services.pipeline_delete(pipeline=pipeline, user=request.user)
 
     @admin.display(description="current version")
     def current_version_number(self, obj: Pipeline) -> int | None:
@@ -89,4 +131,8 @@ class PipelineAdmin(admin.ModelAdmin):
 
     @admin.action(description="Stop the selected pipelines")
     def stop_selected(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
-        self._run(request, queryset, services.pipeline_stop, "Stopped")
+        self._run(request, queryset, services.pipeline_stop, "Stop requested for")
+
+    @admin.action(description="Resume the selected pipelines (from their checkpoints)")
+    def resume_selected(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
+        self._run(request, queryset, services.pipeline_resume, "Resume requested for")

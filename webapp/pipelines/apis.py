@@ -17,7 +17,7 @@ from webapp.connections import selectors as connection_selectors
 from webapp.connections.schema import FIELD_TYPES
 from webapp.pipelines import selectors, services
 from webapp.pipelines.mapping import SourceField
-from webapp.pipelines.models import Pipeline, PipelineStatus, PipelineVersion
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 
 TAG = ["Pipelines"]
 
@@ -43,12 +43,77 @@ class PipelineCreateInput(serializers.Serializer):
     note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
 
 
+CHECKPOINT_HELP = (
+    "Only when the new version cannot continue from the checkpoint (the API answers 409 and lists why): "
+    "`keep` the offsets and dedup state anyway, or start `fresh` (read again from the starting offsets)."
+)
+
+
 class PipelineUpdateInput(serializers.Serializer):
     name = serializers.CharField(max_length=100, required=False)
     kafka_connection = serializers.IntegerField(required=False)
     clickhouse_connection = serializers.IntegerField(required=False)
     spec = SpecField(required=False)
     note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    checkpoint = serializers.ChoiceField(["keep", "fresh"], required=False, help_text=CHECKPOINT_HELP)
+
+
+class PipelineDeployInput(serializers.Serializer):
+    checkpoint = serializers.ChoiceField(["keep", "fresh"], required=False, help_text=CHECKPOINT_HELP)
+
+
+class PipelineDeleteInput(serializers.Serializer):
+    remove_checkpoint = serializers.BooleanField(
+        default=False, help_text="Also remove the checkpoint (start over). The ClickHouse rows stay either way."
+    )
+
+
+class ConfirmInput(serializers.Serializer):
+    confirm = serializers.BooleanField(help_text="Must be true: the action cannot be undone.")
+
+    def validate_confirm(self, value: bool) -> bool:
+        if not value:
+            raise serializers.ValidationError("Confirm with true: this cannot be undone.")
+        return value
+
+
+class PipelineRunOutput(serializers.ModelSerializer):
+    version = serializers.IntegerField(source="version.number", allow_null=True, default=None)
+
+    class Meta:
+        model = PipelineRun
+        fields = [
+            "id",
+            "version",
+            "attempt",
+            "host",
+            "pid",
+            "spark_app_id",
+            "spark_master",
+            "log_path",
+            "started_at",
+            "running_at",
+            "stop_requested_at",
+            "killed_at",
+            "ended_at",
+            "exit_code",
+            "outcome",
+            "reason",
+        ]
+
+
+class PipelineTransitionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = PipelineTransition
+        fields = ["at", "from_status", "to_status", "reason"]
+
+
+class PipelineLogOutput(serializers.Serializer):
+    lines = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+class PipelineLogInput(serializers.Serializer):
+    lines = serializers.IntegerField(min_value=1, max_value=200, default=100)
 
 
 class PipelineValidateInput(serializers.Serializer):
@@ -118,6 +183,7 @@ class PipelineStatusOutput(serializers.ModelSerializer):
             "current_version",
             "deployed_version",
             "deploy_requested_at",
+            "restart_at",
         ]
 
 
@@ -137,6 +203,7 @@ class PipelineOutput(PipelineStatusOutput):
             "current_version",
             "deployed_version",
             "deploy_requested_at",
+            "restart_at",
             "spec",
             "created_at",
             "updated_at",
@@ -203,10 +270,18 @@ class PipelineDetailApi(APIView):
         pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
         return Response(PipelineOutput(pipeline).data)
 
-    @extend_schema(tags=TAG, operation_id="pipelines_delete", responses={204: None, **ERROR_RESPONSES})
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_delete",
+        description="Delete the pipeline; a running job is stopped. ClickHouse rows stay; the checkpoint stays "
+        "unless `?remove_checkpoint=true`.",
+        parameters=[PipelineDeleteInput],
+        responses={204: None, **ERROR_RESPONSES},
+    )
     def delete(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        services.pipeline_delete(pipeline=pipeline, user=request.user)
+        data = validated_input(PipelineDeleteInput, request.query_params)
+        services.pipeline_delete(pipeline=pipeline, user=request.user, **data)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -285,6 +360,78 @@ class PipelineStatusApi(APIView):
         return Response(PipelineStatusOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
 
 
+class PipelineRunListApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_runs_list",
+        description="Every attempt to run the job, newest first: version, process, start/end, exit code, reason.",
+        responses={200: PipelineRunOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        return Response(PipelineRunOutput(selectors.pipeline_run_list(pipeline=pipeline)[:100], many=True).data)
+
+
+class PipelineHistoryApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_history",
+        description="Status changes, newest first (time, from, to, reason).",
+        responses={200: PipelineTransitionOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        transitions = selectors.pipeline_transition_list(pipeline=pipeline)[:200]
+        return Response(PipelineTransitionOutput(transitions, many=True).data)
+
+
+class PipelineLogApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_log",
+        description="The last lines of the job's log (latest run), secrets redacted. 502 when Redis is down.",
+        parameters=[PipelineLogInput],
+        responses={200: PipelineLogOutput, **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        data = validated_input(PipelineLogInput, request.query_params)
+        return Response({"lines": selectors.pipeline_log(pipeline=pipeline, lines=data["lines"])})
+
+
+class PipelineCheckpointResetApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_checkpoint_reset",
+        description="Start over: remove the checkpoint of a stopped pipeline (needs `confirm: true`). Its next "
+        "start reads again from the starting offsets; rows already in ClickHouse stay.",
+        request=ConfirmInput,
+        responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        validated_input(ConfirmInput, request.data)
+        pipeline = services.pipeline_checkpoint_reset(pipeline=pipeline, user=request.user)
+        return Response(PipelineStatusOutput(pipeline).data)
+
+
+class PipelineDeployApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_deploy",
+        description=f"Run the current version (status `{PipelineStatus.DEPLOY_REQUESTED}`, shown as Deploying, "
+        "then `running`). A running pipeline is redeployed. 409 with `extra.checkpoint_problems` when the new "
+        "version cannot continue from the checkpoint: send `checkpoint` then.",
+        request=PipelineDeployInput,
+        responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        data = validated_input(PipelineDeployInput, request.data)
+        pipeline = services.pipeline_deploy(pipeline=pipeline, user=request.user, **data)
+        return Response(PipelineStatusOutput(pipeline).data)
+
+
 def _action_view(service: Any, operation_id: str, description: str) -> type[APIView]:
     class ActionApi(APIView):
         @extend_schema(
@@ -303,14 +450,14 @@ def _action_view(service: Any, operation_id: str, description: str) -> type[APIV
     return ActionApi
 
 
-PipelineDeployApi = _action_view(
-    services.pipeline_deploy,
-    "pipelines_deploy",
-    f"Hand the current version to the worker (status `{PipelineStatus.DEPLOY_REQUESTED}`).",
-)
 PipelineStopApi = _action_view(
-    services.pipeline_stop, "pipelines_stop", "Stop the pipeline (a requested deploy is withdrawn at once)."
+    services.pipeline_stop,
+    "pipelines_stop",
+    "Stop the pipeline: graceful (the job finishes its micro-batch), forced after the stop timeout; a deploy "
+    "whose job has not started is withdrawn at once.",
 )
 PipelineResumeApi = _action_view(
-    services.pipeline_resume, "pipelines_resume", "Start a stopped or failed pipeline again with its last version."
+    services.pipeline_resume,
+    "pipelines_resume",
+    "Start a stopped or failed pipeline again with its last version, from its checkpoint.",
 )

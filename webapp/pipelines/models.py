@@ -5,7 +5,12 @@ A pipeline's spec lives in `PipelineVersion.spec`: every edit adds a version and
 worker. The stored spec never holds secrets: the connections are foreign keys, and their addresses and
 credentials are put into the job's spec only when it is built for the worker (`pipeline_job_spec`).
 
-Status changes go through `Pipeline.transition()` (compare-and-set), never through `save()`.
+Status changes go through `Pipeline.transition()` (compare-and-set), never through `save()`; each one is
+recorded as a `PipelineTransition`. Every attempt to run a pipeline's job is a `PipelineRun`.
+
+Statuses: the issue's words are deploying -> running -> stopping -> stopped, and failed. The stored values
+stay `deploy_requested` and `stop_requested` (API clients and existing rows use them); their labels are
+"Deploying" and "Stopping".
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from webapp.core.models import TimeStampedModel
 
 class PipelineStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
-    DEPLOY_REQUESTED = "deploy_requested", "Deploy requested"
+    DEPLOY_REQUESTED = "deploy_requested", "Deploying"
     RUNNING = "running", "Running"
-    STOP_REQUESTED = "stop_requested", "Stop requested"
+    STOP_REQUESTED = "stop_requested", "Stopping"
     STOPPED = "stopped", "Stopped"
     FAILED = "failed", "Failed"
 
@@ -50,6 +55,10 @@ class Pipeline(TimeStampedModel):
         "PipelineVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     deploy_requested_at = models.DateTimeField(null=True, blank=True)
+    # Set by the watcher after a failure: when the next automatic restart is due (None: none planned).
+    restart_at = models.DateTimeField(null=True, blank=True)
+    # The next start removes the checkpoint first ("start fresh"); cleared when that start happens.
+    reset_checkpoint = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name", "id"]
@@ -75,18 +84,28 @@ class Pipeline(TimeStampedModel):
     def transition(self, *, from_statuses: Iterable[str], to_status: str, message: str = "", **extra: Any) -> bool:
         """Compare-and-set: move to `to_status` only if the row's status is one of `from_statuses`.
 
-        Returns whether this call made the change; on success the instance is refreshed from the row.
-        `extra` sets more columns in the same UPDATE (e.g. deployed_version, deploy_requested_at).
+        Returns whether this call made the change; on success the instance is refreshed from the row and the
+        change is recorded as a `PipelineTransition` (from, to, reason). `extra` sets more columns in the same
+        UPDATE (e.g. deployed_version, deploy_requested_at).
         """
-        now = timezone.now()
-        changed = Pipeline.objects.filter(pk=self.pk, status__in=list(from_statuses)).update(
-            status=to_status, status_message=message, status_changed_at=now, updated_at=now, **extra
-        )
-        try:
-            self.refresh_from_db()
-        except Pipeline.DoesNotExist:  # deleted meanwhile: nothing changed
-            return False
-        return changed == 1
+        allowed = {str(status) for status in from_statuses}
+        for _ in range(3):  # the status read below may change under us: then read again
+            current = Pipeline.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+            if current is None or current not in allowed:
+                if current is not None:
+                    self.refresh_from_db()
+                return False
+            now = timezone.now()
+            changed = Pipeline.objects.filter(pk=self.pk, status=current).update(
+                status=to_status, status_message=message, status_changed_at=now, updated_at=now, **extra
+            )
+            if changed:
+                PipelineTransition.objects.create(
+                    pipeline_id=self.pk, at=now, from_status=current, to_status=to_status, reason=message
+                )
+                self.refresh_from_db()
+                return True
+        return False
 
 
 class PipelineVersion(models.Model):
@@ -105,3 +124,70 @@ class PipelineVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pipeline.name} v{self.number}"
+
+
+class PipelineTransition(models.Model):
+    """One status change: when, from, to, and why (the history the pipeline page and the API show)."""
+
+    pipeline = models.ForeignKey(Pipeline, on_delete=models.CASCADE, related_name="transitions")
+    at = models.DateTimeField(default=timezone.now)
+    from_status = models.CharField(max_length=20, choices=PipelineStatus.choices)
+    to_status = models.CharField(max_length=20, choices=PipelineStatus.choices)
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["pipeline", "-at"], name="pipeline_transition_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.pipeline_id}: {self.from_status} -> {self.to_status}"
+
+
+class RunOutcome(models.TextChoices):
+    ACTIVE = "", "Active"
+    STOPPED = "stopped", "Stopped"
+    FAILED = "failed", "Failed"
+    REPLACED = "replaced", "Replaced by a new version"
+
+
+class PipelineRun(models.Model):
+    """One attempt to run a pipeline's job: which version, where its process is, how it ended.
+
+    A run is active while `ended_at` is null; at most one run per pipeline is active (a partial unique
+    constraint), which is what keeps two workers or two beat ticks from starting the same pipeline twice.
+    """
+
+    pipeline = models.ForeignKey(Pipeline, on_delete=models.CASCADE, related_name="runs")
+    version = models.ForeignKey(PipelineVersion, on_delete=models.SET_NULL, null=True, related_name="runs")
+    attempt = models.PositiveIntegerField(default=1, help_text="1 for a deploy or resume, then 2, 3... for restarts")
+    host = models.CharField(max_length=255, blank=True, default="")
+    pid = models.PositiveIntegerField(null=True, blank=True, help_text="the job's supervising process (its group)")
+    process_started = models.FloatField(null=True, blank=True, help_text="the process's start time (epoch s)")
+    spark_app_id = models.CharField(max_length=100, blank=True, default="")
+    spark_master = models.CharField(max_length=255, blank=True, default="")
+    run_dir = models.CharField(max_length=500, blank=True, default="")
+    log_path = models.CharField(max_length=500, blank=True, default="")
+    checkpoint = models.CharField(max_length=500, blank=True, default="")
+    started_at = models.DateTimeField(default=timezone.now)
+    running_at = models.DateTimeField(null=True, blank=True, help_text="when the streaming query had started")
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    killed_at = models.DateTimeField(null=True, blank=True, help_text="when a stop was forced (SIGKILL)")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=RunOutcome.choices, blank=True, default=RunOutcome.ACTIVE)
+    reason = models.TextField(blank=True, default="", help_text="why it ended: the error and the log's last lines")
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pipeline"], condition=models.Q(ended_at__isnull=True), name="pipeline_one_active_run"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pipeline_id} run {self.pk}"
+
+    @property
+    def active(self) -> bool:
+        return self.ended_at is None

@@ -6,15 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from webapp.connections import clickhouse_client
 from webapp.connections.models import ClickHouseConnection
-from webapp.pipelines import metrics
+from webapp.pipelines import metrics, runtime
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
-from webapp.pipelines.models import Pipeline, PipelineVersion
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 
 
 def pipeline_list(*, user: AbstractBaseUser) -> QuerySet[Pipeline]:
@@ -69,3 +69,27 @@ def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, A
     batch. Each is a JSON object with the fields of `spark_jobs.metrics.BatchMetrics` (`input_rows`,
     `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
     return metrics.recent_records(pipeline.job_name, limit=limit)
+
+
+def pipeline_run_list(*, pipeline: Pipeline) -> QuerySet[PipelineRun]:
+    """Every attempt to run the pipeline's job, newest first."""
+    return PipelineRun.objects.filter(pipeline=pipeline).select_related("version").order_by("-started_at", "-id")
+
+
+def pipeline_transition_list(*, pipeline: Pipeline) -> QuerySet[PipelineTransition]:
+    """The pipeline's status changes, newest first."""
+    return PipelineTransition.objects.filter(pipeline=pipeline).order_by("-at", "-id")
+
+
+def pipeline_log(*, pipeline: Pipeline, lines: int = 100) -> list[str]:
+    """The last lines of the pipeline's job log (the latest run), secrets redacted by the worker.
+    Raises MetricsUnavailableError (Redis down)."""
+    return runtime.job_log(pipeline.job_name, lines=lines)
+
+
+def pipeline_status_counts() -> dict[str, int]:
+    """How many pipelines (of everyone) are in each status."""
+    counts = {status.value: 0 for status in PipelineStatus}
+    for row in Pipeline.objects.values("status").annotate(n=Count("id")):
+        counts[row["status"]] = row["n"]
+    return counts

@@ -13,8 +13,10 @@ never both win. The worker hears about deploy/stop through `webapp.pipelines.dis
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -25,12 +27,13 @@ from django.utils import timezone
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import dispatch, specs
-from webapp.pipelines.models import Pipeline, PipelineStatus, PipelineVersion
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
 
 S = PipelineStatus
 DEPLOYABLE = (S.DRAFT, S.DEPLOY_REQUESTED, S.RUNNING, S.STOPPED, S.FAILED)
 RESUMABLE = (S.STOPPED, S.FAILED)
-DELETABLE = (S.DRAFT, S.STOPPED, S.FAILED)
+ACTIVE = (S.DEPLOY_REQUESTED, S.RUNNING, S.STOP_REQUESTED)
+CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
 def _check_connections(
@@ -132,10 +135,12 @@ def pipeline_update(
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     note: str = "",
+    checkpoint: str | None = None,
 ) -> Pipeline:
     """Change what is given. A changed spec (or name, or connection) makes a new version; old ones stay.
 
-    A running pipeline keeps running its deployed version until it is deployed again.
+    A running (or deploying) pipeline is redeployed with the new version; when the change makes its checkpoint
+    unusable, ConflictError asks for `checkpoint` ("keep" or "fresh", see `pipeline_deploy`) and nothing is saved.
     """
     locked = Pipeline.objects.select_for_update().filter(pk=pipeline.pk).first()
     if locked is None:  # deleted by a concurrent request
@@ -159,45 +164,105 @@ def pipeline_update(
     pipeline.clickhouse_connection = new_clickhouse
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     changed_connections = (new_kafka.pk, new_clickhouse.pk) != old_connections
-    if stored != pipeline.spec or changed_connections:
+    new_version = stored != pipeline.spec or changed_connections
+    if new_version:
         pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
     pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
+    if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
+        pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
+    return pipeline
+
+
+def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
+    """Why the current version could not continue from the checkpoint of the deployed one ([] if it can, or if
+    there is no checkpoint yet because the pipeline never ran)."""
+    deployed, current = pipeline.deployed_version, pipeline.current_version
+    if deployed is None or current is None or deployed.pk == current.pk or not pipeline.runs.exists():
+        return []
+    return specs.checkpoint_incompatibilities(deployed.spec, current.spec)
+
+
+def _locked(pipeline: Pipeline) -> Pipeline:
+    """The pipeline's row, locked until the transaction ends (the worker locks it too while it acts)."""
+    if not list(Pipeline.objects.select_for_update().filter(pk=pipeline.pk).values_list("pk", flat=True)):
+        raise Http404("No such pipeline.")
+    pipeline.refresh_from_db()
     return pipeline
 
 
 @transaction.atomic
-def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
-    """Request a deploy of the current version: status "deploy_requested", the worker told on commit.
+def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: str | None = None) -> Pipeline:
+    """Deploy the current version: status "deploy_requested" (Deploying), the worker told on commit.
 
-    Re-validates the current spec first (SpecError). ConflictError while a stop is in progress.
+    A running pipeline is redeployed (its job stopped, the new version started). When the new version cannot
+    continue from the old checkpoint (e.g. other dedup keys), ConflictError lists why (`extra.checkpoint_problems`)
+    unless `checkpoint` says what to do: "keep" the offsets and state anyway, or start "fresh" (the checkpoint is
+    removed: the job starts from the spec's starting offsets). Re-validates the current spec first (SpecError).
+    ConflictError while a stop is in progress.
     """
+    pipeline = _locked(pipeline)
     if pipeline.current_version is None:
         raise ConflictError("The pipeline has no spec to deploy.")
+    if checkpoint is not None and checkpoint not in CHECKPOINT_CHOICES:
+        raise ValidationError({"checkpoint": "Choose 'keep' or 'fresh'."})
     pipeline_validate(
         spec=pipeline.current_version.spec,
         kafka_connection=pipeline.kafka_connection,
         clickhouse_connection=pipeline.clickhouse_connection,
     )
+    problems = pipeline_checkpoint_problems(pipeline=pipeline)
+    if problems and checkpoint is None and not pipeline.reset_checkpoint:
+        raise ConflictError(
+            "This version cannot continue from the pipeline's checkpoint: "
+            + "; ".join(problems)
+            + ". Choose to keep the offsets (checkpoint=keep, Spark may refuse the old state) or to start fresh "
+            "(checkpoint=fresh: read again from the starting offsets; rows already in ClickHouse stay).",
+            extra={"checkpoint_problems": problems, "checkpoint_choices": list(CHECKPOINT_CHOICES)},
+        )
     version = pipeline.current_version
+    fresh = checkpoint == "fresh"
     if not pipeline.transition(
         from_statuses=DEPLOYABLE,
         to_status=S.DEPLOY_REQUESTED,
-        message=f"Deploy of version {version.number} requested by {user.get_username()}.",
+        message=f"Deploy of version {version.number} requested by {user.get_username()}"
+        + (", starting fresh (checkpoint removed)." if fresh else "."),
         deployed_version=version,
         deploy_requested_at=timezone.now(),
+        restart_at=None,
+        reset_checkpoint=fresh or pipeline.reset_checkpoint,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be deployed now.")
     transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
     return pipeline
 
 
+def _active_run(pipeline: Pipeline) -> PipelineRun | None:
+    return PipelineRun.objects.filter(pipeline=pipeline, ended_at__isnull=True).first()
+
+
 @transaction.atomic
 def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
-    """Stop: a requested deploy is withdrawn at once ("stopped"); a running job gets "stop_requested"."""
+    """Stop: a deploy whose job has not started is withdrawn at once ("stopped"); a job that runs (or starts) gets
+    "stop_requested" (Stopping): the worker stops it gracefully, forced after the stop timeout. A failed pipeline
+    waiting for its automatic restart is stopped at once."""
+    pipeline = _locked(pipeline)
     by = f"by {user.get_username()}"
-    if pipeline.transition(from_statuses=[S.DEPLOY_REQUESTED], to_status=S.STOPPED, message=f"Deploy withdrawn {by}."):
+    has_job = _active_run(pipeline) is not None
+    if not has_job and pipeline.transition(
+        from_statuses=[S.DEPLOY_REQUESTED], to_status=S.STOPPED, message=f"Deploy withdrawn {by}.", restart_at=None
+    ):
         return pipeline
-    if pipeline.transition(from_statuses=[S.RUNNING], to_status=S.STOP_REQUESTED, message=f"Stop requested {by}."):
+    if (
+        not has_job
+        and pipeline.restart_at is not None
+        and pipeline.transition(
+            from_statuses=[S.FAILED], to_status=S.STOPPED, message=f"Stopped {by} (restart cancelled).", restart_at=None
+        )
+    ):
+        return pipeline
+    if pipeline.transition(
+        from_statuses=[S.RUNNING, S.DEPLOY_REQUESTED], to_status=S.STOP_REQUESTED, message=f"Stop requested {by}."
+    ):
         transaction.on_commit(lambda: dispatch.stop_requested(pipeline_id=pipeline.pk))
         return pipeline
     raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be stopped.")
@@ -205,7 +270,8 @@ def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
 
 @transaction.atomic
 def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
-    """Start a stopped or failed pipeline again with the version it last ran (deploy_requested)."""
+    """Start a stopped or failed pipeline again with the version it last ran, from its checkpoint."""
+    pipeline = _locked(pipeline)
     version = pipeline.deployed_version
     if version is None:
         raise ConflictError("The pipeline was never deployed: deploy it instead.")
@@ -214,6 +280,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
         to_status=S.DEPLOY_REQUESTED,
         message=f"Resume of version {version.number} requested by {user.get_username()}.",
         deploy_requested_at=timezone.now(),
+        restart_at=None,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be resumed.")
     transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
@@ -221,17 +288,35 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
 
 
 @transaction.atomic
-def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser) -> None:
-    """Delete a pipeline that is not running (draft, stopped, failed), with all its versions."""
-    locked = Pipeline.objects.select_for_update().filter(pk=pipeline.pk, status__in=DELETABLE).first()
-    if locked is None:
-        pipeline.refresh_from_db()
-        raise ConflictError(
-            f"A pipeline that is {pipeline.get_status_display().lower()} cannot be deleted: stop it first."
-        )
+def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser, remove_checkpoint: bool = False) -> None:
+    """Delete a pipeline with all its versions. A job that runs is stopped (by the worker, gracefully, forced
+    after the stop timeout). The rows in ClickHouse stay; the checkpoint stays too unless `remove_checkpoint`."""
+    locked = _locked(pipeline)
+    run = _active_run(locked)
+    job = None
+    if run is not None:
+        job = {"host": run.host, "pid": run.pid, "process_started": run.process_started, "run_dir": run.run_dir}
+    job_name = locked.job_name
     # Versions point back at the pipeline and the pipeline at them: clear the pointers, then delete.
     Pipeline.objects.filter(pk=locked.pk).update(current_version=None, deployed_version=None)
     locked.delete()
+    if job is not None or remove_checkpoint:
+        transaction.on_commit(
+            lambda: dispatch.job_discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+        )
+
+
+@transaction.atomic
+def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
+    """Start over: remove the checkpoint of a pipeline that is not running (its next start reads again from the
+    spec's starting offsets, with empty dedup state). Rows already in ClickHouse stay."""
+    pipeline = _locked(pipeline)
+    if pipeline.status in ACTIVE or _active_run(pipeline) is not None:
+        raise ConflictError("Stop the pipeline before removing its checkpoint.")
+    Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=True, updated_at=timezone.now())
+    pipeline.refresh_from_db()
+    transaction.on_commit(lambda: dispatch.job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True))
+    return pipeline
 
 
 def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = None) -> dict[str, Any]:
@@ -246,3 +331,93 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
         version.spec, kafka_connection=pipeline.kafka_connection, clickhouse_connection=pipeline.clickhouse_connection
     )
     return {**job_spec, "name": pipeline.job_name}
+
+
+# -- the worker's writes (worker.supervisor calls these with the pipeline's row locked) ----------------------
+
+
+def pipeline_run_create(*, pipeline: Pipeline, version: PipelineVersion, attempt: int, **where: Any) -> PipelineRun:
+    """Record a started job (`where`: host, pid, process_started, run_dir, log_path, checkpoint, spark_master).
+    The partial unique constraint makes a second active run of the pipeline fail (IntegrityError)."""
+    run = PipelineRun(pipeline=pipeline, version=version, attempt=attempt, **where)
+    run.full_clean(exclude=["pipeline", "version"], validate_constraints=False)
+    run.save()
+    if pipeline.reset_checkpoint:
+        Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=False)
+    return run
+
+
+def pipeline_run_running(*, pipeline: Pipeline, run: PipelineRun, spark_app_id: str) -> None:
+    """The job's streaming query has started: the run is running, and so is a deploying pipeline."""
+    now = timezone.now()
+    PipelineRun.objects.filter(pk=run.pk).update(running_at=now, spark_app_id=spark_app_id[:100])
+    run.running_at, run.spark_app_id = now, spark_app_id
+    number = run.version.number if run.version else "?"
+    restart = f" (restart {run.attempt - 1})" if run.attempt > 1 else ""
+    pipeline.transition(
+        from_statuses=[S.DEPLOY_REQUESTED],
+        to_status=S.RUNNING,
+        message=f"Version {number} running{restart}, Spark application {spark_app_id}.",
+    )
+
+
+def pipeline_run_mark(*, run: PipelineRun, **fields: Any) -> None:
+    """Note a step of a run the worker took (stop_requested_at, killed_at, reason)."""
+    allowed = {"stop_requested_at", "killed_at", "reason"}
+    if not set(fields) <= allowed:
+        raise ValueError(f"only {sorted(allowed)} can be marked")
+    PipelineRun.objects.filter(pk=run.pk).update(**fields)
+    for key, value in fields.items():
+        setattr(run, key, value)
+
+
+def pipeline_run_end(*, run: PipelineRun, outcome: str, exit_code: int | None, reason: str) -> None:
+    now = timezone.now()
+    PipelineRun.objects.filter(pk=run.pk, ended_at__isnull=True).update(
+        ended_at=now, outcome=outcome, exit_code=exit_code, reason=reason
+    )
+    run.ended_at, run.outcome, run.exit_code, run.reason = now, outcome, exit_code, reason
+
+
+def pipeline_job_stopped(*, pipeline: Pipeline, forced: bool) -> None:
+    how = "forced after the stop timeout (the cut micro-batch is replayed on resume)" if forced else "gracefully"
+    pipeline.transition(from_statuses=[S.STOP_REQUESTED], to_status=S.STOPPED, message=f"Stopped {how}.")
+
+
+def restart_delay(failures: int) -> float:
+    """Exponential backoff: base, 2x base, 4x base ... capped."""
+    base = settings.PIPELINE_RESTART_BACKOFF_SECONDS
+    return min(settings.PIPELINE_RESTART_BACKOFF_MAX_SECONDS, base * 2 ** max(0, failures - 1))
+
+
+def pipeline_job_failed(*, pipeline: Pipeline, reason: str, restartable: bool = True) -> None:
+    """The job died (or was lost, or stalled): "failed" with the reason, and an automatic restart planned with
+    backoff unless the failures since the last deploy within the window reached the limit (then it stays failed
+    and says so)."""
+    now = timezone.now()
+    since = now - timedelta(seconds=settings.PIPELINE_RESTART_WINDOW_SECONDS)
+    if pipeline.deploy_requested_at and pipeline.deploy_requested_at > since:
+        since = pipeline.deploy_requested_at
+    failures = PipelineRun.objects.filter(pipeline=pipeline, outcome=RunOutcome.FAILED, started_at__gte=since).count()
+    limit = settings.PIPELINE_RESTART_MAX_ATTEMPTS
+    if not restartable:
+        message, restart_at = f"{reason} Not restarted: a restart cannot help.", None
+    elif failures > limit:
+        message, restart_at = f"{reason} Gave up after {failures} failed attempts (limit: {limit} restarts).", None
+    else:
+        delay = restart_delay(failures)
+        message = f"{reason} Restarting in {delay:.0f} s (restart {failures} of {limit})."
+        restart_at = now + timedelta(seconds=delay)
+    pipeline.transition(
+        from_statuses=[S.DEPLOY_REQUESTED, S.RUNNING], to_status=S.FAILED, message=message, restart_at=restart_at
+    )
+
+
+def pipeline_restart(*, pipeline: Pipeline) -> bool:
+    """A planned automatic restart is due: failed -> deploying (from the checkpoint). Whether it was made."""
+    return pipeline.transition(
+        from_statuses=[S.FAILED],
+        to_status=S.DEPLOY_REQUESTED,
+        message="Restarting from the checkpoint.",
+        restart_at=None,
+    )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from spark_jobs.spec import (
     SECRET_MASK,
     SPEC_VERSION,
+    DedupSpec,
     PipelineSpec,
     SpecError,
     SpecIssue,
@@ -32,6 +33,7 @@ __all__ = [
     "SpecError",
     "SpecIssue",
     "check_live",
+    "checkpoint_incompatibilities",
     "merge_connections",
     "name_error",
     "parse",
@@ -206,3 +208,35 @@ def check_live(
                     )
     if issues:
         raise SpecError(issues)
+
+
+def checkpoint_incompatibilities(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Why a job of spec `new` cannot continue from the checkpoint of spec `old` ([] when it can).
+
+    The checkpoint holds the Kafka offsets per topic and the dedup state, whose layout follows the dedup keys
+    and time mode. Filters, computed fields, the mapping and the table do not live in it.
+    """
+    reasons = []
+    old_source, new_source = old.get("source") or {}, new.get("source") or {}
+    if sorted(old_source.get("topics") or []) != sorted(new_source.get("topics") or []):
+        reasons.append("the topics changed (the checkpoint keeps offsets per topic)")
+    old_dedup, new_dedup = old.get("dedup"), new.get("dedup")
+    if bool(old_dedup) != bool(new_dedup):
+        reasons.append("deduplication was switched " + ("on" if new_dedup else "off"))
+    elif old_dedup and new_dedup:
+        if list(old_dedup.get("keys") or []) != list(new_dedup.get("keys") or []):
+            reasons.append("the dedup keys changed (the dedup state is kept by key)")
+        old_time = (old_dedup.get("time"), old_dedup.get("event_time_field"))
+        new_time = (new_dedup.get("time"), new_dedup.get("event_time_field"))
+        if old_time != new_time:
+            reasons.append("the dedup time (ingestion or event time field) changed")
+        if _rocksdb(old_dedup) != _rocksdb(new_dedup):
+            reasons.append("the dedup state store changed")
+    return reasons
+
+
+def _rocksdb(dedup: Mapping[str, Any]) -> bool | None:
+    try:
+        return DedupSpec.model_validate(dict(dedup)).use_rocksdb
+    except ValueError:
+        return None

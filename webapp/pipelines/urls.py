@@ -13,4 +13,8 @@ urlpatterns = [
     path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),
     path("<int:pk>/stop/", apis.PipelineStopApi.as_view(), name="pipeline-stop"),
     path("<int:pk>/resume/", apis.PipelineResumeApi.as_view(), name="pipeline-resume"),
+    path("<int:pk>/runs/", apis.PipelineRunListApi.as_view(), name="pipeline-runs"),
+    path("<int:pk>/history/", apis.PipelineHistoryApi.as_view(), name="pipeline-history"),
+    path("<int:pk>/log/", apis.PipelineLogApi.as_view(), name="pipeline-log"),
+    path("<int:pk>/checkpoint/reset/", apis.PipelineCheckpointResetApi.as_view(), name="pipeline-checkpoint-reset"),
 ]

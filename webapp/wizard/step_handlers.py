@@ -986,6 +986,8 @@ def review_submit(request, draft):
     if context["issues"] or context["name_issues"]:
         return context
     kafka, clickhouse = context["kafka_connection"], context["clickhouse_connection"]
+    # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
+    checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
     try:
         with transaction.atomic():
             if draft.pipeline_id:
@@ -997,6 +999,7 @@ def review_submit(request, draft):
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
                     note="edited in the wizard",
+                    checkpoint=checkpoint,
                 )
             else:
                 pipeline = pipeline_services.pipeline_create(
@@ -1007,8 +1010,10 @@ def review_submit(request, draft):
                     spec=context["spec"],
                     note="created in the wizard",
                 )
-            if action == "deploy":
-                pipeline = pipeline_services.pipeline_deploy(pipeline=pipeline, user=request.user)
+            if action == "deploy" and pipeline.status != "deploy_requested":  # an edit may have redeployed it
+                pipeline = pipeline_services.pipeline_deploy(
+                    pipeline=pipeline, user=request.user, checkpoint=checkpoint
+                )
             draft_discard(draft=draft)
     except ValidationError as exc:
         add_validation_errors(form, exc)
@@ -1018,6 +1023,7 @@ def review_submit(request, draft):
         return context
     except ApplicationError as exc:
         form.add_error(None, exc.message)
+        context["checkpoint_problems"] = exc.extra.get("checkpoint_problems", [])
         return context
     if action == "deploy":
         messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.")

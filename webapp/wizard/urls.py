@@ -18,6 +18,7 @@ urlpatterns = [
     ),
     path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
     path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
+    path("pipelines/<int:pk>/run-state/", views.pipeline_run_state, name="pipeline_run_state"),
     path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),

@@ -74,6 +74,31 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "spec": spec,
             "spec_json": json.dumps(spec, indent=2),
             "edit_draft": draft_for_pipeline(user=request.user, pipeline=pipeline),
+            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
+            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
+            "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
+        },
+    )
+
+
+@login_required
+@require_GET
+def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
+    """The partial with the status history, the runs and the job log (refreshed every few seconds)."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    try:
+        log_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=100), ""
+    except ApplicationError as exc:
+        log_lines, log_error = [], exc.message
+    return render(
+        request,
+        "wizard/partials/pipeline_run_state.html",
+        {
+            "pipeline": pipeline,
+            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
+            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
+            "log_lines": log_lines,
+            "log_error": log_error,
         },
     )
 
@@ -89,24 +114,36 @@ def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    kwargs: dict = {}
+    if action == "deploy" and request.POST.get("checkpoint") in ("keep", "fresh"):
+        kwargs["checkpoint"] = request.POST["checkpoint"]
+    if action == "delete":
+        kwargs["remove_checkpoint"] = request.POST.get("remove_checkpoint") == "on"
     service = {
         "deploy": pipeline_services.pipeline_deploy,
         "stop": pipeline_services.pipeline_stop,
         "resume": pipeline_services.pipeline_resume,
         "delete": pipeline_services.pipeline_delete,
+        "reset-checkpoint": pipeline_services.pipeline_checkpoint_reset,
     }.get(action)
     if service is None:
         raise Http404("No such action.")
     try:
-        service(pipeline=pipeline, user=request.user)
+        service(pipeline=pipeline, user=request.user, **kwargs)
     except (ApplicationError, specmod.SpecError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     else:
         if action == "delete":
-            messages.success(request, f"Pipeline {pipeline.name} deleted.")
+            messages.success(request, f"Pipeline {pipeline.name} deleted; its ClickHouse rows stay.")
             return redirect("wizard:pipeline_list")
         messages.success(
-            request, {"deploy": "Deploy requested.", "stop": "Stop requested.", "resume": "Resume requested."}[action]
+            request,
+            {
+                "deploy": "Deploy requested.",
+                "stop": "Stop requested.",
+                "resume": "Resume requested.",
+                "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",
+            }[action],
         )
     return redirect("wizard:pipeline_detail", pk=pipeline.pk)
 

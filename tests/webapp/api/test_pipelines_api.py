@@ -99,10 +99,10 @@ def test_update_versions_and_actions(api, created, spec):
     status = api.get(f"{URL}{pk}/status/").json()
     assert status["status"] == "deploy_requested"
 
-    conflict = api.delete(f"{URL}{pk}/")
-    assert conflict.status_code == 409
-    assert "stop it first" in conflict.json()["message"]
     assert api.post(f"{URL}{pk}/resume/").status_code == 409
+    history = api.get(f"{URL}{pk}/history/").json()
+    assert [(h["from_status"], h["to_status"]) for h in history] == [("draft", "deploy_requested")]
+    assert api.get(f"{URL}{pk}/runs/").json() == []
 
     assert api.post(f"{URL}{pk}/stop/").json()["status"] == "stopped"
     assert api.post(f"{URL}{pk}/stop/").status_code == 409

@@ -14,7 +14,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def real_services(
-    settings: SettingsWrapper, kafka_bootstrap: str, clickhouse_server: ClickHouseAddress, redis_url: str
+    settings: SettingsWrapper,
+    kafka_bootstrap: str,
+    clickhouse_server: ClickHouseAddress,
+    redis_url: str,
+    celery_app: object,
 ) -> SettingsWrapper:
     settings.KAFKA_BOOTSTRAP_SERVERS = kafka_bootstrap
     settings.CLICKHOUSE_HOST = clickhouse_server.host

@@ -117,8 +117,6 @@ def test_deploy_stop_resume_delete(owner, pipeline, django_capture_on_commit_cal
     assert pipeline.deploy_requested_at is not None
 
     with pytest.raises(ConflictError):
-        services.pipeline_delete(pipeline=pipeline, user=owner)
-    with pytest.raises(ConflictError):
         services.pipeline_resume(pipeline=pipeline, user=owner)
 
     services.pipeline_stop(pipeline=pipeline, user=owner)

@@ -156,17 +156,16 @@ def test_operators_see_drafts_in_the_admin(client, owner, draft):
     assert "owner" in html and "kafka" in html
 
 
-def test_the_owner_can_delete_a_draft_pipeline_but_not_a_deploy_requested_one(client, owner, pipeline):
+def test_the_owner_can_delete_a_deploying_pipeline_and_the_outsider_cannot(client, owner, other, pipeline):
     from webapp.pipelines.models import Pipeline
 
     client.force_login(owner)
-    url = reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "deploy"})
-    client.post(url)
-    response = client.post(
-        reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}), follow=True
-    )
-    assert "cannot be deleted" in response.content.decode()
-    client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "stop"}))
+    client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "deploy"}))
+    assert Pipeline.objects.get(pk=pipeline.pk).status == "deploy_requested"
+    client.force_login(other)
+    response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}))
+    assert response.status_code == 404 and Pipeline.objects.filter(pk=pipeline.pk).exists()
+    client.force_login(owner)
     response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}))
     assert response.status_code == 302 and response.url == reverse("wizard:pipeline_list")
     assert not Pipeline.objects.filter(pk=pipeline.pk).exists()

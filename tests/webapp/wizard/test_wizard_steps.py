@@ -445,7 +445,7 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     assert pipeline.spec["sink"]["order_by"] == ["event_id"]
     assert not WizardDraft.objects.filter(pk=draft.pk).exists()
     html = owner_client.get(response.url).content.decode()
-    assert "Deploy requested" in html and "signups-pipeline" in html
+    assert "Deploying" in html and "signups-pipeline" in html
     assert owner_client.get(reverse("wizard:pipeline_list")).content.decode().count("signups-pipeline") == 1
 
     # Edit through the same steps: every step opens with the stored values; saving makes version 2.

@@ -6,7 +6,11 @@ check watches them and the wizard offers them. Users' own clusters are saved as 
 
 from __future__ import annotations
 
-from webapp.config.env import env_int, env_str
+import shlex
+
+from webapp.config.env import env_float, env_int, env_str, var_dir
+
+VAR_DIR = var_dir()
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -26,3 +30,36 @@ CLICKHOUSE_PASSWORD = env_str("CLICKHOUSE_PASSWORD", "")
 
 # local[N] runs the job in the worker's machine; spark://host:7077 submits to a cluster.
 SPARK_MASTER = env_str("SPARK_MASTER", "local[2]")
+
+# Running pipelines (the worker). Checkpoints: on a cluster (spark://...) this must be storage that every host
+# that may run a driver, and every executor (they write the dedup state), sees: a shared filesystem path, hdfs://
+# or s3a://.
+CLEARFLOW_CHECKPOINT_ROOT = env_str("CLEARFLOW_CHECKPOINT_ROOT", str(VAR_DIR / "checkpoints"))
+# Per-run directories (spec file while the job runs, its log, its exit code) on the worker's host.
+CLEARFLOW_RUN_ROOT = env_str("CLEARFLOW_RUN_ROOT", str(VAR_DIR / "runs"))
+# The Celery queue the pipeline tasks (start, stop, watch) go to; health checks that someone consumes it.
+PIPELINE_QUEUE = env_str("CLEARFLOW_PIPELINE_QUEUE", "pipelines")
+PIPELINE_WATCH_INTERVAL_SECONDS = env_float("CLEARFLOW_WATCH_INTERVAL", 5.0)
+# Graceful stop (SIGTERM: the job finishes its micro-batch) is forced (SIGKILL, the batch is replayed) after this.
+PIPELINE_STOP_TIMEOUT_SECONDS = env_float("CLEARFLOW_STOP_TIMEOUT", 60.0)
+# A running job that published no heartbeat (a progress or idle event) for this long is failed.
+PIPELINE_HEARTBEAT_TIMEOUT_SECONDS = env_float("CLEARFLOW_HEARTBEAT_TIMEOUT", 300.0)
+# A job that has not reached "running" (Spark up, query started) within this long is failed.
+PIPELINE_START_TIMEOUT_SECONDS = env_float("CLEARFLOW_START_TIMEOUT", 600.0)
+# Automatic restarts after a failure: base * 2^(n-1) seconds, capped; at most N in the window, then it stays failed.
+PIPELINE_RESTART_BACKOFF_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF", 5.0)
+PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX", 300.0)
+PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
+PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
+# Beat is reported down when its last tick (a Redis key the watcher sets) is older than this.
+PIPELINE_BEAT_STALE_SECONDS = env_float("CLEARFLOW_BEAT_STALE", 60.0)
+# Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
+# (e.g. `--jars a.jar,b.jar` for connectors on a cluster). Never put secrets here: they end up on a command line.
+SPARK_DRIVER_MEMORY = env_str("CLEARFLOW_DRIVER_MEMORY", "1g")
+# Both are split like a shell does: CLEARFLOW_SPARK_CONF="spark.a=1 spark.b=2".
+SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
+SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
+SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
+
+CELERY_TASK_ROUTES = {"clearflow.pipeline*": {"queue": PIPELINE_QUEUE}}
+CELERY_TASK_DEFAULT_QUEUE = "celery"

@@ -1,0 +1,156 @@
+"""The services behind running pipelines: checkpoint choices on redeploy, restart policy, history, delete/reset."""
+
+from __future__ import annotations
+
+import copy
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+from tests.webapp.conftest import orders_spec
+from webapp.pipelines import services
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
+
+S = PipelineStatus
+URL = "/api/v1/pipelines/"
+
+
+@pytest.fixture
+def spec(topics, clickhouse_target):
+    return orders_spec(topics.orders, clickhouse_target.database)
+
+
+@pytest.fixture
+def pipeline(owner, kafka_conn, ch_conn, spec):
+    return services.pipeline_create(
+        owner=owner, name="orders", kafka_connection=kafka_conn, clickhouse_connection=ch_conn, spec=spec
+    )
+
+
+def running(pipeline: Pipeline, *, restart: bool = False) -> PipelineRun:
+    """As the worker leaves it: deployed (by a person, unless `restart`), a run whose query started, running."""
+    changes = {} if restart else {"deploy_requested_at": timezone.now()}
+    Pipeline.objects.filter(pk=pipeline.pk).update(
+        status=S.RUNNING, deployed_version=pipeline.current_version, **changes
+    )
+    pipeline.refresh_from_db()
+    return PipelineRun.objects.create(pipeline=pipeline, version=pipeline.current_version, pid=1, host="h")
+
+
+def test_editing_the_dedup_keys_of_a_running_pipeline_asks_keep_or_fresh_and_saves_nothing_until_told(
+    api, pipeline, spec
+):
+    running(pipeline)
+    changed = copy.deepcopy(spec)
+    changed["dedup"]["keys"] = ["order_id", "seq"]
+
+    conflict = api.patch(f"{URL}{pipeline.pk}/", {"spec": changed}, format="json")
+    assert conflict.status_code == 409
+    body = conflict.json()
+    assert body["extra"]["checkpoint_problems"] == ["the dedup keys changed (the dedup state is kept by key)"]
+    assert body["extra"]["checkpoint_choices"] == ["keep", "fresh"]
+    assert pipeline.versions.count() == 1  # nothing written
+
+    with mock.patch("webapp.pipelines.dispatch.deploy_requested") as hook:
+        fresh = api.patch(f"{URL}{pipeline.pk}/", {"spec": changed, "checkpoint": "fresh"}, format="json")
+    assert fresh.status_code == 200, fresh.json()
+    assert fresh.json()["status"] == "deploy_requested" and fresh.json()["deployed_version"] == 2
+    pipeline.refresh_from_db()
+    assert pipeline.reset_checkpoint is True
+    assert pipeline.transitions.first().reason.endswith("starting fresh (checkpoint removed).")
+    assert hook.call_count == 0  # on commit only (this test's transaction is rolled back)
+
+
+def test_a_compatible_edit_of_a_running_pipeline_redeploys_and_keeps_the_checkpoint(api, pipeline, spec):
+    running(pipeline)
+    changed = copy.deepcopy(spec)
+    changed["dedup"]["window"] = "30m"
+    response = api.patch(f"{URL}{pipeline.pk}/", {"spec": changed}, format="json")
+    assert response.status_code == 200
+    assert response.json()["status"] == "deploy_requested" and response.json()["deployed_version"] == 2
+    assert Pipeline.objects.get(pk=pipeline.pk).reset_checkpoint is False
+
+
+def test_a_deploy_with_an_incompatible_version_needs_a_choice_too(api, pipeline, spec):
+    running(pipeline)
+    Pipeline.objects.filter(pk=pipeline.pk).update(status=S.STOPPED)
+    changed = copy.deepcopy(spec)
+    changed["dedup"] = None
+    api.patch(f"{URL}{pipeline.pk}/", {"spec": changed}, format="json")  # stopped: a new version, no redeploy
+    assert Pipeline.objects.get(pk=pipeline.pk).status == S.STOPPED
+
+    conflict = api.post(f"{URL}{pipeline.pk}/deploy/")
+    assert conflict.status_code == 409 and "deduplication was switched off" in conflict.json()["message"]
+    assert api.post(f"{URL}{pipeline.pk}/deploy/", {"checkpoint": "sideways"}, format="json").status_code == 400
+    kept = api.post(f"{URL}{pipeline.pk}/deploy/", {"checkpoint": "keep"}, format="json")
+    assert kept.status_code == 200 and kept.json()["status"] == "deploy_requested"
+    assert Pipeline.objects.get(pk=pipeline.pk).reset_checkpoint is False
+
+
+def test_failures_restart_with_backoff_then_give_up(pipeline, settings):
+    settings.PIPELINE_RESTART_BACKOFF_SECONDS = 5
+    settings.PIPELINE_RESTART_BACKOFF_MAX_SECONDS = 12
+    settings.PIPELINE_RESTART_MAX_ATTEMPTS = 2
+    delays = []
+    for attempt in range(3):
+        run = running(pipeline, restart=attempt > 0)
+        services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason="boom")
+        before = timezone.now()
+        services.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
+        assert pipeline.status == S.FAILED
+        delays.append(round((pipeline.restart_at - before).total_seconds()) if pipeline.restart_at else None)
+    assert delays == [5, 10, None]
+    assert pipeline.status_message == "Failed: boom. Gave up after 3 failed attempts (limit: 2 restarts)."
+    assert services.restart_delay(1) == 5 and services.restart_delay(4) == 12
+    # A deploy by a person starts the count again.
+    running(pipeline)
+    services.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
+    assert pipeline.restart_at is not None
+
+
+def test_an_invalid_spec_is_not_restarted(pipeline):
+    running(pipeline)
+    services.pipeline_job_failed(pipeline=pipeline, reason="Failed: bad spec.", restartable=False)
+    assert pipeline.status == S.FAILED and pipeline.restart_at is None
+    assert "Not restarted" in pipeline.status_message
+
+
+def test_stop_of_a_deploying_pipeline_whose_job_started_asks_the_worker(owner, pipeline):
+    Pipeline.objects.filter(pk=pipeline.pk).update(status=S.DEPLOY_REQUESTED, deployed_version=pipeline.current_version)
+    PipelineRun.objects.create(pipeline=pipeline, version=pipeline.current_version, pid=1, host="h")
+    services.pipeline_stop(pipeline=pipeline, user=owner)
+    assert pipeline.status == S.STOP_REQUESTED
+
+
+def test_one_active_run_per_pipeline(pipeline):
+    from django.db import IntegrityError, transaction
+
+    PipelineRun.objects.create(pipeline=pipeline, pid=1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PipelineRun.objects.create(pipeline=pipeline, pid=2)
+    PipelineRun.objects.filter(pipeline=pipeline).update(ended_at=timezone.now())
+    PipelineRun.objects.create(pipeline=pipeline, pid=3)
+
+
+def test_delete_of_a_running_pipeline_stops_its_job_and_reset_needs_confirmation(
+    api, pipeline, django_capture_on_commit_callbacks
+):
+    run = running(pipeline)
+    assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {"confirm": True}, format="json").status_code == 409
+    with mock.patch("webapp.pipelines.dispatch.job_discard") as hook, django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"{URL}{pipeline.pk}/?remove_checkpoint=false").status_code == 204
+    hook.assert_called_once_with(
+        job_name=f"pipeline-{pipeline.pk}",
+        job={"host": "h", "pid": 1, "process_started": None, "run_dir": ""},
+        remove_checkpoint=False,
+    )
+    assert not PipelineRun.objects.filter(pk=run.pk).exists()
+
+
+def test_start_over_removes_the_checkpoint_of_a_stopped_pipeline_once_confirmed(api, pipeline):
+    Pipeline.objects.filter(pk=pipeline.pk).update(status=S.STOPPED, deployed_version=pipeline.current_version)
+    assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {"confirm": False}, format="json").status_code == 400
+    assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {}, format="json").status_code == 400
+    assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {"confirm": True}, format="json").status_code == 200
+    assert Pipeline.objects.get(pk=pipeline.pk).reset_checkpoint is True

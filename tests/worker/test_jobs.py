@@ -1,0 +1,101 @@
+"""worker.jobs and worker.jobwrap with plain processes (no Spark): detached start, exit code, spec file removed,
+SIGTERM passed on, SIGKILL of the group, redacted log tails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from tests.spark_jobs.engine_helpers import wait_for
+from worker import jobs
+
+SLEEPER = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: (print('got SIGTERM', flush=True), sys.exit(0)))\n"
+    "print('password=hunter22 and the key s3cr3t-value', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def start(run_dir: Path, code: str) -> jobs.JobHandle:
+    """Start `code` under the supervisor the way start_job does, with a spec file beside it."""
+    spec = jobs.write_spec(run_dir, {"sink": {"clickhouse": {"password": "s3cr3t-value"}}})
+    launcher = subprocess.run(
+        [sys.executable, "-m", "worker.jobwrap", "--run-dir", str(run_dir), "--spec", str(spec), "--",
+         sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=30, cwd=Path(jobs.__file__).parents[1],
+    )  # fmt: skip
+    assert launcher.returncode == 0, launcher.stderr
+    pid = int(launcher.stdout)
+    return jobs.JobHandle(
+        pid, psutil.Process(pid).create_time(), jobs.this_host(), str(run_dir), str(run_dir / "job.log")
+    )
+
+
+def state(handle: jobs.JobHandle) -> jobs.JobState:
+    return jobs.job_state(pid=handle.pid, process_started=handle.process_started, run_dir=handle.run_dir)
+
+
+def test_the_job_outlives_its_launcher_and_a_stop_is_passed_to_it(tmp_path):
+    handle = start(tmp_path, SLEEPER)
+    spec = tmp_path / jobs.SPEC_NAME
+    assert (spec.stat().st_mode & 0o777) == 0o600
+    process = psutil.Process(handle.pid)
+    assert process.ppid() != psutil.Process().pid  # not our child: nobody keeps it as a zombie
+    wait_for(lambda: "hunter22" in Path(handle.log_path).read_text(), timeout=30)
+    assert state(handle).alive
+
+    assert jobs.request_stop(pid=handle.pid, process_started=handle.process_started)
+    assert jobs.wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=30)
+    assert state(handle) == jobs.JobState(alive=False, exit_code=0)
+    assert "got SIGTERM" in Path(handle.log_path).read_text()
+    assert not spec.exists()
+
+
+def test_a_forced_stop_kills_the_whole_group(tmp_path):
+    handle = start(
+        tmp_path,
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+        "'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)']);"
+        " import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+    )
+    wait_for(lambda: len(psutil.Process(handle.pid).children(recursive=True)) == 2, timeout=30)
+    members = [psutil.Process(handle.pid), *psutil.Process(handle.pid).children(recursive=True)]
+    jobs.request_stop(pid=handle.pid, process_started=handle.process_started)  # ignored by the job
+    assert not jobs.wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=1)
+
+    assert jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
+    wait_for(lambda: not any(m.is_running() and m.status() != psutil.STATUS_ZOMBIE for m in members), timeout=30)
+    assert state(handle) == jobs.JobState(alive=False, exit_code=None)  # killed: no exit code written
+    assert not jobs.force_kill(pid=handle.pid, process_started=handle.process_started)  # gone: nothing to kill
+
+
+def test_a_reused_pid_is_not_taken_for_the_job(tmp_path):
+    me = psutil.Process()
+    assert jobs.job_state(pid=me.pid, process_started=me.create_time() - 100, run_dir=str(tmp_path)).alive is False
+    assert jobs.job_state(pid=me.pid, process_started=me.create_time(), run_dir=str(tmp_path)).alive is True
+
+
+def test_log_tails_and_reasons_never_show_secrets(tmp_path):
+    spec = {
+        "source": {"kafka": {"bootstrap_servers": "k:9092", "password": "kafka-pass", "ssl_key_pem": "-----KEY-----"}},
+        "sink": {"clickhouse": {"host": "ch", "password": "ch-pass-123"}},
+    }
+    secrets = jobs.secret_values(spec)
+    assert sorted(secrets) == ["-----KEY-----", "ch-pass-123", "kafka-pass"]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([f"line {i}" for i in range(300)] + [
+        json.dumps(spec),
+        "sasl.password=other-secret in a config dump",
+        "2026-11-23 10:00:00,000 ERROR clearflow.run pipeline p failed: ClickHouseWriteError: Code: 53. bad type",
+    ]))  # fmt: skip
+    tail = jobs.log_tail(str(log), lines=5, secrets=secrets)
+    assert "line 298" in tail and "line 297" not in tail
+    for secret in [*secrets, "other-secret"]:
+        assert secret not in tail
+    assert jobs.failure_reason(tail, 1) == "pipeline p failed: ClickHouseWriteError: Code: 53. bad type (exit code 1)"
+    assert jobs.failure_reason("", None) == "The job ended (killed or lost)."

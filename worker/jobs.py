@@ -1,0 +1,335 @@
+"""Job processes: start a pipeline's Spark job detached from the worker, signal it, inspect it, read its log.
+
+Knows processes and files, not Django models. A job runs under `worker.jobwrap` (its own Unix session, its own
+log file, exit code written to its run directory), so restarting the Celery worker leaves it running and the
+next worker finds it again from the pid and start time recorded in its `PipelineRun`.
+
+- Local masters (`local[N]`): `python -m spark_jobs.run`.
+- `spark://` masters: `spark-submit` in client mode, with `spark_jobs` zipped and shipped via `--py-files`, so
+  executors on other machines need only Python and the pinned packages.
+
+Secrets travel only in the spec file (mode 0600, removed when the job ends) and the environment (Redis URL),
+never on a command line; log tails are redacted before they leave this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from worker.jobwrap import EXIT_CODE_NAME, LOG_NAME
+
+SPEC_NAME = "spec.json"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Exit codes of spark_jobs.run: 2 means the spec is invalid, so a restart cannot help.
+EXIT_INVALID_SPEC = 2
+# What the runner logs once the streaming query has started (spark_jobs/run.py).
+_STARTED = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
+_ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
+REDACTED = "**********"
+
+
+@dataclass(frozen=True)
+class JobLaunch:
+    """Everything needed to start one run of a job (nothing secret except `spec`, which goes to a 0600 file)."""
+
+    name: str
+    run_dir: Path
+    checkpoint: str
+    master: str
+    spec: Mapping[str, Any]
+    redis_url: str | None = None
+    driver_memory: str = "1g"
+    trigger_interval: str = "1 second"
+    spark_conf: tuple[str, ...] = ()
+    submit_args: tuple[str, ...] = ()
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    """How to find a started job again: the supervisor's pid (also its process group) and start time."""
+
+    pid: int
+    process_started: float
+    host: str
+    run_dir: str
+    log_path: str
+
+
+@dataclass(frozen=True)
+class JobState:
+    alive: bool
+    exit_code: int | None = None  # once ended: the job's exit code, or None when unknown (killed, lost)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def is_cluster(master: str) -> bool:
+    return master.startswith("spark://")
+
+
+def write_spec(run_dir: Path, spec: Mapping[str, Any]) -> Path:
+    """Write the spec (it holds secrets) readable by this user only, created so from the start (no window)."""
+    run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = run_dir / SPEC_NAME
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(spec, handle)
+    return path
+
+
+def engine_zip(target_dir: Path) -> Path:
+    """`spark_jobs` as a zip for `--py-files` (rebuilt when the code is newer than the zip)."""
+    source = REPO_ROOT / "spark_jobs"
+    target = target_dir / "spark_jobs.zip"
+    newest = max(p.stat().st_mtime for p in source.rglob("*.py"))
+    if target.exists() and target.stat().st_mtime >= newest:
+        return target
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*.py")):
+            archive.write(path, path.relative_to(REPO_ROOT))
+    os.replace(tmp, target)
+    return target
+
+
+def spark_home() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent)
+
+
+def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
+    """The job's command line (no secrets: those are in the spec file and the environment)."""
+    runner_args = [
+        "--spec", str(spec_path),
+        "--checkpoint", launch.checkpoint,
+        "--trigger-interval", launch.trigger_interval,
+        "--driver-memory", launch.driver_memory,
+        "--conf", "spark.ui.showConsoleProgress=false",  # progress bars would fill the log
+        *[arg for item in launch.spark_conf for arg in ("--conf", item)],
+    ]  # fmt: skip
+    if not is_cluster(launch.master):
+        return [sys.executable, "-m", "spark_jobs.run", "--master", launch.master, *runner_args]
+    spark_submit = str(Path(spark_home()) / "bin" / "spark-submit")
+    py_files = engine_zip(launch.run_dir.parent)
+    return [
+        spark_submit,
+        "--master", launch.master,
+        "--deploy-mode", "client",
+        "--name", f"clearflow-{launch.name}",
+        "--driver-memory", launch.driver_memory,
+        "--conf", "spark.driver.extraJavaOptions=-Xss32m",
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        "--py-files", str(py_files),
+        *launch.submit_args,
+        str(REPO_ROOT / "spark_jobs" / "run.py"),
+        *runner_args,
+    ]  # fmt: skip
+
+
+def start_job(launch: JobLaunch) -> JobHandle:
+    """Write the spec, start the job detached under `worker.jobwrap`, and return how to find it again."""
+    launch.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    spec_path = write_spec(launch.run_dir, launch.spec)
+    env = {**os.environ, **launch.extra_env, "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env.setdefault("SPARK_HOME", spark_home())  # spark-submit's scripts look for it with whatever `python3` is first
+    if launch.redis_url:
+        env["CLEARFLOW_REDIS_URL"] = launch.redis_url  # may hold a password: not on the command line
+    command = [
+        sys.executable, "-m", "worker.jobwrap",
+        "--run-dir", str(launch.run_dir), "--spec", str(spec_path), "--",
+        *job_command(launch, spec_path),
+    ]  # fmt: skip
+    launcher = subprocess.run(
+        command, cwd=launch.run_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    if launcher.returncode != 0 or not launcher.stdout.strip().isdigit():
+        spec_path.unlink(missing_ok=True)
+        raise RuntimeError(f"the job launcher failed: {launcher.stderr.strip()[-500:] or launcher.returncode}")
+    pid = int(launcher.stdout.strip())
+    return JobHandle(
+        pid=pid,
+        process_started=psutil.Process(pid).create_time(),
+        host=this_host(),
+        run_dir=str(launch.run_dir),
+        log_path=str(launch.run_dir / LOG_NAME),
+    )
+
+
+def _process(pid: int | None, process_started: float | None) -> psutil.Process | None:
+    """The live process with this pid and start time (a reused pid or a zombie is not it)."""
+    if not pid:
+        return None
+    try:
+        process = psutil.Process(pid)
+        if process_started is not None and abs(process.create_time() - process_started) > 0.05:
+            return None
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process
+    except psutil.Error:
+        return None
+
+
+def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -> JobState:
+    if _process(pid, process_started) is not None:
+        return JobState(alive=True)
+    try:
+        return JobState(alive=False, exit_code=int((Path(run_dir) / EXIT_CODE_NAME).read_text().strip()))
+    except (OSError, ValueError):
+        return JobState(alive=False)
+
+
+def request_stop(*, pid: int | None, process_started: float | None) -> bool:
+    """SIGTERM to the supervisor, which passes it to the driver: it stops after its current micro-batch."""
+    process = _process(pid, process_started)
+    if process is None:
+        return False
+    process.send_signal(signal.SIGTERM)
+    return True
+
+
+def force_kill(*, pid: int | None, process_started: float | None) -> bool:
+    """SIGKILL to the job's whole process group (supervisor, driver, JVM, Python workers). Nothing is lost:
+    offsets are in the checkpoint and the sink is idempotent per batch, so the cut batch is replayed."""
+    process = _process(pid, process_started)
+    if process is None:
+        return False
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(*, pid: int | None, process_started: float | None, timeout: float) -> bool:
+    process = _process(pid, process_started)
+    if process is None:
+        return True
+    try:
+        process.wait(timeout=timeout)
+    except psutil.TimeoutExpired:
+        return False
+    except psutil.Error:
+        pass
+    return True
+
+
+def memory_bytes(*, pid: int | None, process_started: float | None) -> int:
+    """Resident memory of the job's whole process tree (supervisor, driver, JVM, Python workers)."""
+    process = _process(pid, process_started)
+    if process is None:
+        return 0
+    total = 0
+    for member in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += member.memory_info().rss
+    return total
+
+
+def remove_spec(run_dir: str) -> None:
+    (Path(run_dir) / SPEC_NAME).unlink(missing_ok=True)
+
+
+def remove_checkpoint(checkpoint: str) -> bool:
+    """Delete a local checkpoint directory (other URIs are left to their storage's tools). Whether it existed."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return False
+    path = Path(checkpoint.removeprefix("file://"))
+    if not path.exists():
+        return False
+    shutil.rmtree(path)
+    return True
+
+
+def secret_values(spec: Any) -> list[str]:
+    """The secret strings in a job spec (passwords, private keys), to redact from what leaves the worker."""
+    found: list[str] = []
+    if isinstance(spec, Mapping):
+        for key, value in spec.items():
+            lowered = str(key).lower()
+            if (
+                isinstance(value, str)
+                and value
+                and ("password" in lowered or "secret" in lowered or lowered.endswith("key_pem") or "token" in lowered)
+            ):
+                found.append(value)
+            else:
+                found.extend(secret_values(value))
+    elif isinstance(spec, list):
+        for item in spec:
+            found.extend(secret_values(item))
+    return found
+
+
+_SECRET_SETTING = re.compile(r"(?i)((?:password|passwd|secret|sasl\.password|token)[\"']?\s*[=:]\s*[\"']?)[^\s\"',}]+")
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+        for line in secret.splitlines():  # a PEM key may show up line by line
+            if len(line.strip()) >= 16:
+                text = text.replace(line.strip(), REDACTED)
+    return _SECRET_SETTING.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def log_tail(log_path: str, *, lines: int = 100, secrets: Iterable[str] = (), max_bytes: int = 256 * 1024) -> str:
+    """The last `lines` lines of a job's log, secrets redacted ("" when there is no log)."""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return redact("\n".join(data.splitlines()[-lines:]), secrets)
+
+
+def log_size(log_path: str) -> int:
+    try:
+        return os.stat(log_path).st_size
+    except OSError:
+        return -1
+
+
+def started_application(log_path: str) -> str | None:
+    """The Spark application id once the job logged that its streaming query started, else None."""
+    found = _STARTED.findall(log_tail(log_path, lines=400))
+    return found[-1] if found else None
+
+
+def failure_reason(log_tail_text: str, exit_code: int | None) -> str:
+    """Why a job ended, for a person: the runner's own error line (e.g. ClickHouse's message), else the last
+    error-looking line, then the exit code."""
+    lines = [line for line in log_tail_text.splitlines() if line.strip()]
+    runner_errors = [line for line in lines if " ERROR clearflow.run " in line]
+    chosen = runner_errors[-1].split(" ERROR clearflow.run ", 1)[1] if runner_errors else None
+    if chosen is None:
+        errors = [line for line in lines if _ERROR_LINE.search(line) and not line.startswith("clearflow:")]
+        chosen = errors[-1].strip() if errors else None
+    code = "killed or lost" if exit_code is None else f"exit code {exit_code}"
+    return f"{chosen[:2000]} ({code})" if chosen else f"The job ended ({code})."

@@ -1,0 +1,16 @@
+"""The beat schedule. Every periodic task expires before its next run, so a backlog never piles up."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def beat_schedule() -> dict[str, dict]:
+    interval = settings.PIPELINE_WATCH_INTERVAL_SECONDS
+    return {
+        "pipelines-watch": {
+            "task": "clearflow.pipelines_watch",
+            "schedule": interval,
+            "options": {"queue": settings.PIPELINE_QUEUE, "expires": interval},
+        },
+    }
