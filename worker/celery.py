@@ -12,6 +12,8 @@ app = Celery("clearflow")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["worker"])
 
+import worker.monitoring  # noqa: E402, F401 - connects the task outcome counters
+
 
 @app.on_after_finalize.connect
 def _schedule(sender: Celery, **_: object) -> None:

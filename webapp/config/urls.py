@@ -8,6 +8,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("webapp.api.urls")),
     path("", include("webapp.health.urls")),
+    path("", include("webapp.monitoring.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/tokens/", api_views.token_list, name="account_tokens"),

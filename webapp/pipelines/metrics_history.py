@@ -54,7 +54,8 @@ class MetricsHistory:
 
 
 @contextmanager
-def _redis() -> Iterator[Any]:
+def metrics_store() -> Iterator[Any]:
+    """A short-lived Redis client; any Redis error inside the block becomes a MetricsUnavailableError."""
     import redis
 
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
@@ -88,7 +89,7 @@ def pipeline_metrics_history(
     that started strictly after it (poll with the last `t_ms` seen); without, the newest `limit`."""
     limit = max(1, min(int(limit), MAX_LIMIT))
     key = history_key(pipeline.job_name)
-    with _redis() as client:
+    with metrics_store() as client:
         if since_ms is None:
             raw = list(reversed(client.zrevrange(key, 0, limit, withscores=True)))
             has_more = False
@@ -129,7 +130,7 @@ def current_throughput(pipelines: Iterable[Pipeline], *, now: float | None = Non
     if not pipelines:
         return {}
     try:
-        with _redis() as client:
+        with metrics_store() as client:
             latest = client.mget([latest_key(p.job_name) for p in pipelines])
     except MetricsUnavailableError:
         return {}
@@ -141,4 +142,31 @@ def current_throughput(pipelines: Iterable[Pipeline], *, now: float | None = Non
             continue
         rate = float(record.get("input_rows_per_second") or 0.0)
         out[pipeline.pk] = Throughput(events_per_second=rate, at=str(record.get("timestamp", "")))
+    return out
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    latest: dict[str, Any] | None  # the latest batch's record (fields of BatchMetrics), None before the first
+    totals: dict[str, Any] | None  # as MetricsHistory.totals; None when the job has published nothing
+
+
+def metrics_snapshots(pipelines: Iterable[Pipeline]) -> dict[int, MetricsSnapshot]:
+    """Each pipeline's latest record and running totals, in one round trip. MetricsUnavailableError."""
+    pipelines = list(pipelines)
+    if not pipelines:
+        return {}
+    with metrics_store() as client:
+        pipe = client.pipeline(transaction=False)
+        for pipeline in pipelines:
+            pipe.get(latest_key(pipeline.job_name))
+            pipe.hgetall(totals_key(pipeline.job_name))
+        answers = pipe.execute()
+    out: dict[int, MetricsSnapshot] = {}
+    for index, pipeline in enumerate(pipelines):
+        latest_raw, totals_raw = answers[2 * index], answers[2 * index + 1]
+        out[pipeline.pk] = MetricsSnapshot(
+            latest=_decoded(latest_raw) if latest_raw else None,
+            totals=_totals(totals_raw) if totals_raw else None,
+        )
     return out

@@ -93,3 +93,8 @@ def pipeline_status_counts() -> dict[str, int]:
     for row in Pipeline.objects.values("status").annotate(n=Count("id")):
         counts[row["status"]] = row["n"]
     return counts
+
+
+def pipeline_monitoring_list() -> QuerySet[Pipeline]:
+    """Every pipeline (of everyone) with its owner, by id: what the operator's `/metrics` scrape reports."""
+    return Pipeline.objects.select_related("owner").order_by("id")

@@ -21,8 +21,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-# The health endpoint must answer plain HTTP probes inside the container network.
-SECURE_REDIRECT_EXEMPT = [r"^health$", r"^api/v1/health$"]
+# The health endpoint must answer plain HTTP probes inside the container network, and `/metrics` a Prometheus
+# that scrapes the web service there (docs/monitoring.md).
+SECURE_REDIRECT_EXEMPT = [r"^health$", r"^api/v1/health$", r"^metrics$"]
 
 # django-csp. Inline `style="..."` attributes are used by the templates (and uPlot sets styles from script,
 # which CSP does not restrict); no inline script anywhere: htmx's indicator <style> is switched off in base.html.
@@ -93,3 +94,6 @@ CONNECTION_TESTS_PER_MINUTE = 20
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
 # JSON nesting deeper than this is refused before it is parsed (webapp.api.parsers).
 MAX_JSON_DEPTH = 64
+
+# Prometheus `/metrics` (docs/monitoring.md): scraped with `Authorization: Bearer <token>`; unset, it is off (404).
+CLEARFLOW_METRICS_TOKEN = env_str("CLEARFLOW_METRICS_TOKEN", "")

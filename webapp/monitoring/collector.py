@@ -1,0 +1,116 @@
+"""The series of `/metrics`, built at scrape time from PostgreSQL (pipelines) and Redis (the jobs' metrics).
+
+Nothing is held between scrapes: each scrape builds a registry with this collector (webapp.monitoring.views),
+reads the pipelines through their selector and their metrics the way the pipeline page does
+(`metrics_history.metrics_snapshots`: the latest record and the running totals each Spark job publishes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from webapp.monitoring import counters
+from webapp.pipelines.metrics import MetricsUnavailableError
+from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, metrics_store
+from webapp.pipelines.models import Pipeline, PipelineStatus
+from webapp.pipelines.selectors import pipeline_monitoring_list
+
+PIPELINE_LABELS = ["pipeline_id", "pipeline", "owner"]
+# (series name, field of the job's running totals, help)
+TOTALS = (
+    ("clearflow_pipeline_events_in", "input_rows", "Events read from Kafka."),
+    ("clearflow_pipeline_duplicates_dropped", "duplicates_dropped", "Events dropped as duplicates."),
+    ("clearflow_pipeline_rows_written", "rows_written", "Rows written to ClickHouse."),
+    ("clearflow_pipeline_dead_letters", "dead_letters", "Events sent to the dead-letter topic."),
+    ("clearflow_pipeline_filtered_out", "filtered_out", "Events dropped by the pipeline's filter."),
+    ("clearflow_pipeline_batches", "batches", "Micro-batches that read events."),
+)
+
+
+def _labels(pipeline: Pipeline) -> list[str]:
+    return [str(pipeline.pk), pipeline.name, pipeline.owner.get_username()]
+
+
+class ClearFlowCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        pipelines = list(pipeline_monitoring_list())
+        yield _status(pipelines)
+        try:
+            snapshots = metrics_snapshots(pipelines)
+            store_up = True
+        except MetricsUnavailableError:
+            snapshots, store_up = {}, False
+        yield GaugeMetricFamily(
+            "clearflow_metrics_store_up", "1 when the metrics store (Redis) answered this scrape.", value=int(store_up)
+        )
+        yield from _pipeline_series(pipelines, snapshots)
+        if store_up:
+            yield from _app_series()
+
+
+def _status(pipelines: list[Pipeline]) -> Metric:
+    status = GaugeMetricFamily(
+        "clearflow_pipeline_status",
+        "1 for the pipeline's current status, 0 for the others.",
+        labels=[*PIPELINE_LABELS, "status"],
+    )
+    for pipeline in pipelines:
+        for value in PipelineStatus.values:
+            status.add_metric([*_labels(pipeline), value], int(pipeline.status == value))
+    return status
+
+
+def _pipeline_series(pipelines: list[Pipeline], snapshots: dict[int, MetricsSnapshot]) -> Iterator[Metric]:
+    totals = {name: CounterMetricFamily(name, text, labels=PIPELINE_LABELS) for name, _, text in TOTALS}
+    lag = GaugeMetricFamily(
+        "clearflow_pipeline_lag_records",
+        "Records behind the end of the topics, at the latest batch.",
+        labels=PIPELINE_LABELS,
+    )
+    duration = GaugeMetricFamily(
+        "clearflow_pipeline_last_batch_duration_seconds", "How long the latest batch took.", labels=PIPELINE_LABELS
+    )
+    last_at = GaugeMetricFamily(
+        "clearflow_pipeline_last_batch_timestamp_seconds", "When the latest batch started.", labels=PIPELINE_LABELS
+    )
+    for pipeline in pipelines:
+        snapshot = snapshots.get(pipeline.pk)
+        if snapshot is None:
+            continue
+        labels = _labels(pipeline)
+        if snapshot.totals is not None:
+            for name, field, _ in TOTALS:
+                totals[name].add_metric(labels, snapshot.totals[field])
+        latest: dict[str, Any] | None = snapshot.latest
+        if latest is not None:
+            lag.add_metric(labels, int(latest.get("total_lag") or 0))
+            duration.add_metric(labels, int(latest.get("batch_duration_ms") or 0) / 1000)
+            if latest.get("t_ms") is not None:
+                last_at.add_metric(labels, latest["t_ms"] / 1000)
+    yield from totals.values()
+    yield from (lag, duration, last_at)
+
+
+def _app_series() -> Iterator[Metric]:
+    requests = CounterMetricFamily(
+        "clearflow_http_requests", "HTTP requests answered, by view and status code.", labels=["view", "status"]
+    )
+    tasks = CounterMetricFamily(
+        "clearflow_celery_tasks", "Celery task outcomes (success, failure, retry).", labels=["task", "outcome"]
+    )
+    try:
+        with metrics_store() as client:
+            request_counts = counters.read_counts(client, counters.REQUESTS_KEY)
+            task_counts = counters.read_counts(client, counters.TASKS_KEY)
+    except MetricsUnavailableError:
+        return
+    for (view, status), count in sorted(request_counts.items()):
+        requests.add_metric([view, status], count)
+    for (task, outcome), count in sorted(task_counts.items()):
+        tasks.add_metric([task, outcome], count)
+    yield requests
+    yield tasks

@@ -1,0 +1,63 @@
+"""The app's own running counts (HTTP requests, Celery task outcomes), kept in Redis.
+
+In Redis rather than in each process: gunicorn runs several workers and Celery others, and a scrape reaches only
+one of them; a hash per kind, one HINCRBY per event, is read whole at scrape time. Counting never fails the
+request or the task it counts: a Redis that does not answer loses the increment (warned at most once a minute).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+REQUESTS_KEY = "clearflow:app:http_requests"
+TASKS_KEY = "clearflow:app:celery_tasks"
+_SEPARATOR = "\t"
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+_warned_at = 0.0
+
+
+def _redis() -> Any:
+    """One pooled client per process and URL, made on first use (not at import), with short timeouts: counting
+    must stay cheap."""
+    url = settings.REDIS_URL
+    with _lock:
+        if url not in _clients:
+            import redis
+
+            _clients[url] = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        return _clients[url]
+
+
+def _increment(key: str, *labels: str) -> None:
+    global _warned_at
+    try:
+        _redis().hincrby(key, _SEPARATOR.join(labels), 1)
+    except Exception as exc:  # any Redis or connection error: the request or task goes on
+        if time.monotonic() - _warned_at > 60:
+            _warned_at = time.monotonic()
+            logger.warning("could not count %s in Redis: %s", key, exc)
+
+
+def count_request(*, view: str, status: int) -> None:
+    _increment(REQUESTS_KEY, view, str(status))
+
+
+def count_task(*, task: str, outcome: str) -> None:
+    _increment(TASKS_KEY, task, outcome)
+
+
+def read_counts(client: Any, key: str) -> dict[tuple[str, ...], int]:
+    """The hash at `key` as {labels: count}, with the client the caller holds."""
+    counts = {}
+    for field, value in client.hgetall(key).items():
+        counts[tuple(field.decode().split(_SEPARATOR))] = int(value)
+    return counts
