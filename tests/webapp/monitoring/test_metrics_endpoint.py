@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -91,6 +95,21 @@ def test_the_scrape_holds_the_pipelines_series_with_the_published_values(client,
     assert value("clearflow_pipeline_status", status="draft") == 1
     assert value("clearflow_pipeline_status", status="running") == 0
     assert values[("clearflow_metrics_store_up", frozenset())] == 1
+
+
+def test_the_grafana_dashboard_queries_only_series_that_the_scrape_serves(client, pipeline, redis_url):
+    MetricsPublisher(pipeline.job_name, redis_url).publish(batch(0))
+    client.get("/health")  # so that the request counter has a sample
+    served = {name for name, _ in samples(scrape(client).content.decode())}
+    dashboard = json.loads((Path(__file__).parents[3] / "docs" / "grafana-dashboard.json").read_text())
+    queried = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"clearflow_[a-z_]+", target["expr"])
+    }
+    assert queried - {"clearflow_celery_tasks_total"} <= served  # no task has run in this test
+    assert "clearflow_celery_tasks_total" in queried
 
 
 def test_a_pipeline_without_batches_has_its_status_and_no_counts(client, pipeline):
