@@ -149,3 +149,11 @@ def test_without_a_token_setting_the_endpoint_does_not_exist(client, settings):
     settings.CLEARFLOW_METRICS_TOKEN = ""
     assert scrape(client).status_code == 404
     assert scrape(client, token="").status_code == 404
+
+
+def test_a_plain_http_scrape_is_not_redirected_when_the_app_is_served_over_https(pipeline, settings):
+    from django.test import Client
+
+    settings.SECURE_SSL_REDIRECT = True
+    assert scrape(Client()).status_code == 200
+    assert Client().get("/login/").status_code == 301
