@@ -19,6 +19,6 @@ class RequestCountMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        view = (match.view_name or match._func_path) if match is not None else UNRESOLVED
+        view = match.view_name if match is not None else UNRESOLVED  # the URL name, else the view path
         count_request(view=view, status=response.status_code)
         return response
