@@ -1,0 +1,36 @@
+"""A real Celery worker counts its tasks' outcomes, and `/metrics` serves them (`clearflow_celery_tasks_total`)."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from tests.spark_jobs.engine_helpers import wait_for
+from webapp.monitoring.counters import TASKS_KEY
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ping_successes(client) -> float:
+    response = client.get("/metrics", headers={"Authorization": "Bearer worker-test-token"})
+    assert response.status_code == 200
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            if sample.name == "clearflow_celery_tasks_total" and sample.labels == {
+                "task": "clearflow.ping",
+                "outcome": "success",
+            }:
+                return sample.value
+    return 0
+
+
+def test_the_workers_task_outcomes_reach_the_scrape(client, settings, celery_worker, celery_app, redis_url):
+    settings.CLEARFLOW_METRICS_TOKEN = "worker-test-token"
+    redis.Redis.from_url(redis_url).delete(TASKS_KEY)
+    celery_worker.start()
+
+    assert celery_app.send_task("clearflow.ping").get(timeout=60) == "pong"
+
+    # The success signal is sent right after the result is stored: wait for the count, not a fixed time.
+    assert wait_for(lambda: ping_successes(client), timeout=30) == 1
