@@ -2,7 +2,8 @@
 
 In Redis rather than in each process: gunicorn runs several workers and Celery others, and a scrape reaches only
 one of them; a hash per kind, one HINCRBY per event, is read whole at scrape time. Counting never fails the
-request or the task it counts: a Redis that does not answer loses the increment (warned at most once a minute).
+request or the task it counts: a Redis that does not answer loses the increment (warned at most once a minute),
+and the process stops trying for PAUSE_AFTER_ERROR_S, so that a Redis that hangs does not slow every request.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ _SEPARATOR = "\t"
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
 _warned_at = 0.0
+_paused_until: dict[str, float] = {}  # per Redis URL
+PAUSE_AFTER_ERROR_S = 10.0
 
 
 def _redis() -> Any:
@@ -39,12 +42,16 @@ def _redis() -> Any:
 
 def _increment(key: str, *labels: str) -> None:
     global _warned_at
+    now, url = time.monotonic(), settings.REDIS_URL
+    if now < _paused_until.get(url, 0.0):
+        return
     try:
         _redis().hincrby(key, _SEPARATOR.join(labels), 1)
     except Exception as exc:  # any Redis or connection error: the request or task goes on
-        if time.monotonic() - _warned_at > 60:
-            _warned_at = time.monotonic()
-            logger.warning("could not count %s in Redis: %s", key, exc)
+        _paused_until[url] = now + PAUSE_AFTER_ERROR_S
+        if now - _warned_at > 60:
+            _warned_at = now
+            logger.warning("could not count %s in Redis (paused %.0f s): %s", key, PAUSE_AFTER_ERROR_S, exc)
 
 
 def count_request(*, view: str, status: int) -> None:

@@ -157,3 +157,18 @@ def test_a_plain_http_scrape_is_not_redirected_when_the_app_is_served_over_https
     settings.SECURE_SSL_REDIRECT = True
     assert scrape(Client()).status_code == 200
     assert Client().get("/login/").status_code == 301
+
+
+def test_with_the_metrics_store_down_the_scrape_still_answers_with_the_statuses(client, pipeline, settings):
+    from localstack.processes import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+
+    response = scrape(client)
+
+    assert response.status_code == 200
+    values = samples(response.content.decode())
+    assert values[("clearflow_metrics_store_up", frozenset())] == 0
+    names = {name for name, _ in values}
+    assert "clearflow_pipeline_status" in names
+    assert "clearflow_pipeline_events_in_total" not in names
