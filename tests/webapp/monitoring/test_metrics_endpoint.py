@@ -136,13 +136,16 @@ def test_the_apps_own_requests_and_task_outcomes_are_counted(client, pipeline, r
     assert tasks == {(("outcome", "success"), ("task", "clearflow.ping")): 1}
 
 
-def test_anonymous_and_wrong_tokens_are_refused(client, pipeline):
+def test_anonymous_and_wrong_tokens_are_refused(client, pipeline, caplog):
+    caplog.set_level("DEBUG")
     anonymous = scrape(client, token=None)
     assert anonymous.status_code == 401
     assert anonymous["WWW-Authenticate"].startswith("Bearer")
     assert scrape(client, token="not-the-token").status_code == 403
     assert client.get("/metrics", headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
     assert TOKEN not in scrape(client, token="x").content.decode()
+    assert scrape(client).status_code == 200
+    assert TOKEN not in caplog.text and "not-the-token" not in caplog.text
 
 
 def test_without_a_token_setting_the_endpoint_does_not_exist(client, settings):
