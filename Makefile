@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml localstack/jars.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[local,dev]'
+	@bash localstack/system-deps.sh build
 	$(PY) -m localstack jars
 	@rm -f $(VENV)/.installed-* && touch $@
 

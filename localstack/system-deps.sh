@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What pip cannot install: Java (Spark), PostgreSQL, Redis, and Chromium for the browser tests.
 # Installs what is missing with apt-get when running as root; otherwise names the command to run.
-# Usage: system-deps.sh up|test
+# Usage: system-deps.sh build|up|test  (build: only what `make install` needs, Java and Maven)
 set -euo pipefail
 purpose="${1:-up}"
 missing=()
@@ -20,7 +20,17 @@ install_pkg() {  # install_pkg <command-to-check> <debian-package>...
     fi
 }
 
+report_missing() {  # exits 1, naming the commands to run, when something could not be installed
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "clearflow: missing prerequisites; install them with:" >&2
+        printf '  %s\n' "${missing[@]}" >&2
+        exit 1
+    fi
+}
+
 install_pkg java openjdk-17-jre-headless
+install_pkg mvn maven  # resolves the Java bundles (Apache Kafka, Spark's Kafka connector) at install time
+if [ "$purpose" = build ]; then report_missing; exit 0; fi
 if [ "$purpose" = test ]; then
     install_pkg redis-server redis-server
     install_pkg /usr/lib/chromium/chromium chromium
@@ -60,8 +70,4 @@ SQL
     fi
 fi
 
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "clearflow: missing prerequisites; install them with:" >&2
-    printf '  %s\n' "${missing[@]}" >&2
-    exit 1
-fi
+report_missing

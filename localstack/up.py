@@ -252,6 +252,9 @@ def up() -> int:
     config = StackConfig.from_env()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     os.environ["CLEARFLOW_VAR_DIR"] = str(config.var_dir)
+    # gunicorn's workers share one cache (login throttles, the health answer), as docker-compose sets it up.
+    redis_url = urlsplit(os.environ.get("REDIS_URL", f"redis://{config.redis_host}:{config.redis_port}/0"))
+    os.environ.setdefault("CLEARFLOW_CACHE_URL", redis_url._replace(path="/3").geturl())
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGINT, _raise_stop)
     log_dir = config.var_dir / "log"

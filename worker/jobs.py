@@ -31,6 +31,7 @@ from typing import Any
 
 import psutil
 
+from spark_jobs.jars import connector_jars
 from worker.jobwrap import EXIT_CODE_NAME, LOG_NAME
 
 SPEC_NAME = "spec.json"
@@ -141,6 +142,8 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--py-files", str(py_files),
+        # Spark's Kafka connector from this install; the driver serves the jars to executors on other hosts.
+        "--jars", ",".join(connector_jars()),
         *launch.submit_args,
         str(REPO_ROOT / "spark_jobs" / "run.py"),
         *runner_args,

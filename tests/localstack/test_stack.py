@@ -111,7 +111,7 @@ def test_make_up_starts_every_component_healthy_and_prints_the_login(stack: Stac
     status, body = stack.health()
     assert status == 200
     assert body["status"] == "ok"
-    assert set(body["components"]) == {"database", "redis", "celery", "kafka", "clickhouse", "spark"}
+    assert set(body["components"]) == {"database", "redis", "celery", "pipelines", "kafka", "clickhouse", "spark"}
     assert all(component["ok"] for component in body["components"].values())
     password = (Path(stack.env["CLEARFLOW_VAR_DIR"]) / "secrets" / "admin_password").read_text().strip()
     assert f"admin / {password}" in stack.output()

@@ -2,7 +2,8 @@
 
 The checks' results are cached for `HEALTH_CACHE_SECONDS`: a burst of anonymous calls (a load balancer, a
 curious crawler) runs the checks once, instead of tying up a worker per call while a component times out.
-Anonymous callers see up/down and the failures' reasons; versions and counts only go to logged-in users.
+Anonymous callers see up/down and the failures' reasons; versions and counts only go to logged-in users and to
+API token holders.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 from webapp.health.checks import ComponentHealth, check_all
 
@@ -26,9 +30,20 @@ def _results(request: HttpRequest) -> list[ComponentHealth]:
     if results is None:
         results = check_all()
         cache.set(_CACHE_KEY, results, timeout=HEALTH_CACHE_SECONDS)
-    if request.user.is_authenticated:
+    if _caller_is_known(request):
         return results
     return [replace(result, detail="answers") if result.ok else result for result in results]
+
+
+def _caller_is_known(request: HttpRequest) -> bool:
+    """A logged-in browser or an API token (the API's own authenticators: an engineer's monitoring script)."""
+    if request.user.is_authenticated:
+        return True
+    drf_request = Request(request, authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES])
+    try:
+        return bool(drf_request.user and drf_request.user.is_authenticated)
+    except exceptions.AuthenticationFailed:
+        return False
 
 
 def _summary(results: list[ComponentHealth]) -> tuple[dict[str, object], int]:

@@ -24,6 +24,12 @@ def real_services(
     settings.CLICKHOUSE_HOST = clickhouse_server.host
     settings.CLICKHOUSE_PORT = clickhouse_server.port
     settings.REDIS_URL = redis_url
+    # No worker runs in these tests: forget a watcher tick left in the session's Redis by a worker test.
+    import redis
+
+    from webapp.pipelines.runtime import WATCHER_TICK_KEY
+
+    redis.Redis.from_url(redis_url).delete(WATCHER_TICK_KEY)
     return settings
 
 

@@ -135,6 +135,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Swagger UI's assets come from the drf-spectacular-sidecar package (no CDN reachable).
+    # One schema name for the status choices, whether a field is a pipeline's status or a transition's from/to.
+    "ENUM_NAME_OVERRIDES": {"PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
