@@ -8,6 +8,7 @@ import json
 import pytest
 
 from spark_jobs import spec as S
+from spark_jobs.connections import librdkafka_config
 
 
 def valid_spec() -> dict:
@@ -137,7 +138,7 @@ def test_dedup_may_be_null():
 def test_sasl_needs_credentials():
     data = valid_spec()
     data["source"]["kafka"].update(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512")
-    assert "username, password" in errors_of(data)["source.kafka"]
+    assert "sasl_username, sasl_password" in errors_of(data)["source.kafka"]
 
 
 def test_secrets_are_masked_in_repr_and_default_dict():
@@ -154,10 +155,10 @@ def test_secrets_are_masked_in_repr_and_default_dict():
     for text in (repr(parsed), str(parsed), parsed.to_json(), json.dumps(parsed.to_dict())):
         assert "kafka-secret" not in text and "KEY-secret" not in text and "ch-secret" not in text
     masked = parsed.to_dict()
-    assert masked["source"]["kafka"]["password"] == S.SECRET_MASK
+    assert masked["source"]["kafka"]["sasl_password"] == S.SECRET_MASK
     revealed = parsed.to_dict(reveal_secrets=True)
     assert revealed["source"]["kafka"]["ssl_key_pem"] == "KEY-secret"
-    config = parsed.source.kafka.librdkafka_config()
+    config = librdkafka_config(parsed.source.kafka)
     assert config["sasl.password"] == "kafka-secret" and config["ssl.key.pem"] == "KEY-secret"
     original = copy.deepcopy(data)
     assert S.parse_spec(revealed) == S.parse_spec(original)

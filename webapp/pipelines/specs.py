@@ -12,8 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from spark_jobs.connections import connection_dict
 from spark_jobs.spec import (
-    SECRET_MASK,
     SPEC_VERSION,
     DedupSpec,
     PipelineSpec,
@@ -42,34 +42,10 @@ __all__ = [
 ]
 
 
-def _kafka_section(connection: KafkaConnection, *, reveal: bool) -> dict[str, Any]:
-    section: dict[str, Any] = {
-        "bootstrap_servers": ",".join(s.strip() for s in connection.bootstrap_servers.split(",") if s.strip()),
-        "security_protocol": connection.security_protocol,
-    }
-    if connection.uses_sasl:
-        section["sasl_mechanism"] = connection.sasl_mechanism or None
-        section["username"] = connection.sasl_username or None
-        if connection.sasl_password:
-            section["password"] = connection.sasl_password if reveal else SECRET_MASK
-    if connection.ssl_ca_pem:
-        section["ssl_ca_pem"] = connection.ssl_ca_pem
-    if connection.ssl_certificate_pem:
-        section["ssl_certificate_pem"] = connection.ssl_certificate_pem
-    if connection.ssl_key_pem:
-        section["ssl_key_pem"] = connection.ssl_key_pem if reveal else SECRET_MASK
-    return section
-
-
-def _clickhouse_section(connection: ClickHouseConnection, *, database: str | None, reveal: bool) -> dict[str, Any]:
-    return {
-        "host": connection.host,
-        "port": connection.port,
-        "username": connection.username,
-        "password": connection.password if reveal else (SECRET_MASK if connection.password else ""),
-        "database": database or connection.database or "default",
-        "secure": connection.secure,
-    }
+def _section(connection: KafkaConnection | ClickHouseConnection, *, reveal: bool) -> dict[str, Any]:
+    """The connection's spec section (`connection.to_spec()`): every field the job needs, secrets masked
+    unless `reveal`."""
+    return connection_dict(connection.to_spec(), reveal_secrets=reveal)
 
 
 def merge_connections(
@@ -88,15 +64,16 @@ def merge_connections(
     if kafka_connection is not None:
         source = data.get("source")
         if isinstance(source, dict):
-            source["kafka"] = _kafka_section(kafka_connection, reveal=reveal)
+            source["kafka"] = _section(kafka_connection, reveal=reveal)
     if clickhouse_connection is not None:
         sink = data.get("sink")
         if isinstance(sink, dict):
             given = sink.get("clickhouse")
             database = given.get("database") if isinstance(given, dict) else None
-            sink["clickhouse"] = _clickhouse_section(
-                clickhouse_connection, database=database if isinstance(database, str) else None, reveal=reveal
-            )
+            section = _section(clickhouse_connection, reveal=reveal)
+            if isinstance(database, str) and database:
+                section["database"] = database  # the pipeline's target database, not the connection's default
+            sink["clickhouse"] = section
     return data
 
 
