@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from localstack.processes import free_port
-from webapp.connections import clickhouse_client
 from spark_jobs.connections import ClickHouseConnectionSpec
+from webapp.connections import clickhouse_client
 from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError, quote_identifier
 
 

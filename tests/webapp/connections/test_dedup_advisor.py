@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from webapp.connections.dedup_advisor import analyze_duplicates
 from spark_jobs.connections import KafkaConnectionSpec
+from webapp.connections.dedup_advisor import analyze_duplicates
 from webapp.connections.kafka_client import KafkaTopicNotFoundError
 
 BASE = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from localstack.processes import free_port
+from spark_jobs.connections import KafkaConnectionSpec
 from tests.webapp.conftest import ORDER_COUNT, ORDER_PARTITIONS
 from webapp.connections import kafka_client
-from spark_jobs.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import KafkaClientError, KafkaTopicNotFoundError
 
 
