@@ -72,9 +72,7 @@ class TlsProxy:
         except OSError:
             client_writer.close()
             return
-        await asyncio.gather(
-            self._pipe(client_reader, upstream_writer), self._pipe(upstream_reader, client_writer)
-        )
+        await asyncio.gather(self._pipe(client_reader, upstream_writer), self._pipe(upstream_reader, client_writer))
 
     @staticmethod
     async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
