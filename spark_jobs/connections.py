@@ -47,11 +47,12 @@ class KafkaConnectionSpec(BaseModel):
     @field_validator("bootstrap_servers")
     @classmethod
     def _servers(cls, value: str) -> str:
-        for server in value.split(","):
-            host, sep, port = server.strip().rpartition(":")
+        servers = [server.strip() for server in value.split(",")]
+        for server in servers:
+            host, sep, port = server.rpartition(":")
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"invalid server {server.strip()!r}: expected host:port[,host:port...]")
-        return value
+                raise ValueError(f"invalid server {server!r}: expected host:port[,host:port...]")
+        return ",".join(servers)  # as the clients take them: no spaces
 
     @model_validator(mode="after")
     def _security(self) -> KafkaConnectionSpec:
