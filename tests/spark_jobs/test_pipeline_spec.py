@@ -247,3 +247,25 @@ def test_expression_error_reports_position():
     assert error is not None and error.startswith("syntax error at line 2, column 4 near '>'")
     assert "alias" in S.expression_error("a AS b")
     assert S.expression_error("") == "empty expression"
+
+
+def test_specs_written_before_the_connection_fields_were_aligned_still_parse():
+    """Stored specs name the Kafka credentials `username`/`password` and have no ClickHouse `verify`/`ssl_ca_pem`."""
+    data = valid_spec()
+    data["source"]["kafka"].update(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", username="svc", password="old-secret"
+    )
+    data["sink"]["clickhouse"] = {"host": "ch", "port": 8443, "password": "", "secure": True}
+    parsed = S.parse_spec(data)
+    kafka = parsed.to_dict(reveal_secrets=True)["source"]["kafka"]
+    assert (kafka["sasl_username"], kafka["sasl_password"]) == ("svc", "old-secret")
+    assert "username" not in kafka and "password" not in kafka
+    clickhouse = parsed.sink.clickhouse
+    assert (clickhouse.secure, clickhouse.verify, clickhouse.ssl_ca_pem) == (True, True, None)
+
+
+def test_a_clickhouse_ca_needs_https():
+    data = valid_spec()
+    data["sink"]["clickhouse"]["ssl_ca_pem"] = "-----BEGIN CERTIFICATE-----"
+    data["sink"]["clickhouse"]["secure"] = False
+    assert "ssl_ca_pem needs secure" in errors_of(data)["sink.clickhouse"]
