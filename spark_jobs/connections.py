@@ -19,12 +19,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
+ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -110,6 +111,17 @@ def secret_fields(model: type[BaseModel]) -> tuple[str, ...]:
         for name, info in model.model_fields.items()
         if info.annotation is SecretStr or SecretStr in getattr(info.annotation, "__args__", ())
     )
+
+
+def connection_from_values(model: type[ConnectionSpec], values: dict[str, Any]) -> ConnectionSpec:
+    """`model` validated from plain values. Secrets are wrapped first, so that a validation error, which repeats
+    its input, shows them masked wherever it is logged."""
+    secrets = secret_fields(model)
+    wrapped = {
+        name: SecretStr(value) if name in secrets and isinstance(value, str) else value
+        for name, value in values.items()
+    }
+    return model.model_validate(wrapped)
 
 
 def connection_dict(connection: BaseModel, *, reveal_secrets: bool) -> dict[str, Any]:
@@ -233,6 +245,7 @@ __all__ = [
     "KafkaConnectionSpec",
     "clickhouse_connect_kwargs",
     "connection_dict",
+    "connection_from_values",
     "kafka_connector_options",
     "librdkafka_config",
     "secret_fields",

@@ -21,7 +21,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
+from spark_jobs.connections import (
+    ClickHouseConnectionSpec,
+    clickhouse_connect_kwargs,
+    connection_from_values,
+    write_ca_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +113,7 @@ def get_client(conn: dict[str, Any]) -> Any:
     if client is None:
         import clickhouse_connect
 
-        spec = ClickHouseConnectionSpec.model_validate(conn)
+        spec = connection_from_values(ClickHouseConnectionSpec, conn)
         kwargs = clickhouse_connect_kwargs(spec, ca_cert=_ca_file(spec.ssl_ca_pem) if spec.ssl_ca_pem else None)
         client = with_retries(
             lambda: clickhouse_connect.get_client(

@@ -19,7 +19,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, secret_fields
+from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, connection_from_values, secret_fields
 from webapp.connections import network_guard
 from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
@@ -80,7 +80,7 @@ class SpecBackedConnection(TimeStampedModel):
         for name, info in self.SPEC.model_fields.items():
             value = getattr(self, name)
             values[name] = None if value == "" and info.default is None else value
-        return self.SPEC.model_validate(values)
+        return connection_from_values(self.SPEC, values)
 
     def spec_errors(self) -> dict[str, list[str]]:
         """The spec's own checks (the job runs them too), keyed by field: what `clean()` has not caught."""

@@ -12,6 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from spark_jobs.connections import connection_dict
 from spark_jobs.spec import (
     SPEC_VERSION,
@@ -42,10 +44,20 @@ __all__ = [
 ]
 
 
-def _section(connection: KafkaConnection | ClickHouseConnection, *, reveal: bool) -> dict[str, Any]:
+def _section(connection: KafkaConnection | ClickHouseConnection, *, path: str, reveal: bool) -> dict[str, Any]:
     """The connection's spec section (`connection.to_spec()`): every field the job needs, secrets masked
-    unless `reveal`."""
-    return connection_dict(connection.to_spec(), reveal_secrets=reveal)
+    unless `reveal`. A connection saved before a rule of the spec existed gets SpecError at `path`."""
+    try:
+        section = connection.to_spec()
+    except pydantic.ValidationError as exc:
+        issues = []
+        for error in exc.errors(include_url=False, include_input=False):
+            where = ".".join([path, *(str(part) for part in error["loc"])])
+            issues.append(
+                SpecIssue(where, f"connection '{connection.name}': {error['msg'].removeprefix('Value error, ')}")
+            )
+        raise SpecError(issues) from None
+    return connection_dict(section, reveal_secrets=reveal)
 
 
 def merge_connections(
@@ -64,13 +76,13 @@ def merge_connections(
     if kafka_connection is not None:
         source = data.get("source")
         if isinstance(source, dict):
-            source["kafka"] = _section(kafka_connection, reveal=reveal)
+            source["kafka"] = _section(kafka_connection, path="source.kafka", reveal=reveal)
     if clickhouse_connection is not None:
         sink = data.get("sink")
         if isinstance(sink, dict):
             given = sink.get("clickhouse")
             database = given.get("database") if isinstance(given, dict) else None
-            section = _section(clickhouse_connection, reveal=reveal)
+            section = _section(clickhouse_connection, path="sink.clickhouse", reveal=reveal)
             if isinstance(database, str) and database:
                 section["database"] = database  # the pipeline's target database, not the connection's default
             sink["clickhouse"] = section
