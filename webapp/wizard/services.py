@@ -10,13 +10,15 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps import SLUGS, step_index
 
 RAW_KEY = "_raw"
 # Never kept in a draft: secrets typed into a "new connection" form, and Django's own fields.
 _RAW_SKIP = {"csrfmiddlewaretoken", "action"}
-_SECRET_SUFFIXES = ("password", "key_pem", "key_password")
+# The connections' secret fields (read from the spec's connection models), and anything else named like one.
+_SECRET_SUFFIXES = (*KafkaConnection.SECRET_FIELDS, *ClickHouseConnection.SECRET_FIELDS, "password", "key_pem")
 
 
 def draft_get_or_create(*, user: Any, pipeline: Any = None, initial_data: dict | None = None) -> WizardDraft:
