@@ -80,7 +80,9 @@ def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any, go_back: bool = 
     Also called while the user types (several requests at once, beside a Next): the row is locked and read
     again, so a step saved in the meantime is not overwritten with what this request loaded before."""
     kept = {key: values for key, values in post.lists() if key not in _RAW_SKIP and not key.endswith(_SECRET_SUFFIXES)}
-    locked = WizardDraft.objects.select_for_update().get(pk=draft.pk)
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    if locked is None:  # deployed or discarded by a request that ran meanwhile: nothing to keep
+        return draft
     data = dict(locked.data)
     raw = dict(data.get(RAW_KEY) or {})
     raw[step] = kept
