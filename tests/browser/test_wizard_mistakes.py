@@ -6,6 +6,7 @@ edited schema and an empty-topic answer survive a reload and a failed Next."""
 from __future__ import annotations
 
 import uuid
+from urllib.parse import parse_qs
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -38,10 +39,19 @@ def draft_at(user, step: str, data: dict) -> WizardDraft:
     return WizardDraft.objects.create(user=user, data=data, step=step, reached=step)
 
 
-def wait_until_kept(page: Page, action) -> None:
-    """Do `action` and wait for the draft to keep what it typed (the page saves input while it is typed)."""
-    with page.expect_response(lambda r: r.url.endswith("/keep/") and r.status == 204):
-        action()
+def kept(response, check) -> bool:
+    """Whether `response` answers the page's keep-input request for a form state that passes `check`."""
+    if not (response.url.endswith("/keep/") and response.status == 204):
+        return False
+    return check(parse_qs(response.request.post_data or ""))
+
+
+def schema_row(posted: dict[str, list[str]], path: str) -> dict[str, str] | None:
+    for key, values in posted.items():
+        if key.endswith("-path") and values == [path]:
+            prefix = key.removesuffix("path")
+            return {"type": posted.get(f"{prefix}type", [""])[0]}
+    return None
 
 
 def test_a_refused_kafka_address_is_not_saved_and_the_step_stays(
@@ -133,10 +143,14 @@ def test_reload_keeps_the_edited_schema(page: Page, live_server, kafka_bootstrap
     schema = page.locator("#schema-rows")
     expect(schema.locator('input[value="event_id"]')).to_have_count(1)  # fetched and inferred on the first visit
 
-    age_row = schema.locator("tr", has=page.locator('input[value="age"]'))
-    wait_until_kept(page, lambda: age_row.locator("select").select_option("string"))
-    page.locator("#add-field").click()
-    wait_until_kept(page, lambda: schema.locator("tr").last.locator("input[type=text]").fill("referrer"))
+    # The page keeps the input while it is typed: wait for the request that carries both edits.
+    def both_edits(posted: dict[str, list[str]]) -> bool:
+        return schema_row(posted, "age") == {"type": "string"} and schema_row(posted, "referrer") is not None
+
+    with page.expect_response(lambda r: kept(r, both_edits)):
+        schema.locator("tr", has=page.locator('input[value="age"]')).locator("select").select_option("string")
+        page.locator("#add-field").click()
+        schema.locator("tr").last.locator("input[type=text]").fill("referrer")
 
     page.reload()
     expect(page.locator("h1")).to_have_text("Sample and schema")
