@@ -148,6 +148,7 @@ class KafkaConnection(SpecBackedConnection):
     ssl_key_pem = EncryptedTextField("client private key (PEM)", blank=True, default="")
 
     class Meta:
+        verbose_name = "Kafka connection"
         ordering = ["name", "id"]
         constraints = [models.UniqueConstraint(fields=["owner", "name"], name="kafka_connection_unique_name_per_owner")]
 
@@ -225,6 +226,8 @@ class ClickHouseConnection(SpecBackedConnection):
     )
 
     class Meta:
+        # Django would derive "click house connection" from the class name.
+        verbose_name = "ClickHouse connection"
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["owner", "name"], name="clickhouse_connection_unique_name_per_owner")

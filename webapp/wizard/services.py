@@ -1,7 +1,8 @@
 """Writes on wizard drafts: create or resume, save a step, move between steps, discard.
 
 The draft is the wizard's memory: every submitted step is stored (valid data in `data[step]`, and what was
-typed into a step left with Back in `data["_raw"][step]`), so a reload or a later visit resumes it.
+typed into a step, not yet valid, in `data["_raw"][step]`: kept as it is typed, on Back and on a failed Next),
+so a reload, Back or a later visit shows it again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps import SLUGS, step_index
 
 RAW_KEY = "_raw"
+# The ids of the connections this draft saved, per kind: entering such a one's name again corrects it.
+SAVED_HERE_KEY = "_saved_connections"
 # Never kept in a draft: secrets typed into a "new connection" form, and Django's own fields.
 _RAW_SKIP = {"csrfmiddlewaretoken", "action"}
 # The connections' secret fields (read from the spec's connection models), and anything else named like one.
@@ -72,17 +75,39 @@ def draft_update_section(*, draft: WizardDraft, step: str, changes: dict[str, An
     return draft
 
 
-def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any) -> WizardDraft:
-    """Remember what was typed into `step` (not validated, secrets left out) and go one step back."""
+@transaction.atomic
+def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any, go_back: bool = True) -> WizardDraft:
+    """Remember what was typed into `step` (not validated, secrets left out); with `go_back`, go one step back.
+
+    Also called while the user types (several requests at once, beside a Next): the row is locked and read
+    again, so a step saved in the meantime is not overwritten with what this request loaded before."""
     kept = {key: values for key, values in post.lists() if key not in _RAW_SKIP and not key.endswith(_SECRET_SUFFIXES)}
-    data = dict(draft.data)
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    if locked is None:  # deployed or discarded by a request that ran meanwhile: nothing to keep
+        return draft
+    data = dict(locked.data)
     raw = dict(data.get(RAW_KEY) or {})
     raw[step] = kept
     data[RAW_KEY] = raw
     draft.data = data
-    index = step_index(step)
-    draft.step = SLUGS[max(0, index - 1)]
-    draft.save(update_fields=["data", "step", "updated_at"])
+    fields = ["data", "updated_at"]
+    if go_back:
+        draft.step = SLUGS[max(0, step_index(step) - 1)]
+        fields.append("step")
+    draft.save(update_fields=fields)
+    return draft
+
+
+@transaction.atomic
+def draft_note_saved_connection(*, draft: WizardDraft, kind: str, pk: int) -> WizardDraft:
+    """Remember that this draft saved connection `pk` of `kind` ("kafka" | "clickhouse")."""
+    locked = WizardDraft.objects.select_for_update().get(pk=draft.pk)
+    data = dict(locked.data)
+    saved = dict(data.get(SAVED_HERE_KEY) or {})
+    saved[kind] = [*saved.get(kind, []), pk]
+    data[SAVED_HERE_KEY] = saved
+    draft.data = data
+    draft.save(update_fields=["data", "updated_at"])
     return draft
 
 

@@ -36,5 +36,6 @@ urlpatterns = [
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
     path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),
     path("wizard/<int:draft_id>/clickhouse/columns/", views.clickhouse_columns, name="clickhouse_columns"),
+    path("wizard/<int:draft_id>/<slug:step>/keep/", views.wizard_keep_input, name="keep_input"),
     path("wizard/<int:draft_id>/<slug:step>/", views.wizard_step, name="step"),
 ]

@@ -106,11 +106,25 @@ def wizard_step(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
         context = dict(result)
         # A step that only changed its own phase (e.g. ClickHouse connection chosen) is not an error.
         status = context.pop("status", 200 if action in ("connect", "change_connection") else 422)
+        if status == 422:  # what was typed survives a reload of this page (a GET) and a later visit
+            draft_keep_raw(draft=draft, step=step, post=request.POST, go_back=False)
     else:
         draft_goto(draft=draft, step=step)
         raw = (draft.data.get(RAW_KEY) or {}).get(step)
         context = show(request, draft, MultiValueDict(raw) if raw else None)
     return render(request, f"wizard/steps/{step}.html", {**_wizard_context(draft, step), **context}, status=status)
+
+
+@login_required
+@require_POST
+def wizard_keep_input(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
+    """htmx, while the user types: keep the step's input in the draft, so a reload shows it again (204)."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    if step not in SLUGS:
+        raise Http404("No such step.")
+    if draft.can_open(step):
+        draft_keep_raw(draft=draft, step=step, post=request.POST, go_back=False)
+    return HttpResponse(status=204)
 
 
 def _wizard_context(draft, step: str) -> dict:

@@ -122,3 +122,22 @@ def test_dedup_off_and_an_existing_table():
     assert spec["dedup"] is None
     assert spec["sink"]["table"] == "events" and spec["sink"]["create_table"] is False
     assert spec["sink"]["order_by"] == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "field"),
+    [
+        ("kafka", "Nothing accepts connections at 127.0.0.1:1 (connection refused). (...)", "bootstrap_servers"),
+        ("kafka", "The broker rejected the user name or password (SCRAM-SHA-512). (...)", "sasl_password"),
+        ("kafka", "The broker's TLS certificate at b:9093 is not signed by the CA certificate given", "ssl_ca_pem"),
+        ("kafka", "The broker refused the TLS connection: it requires a client certificate", "ssl_certificate_pem"),
+        ("clickhouse", "ClickHouse at ch:8123 rejected the user name or password.", "password"),
+        ("clickhouse", "Nothing accepts connections at ch:8124 (connection refused).", "port"),
+        ("clickhouse", "The host name ch.internal could not be resolved.", "host"),
+        ("clickhouse", "Too many connection tests; try again in 30 seconds.", None),
+    ],
+)
+def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, field):
+    from webapp.wizard.connection_kinds import connection_kind, test_error_field
+
+    assert test_error_field(connection_kind(kind), message) == field

@@ -588,3 +588,41 @@ def test_clickhouse_test_connection_reports_the_server_or_its_error(owner_client
     assert "Connected." in html and "ClickHouse 26." in html
     html = owner_client.post(url, {**fields, "new-port": free_port()}).content.decode()
     assert "Connection failed." in html and "connection refused" in html
+
+
+# -- what was typed survives a reload -----------------------------------------------------------------------
+
+
+def keep(client, draft, step, data):
+    return client.post(reverse("wizard:keep_input", kwargs={"draft_id": draft.pk, "step": step}), data)
+
+
+def test_input_kept_while_typing_is_shown_after_a_reload_without_its_secrets(owner_client):
+    draft = start(owner_client)
+    typed = {
+        "source": "new",
+        "new-name": "half-typed",
+        "new-bootstrap_servers": "broker.internal:9093",
+        "new-security_protocol": "SASL_SSL",
+        "new-sasl_password": "typed-secret",
+    }
+    assert keep(owner_client, draft, "kafka", typed).status_code == 204
+
+    html = owner_client.get(step_url(draft, "kafka")).content.decode()
+    assert 'value="half-typed"' in html and 'value="broker.internal:9093"' in html
+    draft.refresh_from_db()
+    assert "typed-secret" not in str(draft.data)
+    assert draft.step == "kafka" and draft.reached == "kafka"  # keeping does not move or unlock anything
+    assert keep(owner_client, draft, "review", typed).status_code == 204  # a step not reached: ignored
+    draft.refresh_from_db()
+    assert "review" not in draft.data["_raw"]
+
+
+def test_a_failed_next_keeps_what_was_typed_for_a_reload(owner_client):
+    draft = start(owner_client)
+    response = submit(
+        owner_client, draft, "kafka", {"source": "new", "new-name": "", "new-bootstrap_servers": "only-a-host"}
+    )
+    assert response.status_code == 422
+    html = owner_client.get(step_url(draft, "kafka")).content.decode()
+    assert 'value="only-a-host"' in html

@@ -16,7 +16,7 @@ from webapp.wizard.connection_kinds import CLICKHOUSE
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
-from webapp.wizard.steps.connection import connection_step_forms, submit_connection
+from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
@@ -63,7 +63,7 @@ def clickhouse_submit(request, draft):
     if action == "change_connection":
         draft_update_section(draft=draft, step="clickhouse", changes={"connection_id": None})
         return clickhouse_show(request, draft, None)
-    if action == "connect" or clickhouse_connection_of(request, draft) is None:
+    if action in ("connect", SAVE_ANYWAY) or clickhouse_connection_of(request, draft) is None:
         connection, context = submit_connection(request, draft, CLICKHOUSE)
         if context is not None:
             return {**context, "phase": "connect", "connection": None}
