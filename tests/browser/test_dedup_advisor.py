@@ -94,5 +94,6 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     page.locator("#next").click()
     expect(page.locator("h1")).to_have_text("Filter and computed fields")
     draft.refresh_from_db()
-    assert draft.data["dedup"]["window"] == "1d" and draft.data["dedup"]["keys"] == ["event_id"]
-    assert draft.data["dedup"]["state_store"] == "auto"
+    dedup = draft.data["spec"]["dedup"]
+    assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
+    assert dedup["state_store"] == "auto"
