@@ -9,7 +9,7 @@ Entry points:
   ClickHouse `password`) are `SecretStr`: their repr is masked, and `to_dict()` writes them as
   `SECRET_MASK` unless `reveal_secrets=True` (only the job's spec file needs the real values);
 - helpers for the wizard: `FIELD_TYPES`, `parse_clickhouse_type`, `clickhouse_type_error`,
-  `field_type_compatible`, `default_clickhouse_type`, `parse_window`, `expression_error`.
+  `field_type_compatible`, `default_clickhouse_type`, `parse_window`, `expression_error`, `expression_issues`.
 
 The connection sections (`KafkaConnectionSpec`, `ClickHouseConnectionSpec`) live in `spark_jobs.connections`,
 with the functions that turn them into client settings.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -618,6 +619,32 @@ def _walk_secrets(node: Any, reveal: bool) -> None:
             _walk_secrets(item, reveal)
 
 
+def expression_issues(
+    field_paths: Sequence[str], filter_expression: str | None, transforms: Sequence[tuple[str, str]]
+) -> list[SpecIssue]:
+    """The filter's and the transforms' problems (paths `filter`, `transforms[i].name|expression`): the
+    checks `parse_spec` makes, for a caller that checks them before the rest of the spec exists (the wizard's
+    filter step). `transforms` are (name, expression) pairs in order; each may use the ones before it."""
+    issues: list[SpecIssue] = []
+    expression_names = [*field_paths, *KAFKA_METADATA_FIELDS]
+    if filter_expression is not None and filter_expression.strip():
+        error = expression_error(filter_expression, expression_names)
+        if error:
+            issues.append(SpecIssue("filter", error))
+    roots = {p.split(".")[0] for p in field_paths}
+    seen_transforms: list[str] = []
+    for i, (name, expression) in enumerate(transforms):
+        if name in field_paths or name.split(".")[0] in roots:
+            issues.append(SpecIssue(f"transforms[{i}].name", f"'{name}' clashes with a field of the same name"))
+        elif name in seen_transforms:
+            issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{name}' is defined twice"))
+        error = expression_error(expression, [*expression_names, *seen_transforms])
+        if error:
+            issues.append(SpecIssue(f"transforms[{i}].expression", error))
+        seen_transforms.append(name)
+    return issues
+
+
 def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix."""
     issues: list[SpecIssue] = []
@@ -652,24 +679,9 @@ def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
                     SpecIssue("dedup.event_time_field", f"field '{etf}' must have type datetime, not {fields[etf]}")
                 )
 
-    expression_names = [*fields, *KAFKA_METADATA_FIELDS]
-    if spec.filter is not None:
-        error = expression_error(spec.filter, expression_names)
-        if error:
-            issues.append(SpecIssue("filter", error))
-
-    seen_transforms: list[str] = []
-    for i, transform in enumerate(spec.transforms):
-        if transform.name in fields or transform.name.split(".")[0] in {p.split(".")[0] for p in fields}:
-            issues.append(
-                SpecIssue(f"transforms[{i}].name", f"'{transform.name}' clashes with a field of the same name")
-            )
-        elif transform.name in seen_transforms:
-            issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{transform.name}' is defined twice"))
-        error = expression_error(transform.expression, [*expression_names, *seen_transforms])
-        if error:
-            issues.append(SpecIssue(f"transforms[{i}].expression", error))
-        seen_transforms.append(transform.name)
+    issues += expression_issues(
+        list(fields), spec.filter, [(transform.name, transform.expression) for transform in spec.transforms]
+    )
 
     types = spec.field_types()
     sink = spec.sink
@@ -750,6 +762,7 @@ __all__ = [
     "clickhouse_type_error",
     "default_clickhouse_type",
     "expression_error",
+    "expression_issues",
     "field_type_compatible",
     "parse_clickhouse_type",
     "parse_spec",

@@ -143,6 +143,13 @@ class MappingInput(serializers.Serializer):
     table = serializers.CharField(
         max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
     )
+    order_by = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="For a new table: the fields of its ORDER BY (their columns are never proposed Nullable).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("table") and attrs.get("clickhouse_connection") is None:
@@ -330,6 +337,7 @@ class PipelineMappingApi(APIView):
             clickhouse_connection=connections.get("clickhouse_connection"),
             database=data.get("database"),
             table=data.get("table"),
+            order_by=data["order_by"],
         )
         return Response(MappingOutput(suggestion).data)
 

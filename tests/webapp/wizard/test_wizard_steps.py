@@ -223,16 +223,16 @@ def test_an_empty_topic_is_usable_with_fields_added_by_hand(owner_client, kafka_
     )
     assert response.status_code == 302
     draft.refresh_from_db()
-    assert draft.data["sample"]["fields"][0]["path"] == "order.id"
+    assert draft.data["spec"]["source"]["fields"] == [{"path": "order.id", "type": "string"}]
     assert draft.step == "dedup"
 
 
 # -- step 4 --------------------------------------------------------------------------------------------
 
 
-def sample_fields_post(draft):
+def sample_fields_post(fields):
     rows = {}
-    for i, f in enumerate(draft.data["sample"]["fields"]):
+    for i, f in enumerate(fields):
         rows[f"f{i}-path"] = f["path"]
         rows[f"f{i}-type"] = f["type"]
         rows[f"f{i}-manual"] = "0"
@@ -249,8 +249,7 @@ def walk_to_dedup(client, kafka_connection, topic):
     from webapp.wizard.steps.sample import inferred_rows
 
     fields = inferred_rows([e["value"] for e in draft.data["sample"]["events"]], [])
-    draft.data["sample"]["fields"] = [{"path": r["path"], "type": r["type"], "nullable": r["nullable"]} for r in fields]
-    response = submit(client, draft, "sample", {"count": 20, "position": "oldest", **sample_fields_post(draft)})
+    response = submit(client, draft, "sample", {"count": 20, "position": "oldest", **sample_fields_post(fields)})
     assert response.status_code == 302, alerts(response)
     draft.refresh_from_db()
     return draft

@@ -1,4 +1,7 @@
-"""The bridge between stored pipelines and `spark_jobs.spec` (the engine's spec module, no Spark import).
+"""Pipeline specs as the web app stores them: the bridge between a pipeline's saved connections and
+`spark_jobs.spec` (the engine's spec module, no Spark import). Validation with the connections merged in,
+the stored (secret-free) JSON, the job's spec with real secrets, the live checks against Kafka and
+ClickHouse, and whether a new version can continue from the old one's checkpoint.
 
 A spec as clients send it may leave out `source.kafka` and the host/credentials of `sink.clickhouse`: they
 come from the pipeline's saved connections. `merge_connections` puts them in (secrets as `SECRET_MASK` for
@@ -145,6 +148,7 @@ def check_live(
     KafkaClientError / ClickHouseClientError when a system cannot be asked.
     """
     from webapp.connections import clickhouse_client, kafka_client
+    from webapp.pipelines.mapping import writable
 
     issues: list[SpecIssue] = []
     topics = set(kafka_client.list_topic_names(kafka_connection.client_settings()))
@@ -177,6 +181,14 @@ def check_live(
                         SpecIssue(
                             f"sink.columns[{i}].column",
                             f"table '{sink.table}' has no column '{column.column}'",
+                        )
+                    )
+                elif not writable(actual):
+                    issues.append(
+                        SpecIssue(
+                            f"sink.columns[{i}].column",
+                            f"column '{column.column}' is {actual.default_kind}: ClickHouse computes it, "
+                            "an insert cannot write it",
                         )
                     )
                 elif column.field in types and not field_type_compatible(types[column.field], actual.type):
