@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,7 +23,8 @@ from spark_jobs.sink import INGESTED_AT_COLUMN, INGESTED_AT_TYPE
 from spark_jobs.spec import parse_window
 from webapp.audits import queries
 from webapp.audits.models import AuditedTable, AuditResult
-from webapp.connections.clickhouse_client import ClickHouseClientError, quote_identifier
+from webapp.connections import clickhouse_client
+from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError, quote_identifier
 from webapp.connections.models import ClickHouseConnection
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines.models import Pipeline, PipelineStatus
@@ -52,8 +54,29 @@ def audited_table_create(
         extra_window_seconds=extra_window_seconds,
     )
     audited.full_clean()
+    _check_columns(audited)
     audited.save()
     return audited
+
+
+def _check_columns(audited: AuditedTable) -> None:
+    """The table and the columns must exist, the time column must hold times. Raises ValidationError naming
+    the field, or ClickHouseClientError (server down: API 502)."""
+    try:
+        listed = clickhouse_client.list_columns(
+            audited.connection.client_settings(), database=audited.database, table=audited.table
+        )
+    except ClickHouseNotFoundError as exc:
+        raise ValidationError({"table": exc.message}) from None
+    columns = {c.name: c.type for c in listed}
+    missing = [k for k in audited.key_columns if k not in columns]
+    if missing:
+        raise ValidationError({"key_columns": f"{audited} has no column {', '.join(missing)}."})
+    time_type = columns.get(audited.time_column)
+    if time_type is None:
+        raise ValidationError({"time_column": f"{audited} has no column {audited.time_column}."})
+    if "Date" not in time_type:
+        raise ValidationError({"time_column": f"{audited.time_column} is a {time_type}, not a date or time column."})
 
 
 @transaction.atomic
