@@ -8,7 +8,7 @@ import pytest
 from localstack.processes import free_port
 from tests.webapp.audits.conftest import insert_orders
 from webapp.audits import selectors, services
-from webapp.audits.models import AuditResult
+from webapp.audits.models import AuditedTable, AuditResult
 from webapp.connections.clickhouse_client import ClickHouseClientError
 from webapp.connections.services import clickhouse_connection_create
 
@@ -61,6 +61,7 @@ def test_no_duplicates_is_zero_not_an_error(audited_pipeline, pipeline_table, ch
 def test_a_table_without_the_ingestion_column_gets_an_error_that_says_how_to_add_it(
     audited_pipeline, pipeline_table, ch
 ):
+    ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP INDEX _cf_ingested_at_minmax")
     ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP COLUMN _cf_ingested_at")
     audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
 
@@ -85,7 +86,8 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
     closed = clickhouse_connection_create(
         owner=owner, data={"name": "closed", "host": "127.0.0.1", "port": free_port()}
     )
-    audited = services.audited_table_create(
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
         owner=owner, connection=closed, database="db", table="t", key_columns=["k"], time_column="at"
     )
 
@@ -99,7 +101,8 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
 
 
 def test_a_missing_table_is_not_transient_and_is_stored(owner, ch_conn):
-    audited = services.audited_table_create(
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
         owner=owner, connection=ch_conn, database="default", table="no_such_table", key_columns=["k"], time_column="t"
     )
     (result,) = services.audit_check(audited_table=audited, record_transient=False)
