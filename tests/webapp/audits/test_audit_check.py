@@ -24,8 +24,15 @@ def test_a_pipelines_audited_table_comes_from_its_spec(audited_pipeline, pipelin
     assert audited.key_columns == ["order_id"]
     assert audited.time_column == "_cf_ingested_at"
     assert audited.windows == [3600, 6 * 3600]
-    # Syncing again keeps the one row.
-    assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).pk == audited.pk
+    # Syncing again keeps the one row, untouched.
+    again = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+    assert (again.pk, again.updated_at) == (audited.pk, audited.updated_at)
+    # A new deployed spec (another dedup window) updates it.
+    spec = dict(audited_pipeline.spec)
+    spec["dedup"] = {**spec["dedup"], "window": "2h"}
+    version = audited_pipeline.versions.create(number=2, spec=spec)
+    audited_pipeline.current_version = version
+    assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).windows == [3600, 7200]
 
 
 def test_the_audit_counts_exactly_the_duplicate_keys_of_the_window(audited_pipeline, pipeline_table, ch):
