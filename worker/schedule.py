@@ -7,10 +7,16 @@ from django.conf import settings
 
 def beat_schedule() -> dict[str, dict]:
     interval = settings.PIPELINE_WATCH_INTERVAL_SECONDS
+    audit_interval = settings.AUDIT_INTERVAL_SECONDS
     return {
         "pipelines-watch": {
             "task": "clearflow.pipelines_watch",
             "schedule": interval,
             "options": {"queue": settings.PIPELINE_QUEUE, "expires": interval},
+        },
+        "audits-schedule": {
+            "task": "clearflow.audits_schedule",
+            "schedule": audit_interval,
+            "options": {"expires": audit_interval},
         },
     }

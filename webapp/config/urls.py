@@ -16,6 +16,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/tokens/", api_views.token_list, name="account_tokens"),
+    path("", include("webapp.audits.ui_urls")),
     path("", include("webapp.wizard.urls")),
 ]
 

@@ -63,3 +63,11 @@ SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
 
 CELERY_TASK_ROUTES = {"clearflow.pipeline*": {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+
+# Duplicate audits (webapp.audits): how often the beat checks every audited table, how long one check may run
+# on the ClickHouse server (its max_execution_time), and how long results are kept.
+AUDIT_INTERVAL_SECONDS = env_float("CLEARFLOW_AUDIT_INTERVAL", 300.0)
+AUDIT_MAX_EXECUTION_SECONDS = env_int("CLEARFLOW_AUDIT_MAX_EXECUTION", 30)
+# A check that meets a transient ClickHouse error (network, overload) is retried after this, doubling, 3 times.
+AUDIT_RETRY_DELAY_SECONDS = env_float("CLEARFLOW_AUDIT_RETRY_DELAY", 5.0)
+AUDIT_RESULT_RETENTION_DAYS = env_int("CLEARFLOW_AUDIT_RETENTION_DAYS", 30)
