@@ -33,7 +33,7 @@ class ClickHouseClientError(ExternalServiceError):
     transient: bool = False
 
 
-def _client_error(exc: Exception, settings: ClickHouseSettings, timeout: float) -> ClickHouseClientError:
+def _client_error(exc: Exception, settings: ClickHouseConnectionSpec, timeout: float) -> ClickHouseClientError:
     from spark_jobs.sink import is_transient  # the engine's rule (codes, network errors); no Spark import
 
     error = ClickHouseClientError(_plain_words(exc, settings, timeout))
