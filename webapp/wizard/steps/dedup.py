@@ -10,6 +10,7 @@ from spark_jobs import spec as specmod
 from webapp.wizard import forms
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
+from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
 
 def _dedup_form(draft, data=None, initial=None, window_chosen=True):
@@ -62,6 +63,9 @@ def dedup_submit(request, draft):
             specmod.parse_window(window)
         except ValueError as exc:
             form.add_error("custom_window" if data["window"] == "custom" else "window", str(exc))
+            return context
+        event_time_field = data["event_time_field"] if data["time_basis"] == "event_time" else ""
+        if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
             return context
         values = {
             "enabled": True,

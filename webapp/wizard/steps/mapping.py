@@ -13,6 +13,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.clickhouse import ensure_columns, source_fields
 from webapp.wizard.steps.common import NEW_TABLE_TYPES, form_rows
+from webapp.wizard.steps.fit import accepted_fields, check_mapping_fit, mapping_fit_summary
 
 
 def _column_name(path: str) -> str:
@@ -156,6 +157,7 @@ def mapping_show(request, draft, source):
     columns_error = ensure_columns(request, draft)
     rows, columns, new_table = mapping_rows(draft, source)
     _ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
+    check_mapping_fit(draft, rows, accepted_fields(draft, source, rows))
     if columns_error:
         problems.insert(0, f"Could not read the table's columns: {columns_error}")
     return _mapping_context(rows, columns, new_table, problems, unmapped)
@@ -171,17 +173,22 @@ def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, 
         "type_choices": NEW_TABLE_TYPES,
         "checked": True,
         "metadata_fields": specmod.KAFKA_METADATA_FIELDS,
+        **mapping_fit_summary(rows),
     }
 
 
 def mapping_submit(request, draft):
     rows, columns, new_table = mapping_rows(draft, request.POST)
     ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
-    context = _mapping_context(rows, columns, new_table, problems, unmapped)
-    if not ok:
+    accepted = accepted_fields(draft, request.POST, rows)
+    fit_problems = check_mapping_fit(draft, rows, accepted)
+    context = _mapping_context(rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
+    if not ok or fit_problems:
         return context
+    mapped = [r for r in rows if r.include and r.column]
     values = {
-        "columns": [{"field": r.field, "column": r.column, "type": r.type} for r in rows if r.include and r.column]
+        "columns": [{"field": r.field, "column": r.column, "type": r.type} for r in mapped],
+        "accept_dead_letters": sorted({r.field for r in mapped if r.field in accepted}),
     }
     advance = request.POST.get("action") != "check"
     draft_save_step(draft=draft, step="mapping", values=values, advance=advance)
