@@ -57,15 +57,25 @@ def setup(page: Page, live_server, kafka_bootstrap, clickhouse_server):
     page.get_by_label("Oldest").check()
     page.locator("#fetch-sample").click()
     expect(page.locator("#samples .sample")).to_have_count(EVENTS)
+    expect(page.locator(".htmx-request")).to_have_count(0)
+    rows = page.locator("#schema-rows tr")
+    expect(rows).to_have_count(5)
     page.locator("#add-field").click()  # a field no event has, added by hand
-    page.locator("#schema-rows tr").last.locator("input[type=text]").fill("request_id")
+    expect(rows).to_have_count(6)
+    rows.last.locator("input[type=text]").fill("request_id")
+    paths = page.locator("#schema-rows input[type=text]")
+    for i, path in enumerate(["event_id", "user_id", "amount", "ts", "created_at", "request_id"]):
+        expect(paths.nth(i)).to_have_value(path)
     next_step(page, "Deduplication")
     return {"clickhouse": clickhouse, "topic": topic}
 
 
 def test_a_mapping_that_cannot_fit_blocks_until_dead_letters_are_accepted(page: Page, setup):
     page.get_by_label("event_id").check()
-    next_step(page, "Filter and computed fields")
+    expect(page.locator("#key-presence")).not_to_have_class("htmx-request")
+    page.locator("#next").click()
+    shot(page, "fit-04-dedup-next")
+    expect(page.locator("h1")).to_have_text("Filter and computed fields")
     next_step(page, "ClickHouse destination")
     page.locator("#id_connection").select_option(str(setup["clickhouse"].pk))
     page.locator("#use-connection").click()
@@ -113,12 +123,13 @@ def test_a_dedup_key_no_event_has_and_an_unreadable_event_time_block_the_step(pa
     page.get_by_label("request_id").check()
     keys = page.locator("#field-keys")
     expect(keys.locator("[data-presence=request_id]")).to_have_text(
-        "No sampled event has a usable dedup key 'request_id' (10 missing or null of 10): "
-        "those events would go to dead letters."
+        "No sampled event has a usable dedup key 'request_id': 10 miss it or have null (of 10). "
+        "Those events would go to dead letters."
     )
     page.locator("#next").click()
     expect(page.locator("h1")).to_have_text("Deduplication")
-    expect(keys.locator(".error").first).to_contain_text("No sampled event has a usable dedup key 'request_id'")
+    expect(keys.locator(".error")).to_have_text("No sampled event has a usable 'request_id': choose another key.")
+    expect(keys.locator("[data-presence=request_id]")).to_be_visible()
     shot(page, "fit-04-dedup-missing-key")
 
     # The real key, but an event-time field the engine cannot read ("10:00Z" has no seconds).
@@ -129,11 +140,15 @@ def test_a_dedup_key_no_event_has_and_an_unreadable_event_time_block_the_step(pa
     page.get_by_label("Event-time field", exact=True).select_option("ts")
     time_field = page.locator("#field-event_time_field").locator("..")
     expect(time_field.locator("[data-presence=ts]")).to_contain_text(
-        "No sampled event has a usable event time 'ts' (10 with a value that does not convert of 10)"
+        "No sampled event has a usable event time 'ts': 10 have a value the engine cannot read (of 10). "
+        "Those events would go to dead letters. For example: 2026-11-20T10:00Z"
     )
     page.locator("#next").click()
     expect(page.locator("h1")).to_have_text("Deduplication")
-    expect(page.locator("#field-event_time_field .error")).to_contain_text("usable event time 'ts'")
+    expect(page.locator("#field-event_time_field .error")).to_have_text(
+        "No sampled event has a usable 'ts': choose another field, or ingestion time."
+    )
+    expect(time_field.locator("[data-presence=ts]")).to_be_visible()
     shot(page, "fit-04-dedup-unreadable-time")
 
     page.get_by_label("Event-time field", exact=True).select_option("created_at")

@@ -86,20 +86,26 @@ class KeyPresence:
 
     @property
     def message(self) -> str:
-        what = "dedup key" if self.role == "key" else "event time"
         if not self.unusable:
             return ""
+        what = "dedup key" if self.role == "key" else "event time"
         parts = []
         if self.missing:
-            parts.append(f"{self.missing} missing or null")
+            parts.append(f"{self.missing} miss it or have null")
         if self.unconvertible:
-            parts.append(f"{self.unconvertible} with a value that does not convert")
+            parts.append(f"{self.unconvertible} have a value the engine cannot read")
         head = (
             f"No sampled event has a usable {what} '{self.field}'"
             if self.blocking
             else f"{self.share:.0%} of the sampled events have no usable {what} '{self.field}'"
         )
-        return f"{head} ({', '.join(parts)} of {self.total}): those events would go to dead letters."
+        return f"{head}: {'; '.join(parts)} (of {self.total}). Those events would go to dead letters."
+
+    @property
+    def short_message(self) -> str:
+        """For the field a blocking finding belongs to (the detail is beside it)."""
+        other = "another key" if self.role == "key" else "another field, or ingestion time"
+        return f"No sampled event has a usable '{self.field}': choose {other}."
 
 
 @dataclass(frozen=True)

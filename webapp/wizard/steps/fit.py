@@ -87,11 +87,11 @@ def dedup_blocking(form: Any, presence: dict[str, Any]) -> bool:
     blocked = False
     for key in presence["keys"]:
         if key.blocking:
-            form.add_error("keys", key.message)
+            form.add_error("keys", key.short_message)
             blocked = True
     event_time = presence["event_time"]
     if event_time is not None and event_time.blocking:
-        form.add_error("event_time_field", event_time.message)
+        form.add_error("event_time_field", event_time.short_message)
         blocked = True
     return blocked
 
