@@ -50,6 +50,7 @@ __all__ = [
     "key_outcome",
     "lookup",
     "parse_timestamp",
+    "supported",
     "to_field_type",
 ]
 
@@ -258,6 +259,23 @@ def _is_json(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+_FIELD_TYPES = ("string", "int", "float", "bool", "datetime", "uuid", "json")
+_WRITABLE = {
+    "String", "FixedString", "JSON", "UUID", "IPv4", "IPv6", "Float32", "Float64", "BFloat16", "Bool", "Date",
+    "Date32", "DateTime", "DateTime64", "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256",
+    *_INT_RANGES,
+}  # fmt: skip
+
+
+def supported(field_type: str, column_type: str | ClickHouseType) -> bool:
+    """Whether these rules cover a field type and a column type (others are refused by the spec check)."""
+    try:
+        ch_type = column_type if isinstance(column_type, ClickHouseType) else parse_clickhouse_type(column_type)
+    except ValueError:
+        return False
+    return field_type in _FIELD_TYPES and ch_type.base().name in _WRITABLE
 
 
 def field_value(value: Any, field_type: str, *, field: str = "value") -> tuple[Any, Outcome]:

@@ -161,7 +161,10 @@ def objects(values: Sequence[Any]) -> list[dict[str, Any]]:
 def field_fit(
     *, values: Sequence[Any], field: str, field_type: str, column: str, column_type: str, accepted: bool = False
 ) -> FieldFit:
-    """How many sampled values of `field` the job would write into `column` (of `column_type`)."""
+    """How many sampled values of `field` the job would write into `column` (of `column_type`); `not_checked`
+    for a field or column type the conversion rules do not know (the spec check reports those)."""
+    if not conversion.supported(field_type, column_type):
+        return FieldFit(field, column, column_type, NOT_CHECKED)
     fitting = total = 0
     examples: list[FailedValue] = []
     for event in objects(values):

@@ -28,6 +28,7 @@ def test_the_three_states_and_their_words():
     assert [e.value for e in cannot.examples] == ["e0", "e1", "e2"]  # at most three
     assert fit("user.age", "int", "UInt8").state == "fits"
     assert fit("missing", "string", "Int32").state == "no_values"
+    assert fit("id", "string", "Array(String)").state == "not_checked"  # not writable: the spec check says so
 
 
 def test_accepting_dead_letters_unblocks_only_a_field_that_cannot_fit():

@@ -42,17 +42,14 @@ def check_mapping_fit(draft: WizardDraft, rows: list[Any], accepted: set[str]) -
         row.fit = None
         if not (row.include and row.column) or row.error or row.field not in sampled or not values:
             continue
-        try:
-            row.fit = type_fit.field_fit(
-                values=values,
-                field=row.field,
-                field_type=row.field_type,
-                column=row.column,
-                column_type=row.type,
-                accepted=row.field in accepted,
-            )
-        except ValueError:  # a type the engine cannot write: the spec check reports it
-            continue
+        row.fit = type_fit.field_fit(
+            values=values,
+            field=row.field,
+            field_type=row.field_type,
+            column=row.column,
+            column_type=row.type,
+            accepted=row.field in accepted,
+        )
         if row.fit.blocking:
             problems.append(
                 f"'{row.field}' cannot fit {row.type}: none of its {row.fit.total} sampled values converts. "
