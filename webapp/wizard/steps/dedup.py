@@ -12,6 +12,7 @@ from webapp.wizard.draft_spec import SPEC_KEY
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
+from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
 
 def _dedup_form(draft, data=None, initial=None, window_chosen=True):
@@ -70,6 +71,9 @@ def dedup_submit(request, draft):
             form.add_error("custom_window" if data["window"] == "custom" else "window", str(exc))
             return context
         event_time = data["time_basis"] == "event_time"
+        event_time_field = data["event_time_field"] if event_time else ""
+        if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
+            return context
         # Field by field, so that a dedup setting this step does not show stays as it was.
         changes = {
             "dedup.keys": data["keys"],

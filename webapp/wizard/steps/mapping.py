@@ -18,6 +18,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.clickhouse import ensure_columns, source_fields, stored_columns
 from webapp.wizard.steps.common import NEW_TABLE_TYPES, form_rows
+from webapp.wizard.steps.fit import accepted_fields, check_mapping_fit, mapping_fit_summary
 
 
 @dataclass
@@ -144,6 +145,7 @@ def mapping_show(request, draft, source):
     columns_error = ensure_columns(request, draft)
     rows, columns, new_table = mapping_rows(draft, source)
     _ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
+    check_mapping_fit(draft, rows, accepted_fields(draft, source, rows))
     if columns_error:
         problems.insert(0, f"Could not read the table's columns: {columns_error}")
     return _mapping_context(rows, columns, new_table, problems, unmapped)
@@ -159,14 +161,17 @@ def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, 
         "type_choices": NEW_TABLE_TYPES,
         "checked": True,
         "metadata_fields": specmod.KAFKA_METADATA_FIELDS,
+        **mapping_fit_summary(rows),
     }
 
 
 def mapping_submit(request, draft):
     rows, columns, new_table = mapping_rows(draft, request.POST)
     ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
-    context = _mapping_context(rows, columns, new_table, problems, unmapped)
-    if not ok:
+    accepted = accepted_fields(draft, request.POST, rows)
+    fit_problems = check_mapping_fit(draft, rows, accepted)
+    context = _mapping_context(rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
+    if not ok or fit_problems:
         return context
     mapped = [{"field": r.field, "column": r.column, "type": r.type} for r in rows if r.include and r.column]
     changes: dict[str, Any] = {"sink.columns": mapped}
@@ -175,8 +180,10 @@ def mapping_submit(request, draft):
         column_of = {m["field"]: m["column"] for m in mapped}
         order_by = draft.section("clickhouse").get("order_by") or []
         changes["sink.order_by"] = [column_of[path] for path in order_by if path in column_of]
+    # Which fields the user accepted dead letters for: no spec field, the wizard's own note.
+    values = {"accept_dead_letters": sorted({r.field for r in rows if r.include and r.column and r.field in accepted})}
     advance = request.POST.get("action") != "check"
-    draft_save_step(draft=draft, step="mapping", spec_changes=changes, advance=advance)
+    draft_save_step(draft=draft, step="mapping", values=values, spec_changes=changes, advance=advance)
     if not advance:
         return {**context, "mapping_ok": True, "status": 200}
     return None
