@@ -14,9 +14,10 @@ from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.test import APIClient
 
-# Open on purpose: health, the login/logout pages, the API schema and its docs pages, Django's static files.
+# Open on purpose: health, the login/logout pages, the API schema and its docs pages, Django's static files,
+# and /favicon.ico (a redirect to the static icon, which browsers ask for before anyone logs in).
 OPEN_MODULES = ("webapp.health.", "drf_spectacular.", "django.contrib.auth.views", "django.views.static")
-OPEN_URLS = {"/admin/login/", "/admin/logout/"}
+OPEN_URLS = {"/admin/login/", "/admin/logout/", "/favicon.ico"}
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
