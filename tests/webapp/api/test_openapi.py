@@ -42,3 +42,13 @@ def test_docs_page_uses_local_assets(client):
     html = response.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
     assert "cdn" not in html.lower()
+
+
+@pytest.mark.django_db
+def test_docs_say_how_to_authenticate_and_keep_the_token(client):
+    schema = client.get("/api/v1/schema/?format=json").json()
+    description = schema["info"]["description"]
+    assert "API tokens" in description and "Authorization: Token <token>" in description
+    assert "Authorize" in description
+    script = client.get("/api/v1/docs/?script=").content.decode()  # the page's script, served apart for the CSP
+    assert '"persistAuthorization": true' in script  # a token entered under Authorize survives a reload

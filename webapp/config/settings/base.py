@@ -131,7 +131,12 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ClearFlow API",
-    "DESCRIPTION": "Set up and run Kafka -> dedup -> ClickHouse streaming pipelines.",
+    "DESCRIPTION": (
+        "Set up and run Kafka -> dedup -> ClickHouse streaming pipelines.\n\n"
+        "**Authentication.** Create an API token in the web app under *Account > API tokens* (it is shown once), "
+        "then send it as `Authorization: Token <token>`. On this page, press **Authorize** and enter "
+        "`Token <token>` to try the calls; a logged-in browser session works too."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -139,6 +144,8 @@ SPECTACULAR_SETTINGS = {
     # One schema name for the status choices, whether a field is a pipeline's status or a transition's from/to.
     "ENUM_NAME_OVERRIDES": {"PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus"},
     "SWAGGER_UI_DIST": "SIDECAR",
+    # The token entered under Authorize survives a reload of the docs page.
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
