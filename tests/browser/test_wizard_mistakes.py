@@ -35,7 +35,8 @@ def log_in(page: Page, live_server, path: str) -> None:
 
 
 def draft_at(user, step: str, data: dict) -> WizardDraft:
-    """A new-pipeline draft that has reached `step` with `data` (the earlier steps' values, as Next saves them)."""
+    """A new-pipeline draft that has reached `step` with `data` (the earlier steps' values, as Next saves them:
+    the spec's fields under "spec", the rest per step; see webapp.wizard.draft_spec)."""
     return WizardDraft.objects.create(user=user, data=data, step=step, reached=step)
 
 
@@ -112,8 +113,8 @@ def test_the_clickhouse_step_offers_the_configured_server_and_keeps_a_refused_on
         "clickhouse",
         {
             "kafka": {"connection_id": kafka.pk},
-            "topics": {"topics": ["signups"]},
-            "sample": {"events": [], "fields": [{"path": "event_id", "type": "uuid", "nullable": False}]},
+            "sample": {"events": []},
+            "spec": {"source": {"topics": ["signups"], "fields": [{"path": "event_id", "type": "uuid"}]}},
         },
     )
     log_in(page, live_server, f"/wizard/{draft.pk}/clickhouse/")
@@ -138,7 +139,7 @@ def test_reload_keeps_the_edited_schema(page: Page, live_server, kafka_bootstrap
     topic = f"signups_{uuid.uuid4().hex[:6]}"
     produce(kafka_bootstrap, topic, user_events(10, duplicates=0))
     kafka = kafka_connection_create(owner=user, data={"name": "k", "bootstrap_servers": kafka_bootstrap})
-    draft = draft_at(user, "sample", {"kafka": {"connection_id": kafka.pk}, "topics": {"topics": [topic]}})
+    draft = draft_at(user, "sample", {"kafka": {"connection_id": kafka.pk}, "spec": {"source": {"topics": [topic]}}})
     log_in(page, live_server, f"/wizard/{draft.pk}/sample/")
     schema = page.locator("#schema-rows")
     expect(schema.locator('input[value="event_id"]')).to_have_count(1)  # fetched and inferred on the first visit
@@ -163,7 +164,7 @@ def test_an_empty_topic_stays_empty_after_a_failed_next_and_a_reload(page: Page,
     topic = f"empty_{uuid.uuid4().hex[:6]}"
     produce(kafka_bootstrap, topic, [])
     kafka = kafka_connection_create(owner=user, data={"name": "k", "bootstrap_servers": kafka_bootstrap})
-    draft = draft_at(user, "sample", {"kafka": {"connection_id": kafka.pk}, "topics": {"topics": [topic]}})
+    draft = draft_at(user, "sample", {"kafka": {"connection_id": kafka.pk}, "spec": {"source": {"topics": [topic]}}})
     log_in(page, live_server, f"/wizard/{draft.pk}/sample/")
     expect(page.locator("#empty-topic")).to_be_visible()
 
