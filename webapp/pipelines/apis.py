@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.connections.schema import FIELD_TYPES
 from webapp.pipelines import selectors, services
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
@@ -132,7 +132,7 @@ class PipelineCheckInput(serializers.Serializer):
 
 class MappingFieldInput(serializers.Serializer):
     path = serializers.CharField(max_length=500)
-    type = serializers.ChoiceField(list(FIELD_TYPES))
+    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
     nullable = serializers.BooleanField(default=False)
 
 
