@@ -63,6 +63,7 @@ class FieldTypeInfo:
     compatible: frozenset[str]  # ClickHouse base types (no Nullable/LowCardinality) its values can be written to
     always_fits: frozenset[str]  # base types every parsed value fits: the engine does not check them again
     infer: Callable[[Any], bool]  # does this JSON value (not null) look like this type? Tried in table order
+    offered_columns: tuple[str, ...]  # column types the wizard offers for a new table (with Nullable forms)
     widens_to: str | None = None  # mixed with its `widens_to` (or a type with the same one) infers as that
 
 
@@ -84,6 +85,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset(_TEXT_TARGETS),
         always_fits=frozenset({"String"}),
         infer=lambda v: isinstance(v, str) and not _is_uuid_text(v) and not _is_datetime_text(v),
+        offered_columns=("String", "LowCardinality(String)"),
     ),
     FieldTypeInfo(
         name="int",
@@ -95,6 +97,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         ),
         always_fits=frozenset({"Int64"}),
         infer=lambda v: isinstance(v, int) and not isinstance(v, bool),
+        offered_columns=("Int32", "Int64", "UInt32", "UInt64"),
         widens_to="float",
     ),
     FieldTypeInfo(
@@ -105,6 +108,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset(FLOAT_NAMES | DECIMAL_NAMES | STRING_NAMES),
         always_fits=frozenset({"Float64"}),
         infer=lambda v: isinstance(v, float),
+        offered_columns=("Float32", "Float64"),
     ),
     FieldTypeInfo(
         name="bool",
@@ -114,6 +118,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset({"Bool", "UInt8", "Int8"} | STRING_NAMES),
         always_fits=frozenset({"Bool"}),
         infer=lambda v: isinstance(v, bool),
+        offered_columns=("Bool",),
     ),
     FieldTypeInfo(
         name="datetime",
@@ -123,6 +128,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset({"DateTime", "DateTime64", "Date", "Date32"} | STRING_NAMES),
         always_fits=frozenset({"DateTime64"}),
         infer=_is_datetime_text,
+        offered_columns=("Date", "DateTime", "DateTime64(3, 'UTC')"),
         widens_to="string",
     ),
     FieldTypeInfo(
@@ -133,6 +139,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset({"UUID"} | STRING_NAMES),
         always_fits=frozenset({"UUID", "String"}),
         infer=_is_uuid_text,
+        offered_columns=("UUID",),
         widens_to="string",
     ),
     FieldTypeInfo(
@@ -143,6 +150,7 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
         compatible=frozenset({"JSON", "String"}),
         always_fits=frozenset({"String"}),
         infer=lambda v: True,
+        offered_columns=("JSON",),
     ),
 )
 FIELD_TYPE_INFO: dict[str, FieldTypeInfo] = {t.name: t for t in FIELD_TYPE_TABLE}
@@ -150,6 +158,12 @@ FIELD_TYPE_INFO: dict[str, FieldTypeInfo] = {t.name: t for t in FIELD_TYPE_TABLE
 FIELD_TYPES: tuple[str, ...] = tuple(FIELD_TYPE_INFO)
 # The spec's `type` of a field or computed field: one of the table's names (pydantic checks it).
 FieldType = Literal[FIELD_TYPES]  # type: ignore[valid-type]
+# The column types the wizard offers for a new table: each type's, then the Nullable forms of those that have one.
+_OFFERED = tuple(dict.fromkeys(c for t in FIELD_TYPE_TABLE for c in t.offered_columns))
+NEW_TABLE_COLUMN_TYPES: tuple[str, ...] = (
+    *_OFFERED,
+    *(f"Nullable({c})" for c in _OFFERED if not c.startswith(("LowCardinality", "JSON"))),
+)
 # (value, label) pairs for form selects and templates.
 FIELD_TYPE_CHOICES: tuple[tuple[str, str], ...] = tuple((name, FIELD_TYPE_INFO[name].label) for name in FIELD_TYPES)
 
@@ -219,6 +233,7 @@ __all__ = [
     "FIELD_TYPE_CHOICES",
     "FIELD_TYPE_INFO",
     "FIELD_TYPE_TABLE",
+    "NEW_TABLE_COLUMN_TYPES",
     "UUID_PATTERN",
     "UUID_RE",
     "FieldType",

@@ -15,9 +15,10 @@ from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import selectors, services
+from webapp.pipelines import selectors, services, table_dedup
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.table_dedup_apis import DeliveryOutput, ValidationWarningOutput, delivery_data, validation_data
 
 TAG = ["Pipelines"]
 
@@ -167,6 +168,8 @@ class MappingOutput(serializers.Serializer):
 class ValidationOutput(serializers.Serializer):
     valid = serializers.BooleanField()
     spec = serializers.JSONField(help_text="The normalized spec (secrets masked).")
+    delivery = DeliveryOutput(allow_null=True, help_text="Only with check_live: what the target table guarantees.")
+    warnings = ValidationWarningOutput(many=True, help_text="Problems that do not make the spec invalid.")
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
@@ -251,10 +254,21 @@ class PipelineListCreateApi(APIView):
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
 
+class PipelineDetailOutput(PipelineOutput):
+    delivery = DeliveryOutput(help_text="What the target table guarantees now (asked from ClickHouse).")
+
+    class Meta(PipelineOutput.Meta):
+        fields = [*PipelineOutput.Meta.fields, "delivery"]
+
+
 class PipelineDetailApi(APIView):
-    @extend_schema(tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineOutput, **ERROR_RESPONSES})
+    @extend_schema(
+        tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineDetailOutput, **ERROR_RESPONSES}
+    )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(PipelineOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        pipeline.delivery = delivery_data(*table_dedup.pipeline_insert_dedup(pipeline=pipeline))
+        return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
         tags=TAG,
@@ -308,7 +322,10 @@ class PipelineSpecValidateApi(APIView):
         data = validated_input(PipelineValidateInput, request.data)
         data.update(_connections(request, data))
         parsed = services.pipeline_validate(**data)
-        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+        output = validation_data(
+            parsed, clickhouse_connection=data.get("clickhouse_connection"), check_live=data["check_live"]
+        )
+        return Response(ValidationOutput(output).data)
 
 
 class PipelineMappingApi(APIView):
@@ -351,7 +368,10 @@ class PipelineValidateApi(APIView):
             clickhouse_connection=pipeline.clickhouse_connection,
             check_live=data["check_live"],
         )
-        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+        output = validation_data(
+            parsed, clickhouse_connection=pipeline.clickhouse_connection, check_live=data["check_live"]
+        )
+        return Response(ValidationOutput(output).data)
 
 
 class PipelineStatusApi(APIView):

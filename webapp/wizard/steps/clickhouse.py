@@ -17,6 +17,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
 from webapp.wizard.steps.connection import connection_step_forms, submit_connection
+from webapp.wizard.steps.table_dedup import ACCEPT_FIELD, table_dedup_problem
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
@@ -90,6 +91,16 @@ def clickhouse_submit(request, draft):
                 connection=connection, database=data["database"], table=data["table"]
             )
             values["columns"] = columns_to_store(columns)
+            problem = table_dedup_problem(
+                draft=draft,
+                connection=connection,
+                database=data["database"],
+                table=data["table"],
+                accepted=request.POST.get(ACCEPT_FIELD) == "on",
+            )
+            if problem:
+                form.add_error("table", problem)
+                return context
         else:
             tables = conn_selectors.clickhouse_table_list(connection=connection, database=data["database"])
             if any(t.name == data["new_table"] for t in tables):
