@@ -78,11 +78,11 @@ def _fields(spec: PipelineSpec) -> list[transforms.Field]:
 
 
 def _sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[transforms.SinkColumn]:
-    transforms = {t.name for t in spec.transforms}
+    computed = {t.name for t in spec.transforms}
     return [
         transforms.SinkColumn(c.field, c.column, c.type)
         for c in spec.sink.columns
-        if not (only_fields and c.field in transforms)
+        if not (only_fields and c.field in computed)
     ]
 
 
@@ -97,9 +97,9 @@ def _spark_checked(path: str, build: Any) -> DataFrame:
 
 def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
     """Record columns that only dead letters need after dedup (so usable events need not carry them)."""
-    transforms = {t.name for t in spec.transforms}
+    computed = {t.name for t in spec.transforms}
     field_types = spec.field_types()
-    late_checks = [c for c in spec.sink.columns if c.field in transforms]
+    late_checks = [c for c in spec.sink.columns if c.field in computed]
     # Columns computed by transforms are checked after dedup: their dead letters need the whole record.
     if any(transforms.needs_check(field_types[c.field], c.type) for c in late_checks):
         return []
