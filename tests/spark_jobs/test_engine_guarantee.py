@@ -6,29 +6,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 
 import pytest
-from engine_helpers import event, make_spec, produce
+from engine_helpers import event, job_command, make_spec, produce
 
 
 def run_job(spec: dict, tmp_path, checkpoint: str) -> subprocess.CompletedProcess:
     spec_file = tmp_path / f"{checkpoint}.json"
     spec_file.write_text(json.dumps(spec))
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spark_jobs.run",
-            "--spec",
-            str(spec_file),
-            "--checkpoint",
-            str(tmp_path / checkpoint),
-            "--master",
-            "local[2]",
-            "--available-now",
-        ],
+        job_command(spec_file, tmp_path / checkpoint, "--available-now"),
         cwd="/",
         capture_output=True,
         text=True,
