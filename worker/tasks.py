@@ -2,13 +2,17 @@
 
 Policy on the decorator: the pipeline tasks go to the pipeline queue (settings.PIPELINE_QUEUE, routed by name),
 are acknowledged late (a worker lost mid-task means the task runs again: `reconcile` is idempotent), and are
-not retried: the watcher's next tick picks up anything left undone.
+not retried: the watcher's next tick picks up anything left undone. An alert delivery is retried with backoff on
+transient errors only (its decorator says so).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
+from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 
 
@@ -39,3 +43,32 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     from worker import supervisor
 
     supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+
+
+@app.task(name="clearflow.alerts_evaluate", acks_late=True, ignore_result=True)
+def alerts_evaluate() -> int:
+    """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,
+    re-notify, resolve. Compare-and-set state changes make an overlapping second run harmless."""
+    from webapp.alerts.services import alerts_evaluate as evaluate
+
+    return evaluate().rules
+
+
+@app.task(
+    name="clearflow.alert_deliver",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    # Retry only what a retry can fix (timeouts, connection errors, HTTP 5xx/429, SMTP 4xx), with exponential
+    # backoff and jitter; a permanent error (other 4xx) is recorded on the delivery by the service, not raised.
+    autoretry_for=(RetryableDeliveryError,),
+    retry_backoff=settings.ALERT_RETRY_BACKOFF_SECONDS,
+    retry_backoff_max=settings.ALERT_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=settings.ALERT_DELIVERY_MAX_RETRIES,
+)
+def alert_deliver(self, *, delivery_id: int) -> None:
+    """One notification on one channel (one task each, so a failing channel never blocks another)."""
+    from webapp.alerts.services import alert_delivery_send
+
+    alert_delivery_send(delivery_id=delivery_id, final_attempt=self.request.retries >= self.max_retries)

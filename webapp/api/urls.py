@@ -11,6 +11,7 @@ urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
     path("pipelines/", include("webapp.pipelines.observe_urls")),
+    path("", include("webapp.alerts.api_urls")),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -1,0 +1,198 @@
+"""What each rule kind watches, read through the pipelines' and the audits' selectors (no writes here).
+
+`conditions_for(rules, now)` answers, for every rule, whether its condition holds now (`Condition.active`), or
+`None` when it cannot tell (Redis did not answer, no audit result yet): then the rule's state stays as it is, so a
+Redis outage neither fires nor resolves anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from webapp.alerts.models import AlertRule, RuleKind
+from webapp.pipelines.metrics import MetricsUnavailableError
+from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, pipeline_metrics_history
+from webapp.pipelines.models import Pipeline, PipelineStatus
+
+logger = logging.getLogger(__name__)
+
+# A latest batch older than this means the job read nothing since (it publishes nothing for empty triggers), so
+# its lag then was not the lag now: the job is idle, i.e. caught up.
+LAG_STALE_AFTER_S = 60
+
+
+@dataclass(frozen=True)
+class RuleParams:
+    threshold_label: str | None  # what `threshold` means for this kind (None: not used)
+    minutes_label: str | None  # what `minutes` means (None: not used)
+    threshold: float = 0
+    minutes: int = 0
+    renotify_minutes: int = 60
+
+
+# The defaults every new pipeline gets (docs/alerts.md), and what the pages call each parameter.
+RULE_PARAMS: dict[str, RuleParams] = {
+    RuleKind.PIPELINE_FAILED: RuleParams(None, None),
+    RuleKind.DUPLICATES: RuleParams("Duplicate keys more than", None, threshold=0),
+    RuleKind.DEAD_LETTER_RATE: RuleParams("Dead letters, % of events read, over", "Measured over minutes",
+                                          threshold=1.0, minutes=15),
+    RuleKind.CONSUMER_LAG: RuleParams("Records behind more than", "For at least minutes",
+                                      threshold=100_000, minutes=10),
+    RuleKind.NO_EVENTS: RuleParams(None, "No events read for minutes", minutes=30),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Condition:
+    active: bool | None  # None: unknown now, leave the state alone
+    value: float | None = None
+    summary: str = ""
+
+
+UNKNOWN = Condition(active=None)
+
+
+def hold_seconds(rule: AlertRule) -> float:
+    """How long the condition must hold before the rule fires (only consumer lag has such a duration)."""
+    return rule.minutes * 60.0 if rule.kind == RuleKind.CONSUMER_LAG else 0.0
+
+
+def conditions_for(rules: Iterable[AlertRule], *, now: datetime) -> dict[int, Condition]:
+    rules = list(rules)
+    running = {r.pipeline.pk: r.pipeline for r in rules if r.pipeline.status == PipelineStatus.RUNNING}
+    snapshots: dict[int, MetricsSnapshot] | None
+    needs_snapshots = any(r.kind in (RuleKind.CONSUMER_LAG, RuleKind.NO_EVENTS) for r in rules)
+    try:
+        snapshots = metrics_snapshots(running.values()) if needs_snapshots else {}
+    except MetricsUnavailableError:
+        snapshots = None
+    out: dict[int, Condition] = {}
+    for rule in rules:
+        try:
+            out[rule.pk] = _condition(rule, now=now, snapshots=snapshots)
+        except MetricsUnavailableError:
+            out[rule.pk] = UNKNOWN
+        except Exception:  # one broken rule must not stop the others' evaluation
+            logger.exception("alert rule %s (%s) could not be evaluated", rule.pk, rule.kind)
+            out[rule.pk] = UNKNOWN
+    return out
+
+
+def _condition(rule: AlertRule, *, now: datetime, snapshots: dict[int, MetricsSnapshot] | None) -> Condition:
+    pipeline = rule.pipeline
+    if rule.kind == RuleKind.PIPELINE_FAILED:
+        return _failed(pipeline)
+    if rule.kind == RuleKind.DUPLICATES:
+        return _duplicates(rule)
+    # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on.
+    if pipeline.status != PipelineStatus.RUNNING:
+        return Condition(active=False)
+    if rule.kind == RuleKind.DEAD_LETTER_RATE:
+        return _dead_letter_rate(rule, now=now)
+    if snapshots is None:
+        return UNKNOWN
+    snapshot = snapshots.get(pipeline.pk)
+    if rule.kind == RuleKind.CONSUMER_LAG:
+        return _lag(rule, snapshot, now=now)
+    if rule.kind == RuleKind.NO_EVENTS:
+        return _no_events(rule, snapshot, now=now)
+    return UNKNOWN
+
+
+def _failed(pipeline: Pipeline) -> Condition:
+    if pipeline.status != PipelineStatus.FAILED:
+        return Condition(active=False)
+    restart = " An automatic restart is planned." if pipeline.restart_at else ""
+    reason = pipeline.status_message or "no reason recorded"
+    return Condition(active=True, value=1, summary=f"The pipeline failed: {reason}{restart}")
+
+
+def _duplicates(rule: AlertRule) -> Condition:
+    try:
+        from webapp.audits.selectors import latest_result_for_pipeline
+    except ImportError:  # the audit app is not installed: nothing to read
+        return UNKNOWN
+    result = latest_result_for_pipeline(pipeline_id=rule.pipeline_id)
+    if result is None or result.error:
+        return UNKNOWN
+    keys = int(result.duplicate_keys)
+    if keys <= rule.threshold:
+        return Condition(active=False, value=keys)
+    window = _duration(int(result.window_seconds))
+    return Condition(
+        active=True,
+        value=keys,
+        summary=(
+            f"The audit found {keys} duplicate key(s) ({int(result.duplicate_rows)} rows) in the last {window} "
+            f"of the pipeline's table (checked {result.checked_at:%Y-%m-%d %H:%M:%S} UTC)."
+        ),
+    )
+
+
+def _dead_letter_rate(rule: AlertRule, *, now: datetime) -> Condition:
+    window_minutes = max(1, rule.minutes)
+    since_ms = int((now - timedelta(minutes=window_minutes)).timestamp() * 1000)
+    history = pipeline_metrics_history(pipeline=rule.pipeline, since_ms=since_ms, limit=10_000)
+    events = sum(int(r.get("input_rows") or 0) for r in history.records)
+    dead = sum(int(r.get("dead_letters") or 0) for r in history.records)
+    if events == 0:
+        return Condition(active=False, value=0)
+    rate = 100.0 * dead / events
+    if rate <= rule.threshold:
+        return Condition(active=False, value=round(rate, 3))
+    return Condition(
+        active=True,
+        value=round(rate, 3),
+        summary=(
+            f"{dead} of {events} events ({rate:.2f}%) went to the dead-letter table in the last {window_minutes} "
+            f"minutes (threshold {rule.threshold:g}%)."
+        ),
+    )
+
+
+def _lag(rule: AlertRule, snapshot: MetricsSnapshot | None, *, now: datetime) -> Condition:
+    latest = snapshot.latest if snapshot else None
+    if latest is None or latest.get("t_ms") is None:
+        return Condition(active=False, value=0)
+    if now.timestamp() * 1000 - latest["t_ms"] > LAG_STALE_AFTER_S * 1000:
+        return Condition(active=False, value=0)
+    lag = int(latest.get("total_lag") or 0)
+    if lag <= rule.threshold:
+        return Condition(active=False, value=lag)
+    return Condition(
+        active=True,
+        value=lag,
+        summary=(
+            f"The pipeline is {lag} records behind its topics (threshold {rule.threshold:g}) "
+            f"for at least {rule.minutes} minutes."
+        ),
+    )
+
+
+def _no_events(rule: AlertRule, snapshot: MetricsSnapshot | None, *, now: datetime) -> Condition:
+    quiet = timedelta(minutes=max(1, rule.minutes))
+    pipeline = rule.pipeline
+    if now - pipeline.status_changed_at < quiet:  # running for less than the rule's minutes
+        return Condition(active=False)
+    latest = snapshot.latest if snapshot else None
+    last_ms = latest.get("t_ms") if latest else None
+    if last_ms is not None and now.timestamp() * 1000 - last_ms < quiet.total_seconds() * 1000:
+        return Condition(active=False)
+    idle_minutes = (now.timestamp() * 1000 - last_ms) / 60_000 if last_ms is not None else None
+    since = f"for {idle_minutes:.0f} minutes" if idle_minutes is not None else "since it started"
+    return Condition(
+        active=True,
+        value=round(idle_minutes, 1) if idle_minutes is not None else None,
+        summary=f"The pipeline has read no events {since} (threshold {rule.minutes} minutes).",
+    )
+
+
+def _duration(seconds: int) -> str:
+    if seconds and seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds and seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
