@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "webapp.api",
     "webapp.health",
     "webapp.wizard",
+    "webapp.audits",
     "webapp.alerts",
 ]
 
