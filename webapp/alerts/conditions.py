@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from webapp.alerts.models import AlertRule, RuleKind
+from webapp.audits.selectors import latest_result_for_pipeline
 from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, pipeline_metrics_history
 from webapp.pipelines.models import Pipeline, PipelineStatus
@@ -111,13 +112,9 @@ def _failed(pipeline: Pipeline) -> Condition:
 
 
 def _duplicates(rule: AlertRule) -> Condition:
-    try:
-        from webapp.audits.selectors import latest_result_for_pipeline
-    except ImportError:  # the audit app is not installed: nothing to read
-        return UNKNOWN
     result = latest_result_for_pipeline(pipeline_id=rule.pipeline_id)
-    if result is None or result.error:
-        return UNKNOWN
+    if result is None or result.error or result.duplicate_keys is None:
+        return UNKNOWN  # no check yet, or the check failed (the audit shows why): neither fire nor resolve
     keys = int(result.duplicate_keys)
     if keys <= rule.threshold:
         return Condition(active=False, value=keys)
