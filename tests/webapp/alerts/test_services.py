@@ -257,7 +257,11 @@ def test_webhook_url_is_encrypted_at_rest_and_shown_masked(channels):
         ({"kind": "email", "email_to": ""}, "email_to", "Give at least one email address."),
         ({"kind": "email", "email_to": "ops@example.com, nope"}, "email_to", "'nope' is not an email address."),
         ({"kind": "webhook", "webhook_url": ""}, "webhook_url", "Give the webhook's URL."),
-        ({"kind": "webhook", "webhook_url": "ftp://x.example/a"}, "webhook_url", "Not a valid http:// or https:// URL."),
+        (
+            {"kind": "webhook", "webhook_url": "ftp://x.example/a"},
+            "webhook_url",
+            "Not a valid http:// or https:// URL.",
+        ),
         (
             {"kind": "webhook", "webhook_url": "http://169.254.169.254/latest/meta-data"},
             "webhook_url",
