@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.connection_kinds import connection_data, connection_kind
-from webapp.wizard.step_handlers import add_validation_errors
+from webapp.wizard.steps.common import add_validation_errors
 
 
 @login_required

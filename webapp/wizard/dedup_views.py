@@ -17,8 +17,8 @@ from django.views.decorators.http import require_POST
 from spark_jobs.spec import parse_window
 from webapp.connections import dedup_advisor
 from webapp.core.exceptions import ApplicationError
-from webapp.wizard import step_handlers
 from webapp.wizard.selectors import draft_get
+from webapp.wizard.steps.common import kafka_connection_of
 
 
 def analysis_context(analysis: dedup_advisor.DedupAnalysis) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def dedup_analysis(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     context: dict[str, Any] = {"enabled": request.POST.get("enabled", "on") == "on"}
     topics = draft.section("topics").get("topics", [])
-    connection = step_handlers.kafka_connection_of(request, draft)
+    connection = kafka_connection_of(request, draft)
     if not context["enabled"]:
         return _render(request, context)
     if connection is None or not topics:

@@ -1,5 +1,5 @@
 """One form per wizard step (plus the new-connection forms). Validation that needs no I/O lives here;
-checks against Kafka, ClickHouse or the spec module happen in `webapp.wizard.steps_logic`."""
+checks against Kafka, ClickHouse or the spec module happen in `webapp.wizard.steps`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 from django.urls import path
 
-from webapp.wizard import connection_views, dedup_views, observe_views, views
+from webapp.wizard import connection_views, dedup_views, observe_views, pipeline_pages, views
 
 app_name = "wizard"
 
 urlpatterns = [
-    path("", views.pipeline_list, name="pipeline_list"),
-    path("pipelines/<int:pk>/", views.pipeline_detail, name="pipeline_detail"),
-    path("pipelines/<int:pk>/spec.json", views.pipeline_spec_download, name="pipeline_spec_download"),
+    path("", pipeline_pages.pipeline_list, name="pipeline_list"),
+    path("pipelines/<int:pk>/", pipeline_pages.pipeline_detail, name="pipeline_detail"),
+    path("pipelines/<int:pk>/spec.json", pipeline_pages.pipeline_spec_download, name="pipeline_spec_download"),
     path("pipelines/<int:pk>/edit/", views.wizard_edit, name="wizard_edit"),
     path("pipelines/<int:pk>/metrics/", observe_views.pipeline_metrics, name="pipeline_metrics"),
     path("pipelines/<int:pk>/dead-letters/", observe_views.dead_letter_list, name="dead_letters"),
@@ -18,8 +18,8 @@ urlpatterns = [
     ),
     path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
     path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
-    path("pipelines/<int:pk>/run-state/", views.pipeline_run_state, name="pipeline_run_state"),
-    path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="pipeline_action"),
+    path("pipelines/<int:pk>/run-state/", pipeline_pages.pipeline_run_state, name="pipeline_run_state"),
+    path("pipelines/<int:pk>/<str:action>/", pipeline_pages.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),
     path("connections/<str:kind>/<int:pk>/", connection_views.connection_edit, name="connection_edit"),

@@ -1,4 +1,4 @@
-"""Pages: the pipeline list (home), a pipeline's page, and the eight-step wizard with its htmx partials.
+"""The eight-step wizard's pages and its htmx partials (the pipeline pages are in `pipeline_pages`).
 
 Plain function views: they find the user's objects through selectors (someone else's is a 404), call
 services, and render a page or, for htmx requests, a small partial template.
@@ -18,15 +18,13 @@ from django.urls import reverse
 from django.utils.datastructures import MultiValueDict
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
-from webapp.pipelines import metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
-from webapp.pipelines import services as pipeline_services
-from webapp.wizard import forms, spec_builder, step_handlers
+from webapp.wizard import forms, spec_builder
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
-from webapp.wizard.selectors import draft_for_new, draft_for_pipeline, draft_get
+from webapp.wizard.pipeline_pages import json_attachment
+from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import (
     RAW_KEY,
     draft_discard,
@@ -36,131 +34,15 @@ from webapp.wizard.services import (
     draft_update_section,
 )
 from webapp.wizard.steps import SLUGS, STEPS, previous_slug, step_by_slug, step_index
+from webapp.wizard.steps import common as step_common
+from webapp.wizard.steps import review as review_step
+from webapp.wizard.steps import sample as sample_step
+from webapp.wizard.steps import transform as transform_step
+from webapp.wizard.steps.handlers import HANDLERS
 
 
 def step_url(draft, step: str) -> str:
     return reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": step})
-
-
-# -- pipelines ------------------------------------------------------------------------------------------
-
-
-@login_required
-@require_GET
-def pipeline_list(request: HttpRequest) -> HttpResponse:
-    pipelines = list(pipeline_selectors.pipeline_list(user=request.user))
-    throughput = metrics_history.current_throughput(pipelines)
-    for pipeline in pipelines:
-        pipeline.throughput = throughput.get(pipeline.pk)
-    return render(
-        request,
-        "wizard/pipeline_list.html",
-        {"pipelines": pipelines, "new_draft": draft_for_new(user=request.user)},
-    )
-
-
-@login_required
-@require_GET
-def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
-    spec = _readable_spec(pipeline.spec or {})
-    return render(
-        request,
-        "wizard/pipeline_detail.html",
-        {
-            "pipeline": pipeline,
-            "versions": versions,
-            "spec": spec,
-            "spec_json": json.dumps(spec, indent=2),
-            "edit_draft": draft_for_pipeline(user=request.user, pipeline=pipeline),
-            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
-            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
-            "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
-        },
-    )
-
-
-@login_required
-@require_GET
-def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
-    """The partial with the status history, the runs and the job log (refreshed every few seconds)."""
-    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    try:
-        log_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=100), ""
-    except ApplicationError as exc:
-        log_lines, log_error = [], exc.message
-    return render(
-        request,
-        "wizard/partials/pipeline_run_state.html",
-        {
-            "pipeline": pipeline,
-            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
-            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
-            "log_lines": log_lines,
-            "log_error": log_error,
-        },
-    )
-
-
-@login_required
-@require_GET
-def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
-    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    return _json_attachment(_readable_spec(pipeline.spec or {}), f"{pipeline.name}.json")
-
-
-@login_required
-@require_POST
-def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
-    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    kwargs: dict = {}
-    if action == "deploy" and request.POST.get("checkpoint") in ("keep", "fresh"):
-        kwargs["checkpoint"] = request.POST["checkpoint"]
-    if action == "delete":
-        kwargs["remove_checkpoint"] = request.POST.get("remove_checkpoint") == "on"
-    service = {
-        "deploy": pipeline_services.pipeline_deploy,
-        "stop": pipeline_services.pipeline_stop,
-        "resume": pipeline_services.pipeline_resume,
-        "delete": pipeline_services.pipeline_delete,
-        "reset-checkpoint": pipeline_services.pipeline_checkpoint_reset,
-    }.get(action)
-    if service is None:
-        raise Http404("No such action.")
-    try:
-        service(pipeline=pipeline, user=request.user, **kwargs)
-    except (ApplicationError, specmod.SpecError) as exc:
-        messages.error(request, getattr(exc, "message", str(exc)))
-    else:
-        if action == "delete":
-            messages.success(request, f"Pipeline {pipeline.name} deleted; its ClickHouse rows stay.")
-            return redirect("wizard:pipeline_list")
-        messages.success(
-            request,
-            {
-                "deploy": "Deploy requested.",
-                "stop": "Stop requested.",
-                "resume": "Resume requested.",
-                "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",
-            }[action],
-        )
-    return redirect("wizard:pipeline_detail", pk=pipeline.pk)
-
-
-def _readable_spec(stored: dict) -> dict:
-    """The stored spec in the spec module's field order (the database keeps JSON keys in its own order)."""
-    try:
-        return specmod.parse_spec(stored).to_dict()
-    except specmod.SpecError:
-        return stored
-
-
-def _json_attachment(data: dict, filename: str) -> HttpResponse:
-    response = HttpResponse(json.dumps(data, indent=2) + "\n", content_type="application/json")
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
-    response["Content-Disposition"] = f'attachment; filename="{safe}"'
-    return response
 
 
 # -- wizard entry points --------------------------------------------------------------------------------
@@ -209,7 +91,7 @@ def wizard_step(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
         raise Http404("No such step.")
     if not draft.can_open(step):
         return redirect(step_url(draft, draft.reached))
-    show, submit = step_handlers.HANDLERS[step]
+    show, submit = HANDLERS[step]
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "next")
@@ -324,7 +206,7 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
     selected = request.GET.getlist("topics")
     if "loaded" not in request.GET:
         selected = selected or draft.section("topics").get("topics", [])
-    connection = step_handlers.kafka_connection_of(request, draft)
+    connection = step_common.kafka_connection_of(request, draft)
     context: dict = {"selected": selected, "query": query}
     if connection is None:
         context["error"] = "Choose a Kafka connection in step 1 first."
@@ -347,14 +229,14 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     """Fetch N events, store them in the draft, and answer the sample and the inferred schema."""
     draft = draft_get(user=request.user, pk=draft_id)
     form = forms.SampleForm(request.POST)
-    keep = step_handlers.parse_field_rows(request.POST)
+    keep = sample_step.parse_field_rows(request.POST)
     context: dict = {
         "form": form,
-        "field_types": step_handlers.FIELD_TYPES,
+        "field_types": step_common.FIELD_TYPES,
         "rows": keep,
         "events": draft.section("sample").get("events", []),
     }
-    connection = step_handlers.kafka_connection_of(request, draft)
+    connection = step_common.kafka_connection_of(request, draft)
     topics = draft.section("topics").get("topics", [])
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
@@ -372,8 +254,8 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     except ApplicationError as exc:
         context["error"] = exc.message
         return _partial(request, "sample_area.html", context)
-    stored, truncated = step_handlers.events_to_store(events)
-    rows = step_handlers.inferred_rows([e["value"] for e in stored], keep) if stored else keep
+    stored, truncated = sample_step.events_to_store(events)
+    rows = sample_step.inferred_rows([e["value"] for e in stored], keep) if stored else keep
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     draft_update_section(
         draft=draft,
@@ -402,7 +284,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
 @require_POST
 def transform_check(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
-    context = step_handlers.check_transform(draft, request.POST)
+    context = transform_step.check_transform(draft, request.POST)
     context["checked"] = True
     return _partial(request, "transform_body.html", {**context, "draft": draft})
 
@@ -412,7 +294,7 @@ def transform_check(request: HttpRequest, draft_id: int) -> HttpResponse:
 def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
     """The existing tables of a database (for the "existing table" choice), and its databases."""
     draft = draft_get(user=request.user, pk=draft_id)
-    connection = step_handlers.clickhouse_connection_of(request, draft)
+    connection = step_common.clickhouse_connection_of(request, draft)
     database = request.GET.get("database") or ""
     selected = request.GET.get("table") or draft.section("clickhouse").get("table", "")
     context: dict = {"database": database, "selected": selected}
@@ -434,7 +316,7 @@ def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
 @require_GET
 def clickhouse_columns(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
-    connection = step_handlers.clickhouse_connection_of(request, draft)
+    connection = step_common.clickhouse_connection_of(request, draft)
     database = request.GET.get("database") or ""
     table = request.GET.get("table") or ""
     context: dict = {"table": table}
@@ -454,7 +336,7 @@ def clickhouse_columns(request: HttpRequest, draft_id: int) -> HttpResponse:
 def review_spec(request: HttpRequest, draft_id: int) -> HttpResponse:
     """The review step's spec JSON again, for the name and start position being typed (htmx)."""
     draft = draft_get(user=request.user, pk=draft_id)
-    context = step_handlers.review_context(
+    context = review_step.review_context(
         request, draft, request.GET.get("name", ""), request.GET.get("starting_offsets") or "earliest", live=False
     )
     return _partial(request, "spec_json.html", {"spec_json": context["spec_json"]})
@@ -467,11 +349,11 @@ def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     review = draft.section("review")
     name = request.GET.get("name") or review.get("name") or "pipeline"
-    context = step_handlers.review_context(
+    context = review_step.review_context(
         request,
         draft,
         name,
         request.GET.get("starting_offsets") or review.get("starting_offsets") or "earliest",
         live=False,
     )
-    return _json_attachment(json.loads(context["spec_json"]), f"{name}.json")
+    return json_attachment(json.loads(context["spec_json"]), f"{name}.json")

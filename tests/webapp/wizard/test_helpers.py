@@ -8,7 +8,7 @@ import pytest
 
 from spark_jobs.spec import parse_spec
 from webapp.wizard import spec_builder
-from webapp.wizard.step_handlers import MAX_STORED_SAMPLE_BYTES, events_to_store
+from webapp.wizard.steps.sample import MAX_STORED_SAMPLE_BYTES, events_to_store
 
 
 def event(offset: int, size: int):

@@ -246,7 +246,7 @@ def walk_to_dedup(client, kafka_connection, topic):
     fetch_sample(client, draft)
     draft.refresh_from_db()
     # What the fetch inferred is what the page shows; post it back as the form would.
-    from webapp.wizard.step_handlers import inferred_rows
+    from webapp.wizard.steps.sample import inferred_rows
 
     fields = inferred_rows([e["value"] for e in draft.data["sample"]["events"]], [])
     draft.data["sample"]["fields"] = [{"path": r["path"], "type": r["type"], "nullable": r["nullable"]} for r in fields]
@@ -469,7 +469,7 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
 
 
 def mapping_post(client, draft):
-    from webapp.wizard.step_handlers import mapping_rows
+    from webapp.wizard.steps.mapping import mapping_rows
 
     draft.refresh_from_db()
     rows, _, _ = mapping_rows(draft)

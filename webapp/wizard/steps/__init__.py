@@ -1,4 +1,16 @@
-"""The wizard's eight steps, in order. Pure data: no Django, no I/O."""
+"""The wizard's eight steps, in order, and one module per step beside this one.
+
+This module is pure data (no Django, no I/O). Each step module (`kafka`, `topics`, `sample`, `dedup`,
+`transform`, `clickhouse`, `mapping`, `review`) has `<step>_show(request, draft, source)` -> template context
+and `<step>_submit(request, draft)` -> None when the step was stored (the view then moves on), a context with
+the errors to show next to the fields, or (the review step, once the pipeline is saved) a redirect.
+`source` is what the user typed last time they left the step with Back (a MultiValueDict), or None.
+`handlers.HANDLERS` maps each slug to its pair; `common` holds what several steps share and `connection` the
+logic of the two connection steps.
+
+The work itself is done by the connections and pipelines services and selectors, and by the spec module
+(`spark_jobs.spec`); the step modules only turn forms into their arguments and their errors into messages.
+"""
 
 from __future__ import annotations
 

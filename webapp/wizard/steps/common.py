@@ -1,0 +1,110 @@
+"""Helpers shared by the wizard's steps: forms from stored input, errors onto forms, the draft's fields and connections.
+
+See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest
+from django.utils.datastructures import MultiValueDict
+
+from spark_jobs import spec as specmod
+from webapp.wizard import forms
+from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
+from webapp.wizard.models import WizardDraft
+
+FIELD_TYPES = specmod.FIELD_TYPES
+_BASE_TYPES = (
+    "String",
+    "Int32",
+    "Int64",
+    "UInt32",
+    "UInt64",
+    "Float32",
+    "Float64",
+    "Bool",
+    "UUID",
+    "Date",
+    "DateTime",
+    "DateTime64(3, 'UTC')",
+)
+# The column types offered for a new table: each plain and Nullable, plus a few without a Nullable form.
+NEW_TABLE_TYPES = (
+    *_BASE_TYPES,
+    "LowCardinality(String)",
+    "JSON",
+    *(f"Nullable({t})" for t in _BASE_TYPES),
+)
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def initial_from(source: MultiValueDict | None, form_class: type, prefix: str | None = None) -> dict[str, Any]:
+    """Initial values for an unbound form from what was typed before (multi-value fields keep lists)."""
+    if not source:
+        return {}
+    initial: dict[str, Any] = {}
+    for name, field in form_class.base_fields.items():
+        key = f"{prefix}-{name}" if prefix else name
+        if key not in source:
+            continue
+        if isinstance(field, forms.forms.MultipleChoiceField):
+            initial[name] = source.getlist(key)
+        else:
+            initial[name] = source.get(key)
+    return initial
+
+
+def add_validation_errors(form: Any, error: ValidationError) -> None:
+    """Put a service's ValidationError next to the form's fields (unknown keys become form errors)."""
+    if hasattr(error, "error_dict"):
+        for name, messages in error.message_dict.items():
+            form.add_error(name if name in form.fields else None, messages)
+    else:
+        form.add_error(None, error.messages)
+
+
+def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
+    return list(draft.section("sample").get("fields", []))
+
+
+def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
+    return list(draft.section("transform").get("computed", []))
+
+
+def _connection_of(request: HttpRequest, draft: WizardDraft, kind: ConnectionKind):
+    pk = draft.section(kind.slug).get("connection_id")
+    if pk is None:
+        return None
+    try:
+        return kind.get(user=request.user, pk=pk)
+    except Http404:  # deleted since: the step asks for a connection again
+        return None
+
+
+def kafka_connection_of(request: HttpRequest, draft: WizardDraft):
+    return _connection_of(request, draft, KAFKA)
+
+
+def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
+    return _connection_of(request, draft, CLICKHOUSE)
+
+
+def form_rows(post: Any, prefix: str, names: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows posted as `<prefix><n>-<name>`, in the order they appear in the form."""
+    pattern = re.compile(rf"^{prefix}(\d+)-{names[0]}$")
+    rows = []
+    for key in post:
+        match = pattern.match(key)
+        if not match:
+            continue
+        index = match.group(1)
+        row = {"index": index}
+        for name in names:
+            row[name] = (post.get(f"{prefix}{index}-{name}") or "").strip()
+        rows.append(row)
+    return rows

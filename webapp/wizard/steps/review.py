@@ -1,0 +1,201 @@
+"""Step 8: review, name, save and deploy.
+
+See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpRequest
+from django.shortcuts import redirect
+
+from spark_jobs import spec as specmod
+from webapp.core.exceptions import ApplicationError
+from webapp.pipelines import services as pipeline_services
+from webapp.pipelines import specs as pipeline_specs
+from webapp.wizard import forms, spec_builder
+from webapp.wizard.models import WizardDraft
+from webapp.wizard.services import draft_discard, draft_update_section
+from webapp.wizard.steps import SLUGS, STEPS
+from webapp.wizard.steps.common import (
+    add_validation_errors,
+    clickhouse_connection_of,
+    initial_from,
+    kafka_connection_of,
+    schema_fields,
+)
+
+
+def _default_name(draft: WizardDraft) -> str:
+    if draft.pipeline_id:
+        return draft.pipeline.name
+    topics = draft.section("topics").get("topics", [])
+    ch = draft.section("clickhouse")
+    table = ch.get("new_table") or ch.get("table") or "clickhouse"
+    base = f"{topics[0] if topics else 'events'}-to-{table}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", base)[:100]
+
+
+def _spec_issues(error: specmod.SpecError) -> list[dict[str, str]]:
+    """Each problem of the spec with the step that fixes it."""
+    return [{"path": i.path, "message": i.message, "step": spec_builder.step_for_path(i.path)} for i in error.errors]
+
+
+def review_context(
+    request: HttpRequest, draft: WizardDraft, name: str, starting_offsets: str, live: bool
+) -> dict[str, Any]:
+    """The spec built from the draft, checked by the pipelines service, with each problem's step."""
+    kafka = kafka_connection_of(request, draft)
+    clickhouse = clickhouse_connection_of(request, draft)
+    spec = spec_builder.draft_spec(draft.data, name=name or "unnamed", starting_offsets=starting_offsets)
+    issues: list[dict[str, str]] = []
+    warning = ""
+    parsed = None
+    if kafka is None or clickhouse is None:
+        issues.append(
+            {
+                "path": "",
+                "message": "Both connections are needed (steps 1 and 6).",
+                "step": "kafka" if kafka is None else "clickhouse",
+            }
+        )
+    else:
+        try:
+            parsed = pipeline_services.pipeline_validate(
+                spec=spec,
+                name=name or "unnamed",
+                kafka_connection=kafka,
+                clickhouse_connection=clickhouse,
+                check_live=live,
+            )
+        except specmod.SpecError as exc:
+            issues = _spec_issues(exc)
+        except ApplicationError as exc:
+            warning = f"Could not check against the live systems: {exc.message}"
+    shown = (
+        pipeline_specs.to_stored(parsed)
+        if parsed is not None
+        else pipeline_specs.merge_connections(
+            spec, name=name or "unnamed", kafka_connection=kafka, clickhouse_connection=clickhouse
+        )
+    )
+    if not name:
+        shown = {**shown, "name": ""}
+    steps_by_slug = {s.slug: s for s in STEPS}
+    for issue in issues:
+        issue["step_title"] = steps_by_slug[issue["step"]].title
+        issue["step_number"] = SLUGS.index(issue["step"]) + 1
+    return {
+        "spec": spec,
+        "spec_json": json.dumps(shown, indent=2),
+        "issues": [i for i in issues if i["path"] != "name"],
+        "name_issues": [i["message"] for i in issues if i["path"] == "name"],
+        "live_warning": warning,
+        "kafka_connection": kafka,
+        "clickhouse_connection": clickhouse,
+        "summary": review_summary(draft),
+    }
+
+
+def review_summary(draft: WizardDraft) -> dict[str, Any]:
+    dedup = draft.section("dedup")
+    ch = draft.section("clickhouse")
+    transform = draft.section("transform")
+    return {
+        "topics": draft.section("topics").get("topics", []),
+        "field_count": len(schema_fields(draft)),
+        "dedup": dedup,
+        "filter": transform.get("filter", ""),
+        "computed": transform.get("computed", []),
+        "database": ch.get("database"),
+        "table": ch.get("new_table") if ch.get("table_mode") != "existing" else ch.get("table"),
+        "table_mode": ch.get("table_mode"),
+        "engine": ch.get("engine"),
+        "order_by": ch.get("order_by", []),
+        "columns": draft.section("mapping").get("columns", []),
+    }
+
+
+def review_show(request, draft, source):
+    stored = draft.section("review")
+    initial = initial_from(source, forms.ReviewForm) if source else {}
+    initial.setdefault("name", stored.get("name") or _default_name(draft))
+    initial.setdefault("starting_offsets", stored.get("starting_offsets") or "earliest")
+    form = forms.ReviewForm(initial=initial)
+    context = review_context(request, draft, initial["name"], initial["starting_offsets"], live=True)
+    return {"form": form, **context}
+
+
+def review_submit(request, draft):
+    form = forms.ReviewForm(request.POST)
+    action = request.POST.get("action", "deploy")
+    if not form.is_valid():
+        return {
+            "form": form,
+            **review_context(
+                request,
+                draft,
+                request.POST.get("name", ""),
+                request.POST.get("starting_offsets", "earliest"),
+                live=False,
+            ),
+        }
+    name = form.cleaned_data["name"].strip()
+    starting = form.cleaned_data["starting_offsets"]
+    draft_update_section(draft=draft, step="review", changes={"name": name, "starting_offsets": starting})
+    context = review_context(request, draft, name, starting, live=True)
+    context["form"] = form
+    for message in context["name_issues"]:
+        form.add_error("name", message)
+    if context["issues"] or context["name_issues"]:
+        return context
+    kafka, clickhouse = context["kafka_connection"], context["clickhouse_connection"]
+    # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
+    checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
+    try:
+        with transaction.atomic():
+            if draft.pipeline_id:
+                pipeline = pipeline_services.pipeline_update(
+                    pipeline=draft.pipeline,
+                    user=request.user,
+                    name=name,
+                    spec=context["spec"],
+                    kafka_connection=kafka,
+                    clickhouse_connection=clickhouse,
+                    note="edited in the wizard",
+                    checkpoint=checkpoint,
+                )
+            else:
+                pipeline = pipeline_services.pipeline_create(
+                    owner=request.user,
+                    name=name,
+                    kafka_connection=kafka,
+                    clickhouse_connection=clickhouse,
+                    spec=context["spec"],
+                    note="created in the wizard",
+                )
+            if action == "deploy" and pipeline.status != "deploy_requested":  # an edit may have redeployed it
+                pipeline = pipeline_services.pipeline_deploy(
+                    pipeline=pipeline, user=request.user, checkpoint=checkpoint
+                )
+            draft_discard(draft=draft)
+    except ValidationError as exc:
+        add_validation_errors(form, exc)
+        return context
+    except specmod.SpecError as exc:
+        context["issues"] = _spec_issues(exc)
+        return context
+    except ApplicationError as exc:
+        form.add_error(None, exc.message)
+        context["checkpoint_problems"] = exc.extra.get("checkpoint_problems", [])
+        return context
+    if action == "deploy":
+        messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.")
+    else:
+        messages.success(request, f"Pipeline {pipeline.name} saved (not deployed).")
+    return redirect("wizard:pipeline_detail", pk=pipeline.pk)

@@ -1,0 +1,105 @@
+"""Step 5: optional filter and computed fields, checked by the spec's expression rules.
+
+See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from spark_jobs import spec as specmod
+from webapp.wizard import forms
+from webapp.wizard.models import WizardDraft
+from webapp.wizard.services import draft_save_step
+from webapp.wizard.steps.common import FIELD_TYPES, form_rows, schema_fields
+
+
+def expression_names(draft: WizardDraft) -> list[str]:
+    return [f["path"] for f in schema_fields(draft)] + list(specmod.KAFKA_METADATA_FIELDS)
+
+
+def _position(message: str, expression: str) -> dict[str, Any] | None:
+    """Line and column from a spec error such as 'syntax error at line 1, column 7 ...' for a caret."""
+    match = re.search(r"line (\d+), column (\d+)", message)
+    if not match:
+        return None
+    line, column = int(match.group(1)), int(match.group(2))
+    lines = expression.splitlines() or [""]
+    if not 1 <= line <= len(lines):
+        return None
+    text = lines[line - 1]
+    column = max(1, min(column, len(text) + 1))
+    return {"line": line, "column": column, "text": text, "caret": " " * (column - 1) + "^"}
+
+
+def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
+    """Parse and check the filter and the computed fields; errors carry their position when known."""
+    form = forms.TransformForm(post)
+    rows = form_rows(post, "c", ("name", "expression", "type"))
+    names = expression_names(draft)
+    ok = form.is_valid()
+    if ok and form.cleaned_data["filter"].strip():
+        error = specmod.expression_error(form.cleaned_data["filter"], names)
+        if error:
+            form.add_error("filter", error)
+            ok = False
+    filter_position = None
+    if form.errors.get("filter"):
+        filter_position = _position(form.errors["filter"][0], post.get("filter", ""))
+    field_paths = {f["path"] for f in schema_fields(draft)}
+    seen: list[str] = []
+    for row in rows:
+        row["errors"] = {}
+        if not row["name"] and not row["expression"]:
+            row["empty"] = True
+            continue
+        try:
+            specmod.TransformSpec(name=row["name"], expression=row["expression"] or " ", type=row["type"])
+        except PydanticValidationError as exc:
+            for error in exc.errors():
+                loc = error["loc"][0] if error["loc"] else "name"
+                row["errors"].setdefault(loc, str(error["msg"]).removeprefix("Value error, "))
+        if row["name"] in field_paths or row["name"] in seen:
+            row["errors"].setdefault("name", f"The name {row['name']!r} is already used by another field.")
+        error = specmod.expression_error(row["expression"], [*names, *seen])
+        if error:
+            row["errors"]["expression"] = error
+            row["position"] = _position(error, row["expression"])
+        seen.append(row["name"])
+        if row["errors"]:
+            ok = False
+    rows = [r for r in rows if not r.get("empty")]
+    return {
+        "form": form,
+        "rows": rows,
+        "ok": ok,
+        "filter_position": filter_position,
+        "names": names,
+        "field_types": FIELD_TYPES,
+    }
+
+
+def transform_show(request, draft, source):
+    if source:
+        context = check_transform(draft, source)
+        context["checked"] = False
+        return context
+    section = draft.section("transform")
+    form = forms.TransformForm(initial={"filter": section.get("filter", "")})
+    rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(section.get("computed", []))]
+    return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPES}
+
+
+def transform_submit(request, draft):
+    context = check_transform(draft, request.POST)
+    context["checked"] = True
+    if not context["ok"]:
+        return context
+    values = {
+        "filter": context["form"].cleaned_data["filter"].strip(),
+        "computed": [{"name": r["name"], "expression": r["expression"], "type": r["type"]} for r in context["rows"]],
+    }
+    draft_save_step(draft=draft, step="transform", values=values, advance=True)
+    return None
