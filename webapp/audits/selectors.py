@@ -54,6 +54,16 @@ def audited_table_get(*, user: AbstractBaseUser, pk: Any) -> AuditedTable:
     return get_object_or_404(audited_table_list(user=user), pk=pk)
 
 
+def audited_table_of_pipeline(*, pipeline: Any) -> AuditedTable | None:
+    """The pipeline's own audited table (None before its first run, or without dedup keys)."""
+    return AuditedTable.objects.filter(pipeline=pipeline).select_related("connection", "pipeline").first()
+
+
+def audited_table_for_check(*, pk: int) -> AuditedTable | None:
+    """An audited table with its connection, for the worker's check; None when it is gone."""
+    return AuditedTable.objects.select_related("connection").filter(pk=pk).first()
+
+
 def audit_result_list(*, audited_table: AuditedTable) -> QuerySet[AuditResult]:
     """The table's checks, newest first."""
     return AuditResult.objects.filter(audited_table=audited_table).order_by("-checked_at", "-id")

@@ -27,6 +27,16 @@ SYSTEM_DATABASES = frozenset({"system", "INFORMATION_SCHEMA", "information_schem
 
 class ClickHouseClientError(ExternalServiceError):
     code = "clickhouse_error"
+    # True when trying again later may succeed (network, overload): what a Celery task retries on.
+    transient: bool = False
+
+
+def _client_error(exc: Exception, settings: ClickHouseSettings, timeout: float) -> ClickHouseClientError:
+    from spark_jobs.sink import is_transient  # the engine's rule (codes, network errors); no Spark import
+
+    error = ClickHouseClientError(_plain_words(exc, settings, timeout))
+    error.transient = is_transient(exc)
+    return error
 
 
 class ClickHouseNotFoundError(NotFoundError):
@@ -137,7 +147,7 @@ def _client(settings: ClickHouseSettings, *, timeout: float) -> Iterator[Any]:
                 autogenerate_session_id=False,
             )
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+            raise _client_error(exc, settings, timeout) from None
         try:
             yield client
         finally:
@@ -155,15 +165,19 @@ def _query(
     settings: ClickHouseSettings,
     timeout: float,
     column_formats: dict[str, str] | None = None,
+    query_settings: dict[str, Any] | None = None,
 ) -> Any:
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     try:
         return client.query(
-            sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"}, column_formats=column_formats
+            sql,
+            parameters=parameters,
+            settings={"log_comment": "clearflow-webapp", **(query_settings or {})},
+            column_formats=column_formats,
         )
     except (ClickHouseError, OSError, ValueError) as exc:
-        raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+        raise _client_error(exc, settings, timeout) from None
 
 
 def check_connection(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> ClickHouseServerInfo:
@@ -245,10 +259,18 @@ class ClickHouseSession:
         self._settings = settings
         self._timeout = timeout
 
-    def rows(self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()) -> list[tuple]:
-        """The result's rows; `bytes_columns` are returned as raw bytes instead of decoded text."""
+    def rows(
+        self,
+        sql: str,
+        parameters: dict[str, Any],
+        *,
+        bytes_columns: tuple[str, ...] = (),
+        query_settings: dict[str, Any] | None = None,
+    ) -> list[tuple]:
+        """The result's rows; `bytes_columns` are returned as raw bytes instead of decoded text; `query_settings`
+        are ClickHouse settings for this statement (e.g. `max_execution_time`, `readonly`)."""
         formats = dict.fromkeys(bytes_columns, "bytes")
-        return _query(self._client, sql, parameters, self._settings, self._timeout, column_formats=formats).result_rows
+        return _query(self._client, sql, parameters, self._settings, self._timeout, formats, query_settings).result_rows
 
     def command(self, sql: str, parameters: dict[str, Any]) -> None:
         from clickhouse_connect.driver.exceptions import ClickHouseError
@@ -256,7 +278,7 @@ class ClickHouseSession:
         try:
             self._client.command(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+            raise _client_error(exc, self._settings, self._timeout) from None
 
     def stream_rows(
         self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()
@@ -272,7 +294,7 @@ class ClickHouseSession:
                 for block in stream:
                     yield from block
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+            raise _client_error(exc, self._settings, self._timeout) from None
 
     def table_exists(self, *, database: str, table: str) -> bool:
         rows = self.rows(

@@ -91,3 +91,11 @@ EMAIL_BACKEND = env_str(
     "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.filebased.EmailBackend",
 )
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+
+# Duplicate audits (webapp.audits): how often the beat checks every audited table, how long one check may run
+# on the ClickHouse server (its max_execution_time), and how long results are kept.
+AUDIT_INTERVAL_SECONDS = env_float("CLEARFLOW_AUDIT_INTERVAL", 300.0)
+AUDIT_MAX_EXECUTION_SECONDS = env_int("CLEARFLOW_AUDIT_MAX_EXECUTION", 30)
+# A check that meets a transient ClickHouse error (network, overload) is retried after this, doubling, 3 times.
+AUDIT_RETRY_DELAY_SECONDS = env_float("CLEARFLOW_AUDIT_RETRY_DELAY", 5.0)
+AUDIT_RESULT_RETENTION_DAYS = env_int("CLEARFLOW_AUDIT_RETENTION_DAYS", 30)
