@@ -4,6 +4,7 @@ task, to a real local webhook receiver and a real local SMTP server started by t
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -12,9 +13,14 @@ from django.utils import timezone
 
 from tests.spark_jobs.engine_helpers import wait_for
 from tests.webapp.alerts.conftest import make_pipeline
+from tests.webapp.audits.conftest import create_pipeline_table, insert_orders, order_key
+from tests.webapp.conftest import orders_spec
 from tests.worker.alert_receivers import SmtpReceiver, WebhookReceiver
 from webapp.alerts import services
 from webapp.alerts.models import AlertDelivery, AlertIncident
+from webapp.audits.selectors import latest_result_for_pipeline
+from webapp.connections.services import kafka_connection_create
+from webapp.pipelines import services as pipeline_services
 from webapp.pipelines.models import Pipeline, PipelineStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,3 +143,60 @@ def test_a_webhook_answering_500_is_retried_and_does_not_hold_up_the_email(owner
     # Backoff: the retries are spread out, each wait at most the capped exponential (1, 2, 4 s + jitter).
     hits = [hit.at for hit in webhooks.on("/down")]
     assert hits[-1] - hits[0] < 1 + 2 + 4 + 3
+
+
+def test_duplicates_found_by_the_audit_alert_once_and_resolve_when_removed(
+    owner, ch_conn, alert_worker, worker_env, webhooks, smtp, ch
+):
+    worker_env["CLEARFLOW_AUDIT_INTERVAL"] = "2"
+    # The pipeline is marked running without a Spark job: the watcher must not tick (it would fail it).
+    worker_env["CLEARFLOW_WATCH_INTERVAL"] = "3600"
+    table = create_pipeline_table(ch, f"cf_alerts_{uuid.uuid4().hex[:8]}")
+    insert_orders(ch, table, [1, 2, 3])
+    services.alert_channel_create(
+        owner=owner, data={"name": "hook", "kind": "webhook", "webhook_url": webhooks.url("/dups")}
+    )
+    services.alert_channel_create(owner=owner, data={"name": "ops", "kind": "email", "email_to": "ops@example.com"})
+    kafka = kafka_connection_create(owner=owner, data={"name": "unused", "bootstrap_servers": "127.0.0.1:9"})
+    pipeline = pipeline_services.pipeline_create(
+        owner=owner,
+        name="audited",
+        kafka_connection=kafka,
+        clickhouse_connection=ch_conn,
+        spec=orders_spec("orders", table.database, create_table=True),
+    )
+    assert pipeline.transition(from_statuses=[S.DRAFT], to_status=S.RUNNING)
+    alert_worker.start()
+
+    clean = wait_for(lambda: latest_result_for_pipeline(pipeline_id=pipeline.pk), timeout=90)
+    assert clean.duplicate_keys == 0, alert_worker.log_tail()
+    checked = clean.checked_at
+
+    # Rows with duplicate keys, inserted straight into the pipeline's table (as a second writer would).
+    insert_orders(ch, table, [2, 3, 3])
+    wait_for(lambda: webhooks.on("/dups") and smtp.messages, timeout=60)
+    fired = webhooks.on("/dups")[0].body
+    assert (fired["event"], fired["rule"]["kind"], fired["value"]) == ("firing", "duplicates", 2)
+    assert "The audit found 2 duplicate key(s) (5 rows) in the last 1 h" in fired["text"]
+    assert smtp.subjects() == ["[FIRING] audited: Duplicates found by the audit"]
+    result = latest_result_for_pipeline(pipeline_id=pipeline.pk)
+    assert result.checked_at > checked and (result.duplicate_keys, result.duplicate_rows) == (2, 5)
+
+    # Later audits still see them: no second alert.
+    seen = result.checked_at
+    wait_for(lambda: latest_result_for_pipeline(pipeline_id=pipeline.pk).checked_at > seen, timeout=30)
+    time.sleep(2)
+    assert (len(webhooks.on("/dups")), len(smtp.messages)) == (1, 1)
+
+    # Removing them (a lightweight DELETE of the copies' keys): the next audit finds none, the alert resolves.
+    ch.command(
+        f"DELETE FROM `{table.database}`.`{table.table}` WHERE order_id IN ({{a:UUID}}, {{b:UUID}})",
+        parameters={"a": order_key(2), "b": order_key(3)},
+    )
+    wait_for(lambda: len(webhooks.on("/dups")) == 2 and len(smtp.messages) == 2, timeout=60)
+    resolved = webhooks.on("/dups")[1].body
+    assert (resolved["event"], resolved["rule"]["kind"]) == ("resolved", "duplicates")
+    assert smtp.subjects()[1].startswith("[RESOLVED] audited: Duplicates found by the audit (lasted ")
+    assert latest_result_for_pipeline(pipeline_id=pipeline.pk).duplicate_keys == 0
+    incident = AlertIncident.objects.get(pipeline=pipeline)
+    assert incident.resolved_at is not None and incident.kind == "duplicates"
