@@ -62,4 +62,4 @@ def alert_incident_get(*, user: AbstractBaseUser, pk: Any) -> AlertIncident:
 
 def alert_firing_list() -> QuerySet[AlertRule]:
     """Every firing rule (of everyone), for the operator's `/metrics`."""
-    return AlertRule.objects.filter(state=RuleState.FIRING).select_related("pipeline", "pipeline__owner")
+    return AlertRule.objects.filter(state=RuleState.FIRING).order_by("pipeline_id", "kind")
