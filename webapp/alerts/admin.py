@@ -25,6 +25,21 @@ class AlertChannelForm(forms.ModelForm):
         model = AlertChannel
         fields = ("owner", "name", "kind", "enabled", "email_to", "webhook_url", "webhook_format")
 
+    def clean(self) -> dict[str, Any]:
+        # The services' checks (addresses, URL, network guard, name), shown next to the fields.
+        data = super().clean()
+        owner = data.get("owner")
+        if owner is not None and not self.errors:
+            values = {key: data.get(key) for key in AlertChannel.EDITABLE_FIELDS}
+            try:
+                services.alert_channel_check(
+                    owner=owner, data=values, channel=self.instance if self.instance.pk else None
+                )
+            except ValidationError as exc:
+                for field, messages in exc.message_dict.items():
+                    self.add_error(field if field in self.fields else None, messages)
+        return data
+
 
 @admin.register(AlertChannel)
 class AlertChannelAdmin(admin.ModelAdmin):
@@ -35,22 +50,33 @@ class AlertChannelAdmin(admin.ModelAdmin):
     readonly_fields = ("masked_webhook_url", "created_at", "updated_at")
 
     def save_model(self, request: HttpRequest, obj: AlertChannel, form: Any, change: bool) -> None:
-        # Through the services: the same checks (addresses, URL, network guard) as the pages and the API.
+        # Through the services (checked already in the form's clean): an empty URL keeps the stored one.
         data = {key: form.cleaned_data.get(key) for key in AlertChannel.EDITABLE_FIELDS}
-        try:
-            if change:
-                services.alert_channel_update(channel=AlertChannel.objects.get(pk=obj.pk), data=data)
-            else:
-                created = services.alert_channel_create(owner=form.cleaned_data["owner"], data=data)
-                obj.pk = created.pk
-        except ValidationError as exc:
-            # The admin has no service-error hook: report it as a message; the form shows the page again.
-            self.message_user(request, "; ".join(f"{k}: {v[0]}" for k, v in exc.message_dict.items()), "error")
-            raise
+        if change:
+            services.alert_channel_update(channel=AlertChannel.objects.get(pk=obj.pk), data=data)
+        else:
+            obj.pk = services.alert_channel_create(owner=form.cleaned_data["owner"], data=data).pk
+
+
+class AlertRuleForm(forms.ModelForm):
+    class Meta:
+        model = AlertRule
+        fields = ("enabled", "threshold", "minutes", "renotify_minutes")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not self.errors:
+            try:
+                services.alert_rule_check(rule=AlertRule.objects.get(pk=self.instance.pk), data=data)
+            except ValidationError as exc:
+                for field, messages in exc.message_dict.items():
+                    self.add_error(field, messages)
+        return data
 
 
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
+    form = AlertRuleForm
     list_display = ("pipeline", "kind", "enabled", "threshold", "minutes", "renotify_minutes", "state", "state_since")
     list_filter = ("kind", "enabled", "state")
     search_fields = ("pipeline__name", "pipeline__owner__username")
@@ -64,7 +90,7 @@ class AlertRuleAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: AlertRule, form: Any, change: bool) -> None:
         data = {key: form.cleaned_data.get(key) for key in services.RULE_FIELDS if key in form.cleaned_data}
-        services.alert_rule_update(rule=obj, data=data)
+        services.alert_rule_update(rule=AlertRule.objects.get(pk=obj.pk), data=data)
 
 
 class AlertDeliveryInline(admin.TabularInline):

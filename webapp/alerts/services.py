@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 MAX_RECIPIENTS = 20
 CHANNEL_FIELDS = AlertChannel.EDITABLE_FIELDS
 RULE_FIELDS = ("enabled", "threshold", "minutes", "renotify_minutes")
+MAX_MINUTES = 7 * 24 * 60
 
 # -- channels ---------------------------------------------------------------------------------------------
 
@@ -117,11 +118,29 @@ def _save_channel(channel: AlertChannel) -> AlertChannel:
     return channel
 
 
+def _apply(channel: AlertChannel, data: Mapping[str, Any]) -> AlertChannel:
+    for key in CHANNEL_FIELDS:
+        if key not in data or data[key] is None:
+            continue
+        if key in AlertChannel.SECRET_FIELDS and data[key] == "":
+            continue  # absent, None or "": keep the stored secret
+        setattr(channel, key, data[key])
+    return channel
+
+
+def alert_channel_check(
+    *, owner: AbstractBaseUser, data: Mapping[str, Any], channel: AlertChannel | None = None
+) -> None:
+    """The checks of create / update without saving (the admin's form runs them). ValidationError by field."""
+    candidate = AlertChannel(owner=owner) if channel is None else AlertChannel.objects.get(pk=channel.pk)
+    _clean_channel(_apply(candidate, data))
+    _check_name(owner=owner, name=candidate.name, exclude_pk=candidate.pk)
+
+
 @transaction.atomic
 def alert_channel_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> AlertChannel:
     """A new channel. `data`: name, kind (email|webhook), enabled, email_to, webhook_url, webhook_format."""
-    values = {key: data[key] for key in CHANNEL_FIELDS if data.get(key) is not None}
-    channel = AlertChannel(owner=owner, **values)
+    channel = _apply(AlertChannel(owner=owner), data)
     _clean_channel(channel)
     _check_name(owner=owner, name=channel.name, exclude_pk=None)
     return _save_channel(channel)
@@ -130,12 +149,7 @@ def alert_channel_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) ->
 @transaction.atomic
 def alert_channel_update(*, channel: AlertChannel, data: Mapping[str, Any]) -> AlertChannel:
     """Only keys present change; `webhook_url` absent, None or "" keeps the stored URL (it is never shown)."""
-    for key in CHANNEL_FIELDS:
-        if key not in data or data[key] is None:
-            continue
-        if key in AlertChannel.SECRET_FIELDS and data[key] == "":
-            continue
-        setattr(channel, key, data[key])
+    _apply(channel, data)
     _clean_channel(channel)
     _check_name(owner=channel.owner, name=channel.name, exclude_pk=channel.pk)
     return _save_channel(channel)
@@ -169,26 +183,41 @@ def alert_rules_create_defaults(*, pipeline: Pipeline) -> list[AlertRule]:
     return list(AlertRule.objects.filter(pipeline=pipeline))
 
 
+def _rule_errors(*, kind: str, threshold: float, minutes: int, renotify_minutes: int) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    if threshold < 0:
+        errors["threshold"] = "Must be 0 or more."
+    elif kind == RuleKind.DEAD_LETTER_RATE and threshold > 100:
+        errors["threshold"] = "A percentage: at most 100."
+    if RULE_PARAMS[kind].minutes_label and minutes < 1:
+        errors["minutes"] = "At least 1 minute."
+    elif minutes > MAX_MINUTES:
+        errors["minutes"] = "At most a week (10080 minutes)."
+    if renotify_minutes < 0 or renotify_minutes > MAX_MINUTES:
+        errors["renotify_minutes"] = "Between 0 and a week (10080 minutes)."
+    return errors
+
+
+def alert_rule_check(*, rule: AlertRule, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The rule's fields after `data` is applied (the rule itself is left as it is); ValidationError by field."""
+    values = {key: getattr(rule, key) for key in RULE_FIELDS}
+    values.update({key: data[key] for key in RULE_FIELDS if data.get(key) is not None})
+    if errors := _rule_errors(
+        kind=rule.kind,
+        threshold=values["threshold"],
+        minutes=values["minutes"],
+        renotify_minutes=values["renotify_minutes"],
+    ):
+        raise ValidationError(errors)
+    return values
+
+
 @transaction.atomic
 def alert_rule_update(*, rule: AlertRule, data: Mapping[str, Any]) -> AlertRule:
     """Change enabled / threshold / minutes / renotify_minutes. Turning a firing rule off resolves its
     incident at the next evaluation (with a "resolved" notification)."""
-    errors: dict[str, str] = {}
-    for key in RULE_FIELDS:
-        if key in data and data[key] is not None:
-            setattr(rule, key, data[key])
-    if rule.threshold < 0:
-        errors["threshold"] = "Must be 0 or more."
-    if rule.kind == RuleKind.DEAD_LETTER_RATE and rule.threshold > 100:
-        errors["threshold"] = "A percentage: at most 100."
-    if RULE_PARAMS[rule.kind].minutes_label and rule.minutes < 1:
-        errors["minutes"] = "At least 1 minute."
-    if rule.minutes > 7 * 24 * 60:
-        errors["minutes"] = "At most a week (10080 minutes)."
-    if rule.renotify_minutes > 7 * 24 * 60:
-        errors["renotify_minutes"] = "At most a week (10080 minutes)."
-    if errors:
-        raise ValidationError(errors)
+    for key, value in alert_rule_check(rule=rule, data=data).items():
+        setattr(rule, key, value)
     rule.full_clean(exclude=["pipeline"], validate_constraints=False)
     rule.save(update_fields=[*RULE_FIELDS, "updated_at"])
     return rule
