@@ -7,15 +7,18 @@ Redis outage neither fires nor resolves anything.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from spark_jobs.metrics import history_key
 from webapp.alerts.models import AlertRule, RuleKind
-from webapp.audits.selectors import latest_result_for_pipeline
+from webapp.audits.selectors import latest_pipeline_results
 from webapp.pipelines.metrics import MetricsUnavailableError
-from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, pipeline_metrics_history
+from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, metrics_store
 from webapp.pipelines.models import Pipeline, PipelineStatus
 
 logger = logging.getLogger(__name__)
@@ -61,41 +64,85 @@ def hold_seconds(rule: AlertRule) -> float:
     return rule.minutes * 60.0 if rule.kind == RuleKind.CONSUMER_LAG else 0.0
 
 
+@dataclass(frozen=True)
+class Readings:
+    """What one evaluation pass read, for every rule at once (a few round trips, not a few per rule)."""
+
+    snapshots: dict[int, MetricsSnapshot] | None  # pipeline id -> latest batch and totals; None: Redis down
+    dead_letters: dict[int, tuple[int, int]] | None  # rule id -> (events, dead letters) in its window
+    audits: dict[int, Any]  # pipeline id -> the audit's latest 1-hour result
+
+
 def conditions_for(rules: Iterable[AlertRule], *, now: datetime) -> dict[int, Condition]:
     rules = list(rules)
-    running = {r.pipeline.pk: r.pipeline for r in rules if r.pipeline.status == PipelineStatus.RUNNING}
-    snapshots: dict[int, MetricsSnapshot] | None
-    needs_snapshots = any(r.kind in (RuleKind.CONSUMER_LAG, RuleKind.NO_EVENTS) for r in rules)
-    try:
-        snapshots = metrics_snapshots(running.values()) if needs_snapshots else {}
-    except MetricsUnavailableError:
-        snapshots = None
+    readings = _read(rules, now=now)
     out: dict[int, Condition] = {}
     for rule in rules:
         try:
-            out[rule.pk] = _condition(rule, now=now, snapshots=snapshots)
-        except MetricsUnavailableError:
-            out[rule.pk] = UNKNOWN
+            out[rule.pk] = _condition(rule, now=now, readings=readings)
         except Exception:  # one broken rule must not stop the others' evaluation
             logger.exception("alert rule %s (%s) could not be evaluated", rule.pk, rule.kind)
             out[rule.pk] = UNKNOWN
     return out
 
 
-def _condition(rule: AlertRule, *, now: datetime, snapshots: dict[int, MetricsSnapshot] | None) -> Condition:
+def _read(rules: list[AlertRule], *, now: datetime) -> Readings:
+    running = [r for r in rules if r.pipeline.status == PipelineStatus.RUNNING]
+    pipelines = {r.pipeline.pk: r.pipeline for r in running if r.kind in (RuleKind.CONSUMER_LAG, RuleKind.NO_EVENTS)}
+    try:
+        snapshots: dict[int, MetricsSnapshot] | None = metrics_snapshots(pipelines.values())
+    except MetricsUnavailableError:
+        snapshots = None
+    try:
+        dead_letters = _dead_letter_sums([r for r in running if r.kind == RuleKind.DEAD_LETTER_RATE], now=now)
+    except MetricsUnavailableError:
+        dead_letters = None
+    audits = latest_pipeline_results() if any(r.kind == RuleKind.DUPLICATES for r in rules) else {}
+    return Readings(snapshots=snapshots, dead_letters=dead_letters, audits=audits)
+
+
+def _dead_letter_sums(rules: list[AlertRule], *, now: datetime) -> dict[int, tuple[int, int]]:
+    """Events read and dead letters over each rule's window, from the job's per-batch series (one pipeline of
+    ZRANGEBYSCORE for all rules). MetricsUnavailableError."""
+    if not rules:
+        return {}
+    with metrics_store() as client:
+        pipe = client.pipeline(transaction=False)
+        for rule in rules:
+            since_ms = int((now - timedelta(minutes=max(1, rule.minutes))).timestamp() * 1000)
+            pipe.zrangebyscore(history_key(rule.pipeline.job_name), since_ms, "+inf")
+        answers = pipe.execute()
+    sums: dict[int, tuple[int, int]] = {}
+    for rule, members in zip(rules, answers, strict=True):
+        events = dead = 0
+        for member in members:
+            try:
+                record = json.loads(member)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                events += int(record.get("input_rows") or 0)
+                dead += int(record.get("dead_letters") or 0)
+        sums[rule.pk] = (events, dead)
+    return sums
+
+
+def _condition(rule: AlertRule, *, now: datetime, readings: Readings) -> Condition:
     pipeline = rule.pipeline
     if rule.kind == RuleKind.PIPELINE_FAILED:
         return _failed(pipeline)
     if rule.kind == RuleKind.DUPLICATES:
-        return _duplicates(rule)
+        return _duplicates(rule, readings.audits.get(pipeline.pk))
     # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on.
     if pipeline.status != PipelineStatus.RUNNING:
         return Condition(active=False)
     if rule.kind == RuleKind.DEAD_LETTER_RATE:
-        return _dead_letter_rate(rule, now=now)
-    if snapshots is None:
+        if readings.dead_letters is None:
+            return UNKNOWN
+        return _dead_letter_rate(rule, *readings.dead_letters.get(rule.pk, (0, 0)))
+    if readings.snapshots is None:
         return UNKNOWN
-    snapshot = snapshots.get(pipeline.pk)
+    snapshot = readings.snapshots.get(pipeline.pk)
     if rule.kind == RuleKind.CONSUMER_LAG:
         return _lag(rule, snapshot, now=now)
     if rule.kind == RuleKind.NO_EVENTS:
@@ -111,8 +158,8 @@ def _failed(pipeline: Pipeline) -> Condition:
     return Condition(active=True, value=1, summary=f"The pipeline failed: {reason}{restart}")
 
 
-def _duplicates(rule: AlertRule) -> Condition:
-    result = latest_result_for_pipeline(pipeline_id=rule.pipeline_id)
+def _duplicates(rule: AlertRule, result: Any) -> Condition:
+    # `result` is the audit's latest 1-hour check (webapp.audits: latest_result_for_pipeline, for all at once).
     if result is None or result.error or result.duplicate_keys is None:
         return UNKNOWN  # no check yet, or the check failed (the audit shows why): neither fire nor resolve
     keys = int(result.duplicate_keys)
@@ -129,12 +176,8 @@ def _duplicates(rule: AlertRule) -> Condition:
     )
 
 
-def _dead_letter_rate(rule: AlertRule, *, now: datetime) -> Condition:
+def _dead_letter_rate(rule: AlertRule, events: int, dead: int) -> Condition:
     window_minutes = max(1, rule.minutes)
-    since_ms = int((now - timedelta(minutes=window_minutes)).timestamp() * 1000)
-    history = pipeline_metrics_history(pipeline=rule.pipeline, since_ms=since_ms, limit=10_000)
-    events = sum(int(r.get("input_rows") or 0) for r in history.records)
-    dead = sum(int(r.get("dead_letters") or 0) for r in history.records)
     if events == 0:
         return Condition(active=False, value=0)
     rate = 100.0 * dead / events

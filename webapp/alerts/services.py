@@ -241,6 +241,7 @@ def alerts_evaluate(*, now: datetime | None = None) -> EvaluationResult:
         AlertRule.objects.filter(Q(enabled=True) | ~Q(state=RuleState.OK)).select_related("pipeline", "pipeline__owner")
     )
     conditions = conditions_for([r for r in rules if r.enabled], now=now)
+    _record_values(rules, conditions, now=now)
     counts = {"fired": 0, "renotified": 0, "resolved": 0}
     for rule in rules:
         condition = conditions.get(rule.pk) or Condition(active=False, summary="The rule was turned off.")
@@ -254,10 +255,19 @@ def alerts_evaluate(*, now: datetime | None = None) -> EvaluationResult:
     return EvaluationResult(rules=len(rules), **counts)
 
 
+def _record_values(rules: list[AlertRule], conditions: dict[int, Condition], *, now: datetime) -> None:
+    """When each rule was evaluated (one UPDATE) and what it measured (only the values that changed)."""
+    AlertRule.objects.filter(pk__in=[r.pk for r in rules]).update(last_evaluated_at=now)
+    changed = []
+    for rule in rules:
+        condition = conditions.get(rule.pk)
+        if condition is not None and condition.active is not None and condition.value != rule.last_value:
+            rule.last_value = condition.value
+            changed.append(rule)
+    AlertRule.objects.bulk_update(changed, ["last_value"])
+
+
 def _evaluate_rule(rule: AlertRule, condition: Condition, *, now: datetime) -> str | None:
-    AlertRule.objects.filter(pk=rule.pk).update(
-        last_evaluated_at=now, **({"last_value": condition.value} if condition.active is not None else {})
-    )
     if condition.active is None:
         return None
     if condition.active:

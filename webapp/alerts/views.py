@@ -96,7 +96,7 @@ def _rule_rows(rules: list[AlertRule], request: HttpRequest, posted_kind: str | 
                 prefix=rule.kind,
                 initial={
                     "enabled": rule.enabled,
-                    "threshold": rule.threshold,
+                    "threshold": int(rule.threshold) if float(rule.threshold).is_integer() else rule.threshold,
                     "minutes": rule.minutes,
                     "renotify_minutes": rule.renotify_minutes,
                 },
@@ -104,6 +104,8 @@ def _rule_rows(rules: list[AlertRule], request: HttpRequest, posted_kind: str | 
         params = RULE_PARAMS[rule.kind]
         form.fields["threshold"].label = params.threshold_label or "Threshold"
         form.fields["minutes"].label = params.minutes_label or "Minutes"
+        for name in ("threshold", "minutes"):
+            form.fields[name].optional_hint = False  # shown only where the rule uses it, and then it is set
         rows.append({"rule": rule, "title": RuleKind(rule.kind).label, "params": params, "form": form})
     return rows
 
