@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from spark_jobs.metrics import FILTER_OBSERVATION
 from spark_jobs.spec import ClickHouseType, parse_clickhouse_type
 
 ERROR = "_cf_error"
@@ -24,6 +25,7 @@ DLQ_ID = "_cf_dlq_id"
 _JSON = "_cf_json"
 _CORRUPT = "_cf_corrupt"
 _RAW = "_cf_raw"
+_FILTERED = "_cf_filtered"
 
 SPARK_TYPES = {
     "string": "string",
@@ -228,10 +230,18 @@ def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
 
 
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
-    """Keep events where the Spark SQL condition is true; dead letters always pass."""
+    """Keep events where the Spark SQL condition is true; dead letters always pass.
+
+    The events dropped are counted, per micro-batch, as Spark's observed metric `FILTER_OBSERVATION`
+    (`filtered_out`): the metrics record reads it from the query's progress, so that the pipeline page's
+    "events read = written + duplicates + dead letters + filtered out" is a check, not a subtraction."""
     if not condition:
         return df
-    return df.where(F.col(ERROR).isNotNull() | F.coalesce(F.expr(condition), F.lit(False)))
+    flagged = df.withColumn(_FILTERED, F.col(ERROR).isNull() & ~F.coalesce(F.expr(condition), F.lit(False)))
+    counted = flagged.observe(
+        FILTER_OBSERVATION, F.coalesce(F.sum(F.col(_FILTERED).cast("long")), F.lit(0)).alias("filtered_out")
+    )
+    return counted.where(~F.col(_FILTERED)).drop(_FILTERED)
 
 
 def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFrame:

@@ -93,6 +93,16 @@
       link.href = link.href.split("?")[0] + "?" + params.toString();
       return;
     }
+    // data-copy="#element-id": copy that element's text (e.g. the audit's query) to the clipboard.
+    var copy = e.target.closest("[data-copy]");
+    if (copy) {
+      e.preventDefault();
+      var source = document.querySelector(copy.getAttribute("data-copy"));
+      if (source && navigator.clipboard) {
+        navigator.clipboard.writeText(source.textContent).then(function () { copy.textContent = "Copied"; });
+      }
+      return;
+    }
     var remove = e.target.closest("[data-remove-row]");
     if (remove) {
       e.preventDefault();

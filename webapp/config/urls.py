@@ -14,6 +14,7 @@ urlpatterns = [
     path("account/tokens/", api_views.token_list, name="account_tokens"),
     # Before the wizard's: its `pipelines/<pk>/<action>/` would take `pipelines/<pk>/alerts/`.
     path("", include("webapp.alerts.urls")),
+    path("", include("webapp.audits.ui_urls")),
     path("", include("webapp.wizard.urls")),
 ]
 
