@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -104,3 +106,23 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, interval: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def job_command(spec_file: Path, checkpoint: Path, *extra: str) -> list[str]:
+    """`python -m spark_jobs.run` on two local cores, without the Spark UI; the secrets stay in the spec file."""
+    return [
+        sys.executable,
+        "-m",
+        "spark_jobs.run",
+        "--spec",
+        str(spec_file),
+        "--checkpoint",
+        str(checkpoint),
+        "--master",
+        "local[2]",
+        "--shuffle-partitions",
+        "2",
+        "--conf",
+        "spark.ui.enabled=false",
+        *extra,
+    ]

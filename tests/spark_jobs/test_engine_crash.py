@@ -6,12 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from engine_helpers import JOB_TIMEOUT, event, make_spec, produce, wait_for
+from engine_helpers import JOB_TIMEOUT, event, job_command, make_spec, produce, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -20,24 +19,7 @@ def start_job(spec_file: Path, checkpoint: Path, log: Path, *extra: str) -> subp
     """`python -m spark_jobs.run` from an unrelated working directory, in its own process group."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "spark_jobs.run",
-                "--spec",
-                str(spec_file),
-                "--checkpoint",
-                str(checkpoint),
-                "--master",
-                "local[2]",
-                "--shuffle-partitions",
-                "2",
-                "--trigger-interval",
-                "200 milliseconds",
-                "--conf",
-                "spark.ui.enabled=false",
-                *extra,
-            ],
+            job_command(spec_file, checkpoint, "--trigger-interval", "200 milliseconds", *extra),
             cwd="/",
             stdout=out,
             stderr=subprocess.STDOUT,

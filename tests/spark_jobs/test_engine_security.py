@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
-from engine_helpers import JOB_TIMEOUT, event, produce
+from engine_helpers import JOB_TIMEOUT, event, job_command, produce
 
 from tests.kafka_security import MODES
 
@@ -54,24 +53,7 @@ def _run_job(job_spec: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]
     spec_file.touch(mode=0o600)
     spec_file.write_text(json.dumps(job_spec))
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spark_jobs.run",
-            "--spec",
-            str(spec_file),
-            "--checkpoint",
-            str(tmp_path / "checkpoint"),
-            "--master",
-            "local[2]",
-            "--shuffle-partitions",
-            "2",
-            "--driver-memory",
-            "1g",
-            "--conf",
-            "spark.ui.enabled=false",
-            "--available-now",
-        ],
+        job_command(spec_file, tmp_path / "checkpoint", "--driver-memory", "1g", "--available-now"),
         cwd="/",
         capture_output=True,
         text=True,
