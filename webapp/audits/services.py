@@ -124,9 +124,15 @@ def audited_table_sync_pipeline(*, pipeline: Pipeline) -> AuditedTable | None:
     target = pipeline_audit_target(version.spec if version else {}, default_database=connection.database)
     if target is None:
         return None
-    audited, _ = AuditedTable.objects.update_or_create(
-        pipeline=pipeline, defaults={"owner_id": pipeline.owner_id, "connection": connection, **target}
-    )
+    wanted = {"owner_id": pipeline.owner_id, "connection_id": connection.pk, **target}
+    audited = AuditedTable.objects.filter(pipeline=pipeline).first()
+    if audited is None:
+        return AuditedTable.objects.create(pipeline=pipeline, **wanted)
+    changed = {name: value for name, value in wanted.items() if getattr(audited, name) != value}
+    if changed:  # only when the deployed spec changed: every round calls this for every running pipeline
+        for name, value in changed.items():
+            setattr(audited, name, value)
+        audited.save(update_fields=[*changed, "updated_at"])
     return audited
 
 

@@ -8,7 +8,7 @@ import pytest
 from localstack.processes import free_port
 from tests.webapp.audits.conftest import insert_orders
 from webapp.audits import selectors, services
-from webapp.audits.models import AuditResult
+from webapp.audits.models import AuditedTable, AuditResult
 from webapp.connections.clickhouse_client import ClickHouseClientError
 from webapp.connections.services import clickhouse_connection_create
 
@@ -24,8 +24,15 @@ def test_a_pipelines_audited_table_comes_from_its_spec(audited_pipeline, pipelin
     assert audited.key_columns == ["order_id"]
     assert audited.time_column == "_cf_ingested_at"
     assert audited.windows == [3600, 6 * 3600]
-    # Syncing again keeps the one row.
-    assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).pk == audited.pk
+    # Syncing again keeps the one row, untouched.
+    again = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+    assert (again.pk, again.updated_at) == (audited.pk, audited.updated_at)
+    # A new deployed spec (another dedup window) updates it.
+    spec = dict(audited_pipeline.spec)
+    spec["dedup"] = {**spec["dedup"], "window": "2h"}
+    version = audited_pipeline.versions.create(number=2, spec=spec)
+    audited_pipeline.current_version = version
+    assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).windows == [3600, 7200]
 
 
 def test_the_audit_counts_exactly_the_duplicate_keys_of_the_window(audited_pipeline, pipeline_table, ch):
@@ -61,6 +68,7 @@ def test_no_duplicates_is_zero_not_an_error(audited_pipeline, pipeline_table, ch
 def test_a_table_without_the_ingestion_column_gets_an_error_that_says_how_to_add_it(
     audited_pipeline, pipeline_table, ch
 ):
+    ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP INDEX _cf_ingested_at_minmax")
     ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP COLUMN _cf_ingested_at")
     audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
 
@@ -85,7 +93,8 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
     closed = clickhouse_connection_create(
         owner=owner, data={"name": "closed", "host": "127.0.0.1", "port": free_port()}
     )
-    audited = services.audited_table_create(
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
         owner=owner, connection=closed, database="db", table="t", key_columns=["k"], time_column="at"
     )
 
@@ -99,7 +108,8 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
 
 
 def test_a_missing_table_is_not_transient_and_is_stored(owner, ch_conn):
-    audited = services.audited_table_create(
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
         owner=owner, connection=ch_conn, database="default", table="no_such_table", key_columns=["k"], time_column="t"
     )
     (result,) = services.audit_check(audited_table=audited, record_transient=False)
