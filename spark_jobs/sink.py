@@ -13,12 +13,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from spark_jobs.connections import (
+    ClickHouseConnectionSpec,
+    clickhouse_connect_kwargs,
+    connection_from_values,
+    write_ca_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,23 +100,35 @@ def with_retries(action: Any, *, what: str, attempts: int = 6, base_delay: float
 # --- clients (cached per Python process: executors' workers are reused) ------------------------------------
 
 _CLIENTS: dict[str, Any] = {}
+_CA_FILES: dict[str, str] = {}  # CA PEM -> its file, for the life of the process (the clients keep reading it)
+
+
+def _ca_file(pem: str) -> str:
+    path = _CA_FILES.get(pem)
+    if path is None or not os.path.exists(path):
+        path = _CA_FILES[pem] = write_ca_file(pem)
+    return path
 
 
 def get_client(conn: dict[str, Any]) -> Any:
+    """A client for `conn`, the spec's `sink.clickhouse` as a dict (secrets revealed): plain values pickle to
+    the executors. TLS (`secure`, `verify`, a private CA in `ssl_ca_pem`) as the web app's connection test."""
     key = json.dumps(conn, sort_keys=True)
     client = _CLIENTS.get(key)
     if client is None:
         import clickhouse_connect
 
+        spec = connection_from_values(ClickHouseConnectionSpec, conn)
+        kwargs = clickhouse_connect_kwargs(spec, ca_cert=_ca_file(spec.ssl_ca_pem) if spec.ssl_ca_pem else None)
         client = with_retries(
             lambda: clickhouse_connect.get_client(
-                **conn,
+                **kwargs,
                 connect_timeout=10,
                 send_receive_timeout=300,
                 compress=False,
                 settings={"insert_deduplicate": 1},
             ),
-            what=f"connecting to ClickHouse at {conn.get('host')}:{conn.get('port')}",
+            what=f"connecting to ClickHouse at {spec.host}:{spec.port}",
         )
         _CLIENTS[key] = client
     return client

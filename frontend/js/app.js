@@ -113,8 +113,10 @@
   });
 
   // Forms that destroy something ask first (the question is in data-confirm; no inline handlers under the CSP).
+  // Capture phase: it runs before "a form posts once" above, which would otherwise mark a form whose question
+  // was answered "Cancel" as submitting and ignore the next click for 15 s.
   document.addEventListener("submit", function (e) {
     var question = e.target.getAttribute && e.target.getAttribute("data-confirm");
     if (question && !window.confirm(question)) e.preventDefault();
-  });
+  }, true);
 })();

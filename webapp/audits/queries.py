@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from webapp.connections.clickhouse_client import ClickHouseSettings, quote_identifier, session
+from spark_jobs.connections import ClickHouseConnectionSpec
+from webapp.connections.clickhouse_client import quote_identifier, session
 
 WINDOW_PARAMETER = "{window_seconds:UInt32}"
 
@@ -50,7 +51,9 @@ def runnable_sql(sql: str, *, window_seconds: int) -> str:
     return sql.replace(WINDOW_PARAMETER, str(int(window_seconds)))
 
 
-def count_duplicates(settings: ClickHouseSettings, *, sql: str, window_seconds: int, timeout: float) -> DuplicateCount:
+def count_duplicates(
+    settings: ClickHouseConnectionSpec, *, sql: str, window_seconds: int, timeout: float
+) -> DuplicateCount:
     """Run the audit query. Raises ClickHouseClientError (`transient` set for network/overload errors)."""
     started = time.monotonic()
     with session(settings, timeout=timeout) as ch:

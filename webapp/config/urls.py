@@ -1,11 +1,15 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from webapp.api import views as api_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Pages without our <link rel="icon"> (the API docs, a JSON answer opened in a tab): browsers ask here.
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("api/v1/", include("webapp.api.urls")),
     path("", include("webapp.health.urls")),
     path("", include("webapp.monitoring.urls")),

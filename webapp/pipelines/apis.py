@@ -15,9 +15,10 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
 from webapp.connections.schema import FIELD_TYPES
-from webapp.pipelines import selectors, services
+from webapp.pipelines import selectors, services, type_fit
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
 
@@ -122,12 +123,16 @@ class PipelineValidateInput(serializers.Serializer):
     kafka_connection = serializers.IntegerField(required=False)
     clickhouse_connection = serializers.IntegerField(required=False)
     check_live = serializers.BooleanField(
-        default=False, help_text="Also check topics and the target table on the systems (needs both connections)."
+        default=False,
+        help_text="Also check topics and the target table on the systems, and sample the topics to check that the "
+        "events fit the mapping, have the dedup keys and a readable event time (needs both connections).",
     )
+    accept_dead_letters = accept_dead_letters_field()
 
 
 class PipelineCheckInput(serializers.Serializer):
     check_live = serializers.BooleanField(default=True)
+    accept_dead_letters = accept_dead_letters_field()
 
 
 class MappingFieldInput(serializers.Serializer):
@@ -142,6 +147,13 @@ class MappingInput(serializers.Serializer):
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
         max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+    )
+    order_by = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="For a new table: the fields of its ORDER BY (their columns are never proposed Nullable).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +179,23 @@ class MappingOutput(serializers.Serializer):
 class ValidationOutput(serializers.Serializer):
     valid = serializers.BooleanField()
     spec = serializers.JSONField(help_text="The normalized spec (secrets masked).")
+    sample = SampleReportOutput(
+        allow_null=True,
+        default=None,
+        help_text="With check_live: per mapped field, dedup key and event time, how the newest events fit. "
+        "A blocking finding is a 400 with this report in `extra.sample`.",
+    )
+
+
+def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: Any) -> dict[str, Any]:
+    """Validate; with `check_live` (and both connections) also check a live sample of the topics."""
+    parsed = services.pipeline_validate(check_live=check_live, **kwargs)
+    report = None
+    if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
+        report = type_fit.sample_check_live(
+            spec=parsed, kafka_connection=kwargs["kafka_connection"], accept_dead_letters=accept_dead_letters
+        )
+    return {"valid": True, "spec": parsed.to_dict(), "sample": report.to_dict() if report else None}
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
@@ -307,8 +336,7 @@ class PipelineSpecValidateApi(APIView):
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
         data.update(_connections(request, data))
-        parsed = services.pipeline_validate(**data)
-        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+        return Response(ValidationOutput(_validated(**data)).data)
 
 
 class PipelineMappingApi(APIView):
@@ -330,6 +358,7 @@ class PipelineMappingApi(APIView):
             clickhouse_connection=connections.get("clickhouse_connection"),
             database=data.get("database"),
             table=data.get("table"),
+            order_by=data["order_by"],
         )
         return Response(MappingOutput(suggestion).data)
 
@@ -345,13 +374,13 @@ class PipelineValidateApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
-        parsed = services.pipeline_validate(
+        result = _validated(
             spec=pipeline.spec or {},
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
-            check_live=data["check_live"],
+            **data,
         )
-        return Response(ValidationOutput({"valid": True, "spec": parsed.to_dict()}).data)
+        return Response(ValidationOutput(result).data)
 
 
 class PipelineStatusApi(APIView):
