@@ -21,6 +21,8 @@ system-deps:
 	@bash localstack/system-deps.sh $(PURPOSE)
 
 up: PURPOSE = up
+# The start banner counts from here (install and system checks included), not from the first service.
+up: export CLEARFLOW_UP_STARTED_AT := $(shell date +%s.%N)
 up: install system-deps
 	@$(PY) -m localstack up
 

@@ -122,8 +122,8 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     django.setup()
     from localstack import processes
+    from spark_jobs.connections import KafkaConnectionSpec
     from webapp.connections.dedup_advisor import analyze_duplicates
-    from webapp.connections.kafka_client import KafkaSettings
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-advisor-bench-"))
     with processes.ProcessGroup(workdir / "logs") as group:
@@ -138,7 +138,7 @@ def main() -> int:
         log(f"loaded {args.events:,} events into {topic} in {time.monotonic() - started:.1f}s")
         rates = parse_rates(values)
         log("parse, two fields pulled: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items()))
-        settings = KafkaSettings(bootstrap_servers=bootstrap)
+        settings = KafkaConnectionSpec(bootstrap_servers=bootstrap)
         rows = []  # (raw events/s, raw events/CPU-s, advisor events/s, advisor events/CPU-s)
         for run in range(1, args.runs + 1):
             raw, raw_cpu = raw_read(bootstrap, topic, args.partitions, args.max_events)

@@ -248,7 +248,18 @@ def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
+def started_at() -> tuple[float, str]:
+    """When the user's command started, and its name: `make up` exports its start (so installing, system checks
+    and migrations count in the banner's time); run directly, it is this process's start."""
+    exported = os.environ.get("CLEARFLOW_UP_STARTED_AT", "")
+    try:
+        return float(exported), "`make up`"
+    except ValueError:
+        return time.time(), "`python -m localstack up`"
+
+
 def up() -> int:
+    started, command = started_at()
     config = StackConfig.from_env()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     os.environ["CLEARFLOW_VAR_DIR"] = str(config.var_dir)
@@ -276,12 +287,11 @@ def up() -> int:
         return 130
 
     group = processes.ProcessGroup(log_dir)
-    started = time.monotonic()
     try:
         for definition in definitions:
             service = group.start(definition)
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
-        _print_banner(config, time.monotonic() - started)
+        _print_banner(config, seconds=time.time() - started, since=command)
         reported: set[str] = set()
         while True:
             for service in group.exited():
@@ -304,12 +314,12 @@ def up() -> int:
         _say("stopped")
 
 
-def _print_banner(config: StackConfig, seconds: float) -> None:
+def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
     password_file = config.var_dir / "secrets" / "admin_password"
     password = os.environ.get("ADMIN_PASSWORD") or password_file.read_text().strip()
     print(
         f"""
-  ClearFlow is up ({seconds:.0f} s).
+  ClearFlow is up, {seconds:.0f} s after {since} started.
 
     Open        {config.url}/
     Log in      admin / {password}

@@ -267,6 +267,11 @@ INT_RANGES: dict[str, tuple[int | None, int | None]] = {
 }
 
 
+# What a value written as text to an IPv4 / IPv6 column must look like (Java regex syntax, for Spark's rlike).
+IPV4_PATTERN = r"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$"
+IPV6_PATTERN = r"^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*$"
+
+
 def decimal_precision_scale(parsed: ClickHouseType) -> tuple[int, int]:
     """(precision, scale) of a Decimal type: Decimal(P, S) or Decimal32/64/128/256(S)."""
     base = parsed.base()
@@ -285,6 +290,8 @@ __all__ = [
     "FLOAT_NAMES",
     "INTEGER_NAMES",
     "INT_RANGES",
+    "IPV4_PATTERN",
+    "IPV6_PATTERN",
     "MAX_TYPE_LENGTH",
     "MAX_TYPE_NESTING",
     "STRING_NAMES",

@@ -27,6 +27,8 @@ from spark_jobs.clickhouse_types import (
 # The one UUID pattern (canonical 8-4-4-4-12 hex): schema inference, the engine's parsing and its UUID columns.
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 UUID_RE = re.compile(UUID_PATTERN)
+# A datetime field's text that is a number: epoch seconds, or milliseconds from 1e11 on (Java regex syntax too).
+EPOCH_NUMBER_PATTERN = r"^\s*-?[0-9]+(\.[0-9]+)?\s*$"
 # ISO-8601 date-times with a date and a time (what inference calls `datetime`; Spark's cast accepts them).
 DATETIME_RE = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*(Z|[+-]\d{2}(:?\d{2})?|UTC)?$", re.IGNORECASE
@@ -229,6 +231,7 @@ def merge_types(a: str | None, b: str | None) -> str | None:
 
 __all__ = [
     "DATETIME_RE",
+    "EPOCH_NUMBER_PATTERN",
     "FIELD_TYPES",
     "FIELD_TYPE_CHOICES",
     "FIELD_TYPE_INFO",

@@ -32,6 +32,8 @@ RECENT_LIMIT = 100
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
+# The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
+FILTER_OBSERVATION = "cf_filter"
 
 
 def latest_key(pipeline: str) -> str:
@@ -124,7 +126,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         duplicates_dropped=duplicates,
         rows_written=written,
         dead_letters=dead,
-        filtered_out=max(0, input_rows - duplicates - late - written - dead),
+        filtered_out=_filtered_out(progress),
         batch_duration_ms=int(
             progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)
         ),
@@ -137,6 +139,15 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
     )
+
+
+def _filtered_out(progress: dict[str, Any]) -> int:
+    """The events the filter dropped in the batch, as counted by the query itself (0 without a filter).
+
+    Counted, not derived from the other counts: so input = written + duplicates + dead letters + filtered
+    out + late is a check that shows an event lost anywhere else."""
+    observed = (progress.get("observedMetrics") or {}).get(FILTER_OBSERVATION) or {}
+    return int(observed.get("filtered_out") or 0)
 
 
 class MetricsPublisher:

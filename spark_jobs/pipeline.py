@@ -21,6 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import dedup, transforms
 from spark_jobs import sink as ch
+from spark_jobs.connections import connection_dict
 from spark_jobs.jars import connector_jars
 from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
 from spark_jobs.source import REDACTION_REGEX, read_kafka
@@ -168,7 +169,7 @@ class BatchWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         sink = self.spec.sink
         writer = ch.PartitionWriter(
-            conn=sink.clickhouse.client_kwargs(),
+            conn=connection_dict(sink.clickhouse, reveal_secrets=True),
             database=sink.clickhouse.database,
             table=sink.table,
             dlq_table=sink.dead_letter_table,
@@ -204,7 +205,9 @@ def start_query(
     spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     stream = build_stream(read_kafka(spark, spec), spec)
     if prepare:
-        ch.prepare_tables(spec.sink.clickhouse.client_kwargs(), table_spec(spec), create=spec.sink.create_table)
+        ch.prepare_tables(
+            connection_dict(spec.sink.clickhouse, reveal_secrets=True), table_spec(spec), create=spec.sink.create_table
+        )
     stats = SinkStats()
     query_name = f"clearflow-{spec.name}"
     listener = make_listener(query_name, stats, MetricsPublisher(spec.name, redis_url))

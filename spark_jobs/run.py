@@ -155,12 +155,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _log_guarantee(spec: PipelineSpec) -> None:
     """Say at start whether replays are dropped (exactly-once) or may be written twice (at-least-once)."""
+    from spark_jobs.connections import connection_dict
     from spark_jobs.sink import table_insert_dedup
 
     sink = spec.sink
     try:
         result = table_insert_dedup(
-            sink.clickhouse.client_kwargs(),
+            connection_dict(sink.clickhouse, reveal_secrets=True),
             database=sink.clickhouse.database,
             table=sink.table,
             window=sink.insert_dedup_window,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import time
@@ -21,6 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jobs.clickhouse_types import quote_ident
+from spark_jobs.connections import (
+    ClickHouseConnectionSpec,
+    clickhouse_connect_kwargs,
+    connection_from_values,
+    write_ca_file,
+)
 from spark_jobs.exactly_once import TABLE_ENGINE_SQL, InsertDedup, insert_dedup_of_table
 
 log = logging.getLogger(__name__)
@@ -37,6 +44,11 @@ DLQ_COLUMNS = (
     ("batch_id", "Int64"),
     ("inserted_at", "DateTime64(3, 'UTC') DEFAULT now64(3)"),
 )
+# Every table the job creates records when each row arrived: the duplicate audit (webapp.audits) counts the
+# keys of recent rows by it. Inserts name their columns, so ClickHouse fills it in (docs/pipeline-spec.md).
+INGESTED_AT_COLUMN = "_cf_ingested_at"
+INGESTED_AT_TYPE = "DateTime64(3, 'UTC') DEFAULT now64(3)"
+INGESTED_AT_INDEX = "_cf_ingested_at_minmax"
 # ClickHouse error codes worth retrying: timeouts, network, overload, too many parts, readonly replica...
 TRANSIENT_CODES = {3, 159, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999, 1000}
 _CODE_RE = re.compile(r"Code: (\d+)")
@@ -86,23 +98,35 @@ def with_retries(action: Any, *, what: str, attempts: int = 6, base_delay: float
 # --- clients (cached per Python process: executors' workers are reused) ------------------------------------
 
 _CLIENTS: dict[str, Any] = {}
+_CA_FILES: dict[str, str] = {}  # CA PEM -> its file, for the life of the process (the clients keep reading it)
+
+
+def _ca_file(pem: str) -> str:
+    path = _CA_FILES.get(pem)
+    if path is None or not os.path.exists(path):
+        path = _CA_FILES[pem] = write_ca_file(pem)
+    return path
 
 
 def get_client(conn: dict[str, Any]) -> Any:
+    """A client for `conn`, the spec's `sink.clickhouse` as a dict (secrets revealed): plain values pickle to
+    the executors. TLS (`secure`, `verify`, a private CA in `ssl_ca_pem`) as the web app's connection test."""
     key = json.dumps(conn, sort_keys=True)
     client = _CLIENTS.get(key)
     if client is None:
         import clickhouse_connect
 
+        spec = connection_from_values(ClickHouseConnectionSpec, conn)
+        kwargs = clickhouse_connect_kwargs(spec, ca_cert=_ca_file(spec.ssl_ca_pem) if spec.ssl_ca_pem else None)
         client = with_retries(
             lambda: clickhouse_connect.get_client(
-                **conn,
+                **kwargs,
                 connect_timeout=10,
                 send_receive_timeout=300,
                 compress=False,
                 settings={"insert_deduplicate": 1},
             ),
-            what=f"connecting to ClickHouse at {conn.get('host')}:{conn.get('port')}",
+            what=f"connecting to ClickHouse at {spec.host}:{spec.port}",
         )
         _CLIENTS[key] = client
     return client
@@ -123,7 +147,14 @@ class TableSpec:
 
 
 def create_table_sql(spec: TableSpec) -> str:
-    columns = ",\n  ".join(f"{quote_ident(name)} {ch_type}" for name, ch_type in spec.columns)
+    elements = [f"{quote_ident(name)} {ch_type}" for name, ch_type in spec.columns]
+    if INGESTED_AT_COLUMN not in {name for name, _ in spec.columns}:
+        # A minmax index lets the audit's time bound skip the parts and granules of older rows.
+        elements.append(f"{quote_ident(INGESTED_AT_COLUMN)} {INGESTED_AT_TYPE}")
+        elements.append(
+            f"INDEX {quote_ident(INGESTED_AT_INDEX)} {quote_ident(INGESTED_AT_COLUMN)} TYPE minmax GRANULARITY 1"
+        )
+    columns = ",\n  ".join(elements)
     order = ", ".join(quote_ident(c) for c in spec.order_by) if spec.order_by else ""
     return (
         f"CREATE TABLE IF NOT EXISTS {quote_ident(spec.database)}.{quote_ident(spec.table)} (\n  {columns}\n)\n"

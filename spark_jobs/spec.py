@@ -5,18 +5,23 @@ No Spark import here: the web app validates specs with this module alone.
 Entry points:
 - `parse_spec(data)` -> `PipelineSpec`, or `SpecError` whose `errors` are `SpecIssue(path, message)` with
   paths such as `sink.columns[2].type`;
-- `PipelineSpec.to_dict(reveal_secrets=False)` / `to_json(...)`. Secrets (Kafka `password`, `ssl_key_pem`,
+- `PipelineSpec.to_dict(reveal_secrets=False)` / `to_json(...)`. Secrets (Kafka `sasl_password`, `ssl_key_pem`,
   ClickHouse `password`) are `SecretStr`: their repr is masked, and `to_dict()` writes them as
   `SECRET_MASK` unless `reveal_secrets=True` (only the job's spec file needs the real values);
-- `parse_window`, and, re-exported for the spec's readers, the field types (`spark_jobs.field_types`: `FIELD_TYPES`,
-  `field_type_compatible`, `default_clickhouse_type`) and ClickHouse types (`spark_jobs.clickhouse_types`:
-  `parse_clickhouse_type`, `clickhouse_type_error`), and `expression_error` (`spark_jobs.expressions`).
+- `parse_window`, `expression_issues`, and, re-exported for the spec's readers, the field types
+  (`spark_jobs.field_types`: `FIELD_TYPES`, `field_type_compatible`, `default_clickhouse_type`) and ClickHouse
+  types (`spark_jobs.clickhouse_types`: `parse_clickhouse_type`, `clickhouse_type_error`), and `expression_error`
+  (`spark_jobs.expressions`).
+
+The connection sections (`KafkaConnectionSpec`, `ClickHouseConnectionSpec`) live in `spark_jobs.connections`,
+with the functions that turn them into client settings.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -31,13 +36,13 @@ from pydantic import (
 )
 
 from spark_jobs.clickhouse_types import ClickHouseType, clickhouse_type_error, parse_clickhouse_type
+from spark_jobs.connections import SECRET_MASK, ClickHouseConnectionSpec, KafkaConnectionSpec
 from spark_jobs.expressions import expression_error
 from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
 
 SPEC_VERSION = 1
 # `sink.insert_dedup_window` was called this until the rename; parse_spec still accepts it (an alias).
 OLD_INSERT_DEDUP_WINDOW = "deduplication_window"
-SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
 KAFKA_METADATA_FIELDS: dict[str, str] = {
@@ -132,53 +137,6 @@ def _check_ident(value: str, what: str) -> str:
     return value
 
 
-class KafkaConnection(BaseModel):
-    model_config = _STRICT
-
-    bootstrap_servers: str = Field(min_length=1)
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    username: str | None = None
-    password: SecretStr | None = None
-    ssl_ca_pem: str | None = None
-    ssl_certificate_pem: str | None = None
-    ssl_key_pem: SecretStr | None = None
-
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _servers(cls, value: str) -> str:
-        for server in value.split(","):
-            host, sep, port = server.strip().rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"invalid server {server.strip()!r}: expected host:port[,host:port...]")
-        return value
-
-    @model_validator(mode="after")
-    def _security(self) -> KafkaConnection:
-        if self.security_protocol.startswith("SASL_"):
-            missing = [name for name in ("sasl_mechanism", "username", "password") if not getattr(self, name)]
-            if missing:
-                raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
-        if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
-            raise ValueError("ssl_certificate_pem and ssl_key_pem go together (client certificate)")
-        return self
-
-    def librdkafka_config(self) -> dict[str, str]:
-        """The librdkafka settings for this connection, secrets included (never log the result)."""
-        config = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
-        if self.security_protocol.startswith("SASL_"):
-            config["sasl.mechanism"] = self.sasl_mechanism or "PLAIN"
-            config["sasl.username"] = self.username or ""
-            config["sasl.password"] = self.password.get_secret_value() if self.password else ""
-        if self.ssl_ca_pem:
-            config["ssl.ca.pem"] = self.ssl_ca_pem
-        if self.ssl_certificate_pem:
-            config["ssl.certificate.pem"] = self.ssl_certificate_pem
-        if self.ssl_key_pem:
-            config["ssl.key.pem"] = self.ssl_key_pem.get_secret_value()
-        return config
-
-
 class FieldSpec(BaseModel):
     model_config = _STRICT
 
@@ -200,7 +158,7 @@ class FieldSpec(BaseModel):
 class SourceSpec(BaseModel):
     model_config = _STRICT
 
-    kafka: KafkaConnection
+    kafka: KafkaConnectionSpec
     topics: list[str] = Field(min_length=1)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     format: Literal["json"] = "json"
@@ -269,33 +227,6 @@ class TransformSpec(BaseModel):
         return value
 
 
-class ClickHouseConnection(BaseModel):
-    model_config = _STRICT
-
-    host: str = Field(min_length=1)
-    port: int = Field(default=8123, ge=1, le=65535)
-    username: str = "default"
-    password: SecretStr = SecretStr("")
-    database: str = "default"
-    secure: bool = False
-
-    @field_validator("database")
-    @classmethod
-    def _database(cls, value: str) -> str:
-        return _check_ident(value, "database name")
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """clickhouse-connect `get_client` arguments, secrets included (never log the result)."""
-        return {
-            "host": self.host,
-            "port": self.port,
-            "username": self.username,
-            "password": self.password.get_secret_value(),
-            "database": self.database,
-            "secure": self.secure,
-        }
-
-
 class ColumnSpec(BaseModel):
     model_config = _STRICT
 
@@ -321,7 +252,7 @@ class ColumnSpec(BaseModel):
 class SinkSpec(BaseModel):
     model_config = _STRICT
 
-    clickhouse: ClickHouseConnection
+    clickhouse: ClickHouseConnectionSpec
     table: str
     create_table: bool = True
     engine: Literal["MergeTree", "ReplacingMergeTree"] = "MergeTree"
@@ -420,6 +351,32 @@ def _walk_secrets(node: Any, reveal: bool) -> None:
             _walk_secrets(item, reveal)
 
 
+def expression_issues(
+    field_paths: Sequence[str], filter_expression: str | None, transforms: Sequence[tuple[str, str]]
+) -> list[SpecIssue]:
+    """The filter's and the transforms' problems (paths `filter`, `transforms[i].name|expression`): the
+    checks `parse_spec` makes, for a caller that checks them before the rest of the spec exists (the wizard's
+    filter step). `transforms` are (name, expression) pairs in order; each may use the ones before it."""
+    issues: list[SpecIssue] = []
+    expression_names = [*field_paths, *KAFKA_METADATA_FIELDS]
+    if filter_expression is not None and filter_expression.strip():
+        error = expression_error(filter_expression, expression_names)
+        if error:
+            issues.append(SpecIssue("filter", error))
+    roots = {p.split(".")[0] for p in field_paths}
+    seen_transforms: list[str] = []
+    for i, (name, expression) in enumerate(transforms):
+        if name in field_paths or name.split(".")[0] in roots:
+            issues.append(SpecIssue(f"transforms[{i}].name", f"'{name}' clashes with a field of the same name"))
+        elif name in seen_transforms:
+            issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{name}' is defined twice"))
+        error = expression_error(expression, [*expression_names, *seen_transforms])
+        if error:
+            issues.append(SpecIssue(f"transforms[{i}].expression", error))
+        seen_transforms.append(name)
+    return issues
+
+
 def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix."""
     issues: list[SpecIssue] = []
@@ -454,24 +411,9 @@ def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
                     SpecIssue("dedup.event_time_field", f"field '{etf}' must have type datetime, not {fields[etf]}")
                 )
 
-    expression_names = [*fields, *KAFKA_METADATA_FIELDS]
-    if spec.filter is not None:
-        error = expression_error(spec.filter, expression_names)
-        if error:
-            issues.append(SpecIssue("filter", error))
-
-    seen_transforms: list[str] = []
-    for i, transform in enumerate(spec.transforms):
-        if transform.name in fields or transform.name.split(".")[0] in {p.split(".")[0] for p in fields}:
-            issues.append(
-                SpecIssue(f"transforms[{i}].name", f"'{transform.name}' clashes with a field of the same name")
-            )
-        elif transform.name in seen_transforms:
-            issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{transform.name}' is defined twice"))
-        error = expression_error(transform.expression, [*expression_names, *seen_transforms])
-        if error:
-            issues.append(SpecIssue(f"transforms[{i}].expression", error))
-        seen_transforms.append(transform.name)
+    issues += expression_issues(
+        list(fields), spec.filter, [(transform.name, transform.expression) for transform in spec.transforms]
+    )
 
     types = spec.field_types()
     sink = spec.sink
@@ -535,13 +477,13 @@ __all__ = [
     "SECRET_MASK",
     "SPEC_VERSION",
     "STATE_STORES",
-    "ClickHouseConnection",
+    "ClickHouseConnectionSpec",
     "ClickHouseType",
     "ColumnSpec",
     "DedupSpec",
     "FieldSpec",
     "FieldType",
-    "KafkaConnection",
+    "KafkaConnectionSpec",
     "PipelineSpec",
     "SinkSpec",
     "SourceSpec",
@@ -552,6 +494,7 @@ __all__ = [
     "clickhouse_type_error",
     "default_clickhouse_type",
     "expression_error",
+    "expression_issues",
     "field_type_compatible",
     "parse_clickhouse_type",
     "parse_spec",

@@ -17,8 +17,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from spark_jobs.clickhouse_types import INT_RANGES, ClickHouseType, decimal_precision_scale, parse_clickhouse_type
-from spark_jobs.field_types import FIELD_TYPES, UUID_PATTERN, always_fits, field_type_info
+from spark_jobs.clickhouse_types import (
+    INT_RANGES,
+    IPV4_PATTERN,
+    IPV6_PATTERN,
+    ClickHouseType,
+    decimal_precision_scale,
+    parse_clickhouse_type,
+)
+from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits, field_type_info
+from spark_jobs.metrics import FILTER_OBSERVATION
 
 ERROR = "_cf_error"
 TIME = "_cf_time"
@@ -26,11 +34,7 @@ DLQ_ID = "_cf_dlq_id"
 _JSON = "_cf_json"
 _CORRUPT = "_cf_corrupt"
 _RAW = "_cf_raw"
-
-_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4_RE = rf"^({_OCTET}\.){{3}}{_OCTET}$"
-_IPV6_RE = r"^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*$"
-_NUMBER_RE = r"^\s*-?[0-9]+(\.[0-9]+)?\s*$"
+_FILTERED = "_cf_filtered"
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ def _to_bool(raw: Column) -> Column:
 def _to_datetime(raw: Column) -> Column:
     numeric = raw.try_cast("double")
     epoch = F.when(F.abs(numeric) >= 1e11, numeric / 1000.0).otherwise(numeric)  # epoch milliseconds or seconds
-    return F.when(raw.rlike(_NUMBER_RE), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
+    return F.when(raw.rlike(EPOCH_NUMBER_PATTERN), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
 
 
 # How each field type (`spark_jobs.field_types`) is read from a value's JSON text. Conversions need Spark, so
@@ -181,10 +185,18 @@ def _nest(typed: dict[str, Column]) -> list[Column]:
 
 
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
-    """Keep events where the Spark SQL condition is true; dead letters always pass."""
+    """Keep events where the Spark SQL condition is true; dead letters always pass.
+
+    The events dropped are counted, per micro-batch, as Spark's observed metric `FILTER_OBSERVATION`
+    (`filtered_out`): the metrics record reads it from the query's progress, so that the pipeline page's
+    "events read = written + duplicates + dead letters + filtered out" is a check, not a subtraction."""
     if not condition:
         return df
-    return df.where(F.col(ERROR).isNotNull() | F.coalesce(F.expr(condition), F.lit(False)))
+    flagged = df.withColumn(_FILTERED, F.col(ERROR).isNull() & ~F.coalesce(F.expr(condition), F.lit(False)))
+    counted = flagged.observe(
+        FILTER_OBSERVATION, F.coalesce(F.sum(F.col(_FILTERED).cast("long")), F.lit(0)).alias("filtered_out")
+    )
+    return counted.where(~F.col(_FILTERED)).drop(_FILTERED)
 
 
 def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFrame:
@@ -231,10 +243,10 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
         return F.lower(out), ok_if | out.rlike(UUID_PATTERN)
     if name == "IPv4":
         out = value.cast("string")
-        return out, ok_if | out.rlike(_IPV4_RE)
+        return out, ok_if | out.rlike(IPV4_PATTERN)
     if name == "IPv6":
         out = value.cast("string")
-        return out, ok_if | out.rlike(_IPV6_RE)
+        return out, ok_if | out.rlike(IPV6_PATTERN)
     if name in INT_RANGES:
         if field_type == "bool":
             out = value.cast("bigint")

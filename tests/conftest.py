@@ -18,6 +18,7 @@ import pytest
 
 from localstack import processes
 from tests.kafka_security import BrokerSecurity, create_scram_users
+from tests.tls_proxy import TlsEndpoint, TlsProxy
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,14 @@ def clickhouse_server(
     data_dir = tmp_path_factory.mktemp("clickhouse") / "data"
     service_group.start(processes.clickhouse(port=port, data_dir=data_dir))
     return ClickHouseAddress("127.0.0.1", port)
+
+
+@pytest.fixture(scope="session")
+def clickhouse_tls(clickhouse_server: ClickHouseAddress) -> Iterator[TlsEndpoint]:
+    """The same ClickHouse over HTTPS, its certificate signed by a private CA (`.ca_pem`): a TLS proxy in front."""
+    proxy = TlsProxy(clickhouse_server.host, clickhouse_server.port)
+    yield proxy.start()
+    proxy.stop()
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,22 @@
 Policy on the decorator: the pipeline tasks go to the pipeline queue (settings.PIPELINE_QUEUE, routed by name),
 are acknowledged late (a worker lost mid-task means the task runs again: `reconcile` is idempotent), and are
 not retried: the watcher's next tick picks up anything left undone.
+
+The duplicate audit's tasks go to the default queue: `audits_schedule` (beat) fans out one
+`audit_table_check` per audited table; a check is retried only on transient ClickHouse errors (network,
+overload), with backoff; its last attempt stores the error as the table's result instead.
+
+The alerts' tasks go to settings.ALERT_QUEUE: `alerts_evaluate` (beat) fires, re-notifies and resolves; each
+delivery is its own `alert_deliver`, retried with backoff on transient errors only (its decorator says so).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
+from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 
 
@@ -39,3 +49,72 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     from worker import supervisor
 
     supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+
+
+@app.task(name="clearflow.alerts_evaluate", acks_late=True, ignore_result=True)
+def alerts_evaluate() -> int:
+    """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,
+    re-notify, resolve. Compare-and-set state changes make an overlapping second run harmless."""
+    from webapp.alerts.services import alerts_evaluate as evaluate
+
+    return evaluate().rules
+
+
+@app.task(
+    name="clearflow.alert_deliver",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    # Retry only what a retry can fix (timeouts, connection errors, HTTP 5xx/429, SMTP 4xx), with exponential
+    # backoff and jitter; a permanent error (other 4xx) is recorded on the delivery by the service, not raised.
+    autoretry_for=(RetryableDeliveryError,),
+    retry_backoff=settings.ALERT_RETRY_BACKOFF_SECONDS,
+    retry_backoff_max=settings.ALERT_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=settings.ALERT_DELIVERY_MAX_RETRIES,
+)
+def alert_deliver(self, *, delivery_id: int) -> None:
+    """One notification on one channel (one task each, so a failing channel never blocks another)."""
+    from webapp.alerts.services import alert_delivery_send
+
+    alert_delivery_send(delivery_id=delivery_id, final_attempt=self.request.retries >= self.max_retries)
+
+
+AUDIT_MAX_RETRIES = 3
+
+
+@app.task(name="clearflow.audits_schedule", acks_late=True, ignore_result=True)
+def audits_schedule() -> int:
+    """Beat: keep running pipelines' audited tables in step, prune old results, one check per table."""
+    from django.conf import settings
+
+    from webapp.audits import selectors, services
+
+    services.audited_tables_sync_pipelines()
+    services.audit_results_prune()
+    ids = selectors.audited_table_ids_due()
+    for audited_table_id in ids:
+        # A check still queued when the next round starts is dropped: the new round has its own.
+        audit_table_check.apply_async(
+            kwargs={"audited_table_id": audited_table_id}, expires=settings.AUDIT_INTERVAL_SECONDS
+        )
+    return len(ids)
+
+
+@app.task(name="clearflow.audit_table_check", bind=True, acks_late=True, ignore_result=True)
+def audit_table_check(self: Any, *, audited_table_id: int) -> None:
+    """Count the duplicate keys of one audited table (each window) and store the results."""
+    from django.conf import settings
+
+    from webapp.audits import selectors, services
+    from webapp.connections.clickhouse_client import ClickHouseClientError
+
+    audited_table = selectors.audited_table_for_check(pk=audited_table_id)
+    if audited_table is None:  # removed since the round was scheduled
+        return
+    last_attempt = self.request.retries >= AUDIT_MAX_RETRIES
+    try:
+        services.audit_check(audited_table=audited_table, record_transient=last_attempt)
+    except ClickHouseClientError as exc:  # only transient ones reach here (record_transient=False)
+        countdown = min(60.0, settings.AUDIT_RETRY_DELAY_SECONDS * 2**self.request.retries)
+        raise self.retry(exc=exc, countdown=countdown, max_retries=AUDIT_MAX_RETRIES) from exc

@@ -93,6 +93,16 @@
       link.href = link.href.split("?")[0] + "?" + params.toString();
       return;
     }
+    // data-copy="#element-id": copy that element's text (e.g. the audit's query) to the clipboard.
+    var copy = e.target.closest("[data-copy]");
+    if (copy) {
+      e.preventDefault();
+      var source = document.querySelector(copy.getAttribute("data-copy"));
+      if (source && navigator.clipboard) {
+        navigator.clipboard.writeText(source.textContent).then(function () { copy.textContent = "Copied"; });
+      }
+      return;
+    }
     var remove = e.target.closest("[data-remove-row]");
     if (remove) {
       e.preventDefault();
@@ -103,8 +113,10 @@
   });
 
   // Forms that destroy something ask first (the question is in data-confirm; no inline handlers under the CSP).
+  // Capture phase: it runs before "a form posts once" above, which would otherwise mark a form whose question
+  // was answered "Cancel" as submitting and ignore the next click for 15 s.
   document.addEventListener("submit", function (e) {
     var question = e.target.getAttribute && e.target.getAttribute("data-confirm");
     if (question && !window.confirm(question)) e.preventDefault();
-  });
+  }, true);
 })();

@@ -46,9 +46,11 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     connection = kafka_connection_create(owner=user, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
     draft = draft_get_or_create(user=user)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": connection.pk}, advance=True)
-    draft_save_step(draft=draft, step="topics", values={"topics": [resent_topic]}, advance=True)
-    fields = [{"path": "event_id", "type": "uuid", "nullable": False}, {"path": "plan", "type": "string"}]
-    draft_save_step(draft=draft, step="sample", values={"fields": fields, "events": []}, advance=True)
+    draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": [resent_topic]}, advance=True)
+    fields = [{"path": "event_id", "type": "uuid"}, {"path": "plan", "type": "string"}]
+    draft_save_step(
+        draft=draft, step="sample", values={"events": []}, spec_changes={"source.fields": fields}, advance=True
+    )
     page.set_default_timeout(20_000)
 
     page.goto(f"{live_server.url}/login/")
@@ -94,5 +96,6 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     page.locator("#next").click()
     expect(page.locator("h1")).to_have_text("Filter and computed fields")
     draft.refresh_from_db()
-    assert draft.data["dedup"]["window"] == "1d" and draft.data["dedup"]["keys"] == ["event_id"]
-    assert draft.data["dedup"]["state_store"] == "auto"
+    dedup = draft.data["spec"]["dedup"]
+    assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
+    assert dedup["state_store"] == "auto"

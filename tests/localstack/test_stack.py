@@ -36,6 +36,8 @@ class Stack:
     env: dict[str, str]
     ports: dict[str, int]
     output_path: Path
+    launched_at: float  # time.time() when the test ran `python -m localstack up`
+    up_at: float = 0.0  # when the banner appeared
 
     @property
     def base_url(self) -> str:
@@ -81,6 +83,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
+    # As the Makefile exports it: `make up` began 30 s before (installing), so the banner counts those too.
+    launched_at = time.time()
+    env["CLEARFLOW_UP_STARTED_AT"] = f"{launched_at - 30:.3f}"
     output_path = var_dir / "up-output.log"
     with open(output_path, "w") as output:
         process = subprocess.Popen(
@@ -91,11 +96,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             stderr=subprocess.STDOUT,
             text=True,
         )
-    stack = Stack(process, env, ports, output_path)
+    stack = Stack(process, env, ports, output_path, launched_at)
     try:
         assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=120), (
             stack.output()
         )
+        stack.up_at = time.time()
         assert process.poll() is None, stack.output()
         yield stack
     finally:
@@ -118,6 +124,31 @@ def test_make_up_starts_every_component_healthy_and_prints_the_login(stack: Stac
     assert f"Open        {stack.base_url}/" in stack.output()
     with urllib.request.urlopen(f"{stack.base_url}/health", timeout=10) as page:
         assert "All components are up." in page.read().decode()
+
+
+def test_the_banner_counts_from_the_start_of_make_up(stack: Stack) -> None:
+    match = re.search(r"ClearFlow is up, (\d+) s after `make up` started\.", stack.output())
+    assert match, stack.output()
+    # 30 s of "installing" before the launch, plus everything up to the banner (migrations included).
+    took = 30 + (stack.up_at - stack.launched_at)
+    assert took - 2 <= int(match.group(1)) <= took + 1
+
+
+def test_make_up_exports_its_start_time(tmp_path: Path) -> None:
+    """The Makefile stamps the start before installing; `python -m localstack up` reads the stamp."""
+    fake_python = tmp_path / "python"
+    fake_python.write_text('#!/bin/sh\necho "started at $CLEARFLOW_UP_STARTED_AT"\n')
+    fake_python.chmod(0o755)
+    before = time.time()
+    result = subprocess.run(
+        ["make", "-s", "-C", str(REPO_ROOT), "up", f"PY={fake_python}", "-o", "install", "-o", "system-deps"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    started = float(result.stdout.strip().removeprefix("started at "))
+    assert before - 1 <= started <= time.time()
 
 
 def test_health_names_the_component_that_is_down(stack: Stack) -> None:

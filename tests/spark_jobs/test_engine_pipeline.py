@@ -170,6 +170,27 @@ def test_filter_and_transforms(spark, kafka_bootstrap, clickhouse_server, ch, ne
     ]
 
 
+def test_every_event_is_accounted_for_and_the_filter_counts_what_it_drops(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path, redis_url
+):
+    """events read = rows written + duplicates dropped + dead letters + filtered out, each counted by itself."""
+    topic = new_topic(1)
+    events = [event(f"k{i}", n=i) for i in range(10)]  # the filter keeps k0, k2, k4, k6, k8
+    produce(kafka_bootstrap, topic, [(0, e) for e in events] + [(0, event("k0", n=0)), (0, b"{not json")])
+    data = make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic], filter="n % 2 = 0")
+    spec = run_available_now(spark, data, tmp_path, redis_url)
+
+    assert ch.command(f"SELECT count() FROM {spec.sink.table}") == 5
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    totals = wait_for(lambda: client.hgetall(f"clearflow:metrics:{spec.name}:totals"))
+    totals = {k.decode(): int(v) for k, v in totals.items() if k != b"since"}
+    assert totals["input_rows"] == 12
+    assert (totals["rows_written"], totals["duplicates_dropped"], totals["dead_letters"]) == (5, 1, 1)
+    assert totals["filtered_out"] == 5
+
+
 def test_spark_rejects_bad_expressions_before_start(spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path):
     topic = new_topic(1)
     data = make_spec(

@@ -99,3 +99,48 @@ def test_a_pipeline_reads_through_the_secured_listener(
             assert secret not in finished.stdout + finished.stderr
     assert ch.query(f"SELECT count(), uniqExact(event_id) FROM default.`{table}`").result_rows == [(UNIQUE, UNIQUE)]
     assert ch.command(f"SELECT count() FROM default.`{table}_dlq`") == 0
+
+
+def test_a_pipeline_writes_to_clickhouse_over_https_with_a_private_ca(
+    django_user_model, kafka_bootstrap, clickhouse_tls, ch, new_topic, tmp_path
+):
+    """The ClickHouse connection that passed "Test connection" with a private CA is what the job writes through."""
+    from webapp.connections.services import (
+        clickhouse_connection_create,
+        clickhouse_connection_test,
+        kafka_connection_create,
+    )
+    from webapp.pipelines.services import pipeline_create, pipeline_job_spec
+
+    owner = django_user_model.objects.create_user("owner", password="owner-pass-123")
+    kafka = kafka_connection_create(owner=owner, data={"name": "events", "bootstrap_servers": kafka_bootstrap})
+    warehouse = clickhouse_connection_create(
+        owner=owner,
+        data={
+            "name": "warehouse over https",
+            "host": clickhouse_tls.host,
+            "port": clickhouse_tls.port,
+            "secure": True,
+            "ssl_ca_pem": clickhouse_tls.ca_pem,
+        },
+    )
+    assert clickhouse_connection_test(connection=warehouse).version
+    topic = new_topic(2)
+    keys = [f"tls-{i:03d}" for i in range(UNIQUE)]
+    records = [(i % 2, event(key, n=i)) for i, key in enumerate(keys)]
+    records += [((i + 1) % 2, event(keys[i], n=-i)) for i in range(DUPLICATES)]
+    produce(kafka_bootstrap, topic, records)
+    table = f"https_{uuid.uuid4().hex[:8]}"
+    pipeline = pipeline_create(
+        owner=owner,
+        name="https-sink",
+        kafka_connection=kafka,
+        clickhouse_connection=warehouse,
+        spec=_stored_spec(topic, table),
+    )
+
+    finished = _run_job(pipeline_job_spec(pipeline=pipeline), tmp_path)
+
+    assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]
+    # Read back over plain HTTP from the server behind the proxy: the rows arrived through HTTPS.
+    assert ch.query(f"SELECT count(), uniqExact(event_id) FROM default.`{table}`").result_rows == [(UNIQUE, UNIQUE)]

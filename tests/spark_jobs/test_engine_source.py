@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from engine_helpers import event, make_spec, produce
 
+from spark_jobs.connections import kafka_connector_options as kafka_options
 from spark_jobs.jars import CONNECTOR_BUNDLE, connector_jars
-from spark_jobs.source import REDACTION_REGEX, SECRET_OPTIONS, kafka_options
+from spark_jobs.source import REDACTION_REGEX, SECRET_OPTIONS
 from spark_jobs.spec import parse_spec
 
 

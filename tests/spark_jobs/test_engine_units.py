@@ -32,11 +32,15 @@ def test_metrics_record_from_progress():
                 "latestOffset": json.dumps({"t": {"0": 45, "1": 60}}),
             }
         ],
+        "observedMetrics": {"cf_filter": {"filtered_out": 4}},
     }
     record = metrics_from_progress("p1", progress, {"rows_written": 60, "dead_letters": 5})
     assert record.batch_id == 7
     assert record.duplicates_dropped == 30
-    assert record.filtered_out == 5
+    # Counted by the query (the filter's observed metric), not what is left over: 1 event of the 100 is
+    # unaccounted for, and the record shows it (100 != 60 + 30 + 5 + 4).
+    assert record.filtered_out == 4
+    assert metrics_from_progress("p1", {**progress, "observedMetrics": {}}, {"rows_written": 60}).filtered_out == 0
     assert record.lag == {"t": {"0": 5, "1": 0}} and record.total_lag == 5
     assert record.state_rows == 500 and record.batch_duration_ms == 1234
     assert json.loads(record.to_json())["pipeline"] == "p1"

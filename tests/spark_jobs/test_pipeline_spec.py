@@ -8,6 +8,7 @@ import json
 import pytest
 
 from spark_jobs import spec as S
+from spark_jobs.connections import librdkafka_config
 
 
 def valid_spec() -> dict:
@@ -137,7 +138,7 @@ def test_dedup_may_be_null():
 def test_sasl_needs_credentials():
     data = valid_spec()
     data["source"]["kafka"].update(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512")
-    assert "username, password" in errors_of(data)["source.kafka"]
+    assert "sasl_username, sasl_password" in errors_of(data)["source.kafka"]
 
 
 def test_secrets_are_masked_in_repr_and_default_dict():
@@ -154,10 +155,10 @@ def test_secrets_are_masked_in_repr_and_default_dict():
     for text in (repr(parsed), str(parsed), parsed.to_json(), json.dumps(parsed.to_dict())):
         assert "kafka-secret" not in text and "KEY-secret" not in text and "ch-secret" not in text
     masked = parsed.to_dict()
-    assert masked["source"]["kafka"]["password"] == S.SECRET_MASK
+    assert masked["source"]["kafka"]["sasl_password"] == S.SECRET_MASK
     revealed = parsed.to_dict(reveal_secrets=True)
     assert revealed["source"]["kafka"]["ssl_key_pem"] == "KEY-secret"
-    config = parsed.source.kafka.librdkafka_config()
+    config = librdkafka_config(parsed.source.kafka)
     assert config["sasl.password"] == "kafka-secret" and config["ssl.key.pem"] == "KEY-secret"
     original = copy.deepcopy(data)
     assert S.parse_spec(revealed) == S.parse_spec(original)
@@ -267,3 +268,25 @@ def test_insert_dedup_window_and_its_old_name():
     both = valid_spec()
     both["sink"].update({"deduplication_window": 2000, "insert_dedup_window": 3000})
     assert "give only one of them" in errors_of(both)["sink"]
+
+
+def test_specs_written_before_the_connection_fields_were_aligned_still_parse():
+    """Stored specs name the Kafka credentials `username`/`password` and have no ClickHouse `verify`/`ssl_ca_pem`."""
+    data = valid_spec()
+    data["source"]["kafka"].update(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", username="svc", password="old-secret"
+    )
+    data["sink"]["clickhouse"] = {"host": "ch", "port": 8443, "password": "", "secure": True}
+    parsed = S.parse_spec(data)
+    kafka = parsed.to_dict(reveal_secrets=True)["source"]["kafka"]
+    assert (kafka["sasl_username"], kafka["sasl_password"]) == ("svc", "old-secret")
+    assert "username" not in kafka and "password" not in kafka
+    clickhouse = parsed.sink.clickhouse
+    assert (clickhouse.secure, clickhouse.verify, clickhouse.ssl_ca_pem) == (True, True, None)
+
+
+def test_a_clickhouse_ca_needs_https():
+    data = valid_spec()
+    data["sink"]["clickhouse"]["ssl_ca_pem"] = "-----BEGIN CERTIFICATE-----"
+    data["sink"]["clickhouse"]["secure"] = False
+    assert "ssl_ca_pem needs secure" in errors_of(data)["sink.clickhouse"]

@@ -79,7 +79,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, SpecError):
         set_rollback()
         errors = [{"path": _spec_path(issue.path), "message": issue.message} for issue in exc.errors]
-        return _response(status.HTTP_400_BAD_REQUEST, "invalid_spec", "The pipeline spec is not valid.", errors)
+        # A SpecError may carry a JSON-able report (the sample check's, `webapp.pipelines.type_fit`).
+        extra = getattr(exc, "extra", None) or {}
+        return _response(
+            status.HTTP_400_BAD_REQUEST, "invalid_spec", "The pipeline spec is not valid.", errors, **extra
+        )
 
     if isinstance(exc, DjangoValidationError):
         set_rollback()

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from webapp.api import apis
+from webapp.audits import urls as audit_urls
 
 app_name = "api"
 
@@ -11,6 +12,9 @@ urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
     path("pipelines/", include("webapp.pipelines.observe_urls")),
+    path("", include("webapp.alerts.api_urls")),
+    path("pipelines/", include(audit_urls.pipeline_urlpatterns)),
+    path("audits/", include(audit_urls.urlpatterns)),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -1,17 +1,24 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from webapp.api import views as api_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Pages without our <link rel="icon"> (the API docs, a JSON answer opened in a tab): browsers ask here.
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("api/v1/", include("webapp.api.urls")),
     path("", include("webapp.health.urls")),
     path("", include("webapp.monitoring.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/tokens/", api_views.token_list, name="account_tokens"),
+    # Before the wizard's: its `pipelines/<pk>/<action>/` would take `pipelines/<pk>/alerts/`.
+    path("", include("webapp.alerts.urls")),
+    path("", include("webapp.audits.ui_urls")),
     path("", include("webapp.wizard.urls")),
 ]
 

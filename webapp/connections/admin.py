@@ -14,24 +14,27 @@ from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
 
 class SecretFieldsForm(forms.ModelForm):
-    secret_fields: tuple[str, ...] = ()
+    """Every field of the model's `EDITABLE_FIELDS`; each of its `SECRET_FIELDS` as an empty password input
+    with a "clear" box beside it (`clear_<name>`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for name in self.secret_fields:
+        for name in self._meta.model.SECRET_FIELDS:
             stored = bool(self.instance.pk and getattr(self.instance, name))
+            label = self.instance._meta.get_field(name).verbose_name
             self.fields[name] = forms.CharField(
-                label=self.instance._meta.get_field(name).verbose_name.capitalize(),
+                label=label.capitalize(),
                 required=False,
                 strip=False,
                 widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
                 help_text="Set — leave empty to keep it." if stored else "Not set.",
             )
+            self.fields[f"clear_{name}"] = forms.BooleanField(required=False, label=f"Clear the stored {label}")
             self.initial[name] = ""
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
-        for name in self.secret_fields:
+        for name in self._meta.model.SECRET_FIELDS:
             if cleaned.get(f"clear_{name}"):
                 cleaned[name] = ""
             elif not cleaned.get(name) and self.instance.pk:
@@ -41,19 +44,12 @@ class SecretFieldsForm(forms.ModelForm):
 
 
 class KafkaConnectionForm(SecretFieldsForm):
-    secret_fields = KafkaConnection.SECRET_FIELDS
-    clear_sasl_password = forms.BooleanField(required=False, label="Clear the stored SASL password")
-    clear_ssl_key_pem = forms.BooleanField(required=False, label="Clear the stored client private key")
-
     class Meta:
         model = KafkaConnection
         fields = ("owner", *KafkaConnection.EDITABLE_FIELDS)
 
 
 class ClickHouseConnectionForm(SecretFieldsForm):
-    secret_fields = ClickHouseConnection.SECRET_FIELDS
-    clear_password = forms.BooleanField(required=False, label="Clear the stored password")
-
     class Meta:
         model = ClickHouseConnection
         fields = ("owner", *ClickHouseConnection.EDITABLE_FIELDS)

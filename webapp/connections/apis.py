@@ -17,7 +17,7 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
-from webapp.connections.models import ClickHouseConnection, KafkaConnection, KafkaSaslMechanism, KafkaSecurityProtocol
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
 KAFKA_TAG = ["Kafka connections"]
 CLICKHOUSE_TAG = ["ClickHouse connections"]
@@ -26,16 +26,31 @@ CLICKHOUSE_TAG = ["ClickHouse connections"]
 # -- serializers ----------------------------------------------------------------------------------------
 
 
-class KafkaConnectionInput(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    bootstrap_servers = serializers.CharField(max_length=1000)
-    security_protocol = serializers.ChoiceField(KafkaSecurityProtocol.choices, default=KafkaSecurityProtocol.PLAINTEXT)
-    sasl_mechanism = serializers.ChoiceField(KafkaSaslMechanism.choices, required=False, allow_blank=True)
-    sasl_username = serializers.CharField(max_length=255, required=False, allow_blank=True)
-    sasl_password = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
-    ssl_ca_pem = serializers.CharField(required=False, allow_blank=True)
-    ssl_certificate_pem = serializers.CharField(required=False, allow_blank=True)
-    ssl_key_pem = serializers.CharField(required=False, allow_blank=True, write_only=True)
+def _input_meta(model: type[KafkaConnection] | type[ClickHouseConnection]) -> type:
+    """Input serializers' Meta: the fields a user sets (`EDITABLE_FIELDS`, read from the spec's connection model);
+    secrets write-only and taken as typed."""
+    return type(
+        "Meta",
+        (),
+        {
+            "model": model,
+            "fields": list(model.EDITABLE_FIELDS),
+            "extra_kwargs": {name: {"write_only": True, "trim_whitespace": False} for name in model.SECRET_FIELDS},
+        },
+    )
+
+
+def _output_fields(model: type[KafkaConnection] | type[ClickHouseConnection], flags: dict[str, str]) -> list[str]:
+    """Outputs show every setting but the secrets; `flags` names the `has_…` field shown after each secret."""
+    fields = ["id"]
+    for name in model.EDITABLE_FIELDS:
+        fields.append(flags[name] if name in model.SECRET_FIELDS else name)
+    return [*fields, "created_at", "updated_at"]
+
+
+class KafkaConnectionInput(serializers.ModelSerializer):
+    # The model's fields and validators; the services validate again (model.clean) and save.
+    Meta = _input_meta(KafkaConnection)
 
 
 class KafkaConnectionOutput(serializers.ModelSerializer):
@@ -44,20 +59,7 @@ class KafkaConnectionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = KafkaConnection
-        fields = [
-            "id",
-            "name",
-            "bootstrap_servers",
-            "security_protocol",
-            "sasl_mechanism",
-            "sasl_username",
-            "has_sasl_password",
-            "ssl_ca_pem",
-            "ssl_certificate_pem",
-            "has_ssl_key",
-            "created_at",
-            "updated_at",
-        ]
+        fields = _output_fields(KafkaConnection, {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"})
 
 
 class KafkaClusterInfoOutput(serializers.Serializer):
@@ -103,16 +105,8 @@ class InferSchemaOutput(serializers.Serializer):
     fields = InferredFieldOutput(many=True)
 
 
-class ClickHouseConnectionInput(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    host = serializers.CharField(max_length=255)
-    port = serializers.IntegerField(min_value=1, max_value=65535, default=8123)
-    secure = serializers.BooleanField(default=False)
-    verify = serializers.BooleanField(default=True)
-    ssl_ca_pem = serializers.CharField(required=False, allow_blank=True)
-    username = serializers.CharField(max_length=255, default="default")
-    password = serializers.CharField(required=False, allow_blank=True, write_only=True, trim_whitespace=False)
-    database = serializers.CharField(max_length=255, default="default")
+class ClickHouseConnectionInput(serializers.ModelSerializer):
+    Meta = _input_meta(ClickHouseConnection)
 
 
 class ClickHouseConnectionOutput(serializers.ModelSerializer):
@@ -120,20 +114,7 @@ class ClickHouseConnectionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = ClickHouseConnection
-        fields = [
-            "id",
-            "name",
-            "host",
-            "port",
-            "secure",
-            "verify",
-            "ssl_ca_pem",
-            "username",
-            "has_password",
-            "database",
-            "created_at",
-            "updated_at",
-        ]
+        fields = _output_fields(ClickHouseConnection, {"password": "has_password"})
 
 
 class ClickHouseServerInfoOutput(serializers.Serializer):

@@ -3,7 +3,9 @@
 One choke point (`_query`) for every statement: values travel as server-side parameters
 (`{name:String}`), never formatted into the SQL text, and errors become one plain-words
 `ClickHouseClientError`. Identifiers that must appear in SQL go through `spark_jobs.clickhouse_types.quote_ident`.
-Clients are created per call and closed before returning; none at import time.
+Clients are created per call and closed before returning; none at import time. Every function takes the spec's
+connection model (`ClickHouseConnectionSpec`); `clickhouse_connect_kwargs` turns it into the client's
+arguments, as in the job's writer, so "Test connection" and the job reach the server the same way.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import contextlib
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
 logger = logging.getLogger(__name__)
@@ -27,22 +29,20 @@ SYSTEM_DATABASES = frozenset({"system", "INFORMATION_SCHEMA", "information_schem
 
 class ClickHouseClientError(ExternalServiceError):
     code = "clickhouse_error"
+    # True when trying again later may succeed (network, overload): what a Celery task retries on.
+    transient: bool = False
+
+
+def _client_error(exc: Exception, settings: ClickHouseConnectionSpec, timeout: float) -> ClickHouseClientError:
+    from spark_jobs.sink import is_transient  # the engine's rule (codes, network errors); no Spark import
+
+    error = ClickHouseClientError(_plain_words(exc, settings, timeout))
+    error.transient = is_transient(exc)
+    return error
 
 
 class ClickHouseNotFoundError(NotFoundError):
     """The database or table asked for does not exist."""
-
-
-@dataclass(frozen=True)
-class ClickHouseSettings:
-    host: str
-    port: int = 8123
-    username: str = "default"
-    password: str = field(default="", repr=False)
-    secure: bool = False
-    verify: bool = True
-    ssl_ca_pem: str | None = None
-    database: str = "default"
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ _CLICKHOUSE_ERROR_RE = re.compile(r"Code: \d+\. DB::Exception: [^\n]*")
 _SERVER_RESPONSE_RE = re.compile(r",? *server response: .*?(?=\(for url |$)", re.DOTALL)
 
 
-def _plain_words(exc: Exception, settings: ClickHouseSettings, timeout: float) -> str:
+def _plain_words(exc: Exception, settings: ClickHouseConnectionSpec, timeout: float) -> str:
     # The server's reply body is kept apart: only ClickHouse's own error text from it is used or repeated.
     full = str(exc)
     clickhouse_error = _CLICKHOUSE_ERROR_RE.search(full)
@@ -107,32 +107,24 @@ def _plain_words(exc: Exception, settings: ClickHouseSettings, timeout: float) -
 
 
 @contextlib.contextmanager
-def _client(settings: ClickHouseSettings, *, timeout: float) -> Iterator[Any]:
+def _client(settings: ClickHouseConnectionSpec, *, timeout: float) -> Iterator[Any]:
     import clickhouse_connect
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     ca_file: str | None = None
     try:
         if settings.ssl_ca_pem:
-            handle, ca_file = tempfile.mkstemp(prefix="clearflow-ca-", suffix=".pem")
-            with os.fdopen(handle, "w") as out:
-                out.write(settings.ssl_ca_pem)
+            ca_file = write_ca_file(settings.ssl_ca_pem)
         try:
             client = clickhouse_connect.get_client(
-                host=settings.host,
-                port=settings.port,
-                username=settings.username,
-                password=settings.password,
-                secure=settings.secure,
-                verify=settings.verify,
-                ca_cert=ca_file,
+                **clickhouse_connect_kwargs(settings, ca_cert=ca_file),
                 connect_timeout=timeout,
                 send_receive_timeout=timeout,
                 query_retries=0,
                 autogenerate_session_id=False,
             )
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+            raise _client_error(exc, settings, timeout) from None
         try:
             yield client
         finally:
@@ -147,35 +139,41 @@ def _query(
     client: Any,
     sql: str,
     parameters: dict[str, Any],
-    settings: ClickHouseSettings,
+    settings: ClickHouseConnectionSpec,
     timeout: float,
     column_formats: dict[str, str] | None = None,
+    query_settings: dict[str, Any] | None = None,
 ) -> Any:
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     try:
         return client.query(
-            sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"}, column_formats=column_formats
+            sql,
+            parameters=parameters,
+            settings={"log_comment": "clearflow-webapp", **(query_settings or {})},
+            column_formats=column_formats,
         )
     except (ClickHouseError, OSError, ValueError) as exc:
-        raise ClickHouseClientError(_plain_words(exc, settings, timeout)) from None
+        raise _client_error(exc, settings, timeout) from None
 
 
-def check_connection(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> ClickHouseServerInfo:
+def check_connection(settings: ClickHouseConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> ClickHouseServerInfo:
     with _client(settings, timeout=timeout) as client:
         result = _query(client, "SELECT version(), (SELECT count() FROM system.databases)", {}, settings, timeout)
         version, databases = result.result_rows[0]
         return ClickHouseServerInfo(version=str(version), database_count=int(databases))
 
 
-def list_databases(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+def list_databases(settings: ClickHouseConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """User databases, sorted; ClickHouse's own (`system`, `information_schema`) left out."""
     with _client(settings, timeout=timeout) as client:
         result = _query(client, "SELECT name FROM system.databases ORDER BY name", {}, settings, timeout)
         return [row[0] for row in result.result_rows if row[0] not in SYSTEM_DATABASES]
 
 
-def list_tables(settings: ClickHouseSettings, *, database: str, timeout: float = DEFAULT_TIMEOUT) -> list[TableInfo]:
+def list_tables(
+    settings: ClickHouseConnectionSpec, *, database: str, timeout: float = DEFAULT_TIMEOUT
+) -> list[TableInfo]:
     with _client(settings, timeout=timeout) as client:
         exists = _query(
             client, "SELECT count() FROM system.databases WHERE name = {db:String}", {"db": database}, settings, timeout
@@ -197,7 +195,7 @@ def list_tables(settings: ClickHouseSettings, *, database: str, timeout: float =
 
 
 def list_columns(
-    settings: ClickHouseSettings, *, database: str, table: str, timeout: float = DEFAULT_TIMEOUT
+    settings: ClickHouseConnectionSpec, *, database: str, table: str, timeout: float = DEFAULT_TIMEOUT
 ) -> list[ColumnInfo]:
     with _client(settings, timeout=timeout) as client:
         exists = _query(
@@ -235,15 +233,23 @@ class ClickHouseSession:
     """Statements on one open client, through the same choke point (`_query`): parameters, never string-built
     values; identifiers from `quote_ident`. Used by the pipelines' dead-letter pages."""
 
-    def __init__(self, client: Any, settings: ClickHouseSettings, timeout: float) -> None:
+    def __init__(self, client: Any, settings: ClickHouseConnectionSpec, timeout: float) -> None:
         self._client = client
         self._settings = settings
         self._timeout = timeout
 
-    def rows(self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()) -> list[tuple]:
-        """The result's rows; `bytes_columns` are returned as raw bytes instead of decoded text."""
+    def rows(
+        self,
+        sql: str,
+        parameters: dict[str, Any],
+        *,
+        bytes_columns: tuple[str, ...] = (),
+        query_settings: dict[str, Any] | None = None,
+    ) -> list[tuple]:
+        """The result's rows; `bytes_columns` are returned as raw bytes instead of decoded text; `query_settings`
+        are ClickHouse settings for this statement (e.g. `max_execution_time`, `readonly`)."""
         formats = dict.fromkeys(bytes_columns, "bytes")
-        return _query(self._client, sql, parameters, self._settings, self._timeout, column_formats=formats).result_rows
+        return _query(self._client, sql, parameters, self._settings, self._timeout, formats, query_settings).result_rows
 
     def command(self, sql: str, parameters: dict[str, Any]) -> None:
         from clickhouse_connect.driver.exceptions import ClickHouseError
@@ -251,7 +257,7 @@ class ClickHouseSession:
         try:
             self._client.command(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+            raise _client_error(exc, self._settings, self._timeout) from None
 
     def stream_rows(
         self, sql: str, parameters: dict[str, Any], *, bytes_columns: tuple[str, ...] = ()
@@ -267,7 +273,7 @@ class ClickHouseSession:
                 for block in stream:
                     yield from block
         except (ClickHouseError, OSError, ValueError) as exc:
-            raise ClickHouseClientError(_plain_words(exc, self._settings, self._timeout)) from None
+            raise _client_error(exc, self._settings, self._timeout) from None
 
     def table_exists(self, *, database: str, table: str) -> bool:
         rows = self.rows(
@@ -278,7 +284,7 @@ class ClickHouseSession:
 
 
 @contextlib.contextmanager
-def session(settings: ClickHouseSettings, *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[ClickHouseSession]:
+def session(settings: ClickHouseConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[ClickHouseSession]:
     """An open client for several statements; closed when the block ends."""
     with _client(settings, timeout=timeout) as client:
         yield ClickHouseSession(client, settings, timeout)

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import orjson
 
+from spark_jobs.connections import KafkaConnectionSpec
 from spark_jobs.spec import DEDUP_WINDOWS, parse_window
-from webapp.connections.kafka_client import KafkaSettings
 from webapp.connections.key_candidates import MISSING, CandidateFinder, KeyCandidate, hashable, lookup
 from webapp.connections.recent_events import RecentEvents
 
@@ -334,7 +334,7 @@ class DuplicateCounter:
 
 
 def analyze_duplicates(
-    settings: KafkaSettings,
+    settings: KafkaConnectionSpec,
     *,
     topics: list[str],
     keys: list[str],

@@ -3,6 +3,8 @@
 One module for everything the web app asks a Kafka cluster (confluent-kafka's AdminClient and Consumer).
 Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
 `KafkaClientError`. Clients are created per call and closed before returning; none at import time.
+Every function takes the spec's connection model (`KafkaConnectionSpec`, from `connection.client_settings()`
+or built directly, as the health check does); `librdkafka_config` turns it into the client's settings.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from spark_jobs.connections import KafkaConnectionSpec, librdkafka_config
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -49,40 +52,6 @@ class KafkaTopicNotFoundError(NotFoundError):
 
 
 @dataclass(frozen=True)
-class KafkaSettings:
-    """How to reach one cluster. Secrets are excluded from `repr` so they never end up in a log line."""
-
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | None = field(default=None, repr=False)
-    ssl_ca_pem: str | None = None
-    ssl_certificate_pem: str | None = None
-    ssl_key_pem: str | None = field(default=None, repr=False)
-
-    def librdkafka_config(self) -> dict[str, Any]:
-        """The librdkafka properties (secrets included) shared by the admin client and the consumer."""
-        config: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self.sasl_mechanism:
-            config["sasl.mechanism"] = self.sasl_mechanism
-        if self.sasl_username is not None:
-            config["sasl.username"] = self.sasl_username
-        if self.sasl_password is not None:
-            config["sasl.password"] = self.sasl_password
-        if self.ssl_ca_pem:
-            config["ssl.ca.pem"] = self.ssl_ca_pem
-        if self.ssl_certificate_pem:
-            config["ssl.certificate.pem"] = self.ssl_certificate_pem
-        if self.ssl_key_pem:
-            config["ssl.key.pem"] = self.ssl_key_pem
-        return config
-
-
-@dataclass(frozen=True)
 class KafkaClusterInfo:
     brokers: list[str]
     topic_count: int
@@ -113,10 +82,10 @@ class SampledEvent:
 # -- errors in plain words ------------------------------------------------------------------------------
 
 
-def _client_config(settings: KafkaSettings, timeout: float, collector: ErrorCollector) -> dict[str, Any]:
+def _client_config(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> dict[str, Any]:
     timeout_ms = max(1000, int(timeout * 1000))
     return {
-        **settings.librdkafka_config(),
+        **librdkafka_config(settings),
         "client.id": "clearflow-webapp",
         "socket.timeout.ms": timeout_ms,
         "socket.connection.setup.timeout.ms": timeout_ms,
@@ -128,7 +97,9 @@ def _client_config(settings: KafkaSettings, timeout: float, collector: ErrorColl
     }
 
 
-def _raise(error: Any, collector: ErrorCollector, settings: KafkaSettings, timeout: float, client: Any = None) -> None:
+def _raise(
+    error: Any, collector: ErrorCollector, settings: KafkaConnectionSpec, timeout: float, client: Any = None
+) -> None:
     error = explain(error, collector, client=client)
     message = plain_words(error, servers=settings.bootstrap_servers, mechanism=settings.sasl_mechanism, timeout=timeout)
     raise KafkaClientError(message) from None
@@ -138,7 +109,7 @@ def _kafka_error(exc: Exception) -> Any:
     return exc.args[0] if exc.args else exc
 
 
-def _admin(settings: KafkaSettings, timeout: float, collector: ErrorCollector) -> Any:
+def _admin(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> Any:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -151,7 +122,7 @@ def _admin(settings: KafkaSettings, timeout: float, collector: ErrorCollector) -
 # -- operations -----------------------------------------------------------------------------------------
 
 
-def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> KafkaClusterInfo:
+def check_connection(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> KafkaClusterInfo:
     """Ask the cluster for its metadata: the brokers and how many topics it has (internal ones left out)."""
     from confluent_kafka import KafkaException
 
@@ -166,7 +137,7 @@ def check_connection(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
     return KafkaClusterInfo(brokers=brokers, topic_count=len(topics), cluster_id=metadata.cluster_id)
 
 
-def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+def list_topic_names(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """Names of the (non-internal) topics, sorted; metadata only, no offsets."""
     from confluent_kafka import KafkaException
 
@@ -179,7 +150,7 @@ def list_topic_names(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOU
     return sorted(name for name in metadata.topics if not name.startswith("__"))
 
 
-def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:
+def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:
     """Every (non-internal) topic with its partition count and an estimated message count, sorted by name.
 
     The offsets of all partitions are asked for in two batched requests (earliest, latest); when the
@@ -219,7 +190,7 @@ def list_topics(settings: KafkaSettings, *, timeout: float = DEFAULT_TIMEOUT) ->
 
 
 def sample_events(
-    settings: KafkaSettings,
+    settings: KafkaConnectionSpec,
     *,
     topics: Sequence[str],
     count: int = 20,
@@ -359,7 +330,7 @@ class ProduceReport:
 
 
 def produce_values(
-    settings: KafkaSettings, messages: Sequence[tuple[str, bytes]], *, timeout: float = 30.0
+    settings: KafkaConnectionSpec, messages: Sequence[tuple[str, bytes]], *, timeout: float = 30.0
 ) -> ProduceReport:
     """Write `(topic, value)` pairs with an idempotent producer (acks=all) and wait up to `timeout` seconds for
     the broker's acknowledgements; what was not acknowledged by then counts as failed (never retried blindly).

@@ -1,5 +1,9 @@
 """Saved, named connections to a Kafka cluster and to a ClickHouse server.
 
+Each model stores exactly the fields of the pipeline spec's connection model (`spark_jobs.connections`:
+`KafkaConnectionSpec`, `ClickHouseConnectionSpec`), plus its owner and name. `to_spec()` gives that model, which
+the web app's clients, the pipeline's spec and the job use; `EDITABLE_FIELDS` and `SECRET_FIELDS` are read from it.
+
 Secrets (passwords, private keys) live in `EncryptedTextField`s: a Fernet token in the database, plain text
 in Python. They are never returned by the API, never shown again in the UI and never logged: the dataclasses
 handed to the clients keep them out of their `repr`.
@@ -7,14 +11,16 @@ handed to the clients keep them out of their `repr`.
 
 from __future__ import annotations
 
+from typing import Any
+
+import pydantic
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, connection_from_values, secret_fields
 from webapp.connections import network_guard
-from webapp.connections.clickhouse_client import ClickHouseSettings
-from webapp.connections.kafka_client import KafkaSettings
 from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
 
@@ -56,6 +62,58 @@ def pem_key_error(text: str) -> str | None:
     return None
 
 
+class SpecBackedConnection(TimeStampedModel):
+    """A saved connection whose fields are those of `SPEC` (the spec's connection model), plus owner and name."""
+
+    SPEC: type[pydantic.BaseModel]
+
+    class Meta:
+        abstract = True
+
+    def to_spec(self) -> Any:
+        """The spec's connection model for this connection, secrets included (`SecretStr`, masked in repr).
+
+        An empty text stands for "not set" where the spec's field defaults to None. Raises pydantic's
+        ValidationError only for a connection that `clean()` would refuse.
+        """
+        values: dict[str, Any] = {}
+        for name, info in self.SPEC.model_fields.items():
+            value = getattr(self, name)
+            values[name] = None if value == "" and info.default is None else value
+        return connection_from_values(self.SPEC, values)
+
+    def spec_errors(self) -> dict[str, list[str]]:
+        """The spec's own checks (the job runs them too), keyed by field: what `clean()` has not caught."""
+        try:
+            self.to_spec()
+        except pydantic.ValidationError as exc:
+            errors: dict[str, list[str]] = {}
+            for error in exc.errors(include_url=False):
+                name = error["loc"][0] if error["loc"] else NON_FIELD_ERRORS
+                field = name if name in self.SPEC.model_fields else NON_FIELD_ERRORS
+                errors.setdefault(str(field), []).append(error["msg"].removeprefix("Value error, "))
+            return errors
+        return {}
+
+    def full_clean(self, exclude: Any = None, validate_unique: bool = True, validate_constraints: bool = True) -> None:
+        """Django's checks, then the spec's (a safety net: `clean()` says the same in the user's words first).
+        A field left out (`exclude`, e.g. one a form already refused) is not reported twice."""
+        super().full_clean(exclude=exclude, validate_unique=validate_unique, validate_constraints=validate_constraints)
+        skipped = set(exclude or ())
+        errors = {name: messages for name, messages in self.spec_errors().items() if name not in skipped}
+        if errors:
+            raise ValidationError(errors)
+
+    def _host_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def client_settings(self) -> Any:
+        """`to_spec()` for opening a connection now: raises ForbiddenAddressError when a host resolves into a
+        forbidden network. Every connection the app or a job makes starts here (DNS may change after saving)."""
+        network_guard.check_hosts(self._host_names())
+        return self.to_spec()
+
+
 class KafkaSecurityProtocol(models.TextChoices):
     PLAINTEXT = "PLAINTEXT", "PLAINTEXT"
     SSL = "SSL", "SSL"
@@ -70,20 +128,11 @@ class KafkaSaslMechanism(models.TextChoices):
     SCRAM_SHA_512 = "SCRAM-SHA-512", "SCRAM-SHA-512"
 
 
-class KafkaConnection(TimeStampedModel):
-    # The fields a user sets, in the order forms show them (services' `data` keys, admin and wizard forms).
-    EDITABLE_FIELDS = (
-        "name",
-        "bootstrap_servers",
-        "security_protocol",
-        "sasl_mechanism",
-        "sasl_username",
-        "sasl_password",
-        "ssl_ca_pem",
-        "ssl_certificate_pem",
-        "ssl_key_pem",
-    )
-    SECRET_FIELDS = ("sasl_password", "ssl_key_pem")
+class KafkaConnection(SpecBackedConnection):
+    SPEC = KafkaConnectionSpec
+    # The fields a user sets, in the order forms show them (services' `data` keys, API, admin and wizard forms).
+    EDITABLE_FIELDS = ("name", *KafkaConnectionSpec.model_fields)
+    SECRET_FIELDS = secret_fields(KafkaConnectionSpec)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kafka_connections")
     name = models.CharField(max_length=100)
@@ -99,6 +148,7 @@ class KafkaConnection(TimeStampedModel):
     ssl_key_pem = EncryptedTextField("client private key (PEM)", blank=True, default="")
 
     class Meta:
+        verbose_name = "Kafka connection"
         ordering = ["name", "id"]
         constraints = [models.UniqueConstraint(fields=["owner", "name"], name="kafka_connection_unique_name_per_owner")]
 
@@ -128,6 +178,8 @@ class KafkaConnection(TimeStampedModel):
                 errors["sasl_mechanism"] = f"{self.security_protocol} needs a SASL mechanism."
             if not self.sasl_username:
                 errors["sasl_username"] = f"{self.security_protocol} needs a user name."
+            if not self.sasl_password:
+                errors["sasl_password"] = f"{self.security_protocol} needs a password."
         elif self.sasl_mechanism:
             errors["sasl_mechanism"] = "A SASL mechanism needs security protocol SASL_PLAINTEXT or SASL_SSL."
         if not self.uses_ssl:
@@ -150,29 +202,15 @@ class KafkaConnection(TimeStampedModel):
         if errors:
             raise ValidationError(errors)
 
-    def client_settings(self) -> KafkaSettings:
-        """What the Kafka client needs, secrets included (kept out of the dataclass's repr).
-
-        Raises ForbiddenAddressError when a bootstrap server resolves into a forbidden network: every
-        connection the app or a job makes starts here.
-        """
-        network_guard.check_hosts(network_guard.bootstrap_hosts(self.bootstrap_servers))
-        return KafkaSettings(
-            bootstrap_servers=",".join(s.strip() for s in self.bootstrap_servers.split(",") if s.strip()),
-            security_protocol=self.security_protocol,
-            sasl_mechanism=self.sasl_mechanism or None,
-            sasl_username=self.sasl_username or None,
-            sasl_password=self.sasl_password or None,
-            ssl_ca_pem=self.ssl_ca_pem or None,
-            ssl_certificate_pem=self.ssl_certificate_pem or None,
-            ssl_key_pem=self.ssl_key_pem or None,
-        )
+    def _host_names(self) -> list[str]:
+        return network_guard.bootstrap_hosts(self.bootstrap_servers)
 
 
-class ClickHouseConnection(TimeStampedModel):
-    # The fields a user sets, in the order forms show them (services' `data` keys, admin and wizard forms).
-    EDITABLE_FIELDS = ("name", "host", "port", "username", "password", "database", "secure", "verify", "ssl_ca_pem")
-    SECRET_FIELDS = ("password",)
+class ClickHouseConnection(SpecBackedConnection):
+    SPEC = ClickHouseConnectionSpec
+    # The fields a user sets, in the order forms show them (services' `data` keys, API, admin and wizard forms).
+    EDITABLE_FIELDS = ("name", *ClickHouseConnectionSpec.model_fields)
+    SECRET_FIELDS = secret_fields(ClickHouseConnectionSpec)
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="clickhouse_connections")
     name = models.CharField(max_length=100)
@@ -188,6 +226,8 @@ class ClickHouseConnection(TimeStampedModel):
     )
 
     class Meta:
+        # Django would derive "click house connection" from the class name.
+        verbose_name = "ClickHouse connection"
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["owner", "name"], name="clickhouse_connection_unique_name_per_owner")
@@ -208,16 +248,5 @@ class ClickHouseConnection(TimeStampedModel):
         if self.host and (problem := network_guard.host_error(self.host)):
             raise ValidationError({"host": problem})
 
-    def client_settings(self) -> ClickHouseSettings:
-        """What the ClickHouse client needs; raises ForbiddenAddressError for a host in a forbidden network."""
-        network_guard.check_hosts([self.host])
-        return ClickHouseSettings(
-            host=self.host,
-            port=self.port,
-            username=self.username,
-            password=self.password,
-            secure=self.secure,
-            verify=self.verify,
-            ssl_ca_pem=self.ssl_ca_pem or None,
-            database=self.database or "default",
-        )
+    def _host_names(self) -> list[str]:
+        return [self.host]

@@ -15,9 +15,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from spark_jobs.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
-    KafkaSettings,
     KafkaTopicNotFoundError,
     _client_config,
     _kafka_error,
@@ -53,7 +53,9 @@ def fair_shares(available: Sequence[int], total: int) -> list[int]:
 class RecentEvents:
     """One bounded read of the newest `max_events` events of `topics` (see the module's docstring)."""
 
-    def __init__(self, settings: KafkaSettings, *, topics: Sequence[str], max_events: int, deadline: float) -> None:
+    def __init__(
+        self, settings: KafkaConnectionSpec, *, topics: Sequence[str], max_events: int, deadline: float
+    ) -> None:
         self.settings = settings
         self.topics = list(dict.fromkeys(topics))
         self.max_events = max(0, int(max_events))

@@ -102,17 +102,19 @@ def check_pipelines() -> str:
 
 
 def check_kafka() -> str:
-    from webapp.connections.kafka_client import KafkaSettings, check_connection
+    from spark_jobs.connections import KafkaConnectionSpec
+    from webapp.connections.kafka_client import check_connection
 
-    info = check_connection(KafkaSettings(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS), timeout=2.5)
+    info = check_connection(KafkaConnectionSpec(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS), timeout=2.5)
     return f"{len(info.brokers)} broker(s), {info.topic_count} topic(s)"
 
 
 def check_clickhouse() -> str:
-    from webapp.connections.clickhouse_client import ClickHouseSettings, check_connection
+    from spark_jobs.connections import ClickHouseConnectionSpec
+    from webapp.connections.clickhouse_client import check_connection
 
     info = check_connection(
-        ClickHouseSettings(
+        ClickHouseConnectionSpec(
             host=settings.CLICKHOUSE_HOST,
             port=settings.CLICKHOUSE_PORT,
             username=settings.CLICKHOUSE_USER,

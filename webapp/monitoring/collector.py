@@ -13,6 +13,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from webapp.alerts.selectors import alert_firing_list
+from webapp.audits.selectors import latest_pipeline_results
 from webapp.monitoring import counters
 from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.metrics_history import MetricsSnapshot, metrics_snapshots, metrics_store
@@ -39,6 +41,7 @@ class ClearFlowCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         pipelines = list(pipeline_monitoring_list())
         yield _status(pipelines)
+        yield _alert_states(pipelines)
         try:
             snapshots = metrics_snapshots(pipelines)
             store_up = True
@@ -48,8 +51,21 @@ class ClearFlowCollector(Collector):
             "clearflow_metrics_store_up", "1 when the metrics store (Redis) answered this scrape.", value=int(store_up)
         )
         yield from _pipeline_series(pipelines, snapshots)
+        yield from _audit_series(pipelines)
         if store_up:
             yield from _app_series()
+
+
+def _alert_states(pipelines: list[Pipeline]) -> Metric:
+    """1 per alert rule that is firing now (one query; rules not firing have no sample)."""
+    firing = GaugeMetricFamily(
+        "clearflow_alert_firing", "1 while the pipeline's alert rule is firing.", labels=[*PIPELINE_LABELS, "rule"]
+    )
+    by_pk = {pipeline.pk: pipeline for pipeline in pipelines}
+    for pipeline_id, kind in alert_firing_list().values_list("pipeline_id", "kind"):
+        if pipeline_id in by_pk:
+            firing.add_metric([*_labels(by_pk[pipeline_id]), kind], 1)
+    return firing
 
 
 def _status(pipelines: list[Pipeline]) -> Metric:
@@ -93,6 +109,32 @@ def _pipeline_series(pipelines: list[Pipeline], snapshots: dict[int, MetricsSnap
                 last_at.add_metric(labels, latest["t_ms"] / 1000)
     yield from totals.values()
     yield from (lag, duration, last_at)
+
+
+def _audit_series(pipelines: list[Pipeline]) -> Iterator[Metric]:
+    """The latest 1-hour duplicate audit of each pipeline's table (webapp.audits), for those audited yet."""
+    keys = GaugeMetricFamily(
+        "clearflow_pipeline_audit_duplicate_keys",
+        "Keys found more than once in the pipeline's table over the last hour, by the latest audit that ran.",
+        labels=PIPELINE_LABELS,
+    )
+    ok = GaugeMetricFamily(
+        "clearflow_pipeline_audit_ok", "1 when the latest audit ran, 0 when it failed.", labels=PIPELINE_LABELS
+    )
+    checked = GaugeMetricFamily(
+        "clearflow_pipeline_audit_timestamp_seconds", "When the latest audit ran.", labels=PIPELINE_LABELS
+    )
+    results = latest_pipeline_results()
+    for pipeline in pipelines:
+        result = results.get(pipeline.pk)
+        if result is None:
+            continue
+        labels = _labels(pipeline)
+        ok.add_metric(labels, int(result.ok))
+        checked.add_metric(labels, result.checked_at.timestamp())
+        if result.duplicate_keys is not None:
+            keys.add_metric(labels, result.duplicate_keys)
+    yield from (keys, ok, checked)
 
 
 def _app_series() -> Iterator[Metric]:

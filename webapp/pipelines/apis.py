@@ -15,10 +15,16 @@ from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import selectors, services, table_dedup
+from webapp.pipelines import selectors, services, table_dedup, type_fit
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.table_dedup_apis import DeliveryOutput, ValidationWarningOutput, delivery_data, validation_data
+from webapp.pipelines.table_dedup_apis import (
+    DeliveryGuaranteeOutput,
+    ValidationWarningOutput,
+    delivery_data,
+    validation_data,
+)
+from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
 
@@ -123,12 +129,16 @@ class PipelineValidateInput(serializers.Serializer):
     kafka_connection = serializers.IntegerField(required=False)
     clickhouse_connection = serializers.IntegerField(required=False)
     check_live = serializers.BooleanField(
-        default=False, help_text="Also check topics and the target table on the systems (needs both connections)."
+        default=False,
+        help_text="Also check topics and the target table on the systems, and sample the topics to check that the "
+        "events fit the mapping, have the dedup keys and a readable event time (needs both connections).",
     )
+    accept_dead_letters = accept_dead_letters_field()
 
 
 class PipelineCheckInput(serializers.Serializer):
     check_live = serializers.BooleanField(default=True)
+    accept_dead_letters = accept_dead_letters_field()
 
 
 class MappingFieldInput(serializers.Serializer):
@@ -143,6 +153,13 @@ class MappingInput(serializers.Serializer):
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
         max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+    )
+    order_by = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="For a new table: the fields of its ORDER BY (their columns are never proposed Nullable).",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +185,28 @@ class MappingOutput(serializers.Serializer):
 class ValidationOutput(serializers.Serializer):
     valid = serializers.BooleanField()
     spec = serializers.JSONField(help_text="The normalized spec (secrets masked).")
-    delivery = DeliveryOutput(allow_null=True, help_text="Only with check_live: what the target table guarantees.")
+    delivery = DeliveryGuaranteeOutput(
+        allow_null=True, help_text="Only with check_live: what the target table guarantees."
+    )
     warnings = ValidationWarningOutput(many=True, help_text="Problems that do not make the spec invalid.")
+    sample = SampleReportOutput(
+        allow_null=True,
+        default=None,
+        help_text="With check_live: per mapped field, dedup key and event time, how the newest events fit. "
+        "A blocking finding is a 400 with this report in `extra.sample`.",
+    )
+
+
+def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: Any) -> dict[str, Any]:
+    """Validate; with `check_live` (and both connections) also check a live sample of the topics."""
+    parsed = services.pipeline_validate(check_live=check_live, **kwargs)
+    report = None
+    if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
+        report = type_fit.sample_check_live(
+            spec=parsed, kafka_connection=kwargs["kafka_connection"], accept_dead_letters=accept_dead_letters
+        )
+    output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
+    return {**output, "sample": report.to_dict() if report else None}
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
@@ -255,7 +292,7 @@ class PipelineListCreateApi(APIView):
 
 
 class PipelineDetailOutput(PipelineOutput):
-    delivery = DeliveryOutput(help_text="What the target table guarantees now (asked from ClickHouse).")
+    delivery = DeliveryGuaranteeOutput(help_text="What the target table guarantees now (asked from ClickHouse).")
 
     class Meta(PipelineOutput.Meta):
         fields = [*PipelineOutput.Meta.fields, "delivery"]
@@ -321,11 +358,7 @@ class PipelineSpecValidateApi(APIView):
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
         data.update(_connections(request, data))
-        parsed = services.pipeline_validate(**data)
-        output = validation_data(
-            parsed, clickhouse_connection=data.get("clickhouse_connection"), check_live=data["check_live"]
-        )
-        return Response(ValidationOutput(output).data)
+        return Response(ValidationOutput(_validated(**data)).data)
 
 
 class PipelineMappingApi(APIView):
@@ -347,6 +380,7 @@ class PipelineMappingApi(APIView):
             clickhouse_connection=connections.get("clickhouse_connection"),
             database=data.get("database"),
             table=data.get("table"),
+            order_by=data["order_by"],
         )
         return Response(MappingOutput(suggestion).data)
 
@@ -362,16 +396,13 @@ class PipelineValidateApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
-        parsed = services.pipeline_validate(
+        result = _validated(
             spec=pipeline.spec or {},
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
-            check_live=data["check_live"],
+            **data,
         )
-        output = validation_data(
-            parsed, clickhouse_connection=pipeline.clickhouse_connection, check_live=data["check_live"]
-        )
-        return Response(ValidationOutput(output).data)
+        return Response(ValidationOutput(result).data)
 
 
 class PipelineStatusApi(APIView):

@@ -1,17 +1,27 @@
 """Map source fields to ClickHouse columns by name, and flag what does not fit (pure functions, no I/O).
 
+The one implementation of the mapping: the API (`POST /pipelines/mapping/`, through
+`selectors.pipeline_mapping_suggest`) and the wizard's mapping step both call it, so they propose the same
+columns and types and flag the same problems.
+
 A field maps to a column of the same name, compared without case and with the dots of nested paths read
-as underscores (`customer.name` -> `customer_name`). For a new table every field gets a column with the
-spec module's default type (Nullable when the field is optional).
+as underscores (`customer.name` -> `customer_name`). Columns that ClickHouse computes itself
+(MATERIALIZED, ALIAS) are never written. For a new table every field gets a column with the spec module's
+default type, Nullable when the field is sometimes missing, except in the ORDER BY (a sorting key cannot be
+Nullable).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from spark_jobs.spec import default_clickhouse_type, field_type_compatible, parse_clickhouse_type
+from spark_jobs.clickhouse_types import parse_clickhouse_type
+from spark_jobs.field_types import default_clickhouse_type, field_type_compatible
 from webapp.connections.clickhouse_client import ColumnInfo
+
+# Columns whose value ClickHouse computes: an INSERT may not name them.
+COMPUTED_KINDS = ("MATERIALIZED", "ALIAS")
 
 
 @dataclass(frozen=True)
@@ -45,40 +55,62 @@ def _key(name: str) -> str:
     return column_name_for(name).lower()
 
 
-def _nullable(type_sql: str) -> str:
+def writable(column: ColumnInfo) -> bool:
+    """Whether an insert can give `column` a value (MATERIALIZED and ALIAS columns are computed)."""
+    return column.default_kind not in COMPUTED_KINDS
+
+
+def proposed_type(source: SourceField, *, in_order_by: bool = False) -> str:
+    """The column type proposed for a new table: the spec module's default, Nullable when the field is
+    sometimes missing (so a missing value stays NULL), but never for a column of the ORDER BY."""
+    type_sql = default_clickhouse_type(source.type)
+    if not source.nullable or in_order_by:
+        return type_sql
     parsed = parse_clickhouse_type(type_sql)
     if parsed.nullable or parsed.name in ("JSON", "Array", "Map", "LowCardinality"):
         return type_sql
     return f"Nullable({type_sql})"
 
 
-def suggest_mapping(fields: Sequence[SourceField], columns: Sequence[ColumnInfo] | None) -> MappingSuggestion:
-    """Columns for `fields`: into the existing `columns`, or (None) for a table yet to be created."""
+def check_column(source: SourceField, column: ColumnInfo) -> tuple[bool, str]:
+    """(compatible, problem) for writing `source` into the existing `column`; compatible with a problem is a
+    warning (a field sometimes missing, into a column that needs a value)."""
+    if not writable(column):
+        return False, (
+            f"'{column.name}' is a {column.default_kind} column: ClickHouse computes it, an insert cannot write it"
+        )
+    if not field_type_compatible(source.type, column.type):
+        return False, f"a {source.type} field cannot be written to {column.type}"
+    if source.nullable and not column.nullable and not column.default_kind:
+        return True, f"'{source.path}' is sometimes missing but '{column.name}' is not Nullable and has no default"
+    return True, ""
+
+
+def suggest_mapping(
+    fields: Sequence[SourceField], columns: Sequence[ColumnInfo] | None, *, order_by: Collection[str] = ()
+) -> MappingSuggestion:
+    """Columns for `fields`: into the existing `columns`, or (None) for a table yet to be created, whose
+    ORDER BY holds the fields `order_by`."""
     if columns is None:
-        mapped = []
-        for source in fields:
-            type_sql = default_clickhouse_type(source.type)
-            mapped.append(
-                ColumnMapping(
-                    field=source.path,
-                    column=column_name_for(source.path),
-                    type=_nullable(type_sql) if source.nullable else type_sql,
-                    compatible=True,
-                )
+        mapped = [
+            ColumnMapping(
+                field=source.path,
+                column=column_name_for(source.path),
+                type=proposed_type(source, in_order_by=source.path in order_by),
+                compatible=True,
             )
+            for source in fields
+        ]
         return MappingSuggestion(columns=mapped)
 
     by_key = {_key(source.path): source for source in fields}
     mapped, used = [], set()
     for column in columns:
         source = by_key.get(_key(column.name))
-        if source is None or column.default_kind in ("MATERIALIZED", "ALIAS"):
+        if source is None or not writable(column):
             continue
         used.add(source.path)
-        compatible = field_type_compatible(source.type, column.type)
-        problem = "" if compatible else f"a {source.type} field cannot be written to {column.type}"
-        if compatible and source.nullable and not column.nullable and not column.default_kind:
-            problem = f"'{source.path}' is sometimes missing but '{column.name}' is not Nullable and has no default"
+        compatible, problem = check_column(source, column)
         mapped.append(
             ColumnMapping(
                 field=source.path, column=column.name, type=column.type, compatible=compatible, problem=problem

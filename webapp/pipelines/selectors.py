@@ -53,15 +53,17 @@ def pipeline_mapping_suggest(
     clickhouse_connection: ClickHouseConnection | None = None,
     database: str | None = None,
     table: str | None = None,
+    order_by: Sequence[str] = (),
 ) -> MappingSuggestion:
     """Columns for the fields: into an existing `database.table` (read from ClickHouse), or for a new table
-    when `table` is None. Raises ClickHouseNotFoundError / ClickHouseClientError for the existing table."""
+    (ORDER BY the fields `order_by`) when `table` is None. Raises ClickHouseNotFoundError /
+    ClickHouseClientError for the existing table."""
     columns = None
     if table is not None and clickhouse_connection is not None:
         columns = clickhouse_client.list_columns(
             clickhouse_connection.client_settings(), database=database or clickhouse_connection.database, table=table
         )
-    return suggest_mapping(fields, columns)
+    return suggest_mapping(fields, columns, order_by=order_by)
 
 
 def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:

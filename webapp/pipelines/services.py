@@ -24,9 +24,10 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
+from webapp.alerts.services import alert_rules_create_defaults
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import dispatch, specs
+from webapp.pipelines import dispatch, stored_specs
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
 
 S = PipelineStatus
@@ -49,7 +50,7 @@ def _check_connections(
 
 
 def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
-    if problem := specs.name_error(name):
+    if problem := stored_specs.name_error(name):
         raise ValidationError({"name": problem})
     others = Pipeline.objects.filter(owner=owner, name=name)
     if exclude_pk is not None:
@@ -65,7 +66,7 @@ def pipeline_validate(
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     check_live: bool = False,
-) -> specs.PipelineSpec:
+) -> stored_specs.PipelineSpec:
     """Parse and check a spec; return the typed `PipelineSpec` or raise `SpecError` with every problem.
 
     `source.kafka` and `sink.clickhouse` (except its `database`) are filled from the connections when
@@ -75,11 +76,11 @@ def pipeline_validate(
     come in the same SpecError, with spec paths. Unreachable systems raise KafkaClientError /
     ClickHouseClientError instead.
     """
-    parsed = specs.parse(
+    parsed = stored_specs.parse(
         spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
     )
     if check_live and kafka_connection is not None and clickhouse_connection is not None:
-        specs.check_live(parsed, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
+        stored_specs.check_live(parsed, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
     return parsed
 
 
@@ -106,7 +107,7 @@ def pipeline_create(
     """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets)."""
     _check_connections(owner=owner, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
     _check_name(owner=owner, name=name, exclude_pk=None)
-    stored = specs.to_stored(
+    stored = stored_specs.to_stored(
         pipeline_validate(
             spec=spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
         )
@@ -122,6 +123,8 @@ def pipeline_create(
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
     pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
     pipeline.save(update_fields=["current_version", "updated_at"])
+    # Every pipeline starts with the default alert rules (docs/alerts.md); the owner edits them on its alerts page.
+    alert_rules_create_defaults(pipeline=pipeline)
     return pipeline
 
 
@@ -154,7 +157,7 @@ def pipeline_update(
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
     base_spec = pipeline.spec if spec is None else spec
-    stored = specs.to_stored(
+    stored = stored_specs.to_stored(
         pipeline_validate(
             spec=base_spec, name=new_name, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse
         )
@@ -179,7 +182,7 @@ def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
     deployed, current = pipeline.deployed_version, pipeline.current_version
     if deployed is None or current is None or deployed.pk == current.pk or not pipeline.runs.exists():
         return []
-    return specs.checkpoint_incompatibilities(deployed.spec, current.spec)
+    return stored_specs.checkpoint_incompatibilities(deployed.spec, current.spec)
 
 
 def _locked(pipeline: Pipeline) -> Pipeline:
@@ -327,7 +330,7 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
     version = version or pipeline.deployed_version or pipeline.current_version
     if version is None:
         raise ConflictError("The pipeline has no spec.")
-    job_spec = specs.with_connections(
+    job_spec = stored_specs.with_connections(
         version.spec, kafka_connection=pipeline.kafka_connection, clickhouse_connection=pipeline.clickhouse_connection
     )
     return {**job_spec, "name": pipeline.job_name}

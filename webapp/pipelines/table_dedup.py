@@ -57,12 +57,12 @@ def spec_insert_dedup(*, parsed: PipelineSpec, connection: ClickHouseConnection)
 def _pipeline_spec(pipeline: Pipeline) -> PipelineSpec:
     """The pipeline's current spec, parsed; ApplicationError when it has none that is valid."""
     from spark_jobs.spec import SpecError
-    from webapp.pipelines import specs
+    from webapp.pipelines import stored_specs
 
     if not pipeline.spec or pipeline.clickhouse_connection is None:
         raise ApplicationError("The pipeline has no spec or no ClickHouse connection yet.")
     try:
-        return specs.parse(
+        return stored_specs.parse(
             pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,

@@ -18,7 +18,7 @@ from webapp.pipelines import selectors, table_dedup
 TAG = ["Pipelines"]
 
 
-class DeliveryOutput(serializers.Serializer):
+class DeliveryGuaranteeOutput(serializers.Serializer):
     guarantee = serializers.ChoiceField(
         [EXACTLY_ONCE, AT_LEAST_ONCE, "unknown"],
         help_text="exactly-once when the target table drops replayed inserts (or ClearFlow creates it).",
@@ -66,12 +66,18 @@ class TableDedupEnableApi(APIView):
             "`delivery` shows (`ALTER TABLE ... MODIFY SETTING non_replicated_deduplication_window = N`)."
         ),
         request=None,
-        responses={200: DeliveryOutput, **ERROR_RESPONSES},
+        responses={200: DeliveryGuaranteeOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         result = table_dedup.pipeline_table_dedup_enable(pipeline=pipeline)
-        return Response(DeliveryOutput(delivery_data(result)).data)
+        return Response(DeliveryGuaranteeOutput(delivery_data(result)).data)
 
 
-__all__ = ["DeliveryOutput", "TableDedupEnableApi", "ValidationWarningOutput", "delivery_data", "validation_data"]
+__all__ = [
+    "DeliveryGuaranteeOutput",
+    "TableDedupEnableApi",
+    "ValidationWarningOutput",
+    "delivery_data",
+    "validation_data",
+]

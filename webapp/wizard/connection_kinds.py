@@ -40,3 +40,28 @@ def connection_data(form: django_forms.ModelForm, names: Any = None) -> dict[str
     """The service's `data` from a valid connection form: its fields (or `names`), empty text for None."""
     values = {name: form.cleaned_data.get(name) for name in (form._meta.fields if names is None else names)}
     return {k: ("" if v is None and k != "port" else v) for k, v in values.items()}
+
+
+def test_error_field(kind: ConnectionKind, message: str) -> str | None:
+    """The form field a failed connection test points at, from the client's plain-words message (None: the form
+    as a whole, e.g. too many tests)."""
+    lowered = message.lower()
+    if "too many connection tests" in lowered:
+        return None
+    if "user name or password" in lowered:
+        return "sasl_password" if kind.slug == "kafka" else "password"
+    if kind.slug == "kafka":
+        if "client certificate" in lowered:
+            return "ssl_certificate_pem"
+        if "certificate" in lowered or "tls" in lowered:
+            return "ssl_ca_pem"
+        if "security protocol" in lowered or "sasl" in lowered:
+            return "security_protocol"
+        return "bootstrap_servers"
+    if "database" in lowered:
+        return "database"
+    if "https" in lowered or "certificate" in lowered:
+        return "ssl_ca_pem"
+    if "connection refused" in lowered:
+        return "port"
+    return "host"

@@ -18,6 +18,7 @@ from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.connection_kinds import connection_data, connection_kind
 from webapp.wizard.steps.common import add_validation_errors
+from webapp.wizard.steps.connection import SAVE_ANYWAY, test_before_saving
 
 
 @login_required
@@ -39,6 +40,7 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     spec = connection_kind(kind)
     connection = spec.get(user=request.user, pk=pk)
     secrets = spec.secrets
+    save_anyway = None
     if request.method == "POST":
         changing = {name for name in secrets if request.POST.get(f"change_{name}") == "on"}
         data = request.POST.copy()
@@ -47,7 +49,12 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
                 # Validate against the stored secret without ever sending it to the browser.
                 data[name] = getattr(connection, name)
         form = spec.new_form(data, instance=spec.get(user=request.user, pk=pk), prefix=None)
-        if form.is_valid():
+        if form.is_valid() and request.POST.get("action") != SAVE_ANYWAY:
+            # As in the wizard: a change that breaks the connection is not saved unless the user says so.
+            outcome = test_before_saving(request.user, spec, connection_data(form), form)
+            if outcome == "unreachable":
+                save_anyway = {"secrets_typed": bool(changing)}
+        if form.is_valid():  # False once the test above put its error next to a field
             values = connection_data(form, [f for f in form._meta.fields if f not in secrets or f in changing])
             try:
                 spec.update(connection=connection, data=values)
@@ -65,6 +72,7 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
             "kind": kind,
             "kind_label": spec.label,
             "connection": connection,
+            "save_anyway": save_anyway,
             "form": form,
             "secrets": [
                 {

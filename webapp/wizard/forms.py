@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.conf import settings
 
 from spark_jobs.spec import DEDUP_WINDOWS, STATE_STORES
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
@@ -43,6 +44,8 @@ class _ConnectionChoiceForm(forms.Form):
             self.fields["connection"].queryset = connections
         if connections is not None and not connections.exists():
             self.fields["source"].initial = "new"
+        # Needed when "A saved connection" is chosen (checked in clean()): not marked "(optional)".
+        self.fields["connection"].optional_hint = False
 
     def clean(self):
         cleaned = super().clean()
@@ -57,6 +60,18 @@ class KafkaChoiceForm(_ConnectionChoiceForm):
 
 class ClickHouseChoiceForm(_ConnectionChoiceForm):
     pass
+
+
+def offer_configured_defaults(form: forms.ModelForm, defaults: dict[str, object], given: dict | None) -> None:
+    """A new connection starts from the addresses the app is configured with (KAFKA_BOOTSTRAP_SERVERS,
+    CLICKHOUSE_HOST/PORT/USER: what `make up` and docker-compose run); what the user typed before wins. The
+    password is not offered: a secret is never sent to the browser."""
+    if form.is_bound or form.instance.pk is not None:
+        return
+    for name, value in defaults.items():
+        # form.initial also holds the model's own defaults (port 8123): only what was `given` is kept.
+        if value not in (None, "") and name not in (given or {}):
+            form.initial[name] = value
 
 
 class KafkaConnectionForm(forms.ModelForm):
@@ -81,6 +96,7 @@ class KafkaConnectionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("prefix", "new")
         super().__init__(*args, **kwargs)
+        offer_configured_defaults(self, {"bootstrap_servers": settings.KAFKA_BOOTSTRAP_SERVERS}, kwargs.get("initial"))
         self.fields["name"].widget.attrs["placeholder"] = "e.g. Production events"
         # Needed for SASL_* (the model says so): not marked "(optional)".
         for name in ("sasl_mechanism", "sasl_username", "sasl_password"):
@@ -100,6 +116,15 @@ class ClickHouseConnectionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("prefix", "new")
         super().__init__(*args, **kwargs)
+        offer_configured_defaults(
+            self,
+            {
+                "host": settings.CLICKHOUSE_HOST,
+                "port": settings.CLICKHOUSE_PORT,
+                "username": settings.CLICKHOUSE_USER,
+            },
+            kwargs.get("initial"),
+        )
         self.fields["name"].widget.attrs["placeholder"] = "e.g. Analytics cluster"
         self.fields["password"].required = False
 

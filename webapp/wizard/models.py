@@ -1,15 +1,20 @@
 """Resumable wizard state: one draft per user for a new pipeline, and one per pipeline being edited.
 
-`data` holds what the user entered, step by step (`data["kafka"]`, `data["topics"]`, ...), never a secret:
-a new connection is saved (encrypted) by the connections service when its step is submitted and the draft
-keeps only its id. `step` is where the user is; `reached` is the furthest step they may open.
+`data` holds what the user entered, never a secret: a partial pipeline spec in the spec's own words
+(`data["spec"]`, see `webapp.wizard.draft_spec`) and, per step, what a spec has no place for
+(`data["kafka"]["connection_id"]`, the sampled events, ...). A new connection is saved (encrypted) by the
+connections service when its step is submitted and the draft keeps only its id. `step` is where the user
+is; `reached` is the furthest step they may open.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
+from webapp.wizard.draft_spec import spec_value
 from webapp.wizard.steps import SLUGS
 
 
@@ -40,9 +45,13 @@ class WizardDraft(models.Model):
         return f"Draft of {self.user} for {target} at {self.step}"
 
     def section(self, slug: str) -> dict:
-        """The stored data of one step (an empty dict if the step was never saved)."""
+        """What a step keeps beside the spec (an empty dict if the step was never saved)."""
         value = self.data.get(slug)
         return value if isinstance(value, dict) else {}
+
+    def spec_value(self, path: str, default: Any = None) -> Any:
+        """The partial spec's value at a dotted path, e.g. `draft.spec_value("source.topics", [])`."""
+        return spec_value(self.data, path, default)
 
     @property
     def reached_index(self) -> int:

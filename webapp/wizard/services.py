@@ -1,28 +1,36 @@
 """Writes on wizard drafts: create or resume, save a step, move between steps, discard.
 
-The draft is the wizard's memory: every submitted step is stored (valid data in `data[step]`, and what was
-typed into a step left with Back in `data["_raw"][step]`), so a reload or a later visit resumes it.
+The draft is the wizard's memory: every submitted step is stored (in the spec's own words in the partial
+spec `data["spec"]`, what a spec has no place for in `data[step]`, and what was typed into a step, not yet
+valid, in `data["_raw"][step]`: kept as it is typed, on Back and on a failed Next), so a reload, Back or a
+later visit shows it again. See `webapp.wizard.draft_spec`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.wizard.draft_spec import SPEC_KEY, partial_spec, with_changes
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps import SLUGS, step_index
 
 RAW_KEY = "_raw"
+# The ids of the connections this draft saved, per kind: entering such a one's name again corrects it.
+SAVED_HERE_KEY = "_saved_connections"
 # Never kept in a draft: secrets typed into a "new connection" form, and Django's own fields.
 _RAW_SKIP = {"csrfmiddlewaretoken", "action"}
-_SECRET_SUFFIXES = ("password", "key_pem", "key_password")
+# The connections' secret fields (read from the spec's connection models), and anything else named like one.
+_SECRET_SUFFIXES = (*KafkaConnection.SECRET_FIELDS, *ClickHouseConnection.SECRET_FIELDS, "password", "key_pem")
 
 
 def draft_get_or_create(*, user: Any, pipeline: Any = None, initial_data: dict | None = None) -> WizardDraft:
     """The user's draft for a new pipeline (pipeline=None) or for editing `pipeline`; created if missing.
 
-    A new edit draft starts from `initial_data` (the pipeline's current spec turned into wizard data) and
+    A new edit draft starts from `initial_data` (`draft_spec.edit_draft_data` of the pipeline's spec) and
     may open every step at once.
     """
     draft = WizardDraft.objects.filter(user=user, pipeline=pipeline).first()
@@ -40,10 +48,22 @@ def draft_get_or_create(*, user: Any, pipeline: Any = None, initial_data: dict |
     return draft
 
 
-def draft_save_step(*, draft: WizardDraft, step: str, values: dict[str, Any], advance: bool) -> WizardDraft:
-    """Store a step's validated values; with `advance`, move on to the next step (and unlock it)."""
+def draft_save_step(
+    *,
+    draft: WizardDraft,
+    step: str,
+    values: dict[str, Any] | None = None,
+    spec_changes: Mapping[str, Any] | None = None,
+    advance: bool,
+) -> WizardDraft:
+    """Store a step's validated input: `spec_changes` (dotted spec paths -> values, see
+    `draft_spec.with_changes`) into the draft's partial spec, and `values` (what the spec has no place for)
+    as the step's own section; with `advance`, move on to the next step (and unlock it)."""
     data = dict(draft.data)
-    data[step] = values
+    if values is not None:
+        data[step] = values
+    if spec_changes:
+        data[SPEC_KEY] = with_changes(partial_spec(data), spec_changes)
     raw = dict(data.get(RAW_KEY) or {})
     raw.pop(step, None)
     data[RAW_KEY] = raw
@@ -59,28 +79,60 @@ def draft_save_step(*, draft: WizardDraft, step: str, values: dict[str, Any], ad
     return draft
 
 
-def draft_update_section(*, draft: WizardDraft, step: str, changes: dict[str, Any]) -> WizardDraft:
-    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample) without moving."""
+def draft_update_section(
+    *,
+    draft: WizardDraft,
+    step: str,
+    changes: dict[str, Any] | None = None,
+    spec_changes: Mapping[str, Any] | None = None,
+) -> WizardDraft:
+    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample), and `spec_changes`
+    into the partial spec, without moving."""
     data = dict(draft.data)
-    section = dict(data.get(step) or {})
-    section.update(changes)
-    data[step] = section
+    if changes:
+        section = dict(data.get(step) or {})
+        section.update(changes)
+        data[step] = section
+    if spec_changes:
+        data[SPEC_KEY] = with_changes(partial_spec(data), spec_changes)
     draft.data = data
     draft.save(update_fields=["data", "updated_at"])
     return draft
 
 
-def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any) -> WizardDraft:
-    """Remember what was typed into `step` (not validated, secrets left out) and go one step back."""
+@transaction.atomic
+def draft_keep_raw(*, draft: WizardDraft, step: str, post: Any, go_back: bool = True) -> WizardDraft:
+    """Remember what was typed into `step` (not validated, secrets left out); with `go_back`, go one step back.
+
+    Also called while the user types (several requests at once, beside a Next): the row is locked and read
+    again, so a step saved in the meantime is not overwritten with what this request loaded before."""
     kept = {key: values for key, values in post.lists() if key not in _RAW_SKIP and not key.endswith(_SECRET_SUFFIXES)}
-    data = dict(draft.data)
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    if locked is None:  # deployed or discarded by a request that ran meanwhile: nothing to keep
+        return draft
+    data = dict(locked.data)
     raw = dict(data.get(RAW_KEY) or {})
     raw[step] = kept
     data[RAW_KEY] = raw
     draft.data = data
-    index = step_index(step)
-    draft.step = SLUGS[max(0, index - 1)]
-    draft.save(update_fields=["data", "step", "updated_at"])
+    fields = ["data", "updated_at"]
+    if go_back:
+        draft.step = SLUGS[max(0, step_index(step) - 1)]
+        fields.append("step")
+    draft.save(update_fields=fields)
+    return draft
+
+
+@transaction.atomic
+def draft_note_saved_connection(*, draft: WizardDraft, kind: str, pk: int) -> WizardDraft:
+    """Remember that this draft saved connection `pk` of `kind` ("kafka" | "clickhouse")."""
+    locked = WizardDraft.objects.select_for_update().get(pk=draft.pk)
+    data = dict(locked.data)
+    saved = dict(data.get(SAVED_HERE_KEY) or {})
+    saved[kind] = [*saved.get(kind, []), pk]
+    data[SAVED_HERE_KEY] = saved
+    draft.data = data
+    draft.save(update_fields=["data", "updated_at"])
     return draft
 
 

@@ -1,6 +1,14 @@
 from django.urls import path
 
-from webapp.wizard import connection_views, dedup_views, observe_views, pipeline_pages, table_dedup_views, views
+from webapp.wizard import (
+    connection_views,
+    dedup_views,
+    fit_views,
+    observe_views,
+    pipeline_pages,
+    table_dedup_views,
+    views,
+)
 
 app_name = "wizard"
 
@@ -38,6 +46,7 @@ urlpatterns = [
     path("wizard/<int:draft_id>/topics/list/", views.topic_list, name="topic_list"),
     path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),
     path("wizard/<int:draft_id>/dedup/analysis/", dedup_views.dedup_analysis, name="dedup_analysis"),
+    path("wizard/<int:draft_id>/dedup/presence/", fit_views.dedup_presence, name="dedup_presence"),
     path("wizard/<int:draft_id>/transform/check/", views.transform_check, name="transform_check"),
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
     path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),
@@ -50,5 +59,6 @@ urlpatterns = [
         table_dedup_views.draft_table_dedup_apply,
         name="draft_table_dedup_apply",
     ),
+    path("wizard/<int:draft_id>/<slug:step>/keep/", views.wizard_keep_input, name="keep_input"),
     path("wizard/<int:draft_id>/<slug:step>/", views.wizard_step, name="step"),
 ]

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import selectors as pipeline_selectors
-from webapp.wizard import forms, spec_builder
+from webapp.wizard import draft_spec, forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
 from webapp.wizard.pipeline_pages import json_attachment
 from webapp.wizard.selectors import draft_get
@@ -61,7 +61,7 @@ def wizard_new(request: HttpRequest) -> HttpResponse:
 def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit an existing pipeline through the same steps (resuming an edit already under way)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    initial = spec_builder.wizard_data_from_spec(
+    initial = draft_spec.edit_draft_data(
         pipeline.spec or {},
         kafka_connection_id=pipeline.kafka_connection_id,
         clickhouse_connection_id=pipeline.clickhouse_connection_id,
@@ -106,11 +106,25 @@ def wizard_step(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
         context = dict(result)
         # A step that only changed its own phase (e.g. ClickHouse connection chosen) is not an error.
         status = context.pop("status", 200 if action in ("connect", "change_connection") else 422)
+        if status == 422:  # what was typed survives a reload of this page (a GET) and a later visit
+            draft_keep_raw(draft=draft, step=step, post=request.POST, go_back=False)
     else:
         draft_goto(draft=draft, step=step)
         raw = (draft.data.get(RAW_KEY) or {}).get(step)
         context = show(request, draft, MultiValueDict(raw) if raw else None)
     return render(request, f"wizard/steps/{step}.html", {**_wizard_context(draft, step), **context}, status=status)
+
+
+@login_required
+@require_POST
+def wizard_keep_input(request: HttpRequest, draft_id: int, step: str) -> HttpResponse:
+    """htmx, while the user types: keep the step's input in the draft, so a reload shows it again (204)."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    if step not in SLUGS:
+        raise Http404("No such step.")
+    if draft.can_open(step):
+        draft_keep_raw(draft=draft, step=step, post=request.POST, go_back=False)
+    return HttpResponse(status=204)
 
 
 def _wizard_context(draft, step: str) -> dict:
@@ -205,7 +219,7 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
     query = (request.GET.get("q") or "").strip().lower()
     selected = request.GET.getlist("topics")
     if "loaded" not in request.GET:
-        selected = selected or draft.section("topics").get("topics", [])
+        selected = selected or draft.spec_value("source.topics", [])
     connection = step_common.kafka_connection_of(request, draft)
     context: dict = {"selected": selected, "query": query}
     if connection is None:
@@ -237,7 +251,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         "events": draft.section("sample").get("events", []),
     }
     connection = step_common.kafka_connection_of(request, draft)
-    topics = draft.section("topics").get("topics", [])
+    topics = draft.spec_value("source.topics", [])
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
         return _partial(request, "sample_area.html", context)
@@ -296,7 +310,7 @@ def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     connection = step_common.clickhouse_connection_of(request, draft)
     database = request.GET.get("database") or ""
-    selected = request.GET.get("table") or draft.section("clickhouse").get("table", "")
+    selected = request.GET.get("table") or draft.spec_value("sink.table") or ""
     context: dict = {"database": database, "selected": selected}
     if connection is None:
         context["error"] = "Choose a ClickHouse connection first."
@@ -353,7 +367,7 @@ def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
         request,
         draft,
         name,
-        request.GET.get("starting_offsets") or review.get("starting_offsets") or "earliest",
+        request.GET.get("starting_offsets") or draft.spec_value("source.starting_offsets") or "earliest",
         live=False,
     )
     return json_attachment(json.loads(context["spec_json"]), f"{name}.json")

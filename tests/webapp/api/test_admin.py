@@ -118,3 +118,12 @@ def test_adding_a_connection_in_the_admin_encrypts_the_password(admin_client, ow
     assert SECRET not in raw_column(KafkaConnection._meta.db_table, "sasl_password", connection.pk)
     page = admin_client.get(f"/admin/connections/kafkaconnection/{connection.pk}/change/")
     assert SECRET not in page.content.decode()
+
+
+def test_the_admin_names_connections_as_the_product_does(admin_client):
+    index = admin_client.get("/admin/").content.decode()
+    assert "ClickHouse connections" in index
+    assert "Kafka connections" in index
+    assert "Click house" not in index
+    add_page = admin_client.get("/admin/connections/clickhouseconnection/add/").content.decode()
+    assert "Add ClickHouse connection" in add_page

@@ -45,7 +45,7 @@ def test_a_saved_connection_is_checked_again_when_used(api, owner, settings, kaf
 
 def test_a_job_spec_is_not_built_for_a_forbidden_host(owner, settings, kafka_conn, ch_conn):
     from webapp.connections.network_guard import ForbiddenAddressError
-    from webapp.pipelines.specs import with_connections
+    from webapp.pipelines.stored_specs import with_connections
 
     settings.CLEARFLOW_FORBIDDEN_NETWORKS = ["127.0.0.0/8", "::1/128"]
     with pytest.raises(ForbiddenAddressError):

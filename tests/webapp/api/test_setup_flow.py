@@ -105,3 +105,51 @@ def test_mapping_input_errors(api, other_api, ch_conn):
     )
     assert others.status_code == 400
     assert others.json()["errors"][0]["path"] == "clickhouse_connection"
+
+
+def test_computed_columns_are_never_mapped_and_validation_refuses_them(
+    api, kafka_conn, ch_conn, clickhouse_server, clickhouse_target, topics
+):
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    try:
+        client.command(
+            f"CREATE TABLE `{clickhouse_target.database}`.computed (order_id UUID, seq Int64 MATERIALIZED 0, "
+            "amount Float64 ALIAS 1.5) ENGINE = MergeTree ORDER BY order_id"
+        )
+    finally:
+        client.close()
+    fields = [{"path": "order_id", "type": "uuid"}, {"path": "seq", "type": "int"}, {"path": "amount", "type": "float"}]
+    suggestion = api.post(
+        "/api/v1/pipelines/mapping/",
+        {
+            "fields": fields,
+            "clickhouse_connection": ch_conn.pk,
+            "database": clickhouse_target.database,
+            "table": "computed",
+        },
+        format="json",
+    ).json()
+    assert [c["column"] for c in suggestion["columns"]] == ["order_id"]
+    assert suggestion["unmapped_fields"] == ["seq", "amount"]
+
+    spec = {
+        "source": {"topics": [topics.orders], "fields": fields},
+        "sink": {
+            "clickhouse": {"database": clickhouse_target.database},
+            "table": "computed",
+            "create_table": False,
+            "columns": [
+                {"field": "order_id", "column": "order_id", "type": "UUID"},
+                {"field": "seq", "column": "seq", "type": "Int64"},
+                {"field": "amount", "column": "amount", "type": "Float64"},
+            ],
+        },
+    }
+    body = {"kafka_connection": kafka_conn.pk, "clickhouse_connection": ch_conn.pk, "spec": spec, "check_live": True}
+    checked = api.post("/api/v1/pipelines/validate/", body, format="json")
+    assert checked.status_code == 400
+    errors = {e["path"]: e["message"] for e in checked.json()["errors"]}
+    assert "MATERIALIZED" in errors["spec.sink.columns[1].column"]
+    assert "ALIAS" in errors["spec.sink.columns[2].column"]

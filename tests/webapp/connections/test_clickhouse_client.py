@@ -6,17 +6,14 @@ import pytest
 
 from localstack.processes import free_port
 from spark_jobs.clickhouse_types import quote_ident
+from spark_jobs.connections import ClickHouseConnectionSpec
 from webapp.connections import clickhouse_client
-from webapp.connections.clickhouse_client import (
-    ClickHouseClientError,
-    ClickHouseNotFoundError,
-    ClickHouseSettings,
-)
+from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError
 
 
 @pytest.fixture
-def settings_(clickhouse_server) -> ClickHouseSettings:
-    return ClickHouseSettings(host=clickhouse_server.host, port=clickhouse_server.port)
+def settings_(clickhouse_server) -> ClickHouseConnectionSpec:
+    return ClickHouseConnectionSpec(host=clickhouse_server.host, port=clickhouse_server.port)
 
 
 def test_check_connection(settings_):
@@ -51,11 +48,11 @@ def test_unknown_names_are_not_found_and_not_injected(settings_, clickhouse_targ
 
 
 def test_wrong_password_and_unreachable_server(settings_):
-    wrong = ClickHouseSettings(host=settings_.host, port=settings_.port, password="wrong")
+    wrong = ClickHouseConnectionSpec(host=settings_.host, port=settings_.port, password="wrong")
     with pytest.raises(ClickHouseClientError, match="rejected the user name or password"):
         clickhouse_client.check_connection(wrong)
     with pytest.raises(ClickHouseClientError, match="connection refused"):
-        clickhouse_client.check_connection(ClickHouseSettings(host="127.0.0.1", port=free_port()), timeout=2)
+        clickhouse_client.check_connection(ClickHouseConnectionSpec(host="127.0.0.1", port=free_port()), timeout=2)
 
 
 def test_quote_ident():

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from spark_jobs.connections import KafkaConnectionSpec
 from webapp.connections.dedup_advisor import analyze_duplicates
-from webapp.connections.kafka_client import KafkaSettings, KafkaTopicNotFoundError
+from webapp.connections.kafka_client import KafkaTopicNotFoundError
 
 BASE = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 ORIGINALS = 9_000  # one every 100 ms: 900 s of events
@@ -69,8 +70,8 @@ def signups() -> list[Record]:
 
 
 @pytest.fixture(scope="module")
-def settings(kafka_bootstrap) -> KafkaSettings:
-    return KafkaSettings(bootstrap_servers=kafka_bootstrap)
+def settings(kafka_bootstrap) -> KafkaConnectionSpec:
+    return KafkaConnectionSpec(bootstrap_servers=kafka_bootstrap)
 
 
 @pytest.fixture(scope="module")

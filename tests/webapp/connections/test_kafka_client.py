@@ -7,14 +7,15 @@ import time
 import pytest
 
 from localstack.processes import free_port
+from spark_jobs.connections import KafkaConnectionSpec
 from tests.webapp.conftest import ORDER_COUNT, ORDER_PARTITIONS
 from webapp.connections import kafka_client
-from webapp.connections.kafka_client import KafkaClientError, KafkaSettings, KafkaTopicNotFoundError
+from webapp.connections.kafka_client import KafkaClientError, KafkaTopicNotFoundError
 
 
 @pytest.fixture
-def settings_(kafka_bootstrap) -> KafkaSettings:
-    return KafkaSettings(bootstrap_servers=kafka_bootstrap)
+def settings_(kafka_bootstrap) -> KafkaConnectionSpec:
+    return KafkaConnectionSpec(bootstrap_servers=kafka_bootstrap)
 
 
 def test_check_connection_reports_brokers_and_topics(settings_, kafka_bootstrap, topics):
@@ -72,7 +73,7 @@ def test_unknown_topic(settings_):
 
 
 def test_unreachable_broker_fails_in_plain_words_within_the_timeout():
-    dead = KafkaSettings(bootstrap_servers=f"127.0.0.1:{free_port()}")
+    dead = KafkaConnectionSpec(bootstrap_servers=f"127.0.0.1:{free_port()}")
     started = time.monotonic()
     with pytest.raises(KafkaClientError, match="connection refused"):
         kafka_client.check_connection(dead, timeout=2)
@@ -85,4 +86,4 @@ def test_unreachable_broker_fails_in_plain_words_within_the_timeout():
 
 def test_unresolvable_host_is_named():
     with pytest.raises(KafkaClientError, match="could not be resolved"):
-        kafka_client.check_connection(KafkaSettings(bootstrap_servers="no-such-host.invalid:9092"), timeout=2)
+        kafka_client.check_connection(KafkaConnectionSpec(bootstrap_servers="no-such-host.invalid:9092"), timeout=2)

@@ -97,8 +97,16 @@ def test_the_scrape_holds_the_pipelines_series_with_the_published_values(client,
     assert values[("clearflow_metrics_store_up", frozenset())] == 1
 
 
-def test_the_grafana_dashboard_queries_only_series_that_the_scrape_serves(client, pipeline, redis_url):
+def test_the_grafana_dashboard_queries_only_series_that_the_scrape_serves(client, pipeline, redis_url, ch_conn):
+    from webapp.audits.models import AuditedTable, AuditResult
+
     MetricsPublisher(pipeline.job_name, redis_url).publish(batch(0))
+    # An audit result, so that the audit series are served (tests/webapp/audits run the real audit).
+    audited = AuditedTable.objects.create(
+        owner=pipeline.owner, connection=ch_conn, database="db", table="t", key_columns=["k"], time_column="at",
+        pipeline=pipeline,
+    )  # fmt: skip
+    AuditResult.objects.create(audited_table=audited, window_seconds=3600, duplicate_keys=0, duplicate_rows=0)
     client.get("/health")  # so that the request counter has a sample
     served = {name for name, _ in samples(scrape(client).content.decode())}
     dashboard = json.loads((Path(__file__).parents[3] / "docs" / "grafana-dashboard.json").read_text())

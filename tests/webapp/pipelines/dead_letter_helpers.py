@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from spark_jobs import sink
+from spark_jobs.connections import connection_dict
 from spark_jobs.spec import parse_spec
 from webapp.pipelines import services
 
@@ -28,7 +29,7 @@ class Event:
 def write_dead_letters(pipeline, events: list[Event]) -> None:
     """Insert `events` as the pipeline's dead letters of one micro-batch (creating the table if needed)."""
     spec = parse_spec(services.pipeline_job_spec(pipeline=pipeline))
-    conn = spec.sink.clickhouse.client_kwargs()
+    conn = connection_dict(spec.sink.clickhouse, reveal_secrets=True)
     table_spec = sink.TableSpec(
         database=spec.sink.clickhouse.database,
         table=spec.sink.table,

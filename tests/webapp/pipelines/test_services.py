@@ -56,9 +56,9 @@ def test_secrets_go_only_into_the_job_spec(owner, spec, clickhouse_server):
         owner=owner, name="p", kafka_connection=kafka, clickhouse_connection=ch, spec=spec
     )
     assert "kafka-pw" not in str(pipeline.spec) and "ch-pw" not in str(pipeline.spec)
-    assert pipeline.spec["source"]["kafka"]["password"] == SECRET_MASK
+    assert pipeline.spec["source"]["kafka"]["sasl_password"] == SECRET_MASK
     job = services.pipeline_job_spec(pipeline=pipeline)
-    assert job["source"]["kafka"]["password"] == "kafka-pw"
+    assert job["source"]["kafka"]["sasl_password"] == "kafka-pw"
     assert job["sink"]["clickhouse"]["password"] == "ch-pw"
 
 

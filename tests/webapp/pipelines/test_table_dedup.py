@@ -16,7 +16,7 @@ from django.urls import reverse
 from spark_jobs import run
 from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import orders_spec
-from webapp.pipelines import specs
+from webapp.pipelines import stored_specs
 
 URL = "/api/v1/pipelines/"
 pytestmark = pytest.mark.django_db
@@ -62,7 +62,7 @@ def pipeline_id(api, kafka_conn, ch_conn, topics, clickhouse_target, bare_table)
 def job_log(caplog, pipeline, kafka_conn, ch_conn) -> str:
     """The line the job logs at start about its guarantee (the job's own function, on the job's spec)."""
     job_spec = parse_spec(
-        specs.with_connections(pipeline.spec, kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
+        stored_specs.with_connections(pipeline.spec, kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
     )
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="clearflow.run"):

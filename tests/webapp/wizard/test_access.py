@@ -25,6 +25,7 @@ DRAFT_URLS = [
     ("wizard:clickhouse_tables", {}, "get"),
     ("wizard:clickhouse_columns", {}, "get"),
     ("wizard:review_spec", {}, "get"),
+    ("wizard:keep_input", {"step": "kafka"}, "post"),
 ]
 PIPELINE_URLS = [
     ("wizard:pipeline_detail", {}, "get"),

@@ -52,3 +52,39 @@ def test_a_missing_client_certificate_is_named_in_the_form(owner_client, secured
     connection = {**secured_kafka.connection("mtls"), "ssl_certificate_pem": None, "ssl_key_pem": None}
     text = _test_new_connection(owner_client, connection)
     assert "it requires a client certificate signed by a CA it trusts (mutual TLS)" in text, text
+
+
+def test_clickhouse_behind_a_private_ca_connects_with_its_ca_and_is_refused_without(owner_client, clickhouse_tls):
+    assert owner_client.get(reverse("wizard:wizard_new")).status_code == 302
+    draft = WizardDraft.objects.get(pipeline__isnull=True)
+    url = reverse("wizard:clickhouse_test", kwargs={"draft_id": draft.pk})
+    fields = {
+        "source": "new",
+        "new-name": "warehouse",
+        "new-host": clickhouse_tls.host,
+        "new-port": clickhouse_tls.port,
+        "new-username": "default",
+        "new-database": "default",
+        "new-secure": "on",
+        "new-verify": "on",
+    }
+    page = owner_client.post(url, {**fields, "new-ssl_ca_pem": clickhouse_tls.ca_pem}).content.decode()
+    assert "Connected." in page and "ClickHouse 26." in page, page
+    page = html.unescape(owner_client.post(url, fields).content.decode())
+    assert "Connection failed." in page and "The HTTPS connection to" in page, page
+
+
+@pytest.mark.parametrize("kind", ["kafka", "clickhouse"])
+def test_the_new_connection_form_shows_every_setting_of_the_spec_once(owner_client, kind):
+    """The wizard's form lists the connection model's fields (read from the spec's model): each has one input."""
+    from webapp.connections.kinds import CLICKHOUSE, KAFKA
+
+    model = {"kafka": KAFKA, "clickhouse": CLICKHOUSE}[kind].model
+    assert owner_client.get(reverse("wizard:wizard_new")).status_code == 302
+    draft = WizardDraft.objects.get(pipeline__isnull=True)
+    if kind == "clickhouse":  # the ClickHouse step opens once the earlier steps are reached
+        draft.reached = draft.step = "clickhouse"
+        draft.save()
+    page = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": kind})).content.decode()
+    for name in model.EDITABLE_FIELDS:
+        assert len(re.findall(rf'name="new-{name}"', page)) == 1, name

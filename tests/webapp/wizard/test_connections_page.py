@@ -42,6 +42,7 @@ def test_editing_keeps_the_secret_unless_changed(owner_client, ch_with_password)
         "secure": "on",
         "verify": "on",
         "password": "ignored-unless-changed",
+        "action": "save_anyway",  # ch.internal does not exist here: saved without the connection test
     }
     response = owner_client.post(edit_url("clickhouse", ch_with_password), form)
     assert response.status_code == 302, response.content.decode()[-3000:]
@@ -62,6 +63,25 @@ def test_edit_errors_are_shown_next_to_the_field_and_nothing_is_saved(owner_clie
     assert response.status_code == 200
     assert "Enter host:port pairs" in response.content.decode()
     assert KafkaConnection.objects.get(pk=kafka_connection.pk).name == "local"
+
+
+def test_an_edit_that_breaks_the_connection_is_not_saved_unless_chosen(owner_client, kafka_connection):
+    from localstack.processes import free_port
+
+    refused = f"127.0.0.1:{free_port()}"  # nothing listens there
+    form = {"name": "local", "bootstrap_servers": refused, "security_protocol": "PLAINTEXT"}
+    response = owner_client.post(edit_url("kafka", kafka_connection), form)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    field = html.split('id="field-bootstrap_servers"', 1)[1].split('<div class="field', 1)[0]
+    assert f"Nothing accepts connections at {refused} (connection refused)" in field
+    assert 'id="save-anyway"' in html
+    assert KafkaConnection.objects.get(pk=kafka_connection.pk).bootstrap_servers != refused
+
+    response = owner_client.post(edit_url("kafka", kafka_connection), {**form, "action": "save_anyway"})
+    assert response.status_code == 302
+    assert KafkaConnection.objects.get(pk=kafka_connection.pk).bootstrap_servers == refused
 
 
 def test_test_and_delete(owner_client, kafka_connection):

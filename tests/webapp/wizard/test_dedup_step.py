@@ -39,7 +39,7 @@ def busy_topic(kafka_bootstrap) -> str:
 def test_a_large_state_recommends_rocksdb(owner, owner_client, kafka_connection, busy_topic):
     draft = draft_get_or_create(user=owner)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_connection.pk}, advance=True)
-    draft_save_step(draft=draft, step="topics", values={"topics": [busy_topic]}, advance=True)
+    draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": [busy_topic]}, advance=True)
     url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
     # The newest 50,000 events span about a second (with the copy): 50,000 keys a second, kept for a minute,

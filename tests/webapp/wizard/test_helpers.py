@@ -1,4 +1,4 @@
-"""Small pure parts of the wizard: spec paths to steps, sample storage cap, spec <-> wizard data."""
+"""Small pure parts of the wizard: spec paths to steps, sample storage cap, the draft's partial spec."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from spark_jobs.spec import parse_spec
-from webapp.wizard import spec_builder
+from webapp.wizard import draft_spec
 from webapp.wizard.steps.sample import MAX_STORED_SAMPLE_BYTES, events_to_store
 
 
@@ -42,83 +42,137 @@ def test_large_samples_are_capped_but_never_empty():
     ],
 )
 def test_each_spec_problem_points_at_the_step_that_fixes_it(path, step):
-    assert spec_builder.step_for_path(path) == step
+    assert draft_spec.step_for_path(path) == step
 
 
-WIZARD_DATA = {
-    "kafka": {"connection_id": 1},
-    "topics": {"topics": ["users", "users_crm"]},
-    "sample": {
+SPEC = {
+    "version": 1,
+    "name": "signups",
+    "source": {
+        "kafka": {"bootstrap_servers": "b:9092", "security_protocol": "PLAINTEXT"},
+        "topics": ["users", "users_crm"],
+        "starting_offsets": "latest",
+        "format": "json",
         "fields": [
-            {"path": "event_id", "type": "uuid", "nullable": False},
-            {"path": "user.email", "type": "string", "nullable": True},
-            {"path": "created_at", "type": "datetime", "nullable": False},
-        ]
+            {"path": "event_id", "type": "uuid"},
+            {"path": "user.email", "type": "string"},
+            {"path": "created_at", "type": "datetime"},
+        ],
+        "max_records_per_batch": 1234,
     },
     "dedup": {
-        "enabled": True,
         "keys": ["event_id"],
         "window": "90m",
-        "time_basis": "event_time",
+        "time": "event",
         "event_time_field": "created_at",
         "state_store": "rocksdb",
     },
-    "transform": {
-        "filter": "created_at IS NOT NULL",
-        "computed": [{"name": "domain", "expression": "split(user.email, '@')[1]", "type": "string"}],
-    },
-    "clickhouse": {
-        "connection_id": 2,
-        "database": "analytics",
-        "table_mode": "new",
-        "new_table": "signups",
+    "filter": "created_at IS NOT NULL",
+    "transforms": [{"name": "domain", "expression": "split(user.email, '@')[1]", "type": "string"}],
+    "sink": {
+        "clickhouse": {"host": "ch", "port": 8123, "username": "default", "password": "", "database": "analytics"},
+        "table": "signups",
+        "create_table": True,
         "engine": "ReplacingMergeTree",
-        "order_by": ["event_id"],
-    },
-    "mapping": {
+        "order_by": ["id"],
         "columns": [
-            {"field": "event_id", "column": "event_id", "type": "UUID"},
+            {"field": "event_id", "column": "id", "type": "UUID"},
             {"field": "user.email", "column": "user_email", "type": "Nullable(String)"},
             {"field": "domain", "column": "domain", "type": "Nullable(String)"},
-        ]
+        ],
+        "dlq_table": "signups_dead",
+        "insert_dedup_window": 500,
     },
-    "review": {"name": "signups", "starting_offsets": "latest"},
-}
-CONNECTIONS = {
-    "source": {"kafka": {"bootstrap_servers": "b:9092"}},
-    "sink": {"clickhouse": {"host": "ch"}},
 }
 
 
-def test_the_draft_becomes_a_valid_spec_and_back():
-    spec = spec_builder.draft_spec(WIZARD_DATA, name="signups")
-    full = {
-        **spec,
-        "source": {**spec["source"], **CONNECTIONS["source"]},
-        "sink": {**spec["sink"], "clickhouse": {**spec["sink"]["clickhouse"], "host": "ch"}},
+def test_an_edit_starts_from_the_whole_spec_without_its_connections():
+    data = draft_spec.edit_draft_data(SPEC, kafka_connection_id=1, clickhouse_connection_id=2, name="signups")
+    assert data["kafka"] == {"connection_id": 1}
+    assert data["clickhouse"] == {"connection_id": 2, "order_by": ["event_id"]}  # ORDER BY as fields
+    assert "kafka" not in data["spec"]["source"]
+    assert data["spec"]["sink"]["clickhouse"] == {"database": "analytics"}
+
+    spec = draft_spec.complete_spec(data, name="renamed")
+    assert spec["name"] == "renamed"
+    # Every field but the connection details comes back as it was, the ones the wizard does not show too.
+    expected = {
+        **SPEC,
+        "name": "renamed",
+        "source": {k: v for k, v in SPEC["source"].items() if k != "kafka"},
+        "sink": {**SPEC["sink"], "clickhouse": {"database": "analytics"}},
     }
-    parsed = parse_spec(full)
-    assert parsed.dedup.time == "event" and parsed.dedup.event_time_field == "created_at"
-    assert parsed.dedup.state_store == "rocksdb"  # chosen in the wizard, kept when the pipeline is edited
-    assert parsed.source.starting_offsets == "latest"
-    assert parsed.sink.order_by == ["event_id"] and parsed.sink.create_table
-    assert parsed.sink.clickhouse.database == "analytics"
-
-    back = spec_builder.wizard_data_from_spec(full, kafka_connection_id=1, clickhouse_connection_id=2, name="signups")
-    assert back["dedup"] == WIZARD_DATA["dedup"]
-    assert back["transform"] == WIZARD_DATA["transform"]
-    assert back["mapping"] == WIZARD_DATA["mapping"]
-    assert back["clickhouse"]["order_by"] == ["event_id"] and back["clickhouse"]["new_table"] == "signups"
-    assert spec_builder.draft_spec(back, name="signups") == spec
+    assert spec == expected
+    assert parse_spec({**spec, "source": SPEC["source"], "sink": SPEC["sink"]}).sink.insert_dedup_window == 500
 
 
-def test_dedup_off_and_an_existing_table():
-    data = {
-        **WIZARD_DATA,
-        "dedup": {"enabled": False},
-        "clickhouse": {**WIZARD_DATA["clickhouse"], "table_mode": "existing", "table": "events"},
+def test_changes_set_dotted_paths_and_keep_the_rest():
+    spec = {"dedup": None, "sink": {"table": "t", "columns": [1], "dlq_table": "d"}}
+    changed = draft_spec.with_changes(
+        spec, {"dedup.keys": ["id"], "sink.table": "u", "sink.columns": ..., "source.topics": ["a"]}
+    )
+    assert changed == {"dedup": {"keys": ["id"]}, "sink": {"table": "u", "dlq_table": "d"}, "source": {"topics": ["a"]}}
+    assert spec["sink"]["columns"] == [1]  # a copy: the original stays
+    assert draft_spec.spec_value({"spec": changed}, "sink.dlq_table") == "d"
+    assert draft_spec.spec_value({"spec": changed}, "sink.engine", "MergeTree") == "MergeTree"
+
+
+@pytest.mark.django_db
+def test_drafts_in_the_old_format_move_to_a_partial_spec(owner):
+    import importlib
+
+    from django.apps import apps
+
+    from webapp.wizard.models import WizardDraft
+
+    old = {
+        "kafka": {"connection_id": 1},
+        "topics": {"topics": ["users"]},
+        "sample": {"count": 20, "fields": [{"path": "event_id", "type": "uuid", "nullable": True, "manual": False}]},
+        "dedup": {"enabled": True, "keys": ["event_id"], "window": "90m", "time_basis": "ingestion"},
+        "transform": {"filter": "", "computed": []},
+        "clickhouse": {
+            "connection_id": 2,
+            "database": "db",
+            "table_mode": "new",
+            "new_table": "t",
+            "engine": "MergeTree",
+            "order_by": ["event_id"],
+            "columns": [],
+        },
+        "mapping": {"columns": [{"field": "event_id", "column": "id", "type": "UUID"}]},
+        "review": {"name": "p", "starting_offsets": "latest"},
     }
-    spec = spec_builder.draft_spec(data, name="x")
-    assert spec["dedup"] is None
-    assert spec["sink"]["table"] == "events" and spec["sink"]["create_table"] is False
-    assert spec["sink"]["order_by"] == []
+    draft = WizardDraft.objects.create(user=owner, data=old, step="review", reached="review")
+    importlib.import_module("webapp.wizard.migrations.0002_draft_partial_spec").forwards(apps, None)
+    draft.refresh_from_db()
+    spec = draft_spec.complete_spec(draft.data, name="p")
+    assert spec["source"] == {
+        "topics": ["users"],
+        "fields": [{"path": "event_id", "type": "uuid"}],
+        "starting_offsets": "latest",
+    }
+    assert spec["dedup"]["window"] == "90m" and spec["filter"] is None
+    assert spec["sink"]["table"] == "t" and spec["sink"]["order_by"] == ["id"]
+    assert spec["sink"]["columns"] == [{"field": "event_id", "column": "id", "type": "UUID"}]
+    assert draft.data["sample"]["notes"]["event_id"]["nullable"] is True
+    assert draft.data["clickhouse"]["order_by"] == ["event_id"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "field"),
+    [
+        ("kafka", "Nothing accepts connections at 127.0.0.1:1 (connection refused). (...)", "bootstrap_servers"),
+        ("kafka", "The broker rejected the user name or password (SCRAM-SHA-512). (...)", "sasl_password"),
+        ("kafka", "The broker's TLS certificate at b:9093 is not signed by the CA certificate given", "ssl_ca_pem"),
+        ("kafka", "The broker refused the TLS connection: it requires a client certificate", "ssl_certificate_pem"),
+        ("clickhouse", "ClickHouse at ch:8123 rejected the user name or password.", "password"),
+        ("clickhouse", "Nothing accepts connections at ch:8124 (connection refused).", "port"),
+        ("clickhouse", "The host name ch.internal could not be resolved.", "host"),
+        ("clickhouse", "Too many connection tests; try again in 30 seconds.", None),
+    ],
+)
+def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, field):
+    from webapp.wizard.connection_kinds import connection_kind, test_error_field
+
+    assert test_error_field(connection_kind(kind), message) == field

@@ -223,16 +223,16 @@ def test_an_empty_topic_is_usable_with_fields_added_by_hand(owner_client, kafka_
     )
     assert response.status_code == 302
     draft.refresh_from_db()
-    assert draft.data["sample"]["fields"][0]["path"] == "order.id"
+    assert draft.data["spec"]["source"]["fields"] == [{"path": "order.id", "type": "string"}]
     assert draft.step == "dedup"
 
 
 # -- step 4 --------------------------------------------------------------------------------------------
 
 
-def sample_fields_post(draft):
+def sample_fields_post(fields):
     rows = {}
-    for i, f in enumerate(draft.data["sample"]["fields"]):
+    for i, f in enumerate(fields):
         rows[f"f{i}-path"] = f["path"]
         rows[f"f{i}-type"] = f["type"]
         rows[f"f{i}-manual"] = "0"
@@ -249,8 +249,7 @@ def walk_to_dedup(client, kafka_connection, topic):
     from webapp.wizard.steps.sample import inferred_rows
 
     fields = inferred_rows([e["value"] for e in draft.data["sample"]["events"]], [])
-    draft.data["sample"]["fields"] = [{"path": r["path"], "type": r["type"], "nullable": r["nullable"]} for r in fields]
-    response = submit(client, draft, "sample", {"count": 20, "position": "oldest", **sample_fields_post(draft)})
+    response = submit(client, draft, "sample", {"count": 20, "position": "oldest", **sample_fields_post(fields)})
     assert response.status_code == 302, alerts(response)
     draft.refresh_from_db()
     return draft
@@ -592,3 +591,41 @@ def test_clickhouse_test_connection_reports_the_server_or_its_error(owner_client
     assert "Connected." in html and "ClickHouse 26." in html
     html = owner_client.post(url, {**fields, "new-port": free_port()}).content.decode()
     assert "Connection failed." in html and "connection refused" in html
+
+
+# -- what was typed survives a reload -----------------------------------------------------------------------
+
+
+def keep(client, draft, step, data):
+    return client.post(reverse("wizard:keep_input", kwargs={"draft_id": draft.pk, "step": step}), data)
+
+
+def test_input_kept_while_typing_is_shown_after_a_reload_without_its_secrets(owner_client):
+    draft = start(owner_client)
+    typed = {
+        "source": "new",
+        "new-name": "half-typed",
+        "new-bootstrap_servers": "broker.internal:9093",
+        "new-security_protocol": "SASL_SSL",
+        "new-sasl_password": "typed-secret",
+    }
+    assert keep(owner_client, draft, "kafka", typed).status_code == 204
+
+    html = owner_client.get(step_url(draft, "kafka")).content.decode()
+    assert 'value="half-typed"' in html and 'value="broker.internal:9093"' in html
+    draft.refresh_from_db()
+    assert "typed-secret" not in str(draft.data)
+    assert draft.step == "kafka" and draft.reached == "kafka"  # keeping does not move or unlock anything
+    assert keep(owner_client, draft, "review", typed).status_code == 204  # a step not reached: ignored
+    draft.refresh_from_db()
+    assert "review" not in draft.data["_raw"]
+
+
+def test_a_failed_next_keeps_what_was_typed_for_a_reload(owner_client):
+    draft = start(owner_client)
+    response = submit(
+        owner_client, draft, "kafka", {"source": "new", "new-name": "", "new-bootstrap_servers": "only-a-host"}
+    )
+    assert response.status_code == 422
+    html = owner_client.get(step_url(draft, "kafka")).content.decode()
+    assert 'value="only-a-host"' in html

@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "webapp.api",
     "webapp.health",
     "webapp.wizard",
+    "webapp.audits",
+    "webapp.alerts",
 ]
 
 MIDDLEWARE = [
@@ -136,7 +138,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Swagger UI's assets come from the drf-spectacular-sidecar package (no CDN reachable).
     # One schema name for the status choices, whether a field is a pipeline's status or a transition's from/to.
-    "ENUM_NAME_OVERRIDES": {"PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus",
+        "AlertChannelKindEnum": "webapp.alerts.models.ChannelKind",
+        "AlertRuleKindEnum": "webapp.alerts.models.RuleKind",
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -4,19 +4,22 @@ See the package docstring of `webapp.wizard.steps` for the show/submit contract.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 from django.http import HttpRequest
 
 from webapp.connections import selectors as conn_selectors
+from webapp.connections.clickhouse_client import ColumnInfo
 from webapp.core.exceptions import ApplicationError
+from webapp.pipelines.mapping import column_name_for
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
-from webapp.wizard.steps.connection import connection_step_forms, submit_connection
+from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
 from webapp.wizard.steps.table_dedup import ACCEPT_FIELD, table_dedup_problem
 
 
@@ -34,29 +37,70 @@ def _destination_form(draft, data=None, initial=None):
     return forms.DestinationForm(data, initial=initial, field_paths=paths)
 
 
+def _table_exists(request: HttpRequest, draft: WizardDraft, database: str, table: str) -> bool:
+    connection = clickhouse_connection_of(request, draft)
+    if connection is None or not table:
+        return False
+    try:
+        return any(
+            t.name == table for t in conn_selectors.clickhouse_table_list(connection=connection, database=database)
+        )
+    except ApplicationError:  # cannot tell: the step shows what the spec says, the user can pick otherwise
+        return False
+
+
+def table_mode(request: HttpRequest, draft: WizardDraft) -> str:
+    """ "existing" or "new", as the user chose it; for an edited pipeline, from its spec: a table its job
+    creates (`create_table`) that exists by now is the pipeline's own, existing table."""
+    chosen = draft.section("clickhouse").get("table_mode")
+    if chosen in ("existing", "new"):
+        return chosen
+    table = draft.spec_value("sink.table") or ""
+    if not table:
+        return "new"
+    if not draft.spec_value("sink.create_table", True):
+        return "existing"
+    database = draft.spec_value("sink.clickhouse.database") or "default"
+    return "existing" if _table_exists(request, draft, database, table) else "new"
+
+
+def _destination_initial(request: HttpRequest, draft: WizardDraft) -> dict[str, Any]:
+    """The table step's form values from the partial spec."""
+    initial: dict[str, Any] = {}
+    database = draft.spec_value("sink.clickhouse.database")
+    if database:
+        initial["database"] = database
+    table = draft.spec_value("sink.table") or ""
+    mode = table_mode(request, draft)
+    initial["table_mode"] = mode
+    if table:
+        initial["table" if mode == "existing" else "new_table"] = table
+    if draft.spec_value("sink.engine"):
+        initial["engine"] = draft.spec_value("sink.engine")
+    initial["order_by"] = draft.section("clickhouse").get("order_by") or []
+    return initial
+
+
 def clickhouse_show(request, draft, source):
-    section = draft.section("clickhouse")
     connection = clickhouse_connection_of(request, draft)
     context: dict[str, Any] = {"connection": connection}
     if connection is None or (source and source.get("phase") == "connect"):
         choice, new = connection_step_forms(request, draft, source, CLICKHOUSE)
         context.update({"phase": "connect", "choice_form": choice, "new_form": new, "connection": None})
         return context
-    initial = (
-        initial_from(source, forms.DestinationForm)
-        if source
-        else {
-            k: section[k]
-            for k in ("database", "table_mode", "table", "new_table", "engine", "order_by")
-            if k in section
-        }
-    )
+    initial = initial_from(source, forms.DestinationForm) if source else _destination_initial(request, draft)
     initial.setdefault("database", connection.database or "default")
     if not initial.get("new_table"):
-        topics = draft.section("topics").get("topics", [])
+        topics = draft.spec_value("source.topics", [])
         initial["new_table"] = re.sub(r"[^A-Za-z0-9_]", "_", topics[0]) if topics else "events"
     context.update({"phase": "destination", "form": _destination_form(draft, initial=initial)})
     return context
+
+
+def order_by_columns(draft: WizardDraft, fields: list[str]) -> list[str]:
+    """The ORDER BY as spec column names: each field's column in the mapping (its default name before)."""
+    column_of = {c.get("field"): c.get("column") for c in draft.spec_value("sink.columns") or []}
+    return [column_of.get(path) or column_name_for(path) for path in fields]
 
 
 def clickhouse_submit(request, draft):
@@ -64,7 +108,7 @@ def clickhouse_submit(request, draft):
     if action == "change_connection":
         draft_update_section(draft=draft, step="clickhouse", changes={"connection_id": None})
         return clickhouse_show(request, draft, None)
-    if action == "connect" or clickhouse_connection_of(request, draft) is None:
+    if action in ("connect", SAVE_ANYWAY) or clickhouse_connection_of(request, draft) is None:
         connection, context = submit_connection(request, draft, CLICKHOUSE)
         if context is not None:
             return {**context, "phase": "connect", "connection": None}
@@ -76,26 +120,23 @@ def clickhouse_submit(request, draft):
     if not form.is_valid():
         return context
     data = form.cleaned_data
-    values: dict[str, Any] = {
-        "connection_id": connection.pk,
-        "database": data["database"],
-        "table_mode": data["table_mode"],
-        "table": data["table"],
-        "new_table": data["new_table"],
-        "engine": data["engine"] or "MergeTree",
-        "order_by": data["order_by"],
-    }
+    existing = data["table_mode"] == "existing"
+    table = data["table"] if existing else data["new_table"]
+    previous = (
+        draft.spec_value("sink.clickhouse.database"),
+        draft.spec_value("sink.table"),
+        table_mode(request, draft),
+    )
     try:
-        if data["table_mode"] == "existing":
+        if existing:
             columns = conn_selectors.clickhouse_column_list(
-                connection=connection, database=data["database"], table=data["table"]
+                connection=connection, database=data["database"], table=table
             )
-            values["columns"] = columns_to_store(columns)
             problem = table_dedup_problem(
                 draft=draft,
                 connection=connection,
                 database=data["database"],
-                table=data["table"],
+                table=table,
                 accepted=request.POST.get(ACCEPT_FIELD) == "on",
             )
             if problem:
@@ -103,47 +144,68 @@ def clickhouse_submit(request, draft):
                 return context
         else:
             tables = conn_selectors.clickhouse_table_list(connection=connection, database=data["database"])
-            if any(t.name == data["new_table"] for t in tables):
+            if any(t.name == table for t in tables):
                 form.add_error(
                     "new_table",
-                    f"A table {data['new_table']!r} already exists: choose it as an "
-                    "existing table, or pick another name.",
+                    f"A table {table!r} already exists: choose it as an existing table, or pick another name.",
                 )
                 return context
-            values["columns"] = []
+            columns = []
     except ApplicationError as exc:
         form.add_error("database" if "database" in exc.message.lower() else None, exc.message)
         return context
-    previous = draft.section("clickhouse")
-    if (previous.get("table_mode"), previous.get("table"), previous.get("new_table")) != (
-        values["table_mode"],
-        values["table"],
-        values["new_table"],
-    ):
-        draft_update_section(draft=draft, step="mapping", changes={"columns": None})
-    draft_save_step(draft=draft, step="clickhouse", values=values, advance=True)
+    section = draft.section("clickhouse")
+    order_by = section.get("order_by", []) if existing else data["order_by"]
+    values = {
+        "connection_id": connection.pk,
+        "table_mode": data["table_mode"],
+        "columns": columns_to_store(columns),
+        "order_by": order_by,
+    }
+    changes: dict[str, Any] = {"sink.clickhouse.database": data["database"], "sink.table": table}
+    # The pipeline's own table (its job created it): how it was created stays in the spec.
+    own_table = existing and previous[1] == table and draft.spec_value("sink.create_table", True)
+    if not own_table:
+        changes["sink.create_table"] = not existing
+        changes["sink.order_by"] = [] if existing else order_by_columns(draft, order_by)
+        if not existing:
+            changes["sink.engine"] = data["engine"] or "MergeTree"
+    if previous != (data["database"], table, data["table_mode"]):
+        changes["sink.columns"] = ...  # another table: the mapping step maps again
+    draft_save_step(draft=draft, step="clickhouse", values=values, spec_changes=changes, advance=True)
     return None
 
 
-def columns_to_store(columns: list[Any]) -> list[dict[str, Any]]:
-    """An existing table's columns (`ColumnInfo`s) as draft data, for the mapping step."""
+def columns_to_store(columns: list[ColumnInfo]) -> list[dict[str, Any]]:
+    """An existing table's columns as draft data, for the mapping step (`stored_columns` reads them back)."""
+    return [dataclasses.asdict(c) for c in columns]
+
+
+def stored_columns(draft: WizardDraft) -> list[ColumnInfo]:
+    """The existing table's columns kept by `columns_to_store`."""
+    names = {f.name for f in dataclasses.fields(ColumnInfo)}
+    blank = {"nullable": False, "default_kind": "", "default_expression": "", "in_sorting_key": False, "comment": ""}
     return [
-        {"name": c.name, "type": c.type, "nullable": c.nullable, "required": c.required, "default_kind": c.default_kind}
-        for c in columns
+        ColumnInfo(**{**blank, **{k: v for k, v in c.items() if k in names}})
+        for c in draft.section("clickhouse").get("columns") or []
     ]
 
 
 def ensure_columns(request: HttpRequest, draft: WizardDraft) -> str | None:
-    """An edited pipeline's draft has no column list for its existing table yet: ask ClickHouse once."""
-    ch = draft.section("clickhouse")
-    if ch.get("table_mode") != "existing" or ch.get("columns") or not ch.get("table"):
+    """An edited pipeline's draft has no table mode nor column list for its table yet: ask ClickHouse once."""
+    table = draft.spec_value("sink.table")
+    section = draft.section("clickhouse")
+    if "table_mode" not in section:
+        draft_update_section(draft=draft, step="clickhouse", changes={"table_mode": table_mode(request, draft)})
+        section = draft.section("clickhouse")
+    if section["table_mode"] != "existing" or section.get("columns") or not table:
         return None
     connection = clickhouse_connection_of(request, draft)
     if connection is None:
         return "The ClickHouse connection is gone: choose one in step 6."
     try:
         columns = conn_selectors.clickhouse_column_list(
-            connection=connection, database=ch.get("database") or "default", table=ch["table"]
+            connection=connection, database=draft.spec_value("sink.clickhouse.database") or "default", table=table
         )
     except ApplicationError as exc:
         return exc.message

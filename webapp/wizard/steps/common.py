@@ -50,11 +50,21 @@ def add_validation_errors(form: Any, error: ValidationError) -> None:
 
 
 def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
-    return list(draft.section("sample").get("fields", []))
+    """The spec's `source.fields`, each with the sample step's notes that a spec has no place for: sometimes
+    missing (`nullable`), added by hand (`manual`: kept when a new sample is fetched), example values. A field
+    without notes (an edited pipeline's) counts as added by hand."""
+    notes = draft.section("sample").get("notes") or {}
+    fields = []
+    for field in draft.spec_value("source.fields", []) or []:
+        if isinstance(field, dict) and "path" in field:
+            note = notes.get(field["path"]) or {"manual": True}
+            fields.append({"nullable": False, "manual": False, "examples": [], **note, **field})
+    return fields
 
 
 def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
-    return list(draft.section("transform").get("computed", []))
+    """The spec's `transforms` (computed fields: name, expression, type)."""
+    return [t for t in draft.spec_value("transforms", []) or [] if isinstance(t, dict)]
 
 
 def _connection_of(request: HttpRequest, draft: WizardDraft, kind: ConnectionKind):

@@ -1,14 +1,24 @@
 """The connection steps' shared logic (step 1, Kafka, and step 6, ClickHouse): pick a saved connection or
 enter a new one.
 
+A new connection is tested before it is saved: one that does not answer is not saved, its error goes next to
+the field that caused it, and the step offers "Save anyway" (action `save_anyway`) for a cluster that is
+down for now. A connection this draft saved before (e.g. anyway) is updated when its name is entered again.
+
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 
-from webapp.wizard.connection_kinds import ConnectionKind, connection_data
+from webapp.core.exceptions import ApplicationError
+from webapp.wizard.connection_kinds import ConnectionKind, connection_data, test_error_field
+from webapp.wizard.services import SAVED_HERE_KEY, draft_note_saved_connection
 from webapp.wizard.steps.common import add_validation_errors, initial_from
+
+SAVE_ANYWAY = "save_anyway"
 
 
 def connection_step_forms(request, draft, source, kind: ConnectionKind, post=None):
@@ -32,17 +42,53 @@ def connection_step_forms(request, draft, source, kind: ConnectionKind, post=Non
 
 
 def submit_connection(request, draft, kind: ConnectionKind):
+    """(the chosen or newly saved connection, None), or (None, the step's context with the errors)."""
     choice, new = connection_step_forms(request, draft, None, kind, post=request.POST)
+    failed: dict[str, Any] = {"choice_form": choice, "new_form": new, "status": 422}
     if not choice.is_valid():
         new.is_valid()
-        return None, {"choice_form": choice, "new_form": new}
+        return None, failed
     if choice.cleaned_data["source"] == "saved":
         return choice.cleaned_data["connection"], None
     if not new.is_valid():
-        return None, {"choice_form": choice, "new_form": new}
+        return None, failed
+    data = connection_data(new)
+    if request.POST.get("action") != SAVE_ANYWAY:
+        outcome = test_before_saving(request.user, kind, data, new)
+        if outcome == "unreachable":
+            failed["save_anyway"] = {"secrets_typed": any(data.get(name) for name in kind.secrets)}
+        if outcome != "ok":
+            return None, failed
+    earlier = _saved_here(request, draft, kind, name=data["name"])
     try:
-        connection = kind.create(owner=request.user, data=connection_data(new))
+        if earlier is not None:
+            connection = kind.update(connection=earlier, data=data)
+        else:
+            connection = kind.create(owner=request.user, data=data)
+            draft_note_saved_connection(draft=draft, kind=kind.slug, pk=connection.pk)
     except ValidationError as exc:
         add_validation_errors(new, exc)
-        return None, {"choice_form": choice, "new_form": new}
+        return None, failed
     return connection, None
+
+
+def test_before_saving(user: Any, kind: ConnectionKind, data: dict[str, Any], form: Any) -> str:
+    """Test the connection `data` describes: "ok"; "unreachable" (the test's error is put next to the field that
+    caused it); or "invalid" (not even a valid connection: the service's errors are put next to the fields)."""
+    try:
+        kind.test(connection=kind.build(owner=user, data=data))
+    except ValidationError as exc:
+        add_validation_errors(form, exc)
+        return "invalid"
+    except ApplicationError as exc:
+        field = test_error_field(kind, exc.message)
+        form.add_error(field if field in form.fields else None, exc.message)
+        return "unreachable"
+    return "ok"
+
+
+def _saved_here(request, draft, kind: ConnectionKind, *, name: str):
+    """The connection named `name` that this draft saved earlier and no pipeline uses yet: entering the name
+    again corrects it instead of failing with "you already have a connection named…"."""
+    ids = (draft.data.get(SAVED_HERE_KEY) or {}).get(kind.slug) or []
+    return kind.list(user=request.user).filter(pk__in=ids, name=name, pipelines__isnull=True).first()

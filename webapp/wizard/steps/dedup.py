@@ -8,8 +8,11 @@ from typing import Any
 
 from spark_jobs import spec as specmod
 from webapp.wizard import forms
+from webapp.wizard.draft_spec import SPEC_KEY
+from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
+from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
 
 def _dedup_form(draft, data=None, initial=None, window_chosen=True):
@@ -23,24 +26,28 @@ def _dedup_form(draft, data=None, initial=None, window_chosen=True):
     return form
 
 
-def dedup_initial(section: dict[str, Any]) -> dict[str, Any]:
-    if not section:
+def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
+    """The form's values for the spec's `dedup` (None: off); {} when the step was never saved."""
+    if "dedup" not in (draft.data.get(SPEC_KEY) or {}):
         return {}
-    window = section.get("window", "1h")
+    dedup = draft.spec_value("dedup")
+    if not isinstance(dedup, dict):
+        return {"enabled": "off"}
+    window = dedup.get("window") or "1h"
     presets = {value for value, _ in forms.WINDOW_PRESETS}
     return {
-        "enabled": "on" if section.get("enabled", True) else "off",
-        "keys": section.get("keys", []),
+        "enabled": "on",
+        "keys": dedup.get("keys") or [],
         "window": window if window in presets else "custom",
         "custom_window": "" if window in presets else window,
-        "time_basis": section.get("time_basis", "ingestion"),
-        "event_time_field": section.get("event_time_field", ""),
-        "state_store": section.get("state_store", "auto"),
+        "time_basis": "event_time" if dedup.get("time") == "event" else "ingestion",
+        "event_time_field": dedup.get("event_time_field") or "",
+        "state_store": dedup.get("state_store") or "auto",
     }
 
 
 def dedup_show(request, draft, source):
-    initial = initial_from(source, forms.DedupForm) if source else dedup_initial(draft.section("dedup"))
+    initial = initial_from(source, forms.DedupForm) if source else dedup_initial(draft)
     chosen = bool(initial)
     if not initial:
         initial = {"enabled": "on", "window": "1h", "time_basis": "ingestion"}
@@ -55,7 +62,7 @@ def dedup_submit(request, draft):
         return context
     data = form.cleaned_data
     if data["enabled"] == "off":
-        values = {"enabled": False}
+        changes: dict[str, Any] = {"dedup": None}
     else:
         window = data["custom_window"].strip() if data["window"] == "custom" else data["window"]
         try:
@@ -63,13 +70,17 @@ def dedup_submit(request, draft):
         except ValueError as exc:
             form.add_error("custom_window" if data["window"] == "custom" else "window", str(exc))
             return context
-        values = {
-            "enabled": True,
-            "keys": data["keys"],
-            "window": window,
-            "time_basis": data["time_basis"] or "ingestion",
-            "event_time_field": data["event_time_field"] if data["time_basis"] == "event_time" else "",
-            "state_store": data["state_store"] or "auto",
+        event_time = data["time_basis"] == "event_time"
+        event_time_field = data["event_time_field"] if event_time else ""
+        if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
+            return context
+        # Field by field, so that a dedup setting this step does not show stays as it was.
+        changes = {
+            "dedup.keys": data["keys"],
+            "dedup.window": window,
+            "dedup.time": "event" if event_time else "ingestion",
+            "dedup.event_time_field": data["event_time_field"] if event_time else None,
+            "dedup.state_store": data["state_store"] or "auto",
         }
-    draft_save_step(draft=draft, step="dedup", values=values, advance=True)
+    draft_save_step(draft=draft, step="dedup", spec_changes=changes, advance=True)
     return None

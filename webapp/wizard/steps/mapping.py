@@ -1,5 +1,8 @@
 """Step 7: which field goes into which column, with type checks.
 
+The proposal and the checks are the pipelines' mapping service (`webapp.pipelines.mapping`), the same the
+API's `POST /pipelines/mapping/` answers with; this step adds the form rows and the ORDER BY rule.
+
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
 from __future__ import annotations
@@ -9,23 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jobs import spec as specmod
+from webapp.connections.clickhouse_client import ColumnInfo
+from webapp.pipelines.mapping import ColumnMapping, SourceField, check_column, suggest_mapping, writable
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.clickhouse import ensure_columns, source_fields
+from webapp.wizard.steps.clickhouse import ensure_columns, source_fields, stored_columns
 from webapp.wizard.steps.common import NEW_TABLE_TYPES, form_rows
-
-
-def _column_name(path: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_]", "_", path)
-    return name if re.match(r"^[A-Za-z_]", name) else f"f_{name}"
-
-
-def _proposed_type(field: dict[str, Any], order_by: list[str]) -> str:
-    """The spec module's type for the field; Nullable when it may be missing (never for ORDER BY columns)."""
-    base = specmod.default_clickhouse_type(field["type"])
-    if field.get("nullable") and field["type"] != "json" and field["path"] not in order_by:
-        return f"Nullable({base})"
-    return base
+from webapp.wizard.steps.fit import accepted_fields, check_mapping_fit, mapping_fit_summary
 
 
 @dataclass
@@ -40,17 +33,21 @@ class MappingRow:
     note: str = ""
 
 
-def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow], list[dict[str, Any]], bool]:
-    """The mapping rows (stored, posted or auto-mapped by name), the target columns, and whether it is new."""
-    ch = draft.section("clickhouse")
-    new_table = ch.get("table_mode") != "existing"
-    order_by = ch.get("order_by") or []
-    columns = ch.get("columns") or []
-    fields = source_fields(draft) + [
-        {"path": k, "type": v, "nullable": False, "meta": True} for k, v in specmod.KAFKA_METADATA_FIELDS.items()
-    ]
-    types = {f["path"]: f["type"] for f in fields}
-    stored = draft.section("mapping").get("columns")
+def _source_fields(draft: WizardDraft) -> list[SourceField]:
+    """Every name a column can be filled from: sample fields, computed fields, then Kafka metadata."""
+    fields = [SourceField(f["path"], f["type"], bool(f.get("nullable"))) for f in source_fields(draft)]
+    return fields + [SourceField(path, kind) for path, kind in specmod.KAFKA_METADATA_FIELDS.items()]
+
+
+def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow], list[ColumnInfo], bool]:
+    """The mapping rows (posted, stored in the spec's `sink.columns`, or proposed by the pipelines' mapping
+    service), the existing table's columns, and whether the table is new."""
+    new_table = draft.section("clickhouse").get("table_mode", "new") != "existing"
+    columns = [] if new_table else stored_columns(draft)
+    order_by = draft.section("clickhouse").get("order_by") or []
+    fields = _source_fields(draft)
+    types = {f.path: f.type for f in fields}
+    stored = draft.spec_value("sink.columns")
     rows: list[MappingRow] = []
     if post is not None:
         for raw in form_rows(post, "m", ("field", "column", "type")):
@@ -60,60 +57,40 @@ def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow]
                     raw["index"], raw["field"], types.get(raw["field"], "?"), raw["column"], raw["type"], include
                 )
             )
-    elif stored is not None:
-        by_field = {m["field"]: m for m in stored}
-        for i, f in enumerate(fields):
-            m = by_field.get(f["path"])
-            if new_table:
-                rows.append(
-                    MappingRow(
-                        str(i),
-                        f["path"],
-                        f["type"],
-                        m["column"] if m else _column_name(f["path"]),
-                        m["type"] if m else _proposed_type(f, order_by),
-                        include=m is not None,
-                    )
-                )
-            else:
-                rows.append(MappingRow(str(i), f["path"], f["type"], m["column"] if m else "", m["type"] if m else ""))
     else:
-        by_name = {c["name"].lower(): c for c in columns}
+        proposed = {
+            m.field: m for m in suggest_mapping(fields, None if new_table else columns, order_by=order_by).columns
+        }
+        chosen = {m["field"]: m for m in stored} if isinstance(stored, list) else None
         for i, f in enumerate(fields):
-            if new_table:
-                rows.append(
-                    MappingRow(
-                        str(i),
-                        f["path"],
-                        f["type"],
-                        _column_name(f["path"]),
-                        _proposed_type(f, order_by),
-                        include=not f.get("meta"),
-                    )
-                )
+            meta = f.path in specmod.KAFKA_METADATA_FIELDS
+            mapped = proposed.get(f.path) if chosen is None else chosen.get(f.path)
+            if mapped is None and new_table:
+                mapped = proposed.get(f.path)  # shown with its proposed column, not written
+                include = False
             else:
-                match = by_name.get(f["path"].lower()) or by_name.get(_column_name(f["path"]).lower())
-                rows.append(
-                    MappingRow(
-                        str(i),
-                        f["path"],
-                        f["type"],
-                        match["name"] if match else "",
-                        match["type"] if match else "",
-                        include=match is not None,
-                    )
-                )
+                include = mapped is not None and (chosen is not None or not new_table or not meta)
+            column = (mapped.column if isinstance(mapped, ColumnMapping) else mapped["column"]) if mapped else ""
+            kind = (mapped.type if isinstance(mapped, ColumnMapping) else mapped["type"]) if mapped else ""
+            rows.append(MappingRow(str(i), f.path, f.type, column, kind, include=include))
     if not new_table:
-        column_types = {c["name"]: c["type"] for c in columns}
+        column_types = {c.name: c.type for c in columns}
         for row in rows:
             row.type = column_types.get(row.column, "") if row.column else ""
     return rows, columns, new_table
 
 
-def check_mapping(draft: WizardDraft, rows: list[MappingRow], columns: list[dict[str, Any]], new_table: bool):
-    """Flag incompatible types, double-mapped columns and required columns left unmapped."""
+def _problem_text(problem: str) -> str:
+    return problem[:1].upper() + problem[1:] + "."
+
+
+def check_mapping(draft: WizardDraft, rows: list[MappingRow], columns: list[ColumnInfo], new_table: bool):
+    """Flag what cannot be written (the pipelines' mapping rules), double-mapped columns, and required
+    columns left unmapped."""
     problems: list[str] = []
     used: dict[str, str] = {}
+    by_name = {c.name: c for c in columns}
+    nullable = {f.path: f.nullable for f in _source_fields(draft)}
     for row in rows:
         if not row.include or not row.column:
             continue
@@ -125,13 +102,25 @@ def check_mapping(draft: WizardDraft, rows: list[MappingRow], columns: list[dict
             if type_error:
                 row.error = type_error
                 continue
+            parsed = specmod.parse_clickhouse_type(row.type)
+            column = ColumnInfo(row.column, row.type, parsed.nullable, "", "", False, "")
+        else:
+            column = by_name.get(row.column)
+            if column is None:
+                row.error = f"The table has no column {row.column!r}."
+                continue
         if row.column in used:
             row.error = f"The column {row.column!r} is already filled from {used[row.column]!r}."
             continue
         used[row.column] = row.field
-        if not specmod.field_type_compatible(row.field_type, row.type):
-            row.error = f"A {row.field_type} field cannot be written to {row.type}."
-    unmapped_required = [c["name"] for c in columns if c.get("required") and c["name"] not in used]
+        compatible, problem = check_column(
+            SourceField(row.field, row.field_type, nullable.get(row.field, False)), column
+        )
+        if not compatible:
+            row.error = _problem_text(problem)
+        elif problem:
+            row.note = _problem_text(problem)
+    unmapped_required = [c.name for c in columns if c.required and c.name not in used]
     if unmapped_required:
         problems.append(
             "These columns need a value (not Nullable, no default) but no field is mapped to them: "
@@ -156,6 +145,7 @@ def mapping_show(request, draft, source):
     columns_error = ensure_columns(request, draft)
     rows, columns, new_table = mapping_rows(draft, source)
     _ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
+    check_mapping_fit(draft, rows, accepted_fields(draft, source, rows))
     if columns_error:
         problems.insert(0, f"Could not read the table's columns: {columns_error}")
     return _mapping_context(rows, columns, new_table, problems, unmapped)
@@ -164,27 +154,36 @@ def mapping_show(request, draft, source):
 def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, Any]:
     return {
         "rows": rows,
-        "columns": columns,
+        "columns": [c for c in columns if writable(c)],  # ClickHouse computes the others
         "new_table": new_table,
         "problems": problems,
         "unmapped_required": unmapped,
         "type_choices": NEW_TABLE_TYPES,
         "checked": True,
         "metadata_fields": specmod.KAFKA_METADATA_FIELDS,
+        **mapping_fit_summary(rows),
     }
 
 
 def mapping_submit(request, draft):
     rows, columns, new_table = mapping_rows(draft, request.POST)
     ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
-    context = _mapping_context(rows, columns, new_table, problems, unmapped)
-    if not ok:
+    accepted = accepted_fields(draft, request.POST, rows)
+    fit_problems = check_mapping_fit(draft, rows, accepted)
+    context = _mapping_context(rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
+    if not ok or fit_problems:
         return context
-    values = {
-        "columns": [{"field": r.field, "column": r.column, "type": r.type} for r in rows if r.include and r.column]
-    }
+    mapped = [{"field": r.field, "column": r.column, "type": r.type} for r in rows if r.include and r.column]
+    changes: dict[str, Any] = {"sink.columns": mapped}
+    if draft.spec_value("sink.create_table", True):
+        # The ORDER BY is chosen as fields on the table step; the spec names their columns.
+        column_of = {m["field"]: m["column"] for m in mapped}
+        order_by = draft.section("clickhouse").get("order_by") or []
+        changes["sink.order_by"] = [column_of[path] for path in order_by if path in column_of]
+    # Which fields the user accepted dead letters for: no spec field, the wizard's own note.
+    values = {"accept_dead_letters": sorted({r.field for r in rows if r.include and r.column and r.field in accepted})}
     advance = request.POST.get("action") != "check"
-    draft_save_step(draft=draft, step="mapping", values=values, advance=advance)
+    draft_save_step(draft=draft, step="mapping", values=values, spec_changes=changes, advance=advance)
     if not advance:
         return {**context, "mapping_ok": True, "status": 200}
     return None

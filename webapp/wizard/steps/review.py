@@ -17,8 +17,8 @@ from django.shortcuts import redirect
 from spark_jobs import spec as specmod
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services as pipeline_services
-from webapp.pipelines import specs as pipeline_specs
-from webapp.wizard import forms, spec_builder
+from webapp.pipelines import stored_specs
+from webapp.wizard import draft_spec, forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_discard, draft_update_section
 from webapp.wizard.steps import SLUGS, STEPS
@@ -34,16 +34,15 @@ from webapp.wizard.steps.common import (
 def _default_name(draft: WizardDraft) -> str:
     if draft.pipeline_id:
         return draft.pipeline.name
-    topics = draft.section("topics").get("topics", [])
-    ch = draft.section("clickhouse")
-    table = ch.get("new_table") or ch.get("table") or "clickhouse"
+    topics = draft.spec_value("source.topics", [])
+    table = draft.spec_value("sink.table") or "clickhouse"
     base = f"{topics[0] if topics else 'events'}-to-{table}"
     return re.sub(r"[^A-Za-z0-9_.-]", "-", base)[:100]
 
 
 def _spec_issues(error: specmod.SpecError) -> list[dict[str, str]]:
     """Each problem of the spec with the step that fixes it."""
-    return [{"path": i.path, "message": i.message, "step": spec_builder.step_for_path(i.path)} for i in error.errors]
+    return [{"path": i.path, "message": i.message, "step": draft_spec.step_for_path(i.path)} for i in error.errors]
 
 
 def review_context(
@@ -52,7 +51,7 @@ def review_context(
     """The spec built from the draft, checked by the pipelines service, with each problem's step."""
     kafka = kafka_connection_of(request, draft)
     clickhouse = clickhouse_connection_of(request, draft)
-    spec = spec_builder.draft_spec(draft.data, name=name or "unnamed", starting_offsets=starting_offsets)
+    spec = draft_spec.complete_spec(draft.data, name=name or "unnamed", starting_offsets=starting_offsets)
     issues: list[dict[str, str]] = []
     warning = ""
     parsed = None
@@ -78,9 +77,9 @@ def review_context(
         except ApplicationError as exc:
             warning = f"Could not check against the live systems: {exc.message}"
     shown = (
-        pipeline_specs.to_stored(parsed)
+        stored_specs.to_stored(parsed)
         if parsed is not None
-        else pipeline_specs.merge_connections(
+        else stored_specs.merge_connections(
             spec, name=name or "unnamed", kafka_connection=kafka, clickhouse_connection=clickhouse
         )
     )
@@ -103,21 +102,18 @@ def review_context(
 
 
 def review_summary(draft: WizardDraft) -> dict[str, Any]:
-    dedup = draft.section("dedup")
-    ch = draft.section("clickhouse")
-    transform = draft.section("transform")
     return {
-        "topics": draft.section("topics").get("topics", []),
+        "topics": draft.spec_value("source.topics", []),
         "field_count": len(schema_fields(draft)),
-        "dedup": dedup,
-        "filter": transform.get("filter", ""),
-        "computed": transform.get("computed", []),
-        "database": ch.get("database"),
-        "table": ch.get("new_table") if ch.get("table_mode") != "existing" else ch.get("table"),
-        "table_mode": ch.get("table_mode"),
-        "engine": ch.get("engine"),
-        "order_by": ch.get("order_by", []),
-        "columns": draft.section("mapping").get("columns", []),
+        "dedup": draft.spec_value("dedup"),
+        "filter": draft.spec_value("filter") or "",
+        "computed": draft.spec_value("transforms") or [],
+        "database": draft.spec_value("sink.clickhouse.database"),
+        "table": draft.spec_value("sink.table"),
+        "table_mode": draft.section("clickhouse").get("table_mode"),
+        "engine": draft.spec_value("sink.engine") or "MergeTree",
+        "order_by": draft.spec_value("sink.order_by") or [],
+        "columns": draft.spec_value("sink.columns") or [],
     }
 
 
@@ -125,7 +121,7 @@ def review_show(request, draft, source):
     stored = draft.section("review")
     initial = initial_from(source, forms.ReviewForm) if source else {}
     initial.setdefault("name", stored.get("name") or _default_name(draft))
-    initial.setdefault("starting_offsets", stored.get("starting_offsets") or "earliest")
+    initial.setdefault("starting_offsets", draft.spec_value("source.starting_offsets") or "earliest")
     form = forms.ReviewForm(initial=initial)
     context = review_context(request, draft, initial["name"], initial["starting_offsets"], live=True)
     return {"form": form, **context}
@@ -147,7 +143,9 @@ def review_submit(request, draft):
         }
     name = form.cleaned_data["name"].strip()
     starting = form.cleaned_data["starting_offsets"]
-    draft_update_section(draft=draft, step="review", changes={"name": name, "starting_offsets": starting})
+    draft_update_section(
+        draft=draft, step="review", changes={"name": name}, spec_changes={"source.starting_offsets": starting}
+    )
     context = review_context(request, draft, name, starting, live=True)
     context["form"] = form
     for message in context["name_issues"]:

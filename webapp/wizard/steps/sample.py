@@ -13,7 +13,7 @@ from webapp.connections import selectors as conn_selectors
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from
+from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, schema_fields
 
 
 def field_rows_from(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -65,9 +65,9 @@ def validate_field_rows(rows: list[dict[str, Any]]) -> bool:
     return ok
 
 
-def _known_fields(section: dict[str, Any]) -> list[dict[str, Any]]:
+def _known_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     """Stored fields plus what the stored sample shows (for the example values next to each field)."""
-    values = [e.get("value") for e in section.get("events", [])]
+    values = [e.get("value") for e in draft.section("sample").get("events", [])]
     inferred = (
         [
             {"path": f.path, "examples": [_example(e) for e in f.examples]}
@@ -76,17 +76,17 @@ def _known_fields(section: dict[str, Any]) -> list[dict[str, Any]]:
         if values
         else []
     )
-    return inferred + list(section.get("fields", []))
+    return inferred + schema_fields(draft)
 
 
 def sample_show(request, draft, source):
     section = draft.section("sample")
     if source:
         form = forms.SampleForm(initial=initial_from(source, forms.SampleForm))
-        rows = parse_field_rows(source, _known_fields(section))
+        rows = parse_field_rows(source, _known_fields(draft))
     else:
         form = forms.SampleForm(initial={k: section[k] for k in ("count", "position") if k in section})
-        rows = field_rows_from(section.get("fields", []))
+        rows = field_rows_from(schema_fields(draft))
     return _sample_context(draft, form, rows)
 
 
@@ -98,14 +98,14 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "events": section.get("events", []),
         "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
-        "topics": draft.section("topics").get("topics", []),
+        "topics": draft.spec_value("source.topics", []),
     }
 
 
 def sample_submit(request, draft):
     section = draft.section("sample")
     form = forms.SampleForm(request.POST)
-    rows = parse_field_rows(request.POST, _known_fields(section))
+    rows = parse_field_rows(request.POST, _known_fields(draft))
     context = _sample_context(draft, form, rows)
     valid = form.is_valid()
     if not rows:
@@ -113,23 +113,16 @@ def sample_submit(request, draft):
         valid = False
     if not validate_field_rows(rows) or not valid:
         return context
-    fields = [
-        {
-            "path": r["path"],
-            "type": r["type"],
-            "nullable": r["nullable"],
-            "manual": r["manual"],
-            "examples": r["examples"],
-        }
-        for r in rows
-    ]
     values = {
         **section,
         "count": form.cleaned_data["count"],
         "position": form.cleaned_data["position"],
-        "fields": fields,
+        "notes": {
+            r["path"]: {"nullable": r["nullable"], "manual": r["manual"], "examples": r["examples"]} for r in rows
+        },
     }
-    draft_save_step(draft=draft, step="sample", values=values, advance=True)
+    fields = [{"path": r["path"], "type": r["type"]} for r in rows]
+    draft_save_step(draft=draft, step="sample", values=values, spec_changes={"source.fields": fields}, advance=True)
     return None
 
 

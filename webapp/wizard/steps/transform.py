@@ -13,7 +13,7 @@ from spark_jobs import spec as specmod
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, schema_fields
+from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, computed_fields, form_rows, schema_fields
 
 
 def expression_names(draft: WizardDraft) -> list[str]:
@@ -35,21 +35,12 @@ def _position(message: str, expression: str) -> dict[str, Any] | None:
 
 
 def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
-    """Parse and check the filter and the computed fields; errors carry their position when known."""
+    """Check the filter and the computed fields by the spec's own rules (`spark_jobs.spec.expression_issues`,
+    what the pipelines service's validation runs); errors carry their position when known."""
     form = forms.TransformForm(post)
     rows = form_rows(post, "c", ("name", "expression", "type"))
     names = expression_names(draft)
     ok = form.is_valid()
-    if ok and form.cleaned_data["filter"].strip():
-        error = specmod.expression_error(form.cleaned_data["filter"], names)
-        if error:
-            form.add_error("filter", error)
-            ok = False
-    filter_position = None
-    if form.errors.get("filter"):
-        filter_position = _position(form.errors["filter"][0], post.get("filter", ""))
-    field_paths = {f["path"] for f in schema_fields(draft)}
-    seen: list[str] = []
     for row in rows:
         row["errors"] = {}
         if not row["name"] and not row["expression"]:
@@ -61,16 +52,29 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
             for error in exc.errors():
                 loc = error["loc"][0] if error["loc"] else "name"
                 row["errors"].setdefault(loc, str(error["msg"]).removeprefix("Value error, "))
-        if row["name"] in field_paths or row["name"] in seen:
-            row["errors"].setdefault("name", f"The name {row['name']!r} is already used by another field.")
-        error = specmod.expression_error(row["expression"], [*names, *seen])
-        if error:
-            row["errors"]["expression"] = error
-            row["position"] = _position(error, row["expression"])
-        seen.append(row["name"])
-        if row["errors"]:
-            ok = False
     rows = [r for r in rows if not r.get("empty")]
+    if ok:
+        issues = specmod.expression_issues(
+            [f["path"] for f in schema_fields(draft)],
+            form.cleaned_data["filter"],
+            [(row["name"], row["expression"]) for row in rows],
+        )
+        for issue in issues:
+            if issue.path == "filter":
+                form.add_error("filter", issue.message)
+                continue
+            match = re.fullmatch(r"transforms\[(\d+)\]\.(name|expression)", issue.path)
+            if match:
+                row = rows[int(match.group(1))]
+                row["errors"].setdefault(match.group(2), issue.message)
+                if match.group(2) == "expression":
+                    row["position"] = _position(issue.message, row["expression"])
+    filter_position = None
+    if form.errors.get("filter"):
+        filter_position = _position(form.errors["filter"][0], post.get("filter", ""))
+        ok = False
+    if any(row["errors"] for row in rows):
+        ok = False
     return {
         "form": form,
         "rows": rows,
@@ -86,9 +90,8 @@ def transform_show(request, draft, source):
         context = check_transform(draft, source)
         context["checked"] = False
         return context
-    section = draft.section("transform")
-    form = forms.TransformForm(initial={"filter": section.get("filter", "")})
-    rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(section.get("computed", []))]
+    form = forms.TransformForm(initial={"filter": draft.spec_value("filter") or ""})
+    rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(computed_fields(draft))]
     return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPE_CHOICES}
 
 
@@ -97,9 +100,9 @@ def transform_submit(request, draft):
     context["checked"] = True
     if not context["ok"]:
         return context
-    values = {
-        "filter": context["form"].cleaned_data["filter"].strip(),
-        "computed": [{"name": r["name"], "expression": r["expression"], "type": r["type"]} for r in context["rows"]],
+    changes = {
+        "filter": context["form"].cleaned_data["filter"].strip() or None,
+        "transforms": [{"name": r["name"], "expression": r["expression"], "type": r["type"]} for r in context["rows"]],
     }
-    draft_save_step(draft=draft, step="transform", values=values, advance=True)
+    draft_save_step(draft=draft, step="transform", spec_changes=changes, advance=True)
     return None

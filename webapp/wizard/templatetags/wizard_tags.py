@@ -18,3 +18,11 @@ def short_ts(value):
         return ""
     text = str(value)
     return f"{text[:10]} {text[11:19]} UTC" if len(text) >= 19 else text
+
+
+@register.filter
+def fields_except(form, names: str) -> list:
+    """The form's fields not named in `names` (space-separated), in form order: a template lays out the fields it
+    knows and lists the rest after them, so a connection setting added to the spec's model is never left off."""
+    skip = set(names.split())
+    return [field for field in form if field.name not in skip]

@@ -1,4 +1,7 @@
-"""The bridge between stored pipelines and `spark_jobs.spec` (the engine's spec module, no Spark import).
+"""Pipeline specs as the web app stores them: the bridge between a pipeline's saved connections and
+`spark_jobs.spec` (the engine's spec module, no Spark import). Validation with the connections merged in,
+the stored (secret-free) JSON, the job's spec with real secrets, the live checks against Kafka and
+ClickHouse, and whether a new version can continue from the old one's checkpoint.
 
 A spec as clients send it may leave out `source.kafka` and the host/credentials of `sink.clickhouse`: they
 come from the pipeline's saved connections. `merge_connections` puts them in (secrets as `SECRET_MASK` for
@@ -12,8 +15,10 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
+from spark_jobs.connections import connection_dict
 from spark_jobs.spec import (
-    SECRET_MASK,
     SPEC_VERSION,
     DedupSpec,
     PipelineSpec,
@@ -42,34 +47,20 @@ __all__ = [
 ]
 
 
-def _kafka_section(connection: KafkaConnection, *, reveal: bool) -> dict[str, Any]:
-    section: dict[str, Any] = {
-        "bootstrap_servers": ",".join(s.strip() for s in connection.bootstrap_servers.split(",") if s.strip()),
-        "security_protocol": connection.security_protocol,
-    }
-    if connection.uses_sasl:
-        section["sasl_mechanism"] = connection.sasl_mechanism or None
-        section["username"] = connection.sasl_username or None
-        if connection.sasl_password:
-            section["password"] = connection.sasl_password if reveal else SECRET_MASK
-    if connection.ssl_ca_pem:
-        section["ssl_ca_pem"] = connection.ssl_ca_pem
-    if connection.ssl_certificate_pem:
-        section["ssl_certificate_pem"] = connection.ssl_certificate_pem
-    if connection.ssl_key_pem:
-        section["ssl_key_pem"] = connection.ssl_key_pem if reveal else SECRET_MASK
-    return section
-
-
-def _clickhouse_section(connection: ClickHouseConnection, *, database: str | None, reveal: bool) -> dict[str, Any]:
-    return {
-        "host": connection.host,
-        "port": connection.port,
-        "username": connection.username,
-        "password": connection.password if reveal else (SECRET_MASK if connection.password else ""),
-        "database": database or connection.database or "default",
-        "secure": connection.secure,
-    }
+def _section(connection: KafkaConnection | ClickHouseConnection, *, path: str, reveal: bool) -> dict[str, Any]:
+    """The connection's spec section (`connection.to_spec()`): every field the job needs, secrets masked
+    unless `reveal`. A connection saved before a rule of the spec existed gets SpecError at `path`."""
+    try:
+        section = connection.to_spec()
+    except pydantic.ValidationError as exc:
+        issues = []
+        for error in exc.errors(include_url=False, include_input=False):
+            where = ".".join([path, *(str(part) for part in error["loc"])])
+            issues.append(
+                SpecIssue(where, f"connection '{connection.name}': {error['msg'].removeprefix('Value error, ')}")
+            )
+        raise SpecError(issues) from None
+    return connection_dict(section, reveal_secrets=reveal)
 
 
 def merge_connections(
@@ -88,15 +79,16 @@ def merge_connections(
     if kafka_connection is not None:
         source = data.get("source")
         if isinstance(source, dict):
-            source["kafka"] = _kafka_section(kafka_connection, reveal=reveal)
+            source["kafka"] = _section(kafka_connection, path="source.kafka", reveal=reveal)
     if clickhouse_connection is not None:
         sink = data.get("sink")
         if isinstance(sink, dict):
             given = sink.get("clickhouse")
             database = given.get("database") if isinstance(given, dict) else None
-            sink["clickhouse"] = _clickhouse_section(
-                clickhouse_connection, database=database if isinstance(database, str) else None, reveal=reveal
-            )
+            section = _section(clickhouse_connection, path="sink.clickhouse", reveal=reveal)
+            if isinstance(database, str) and database:
+                section["database"] = database  # the pipeline's target database, not the connection's default
+            sink["clickhouse"] = section
     return data
 
 
@@ -156,6 +148,7 @@ def check_live(
     KafkaClientError / ClickHouseClientError when a system cannot be asked.
     """
     from webapp.connections import clickhouse_client, kafka_client
+    from webapp.pipelines.mapping import writable
 
     issues: list[SpecIssue] = []
     topics = set(kafka_client.list_topic_names(kafka_connection.client_settings()))
@@ -188,6 +181,14 @@ def check_live(
                         SpecIssue(
                             f"sink.columns[{i}].column",
                             f"table '{sink.table}' has no column '{column.column}'",
+                        )
+                    )
+                elif not writable(actual):
+                    issues.append(
+                        SpecIssue(
+                            f"sink.columns[{i}].column",
+                            f"column '{column.column}' is {actual.default_kind}: ClickHouse computes it, "
+                            "an insert cannot write it",
                         )
                     )
                 elif column.field in types and not field_type_compatible(types[column.field], actual.type):

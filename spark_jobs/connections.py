@@ -1,0 +1,253 @@
+"""How to reach Kafka and ClickHouse: the one description, shared by the pipeline spec, the web app and the job.
+
+`KafkaConnectionSpec` and `ClickHouseConnectionSpec` are the spec's `source.kafka` and `sink.clickhouse`.
+The web app's saved connections (`webapp.connections.models`) store exactly these fields and hand out these
+models (`connection.to_spec()`); its clients, the health check and the job build their clients from them
+with the functions below, one per client library:
+
+- `librdkafka_config(kafka)`: confluent-kafka (the web app's tests, topic lists, samples, replays);
+- `kafka_connector_options(kafka)`: Spark's Kafka connector (the job's Java Kafka client);
+- `clickhouse_connect_kwargs(clickhouse, ca_cert=...)`: clickhouse-connect (the web app and the job's writer).
+
+Adding a connection setting: a field here, its line in the function(s) above, and the Django model's field
+with its migration. Secrets are `SecretStr` (masked in `repr`); the functions return them in clear, so their
+results are never logged. No Spark and no Django import here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any, Literal, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
+
+ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class KafkaConnectionSpec(BaseModel):
+    """A Kafka cluster: brokers, security protocol, SASL credentials, TLS certificates (PEM)."""
+
+    model_config = _STRICT
+
+    bootstrap_servers: str = Field(min_length=1)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    # Specs written before the names matched the saved connection's say `username` / `password`.
+    sasl_username: str | None = Field(default=None, validation_alias=AliasChoices("sasl_username", "username"))
+    sasl_password: SecretStr | None = Field(default=None, validation_alias=AliasChoices("sasl_password", "password"))
+    ssl_ca_pem: str | None = None
+    ssl_certificate_pem: str | None = None
+    ssl_key_pem: SecretStr | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str) -> str:
+        servers = [server.strip() for server in value.split(",")]
+        for server in servers:
+            host, sep, port = server.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"invalid server {server!r}: expected host:port[,host:port...]")
+        return ",".join(servers)  # as the clients take them: no spaces
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConnectionSpec:
+        if self.uses_sasl:
+            missing = [name for name in ("sasl_mechanism", "sasl_username", "sasl_password") if not getattr(self, name)]
+            if missing:
+                raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
+        if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
+            raise ValueError("ssl_certificate_pem and ssl_key_pem go together (client certificate)")
+        return self
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+
+class ClickHouseConnectionSpec(BaseModel):
+    """A ClickHouse server over HTTP(S): address, credentials, default database, TLS (verify, private CA)."""
+
+    model_config = _STRICT
+
+    host: str = Field(min_length=1)
+    port: int = Field(default=8123, ge=1, le=65535)
+    username: str = "default"
+    password: SecretStr = SecretStr("")
+    database: str = "default"
+    secure: bool = False
+    # Checked against the system's CAs, or against `ssl_ca_pem` when given (a private CA). Specs written
+    # before these settings existed verify against the system's CAs, as the job did then.
+    verify: bool = True
+    ssl_ca_pem: str | None = None
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        if not _IDENT_RE.match(value):
+            raise ValueError(f"invalid database name {value!r}: use letters, digits and '_', not starting with a digit")
+        return value
+
+    @model_validator(mode="after")
+    def _tls(self) -> ClickHouseConnectionSpec:
+        if self.ssl_ca_pem and not self.secure:
+            raise ValueError("ssl_ca_pem needs secure (HTTPS)")
+        return self
+
+
+def secret_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The names of `model`'s secret fields (`SecretStr`), in declaration order."""
+    return tuple(
+        name
+        for name, info in model.model_fields.items()
+        if info.annotation is SecretStr or SecretStr in getattr(info.annotation, "__args__", ())
+    )
+
+
+def connection_from_values(model: type[ConnectionSpec], values: dict[str, Any]) -> ConnectionSpec:
+    """`model` validated from plain values. Secrets are wrapped first, so that a validation error, which repeats
+    its input, shows them masked wherever it is logged."""
+    secrets = secret_fields(model)
+    wrapped = {
+        name: SecretStr(value) if name in secrets and isinstance(value, str) else value
+        for name, value in values.items()
+    }
+    return model.model_validate(wrapped)
+
+
+def connection_dict(connection: BaseModel, *, reveal_secrets: bool) -> dict[str, Any]:
+    """A JSON-ready dict of a connection spec. A secret that is set shows `SECRET_MASK` unless revealed; an
+    empty one stays empty, so a reader can tell "no password" from "a password"."""
+    data = connection.model_dump(mode="python")
+    for name, value in data.items():
+        if isinstance(value, SecretStr):
+            secret = value.get_secret_value()
+            data[name] = secret if reveal_secrets or not secret else SECRET_MASK
+    return data
+
+
+# -- Kafka: librdkafka (confluent-kafka) ------------------------------------------------------------------
+
+
+def librdkafka_config(kafka: KafkaConnectionSpec) -> dict[str, str]:
+    """librdkafka properties for `kafka`, secrets included (never log the result)."""
+    config = {"bootstrap.servers": kafka.bootstrap_servers, "security.protocol": kafka.security_protocol}
+    if kafka.uses_sasl:
+        config["sasl.mechanism"] = kafka.sasl_mechanism or "PLAIN"
+        config["sasl.username"] = kafka.sasl_username or ""
+        config["sasl.password"] = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
+    if kafka.ssl_ca_pem:
+        config["ssl.ca.pem"] = kafka.ssl_ca_pem
+    if kafka.ssl_certificate_pem and kafka.ssl_key_pem:
+        config["ssl.certificate.pem"] = kafka.ssl_certificate_pem
+        config["ssl.key.pem"] = kafka.ssl_key_pem.get_secret_value()
+    return config
+
+
+# -- Kafka: Spark's connector (the Java client) -------------------------------------------------------------
+
+SASL_JAAS_OPTION = "kafka.sasl.jaas.config"
+SSL_KEY_OPTION = "kafka.ssl.keystore.key"
+KAFKA_SECRET_OPTIONS = (SASL_JAAS_OPTION, SSL_KEY_OPTION)
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quote(value: str) -> str:
+    """A JAAS option value in double quotes (Kafka's parser reads backslash escapes inside quotes)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def sasl_jaas_config(mechanism: str, username: str, password: str) -> str:
+    return f"{_LOGIN_MODULES[mechanism]} required username={_jaas_quote(username)} password={_jaas_quote(password)};"
+
+
+def pkcs8_key_pem(key_pem: str) -> str:
+    """The client key as unencrypted PKCS#8 PEM, the only form Kafka's PEM keystore reads (librdkafka also takes
+    PKCS#1 "RSA PRIVATE KEY" and SEC1 "EC PRIVATE KEY")."""
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        key = serialization.load_pem_private_key(key_pem.encode(), password=None)
+    except (ValueError, TypeError):
+        return key_pem  # not a key cryptography reads: let Kafka report it
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def kafka_connector_options(kafka: KafkaConnectionSpec) -> dict[str, str]:
+    """Spark's Kafka connector `kafka.*` options for `kafka`, secrets included (never log the result)."""
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "kafka.security.protocol": kafka.security_protocol}
+    if kafka.uses_sasl:
+        mechanism = kafka.sasl_mechanism or "PLAIN"
+        password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
+        options["kafka.sasl.mechanism"] = mechanism
+        options[SASL_JAAS_OPTION] = sasl_jaas_config(mechanism, kafka.sasl_username or "", password)
+    if kafka.ssl_ca_pem:
+        options["kafka.ssl.truststore.type"] = "PEM"
+        options["kafka.ssl.truststore.certificates"] = kafka.ssl_ca_pem
+    if kafka.ssl_certificate_pem and kafka.ssl_key_pem:
+        options["kafka.ssl.keystore.type"] = "PEM"
+        options["kafka.ssl.keystore.certificate.chain"] = kafka.ssl_certificate_pem
+        options[SSL_KEY_OPTION] = pkcs8_key_pem(kafka.ssl_key_pem.get_secret_value())
+    return options
+
+
+# -- ClickHouse: clickhouse-connect ---------------------------------------------------------------------------
+
+
+def clickhouse_connect_kwargs(clickhouse: ClickHouseConnectionSpec, *, ca_cert: str | None) -> dict[str, Any]:
+    """clickhouse-connect `get_client` arguments for `clickhouse`, secrets included (never log the result).
+
+    `ca_cert` is the path of a file holding `clickhouse.ssl_ca_pem` (`write_ca_file`): the client reads the CA
+    from a file only. The caller owns the file, as it knows how long its client lives.
+    """
+    if clickhouse.ssl_ca_pem and not ca_cert:
+        raise ValueError("the connection has a CA certificate: pass the path of its file (write_ca_file)")
+    return {
+        "host": clickhouse.host,
+        "port": clickhouse.port,
+        "username": clickhouse.username,
+        "password": clickhouse.password.get_secret_value(),
+        "database": clickhouse.database,
+        "secure": clickhouse.secure,
+        "verify": clickhouse.verify,
+        "ca_cert": ca_cert if clickhouse.ssl_ca_pem else None,
+    }
+
+
+def write_ca_file(pem: str) -> str:
+    """`pem` in a new private temporary file (mode 0600, unpredictable name); the caller removes it."""
+    handle, path = tempfile.mkstemp(prefix="clearflow-ca-", suffix=".pem")
+    with os.fdopen(handle, "w") as out:
+        out.write(pem)
+    return path
+
+
+__all__ = [
+    "KAFKA_SECRET_OPTIONS",
+    "SECRET_MASK",
+    "ClickHouseConnectionSpec",
+    "KafkaConnectionSpec",
+    "clickhouse_connect_kwargs",
+    "connection_dict",
+    "connection_from_values",
+    "kafka_connector_options",
+    "librdkafka_config",
+    "secret_fields",
+    "write_ca_file",
+]

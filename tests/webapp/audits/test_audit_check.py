@@ -1,0 +1,148 @@
+"""The audit counts exactly the duplicate keys inserted into a pipeline's table (real ClickHouse)."""
+
+from __future__ import annotations
+
+import clickhouse_connect
+import pytest
+
+from localstack.processes import free_port
+from tests.webapp.audits.conftest import insert_orders
+from webapp.audits import selectors, services
+from webapp.audits.models import AuditedTable, AuditResult
+from webapp.connections.clickhouse_client import ClickHouseClientError
+from webapp.connections.services import clickhouse_connection_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_pipelines_audited_table_comes_from_its_spec(audited_pipeline, pipeline_table, ch_conn):
+    audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+
+    assert audited.owner == audited_pipeline.owner
+    assert audited.connection == ch_conn
+    assert (audited.database, audited.table) == (pipeline_table.database, "orders")
+    assert audited.key_columns == ["order_id"]
+    assert audited.time_column == "_cf_ingested_at"
+    assert audited.windows == [3600, 6 * 3600]
+    # Syncing again keeps the one row, untouched.
+    again = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+    assert (again.pk, again.updated_at) == (audited.pk, audited.updated_at)
+    # A new deployed spec (another dedup window) updates it.
+    spec = dict(audited_pipeline.spec)
+    spec["dedup"] = {**spec["dedup"], "window": "2h"}
+    version = audited_pipeline.versions.create(number=2, spec=spec)
+    audited_pipeline.current_version = version
+    assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).windows == [3600, 7200]
+
+
+def test_the_audit_counts_exactly_the_duplicate_keys_of_the_window(audited_pipeline, pipeline_table, ch):
+    insert_orders(ch, pipeline_table, [1, 2, 3, 4, 4, 5, 5, 5])  # now: keys 4 (x2) and 5 (x3)
+    insert_orders(ch, pipeline_table, [6, 6, 7], hours_ago=2)  # older than the hour, inside the 6h window
+    insert_orders(ch, pipeline_table, [1], hours_ago=3)  # key 1 again, 3 h ago
+    insert_orders(ch, pipeline_table, [8, 8], hours_ago=30)  # older than both windows
+    audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+
+    hour, dedup_window = services.audit_check(audited_table=audited)
+
+    assert (hour.window_seconds, hour.duplicate_keys, hour.duplicate_rows, hour.error) == (3600, 2, 5, "")
+    assert (dedup_window.window_seconds, dedup_window.duplicate_keys, dedup_window.duplicate_rows) == (21600, 4, 9)
+    assert selectors.latest_result_for_pipeline(pipeline_id=audited_pipeline.pk) == hour
+    assert selectors.latest_result(audited_table_id=audited.pk) == hour
+
+
+def test_the_stored_query_runs_as_it_is_and_gives_the_same_answer(audited_pipeline, pipeline_table, ch):
+    insert_orders(ch, pipeline_table, [1, 1, 2])
+    hour, _ = services.audit_check(audited_table=services.audited_table_sync_pipeline(pipeline=audited_pipeline))
+
+    assert "`_cf_ingested_at` >= now() - INTERVAL 3600 SECOND" in hour.query
+    assert "GROUP BY `order_id`" in hour.query
+    assert ch.query(hour.query).result_rows == [(1, 2)]
+
+
+def test_no_duplicates_is_zero_not_an_error(audited_pipeline, pipeline_table, ch):
+    insert_orders(ch, pipeline_table, [1, 2, 3])
+    hour, _ = services.audit_check(audited_table=services.audited_table_sync_pipeline(pipeline=audited_pipeline))
+    assert (hour.duplicate_keys, hour.duplicate_rows, hour.error) == (0, 0, "")
+
+
+def test_a_table_without_the_ingestion_column_gets_an_error_that_says_how_to_add_it(
+    audited_pipeline, pipeline_table, ch
+):
+    ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP INDEX _cf_ingested_at_minmax")
+    ch.command(f"ALTER TABLE `{pipeline_table.database}`.orders DROP COLUMN _cf_ingested_at")
+    audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+
+    results = services.audit_check(audited_table=audited)
+
+    assert [r.duplicate_keys for r in results] == [None, None]
+    assert "ALTER TABLE" in results[0].error and "ADD COLUMN _cf_ingested_at" in results[0].error
+
+
+def test_the_query_cannot_write(audited_pipeline, pipeline_table, ch_conn):
+    from webapp.connections.clickhouse_client import session
+
+    with session(ch_conn.client_settings()) as s, pytest.raises(ClickHouseClientError):
+        s.rows(
+            f"INSERT INTO `{pipeline_table.database}`.orders (seq) SELECT 1",
+            {},
+            query_settings={"readonly": 2},
+        )
+
+
+def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
+    closed = clickhouse_connection_create(
+        owner=owner, data={"name": "closed", "host": "127.0.0.1", "port": free_port()}
+    )
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
+        owner=owner, connection=closed, database="db", table="t", key_columns=["k"], time_column="at"
+    )
+
+    with pytest.raises(ClickHouseClientError) as raised:
+        services.audit_check(audited_table=audited, record_transient=False)
+    assert raised.value.transient
+    assert not AuditResult.objects.exists()
+
+    (result,) = services.audit_check(audited_table=audited, record_transient=True)
+    assert result.duplicate_keys is None and "connection refused" in result.error
+
+
+def test_a_missing_table_is_not_transient_and_is_stored(owner, ch_conn):
+    # Created directly: the server (or the table) went away after the table was added.
+    audited = AuditedTable.objects.create(
+        owner=owner, connection=ch_conn, database="default", table="no_such_table", key_columns=["k"], time_column="t"
+    )
+    (result,) = services.audit_check(audited_table=audited, record_transient=False)
+    assert result.duplicate_keys is None and "does not exist" in result.error
+
+
+def test_the_engines_insert_leaves_the_ingestion_time_to_the_default(pipeline_table, clickhouse_server):
+    import pyarrow as pa
+
+    from spark_jobs.sink import PartitionWriter
+
+    writer = PartitionWriter(
+        conn={"host": clickhouse_server.host, "port": clickhouse_server.port},
+        database=pipeline_table.database,
+        table=pipeline_table.table,
+        dlq_table="orders_dlq",
+        columns=("order_id", "seq", "amount", "customer_name"),
+        pipeline="p",
+        token_prefix="t",
+        batch_id=0,
+    )
+    rows = pa.table(
+        {
+            "order_id": pa.array(["00000000-0000-4000-8000-000000000001"]),
+            "seq": pa.array([1], pa.int64()),
+            "amount": pa.array([2.5]),
+            "customer_name": pa.array([None], pa.string()),
+        }
+    )
+    writer._insert(pipeline_table.table, rows, "token-1")
+
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    ((age,),) = client.query(
+        f"SELECT dateDiff('second', _cf_ingested_at, now64(3)) FROM `{pipeline_table.database}`.orders"
+    ).result_rows
+    assert 0 <= age < 60

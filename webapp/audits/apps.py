@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AuditsConfig(AppConfig):
+    name = "webapp.audits"
+    label = "audits"
+    verbose_name = "Duplicate audits"

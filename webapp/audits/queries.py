@@ -1,0 +1,60 @@
+"""The audit's one ClickHouse query: how many keys occur more than once among the recent rows of a table.
+
+Cheap on big tables: only rows whose time column is inside the window are read (the time bound prunes parts
+and, when the time column leads the sorting key, granules), the count runs with `max_execution_time`, and
+the statement is sent with `readonly = 2` (reads only; settings may still be set) through the ClickHouse
+client's choke point. Identifiers are quoted; the window travels as a server-side parameter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from spark_jobs.clickhouse_types import quote_ident
+from spark_jobs.connections import ClickHouseConnectionSpec
+from webapp.connections.clickhouse_client import session
+
+WINDOW_PARAMETER = "{window_seconds:UInt32}"
+
+
+@dataclass(frozen=True)
+class DuplicateCount:
+    duplicate_keys: int
+    duplicate_rows: int
+    elapsed_ms: int
+
+
+def duplicate_sql(
+    *, database: str, table: str, key_columns: list[str], time_column: str | None, max_execution_time: int
+) -> str:
+    """The audit query with the window as the parameter `{window_seconds:UInt32}`; `time_column` None leaves
+    the time bound out (only the benchmark does that, to measure what the bound saves)."""
+    keys = ", ".join(quote_ident(k) for k in key_columns)
+    where = f"\n  WHERE {quote_ident(time_column)} >= now() - INTERVAL {WINDOW_PARAMETER} SECOND" if time_column else ""
+    return (
+        "SELECT count() AS duplicate_keys, sum(c) AS duplicate_rows\n"
+        "FROM (\n"
+        f"  SELECT count() AS c\n  FROM {quote_ident(database)}.{quote_ident(table)}{where}\n"
+        f"  GROUP BY {keys}\n"
+        "  HAVING c > 1\n"
+        ")\n"
+        f"SETTINGS max_execution_time = {int(max_execution_time)}"
+    )
+
+
+def runnable_sql(sql: str, *, window_seconds: int) -> str:
+    """The query as a user can paste it into clickhouse-client: the window written in."""
+    return sql.replace(WINDOW_PARAMETER, str(int(window_seconds)))
+
+
+def count_duplicates(
+    settings: ClickHouseConnectionSpec, *, sql: str, window_seconds: int, timeout: float
+) -> DuplicateCount:
+    """Run the audit query. Raises ClickHouseClientError (`transient` set for network/overload errors)."""
+    started = time.monotonic()
+    with session(settings, timeout=timeout) as ch:
+        rows = ch.rows(sql, {"window_seconds": int(window_seconds)}, query_settings={"readonly": 2})
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    keys, duplicate_rows = rows[0] if rows else (0, 0)
+    return DuplicateCount(duplicate_keys=int(keys or 0), duplicate_rows=int(duplicate_rows or 0), elapsed_ms=elapsed_ms)
