@@ -14,9 +14,10 @@ from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.test import APIClient
 
-# Open on purpose: health, the login/logout pages, the API schema and its docs pages, Django's static files.
+# Open on purpose: health, the login/logout pages, the API schema and its docs pages, Django's static files, and
+# the favicon's redirect to its static file (browsers ask for it on the login page too).
 OPEN_MODULES = ("webapp.health.", "drf_spectacular.", "django.contrib.auth.views", "django.views.static")
-OPEN_URLS = {"/admin/login/", "/admin/logout/"}
+OPEN_URLS = {"/admin/login/", "/admin/logout/", "/favicon.ico"}
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
