@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from webapp.pipelines.models import Pipeline
 
 
@@ -107,19 +109,27 @@ def test_mapping_input_errors(api, other_api, ch_conn):
     assert others.json()["errors"][0]["path"] == "clickhouse_connection"
 
 
-def test_computed_columns_are_never_mapped_and_validation_refuses_them(
-    api, kafka_conn, ch_conn, clickhouse_server, clickhouse_target, topics
-):
+@pytest.fixture
+def computed_table(clickhouse_server, clickhouse_target):
+    """`computed` in the shared target database, dropped afterwards: other tests list that database's tables."""
     import clickhouse_connect
 
     client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    name = f"`{clickhouse_target.database}`.computed"
     try:
         client.command(
-            f"CREATE TABLE `{clickhouse_target.database}`.computed (order_id UUID, seq Int64 MATERIALIZED 0, "
+            f"CREATE TABLE {name} (order_id UUID, seq Int64 MATERIALIZED 0, "
             "amount Float64 ALIAS 1.5) ENGINE = MergeTree ORDER BY order_id"
         )
+        yield "computed"
     finally:
+        client.command(f"DROP TABLE IF EXISTS {name}")
         client.close()
+
+
+def test_computed_columns_are_never_mapped_and_validation_refuses_them(
+    api, kafka_conn, ch_conn, clickhouse_target, topics, computed_table
+):
     fields = [{"path": "order_id", "type": "uuid"}, {"path": "seq", "type": "int"}, {"path": "amount", "type": "float"}]
     suggestion = api.post(
         "/api/v1/pipelines/mapping/",
