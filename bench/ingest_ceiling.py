@@ -21,8 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
-    from spark_jobs import pipeline
-    from spark_jobs import transforms as T
+    from spark_jobs import pipeline, transforms
     from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
     from spark_jobs.run import parse_args, spark_conf
     from spark_jobs.spec import parse_spec
@@ -40,7 +39,7 @@ def main() -> int:
     spark.sparkContext.setLogLevel("WARN")
     query_name = f"ceiling-{spec.name}"
     spark.streams.addListener(make_listener(query_name, SinkStats(), MetricsPublisher(spec.name, None)))
-    parsed = T.parse_events(pipeline.read_kafka(spark, spec), pipeline._fields(spec))
+    parsed = transforms.parse_events(pipeline.read_kafka(spark, spec), pipeline._fields(spec))
     query = (
         parsed.writeStream.queryName(query_name)
         .format("noop")

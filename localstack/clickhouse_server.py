@@ -2,7 +2,7 @@
 
 Run: python -m localstack.clickhouse_server --port 8123 --data-dir var/clickhouse
 
-How it works (measured, see shared INFRA.md): the engine reads `config.xml` from the working directory,
+How it works (measured): the engine reads `config.xml` from the working directory,
 `SYSTEM START LISTEN HTTP` starts ClickHouse's own HTTP handler, and the listener lives only while the
 engine is inside a query, so the same call goes on into an endless one. `chdb._chdb.query` with the
 TabSeparated format is a private entry point: chdb and chdb-core are pinned in pyproject.toml.

@@ -39,7 +39,19 @@ from spark_jobs.casts import (
     to_double,
     to_long_exact,
 )
-from spark_jobs.spec import ClickHouseType, parse_clickhouse_type
+from spark_jobs.clickhouse_types import (
+    DECIMAL_NAMES,
+    FLOAT_NAMES,
+    INT_RANGES,
+    INTEGER_NAMES,
+    IPV4_PATTERN,
+    IPV6_PATTERN,
+    STRING_NAMES,
+    ClickHouseType,
+    decimal_precision_scale,
+    parse_clickhouse_type,
+)
+from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits
 
 __all__ = [
     "MISSING",
@@ -64,29 +76,24 @@ MISSING: Any = _Missing()  # the path is not in the event
 _NOT_OBJECT: Any = type("_NotObject", (), {"__repr__": lambda self: "NOT_OBJECT"})()
 
 PARENT_REASON = "unexpected JSON structure: an object was expected at a field's parent"
-_INT_RANGES = {
-    **{f"UInt{b}": (0, 2**b - 1 if b <= 32 else None) for b in (8, 16, 32, 64, 128, 256)},
-    **{f"Int{b}": (-(2 ** (b - 1)), 2 ** (b - 1) - 1) if b <= 32 else (None, None) for b in (8, 16, 32, 64, 128, 256)},
-}
-# (field type, column base type) pairs the job writes without a check (`transforms._ALWAYS_VALID`).
-_ALWAYS_VALID = {
-    ("string", "String"),
-    ("json", "String"),
-    ("uuid", "String"),
-    ("uuid", "UUID"),
-    ("int", "Int64"),
-    ("float", "Float64"),
-    ("bool", "Bool"),
-    ("datetime", "DateTime64"),
-}
 # Java's `$` (no MULTILINE) also matches before one final line terminator; Python's only before "\n".
 _JAVA_END = r"(?:\r\n|[\n\r\u0085\u2028\u2029])?\Z"
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}" + _JAVA_END)
-_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4_RE = re.compile(rf"({_OCTET}\.){{3}}{_OCTET}" + _JAVA_END)
-_IPV6_RE = re.compile(r"[0-9a-fA-F:.]*:[0-9a-fA-F:.]*" + _JAVA_END)
-_JAVA_SPACE = "[ \t\n\x0b\f\r]"  # Java regex \s
-_NUMBER_RE = re.compile(rf"{_JAVA_SPACE}*-?[0-9]+(\.[0-9]+)?{_JAVA_SPACE}*" + _JAVA_END)
+
+
+def _java_regex(pattern: str) -> re.Pattern[str]:
+    """The engine's `^...$` pattern (Java syntax, for Spark's rlike) as Python matches it: `$` as in Java, and
+    ASCII classes (Java's whitespace class is space, tab, newline, vertical tab, form feed and carriage return,
+    as Python's under re.ASCII)."""
+    if not (pattern.startswith("^") and pattern.endswith("$")):
+        raise ValueError(f"expected an anchored pattern, not {pattern!r}")
+    return re.compile(pattern[1:-1] + _JAVA_END, re.ASCII)
+
+
+# The same patterns the job's `rlike` checks use (`spark_jobs.field_types`, `spark_jobs.clickhouse_types`).
+_UUID_RE = _java_regex(UUID_PATTERN)
+_IPV4_RE = _java_regex(IPV4_PATTERN)
+_IPV6_RE = _java_regex(IPV6_PATTERN)
+_NUMBER_RE = _java_regex(EPOCH_NUMBER_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -184,9 +191,9 @@ def _as_string(value: Any, field_type: str) -> str:
 
 def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
     """`transforms.to_clickhouse`'s validity for a non-NULL value of `field_type`."""
-    name = column.base().name
     base = column.base()
-    if (field_type, name) in _ALWAYS_VALID:
+    name = base.name
+    if always_fits(field_type, base):  # the job writes these without a check
         return True
     if name in ("String", "FixedString", "JSON"):
         text = timestamp_text(value, iso=True) if field_type == "datetime" else _as_string(value, field_type)
@@ -198,7 +205,7 @@ def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
     if name in ("UUID", "IPv4", "IPv6"):
         pattern = {"UUID": _UUID_RE, "IPv4": _IPV4_RE, "IPv6": _IPV6_RE}[name]
         return bool(pattern.match(_as_string(value, field_type)))
-    if name in _INT_RANGES:
+    if name in INT_RANGES:
         if field_type == "bool":
             number: int | None = int(value)
         elif field_type == "float":
@@ -209,16 +216,12 @@ def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
             number = math.floor(value / 1_000_000)
         else:
             number = to_long_exact(value.strip(" ") if field_type == "string" else value)
-        low, high = _INT_RANGES[name]
+        low, high = INT_RANGES[name]
         return number is not None and (low is None or number >= low) and (high is None or number <= high)
     if name in ("Float32", "Float64", "BFloat16"):
         return field_type != "string" or to_double(value) is not None
     if name.startswith("Decimal"):
-        if name == "Decimal":
-            precision, scale = int(base.args[0]), int(base.args[1])
-        else:
-            precision = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[name]
-            scale = int(base.args[0])
+        precision, scale = decimal_precision_scale(base)
         precision = min(precision, 38)
         scale = min(scale, precision)
         number = _decimal_of(value, field_type)
@@ -261,12 +264,14 @@ def _is_json(text: str) -> bool:
     return True
 
 
-_FIELD_TYPES = ("string", "int", "float", "bool", "datetime", "uuid", "json")
-_WRITABLE = {
-    "String", "FixedString", "JSON", "UUID", "IPv4", "IPv6", "Float32", "Float64", "BFloat16", "Bool", "Date",
-    "Date32", "DateTime", "DateTime64", "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256",
-    *_INT_RANGES,
-}  # fmt: skip
+# The column base types `transforms.to_clickhouse` writes.
+_WRITABLE = (
+    STRING_NAMES
+    | INTEGER_NAMES
+    | FLOAT_NAMES
+    | DECIMAL_NAMES
+    | {"JSON", "UUID", "IPv4", "IPv6", "Bool", "Date", "Date32", "DateTime", "DateTime64"}
+)
 
 
 def supported(field_type: str, column_type: str | ClickHouseType) -> bool:
@@ -275,7 +280,7 @@ def supported(field_type: str, column_type: str | ClickHouseType) -> bool:
         ch_type = column_type if isinstance(column_type, ClickHouseType) else parse_clickhouse_type(column_type)
     except ValueError:
         return False
-    return field_type in _FIELD_TYPES and ch_type.base().name in _WRITABLE
+    return field_type in FIELD_TYPES and ch_type.base().name in _WRITABLE
 
 
 def field_value(value: Any, field_type: str, *, field: str = "value") -> tuple[Any, Outcome]:
@@ -307,7 +312,7 @@ def convert(
 
 
 def key_outcome(event: Any, path: str, field_type: str) -> Outcome:
-    """Whether a dedup key is usable in `event` (`transforms.require_keys`, after the field's conversion)."""
+    """Whether a dedup key is usable in `event` (`dedup.require_keys`, after the field's conversion)."""
     typed, outcome = field_value(lookup(event, path), field_type, field=path)
     if outcome.ok and typed is None:
         return Outcome(False, f"dedup key '{path}' is missing or null", "key")
@@ -315,7 +320,7 @@ def key_outcome(event: Any, path: str, field_type: str) -> Outcome:
 
 
 def event_time_outcome(event: Any, path: str) -> Outcome:
-    """Whether the event-time field is usable in `event` (`transforms.dedup_time`; a datetime field)."""
+    """Whether the event-time field is usable in `event` (`dedup.dedup_time`; a datetime field)."""
     typed, outcome = field_value(lookup(event, path), "datetime", field=path)
     if outcome.ok and typed is None:
         return Outcome(False, f"event time '{path}' is missing or null", "time")

@@ -19,8 +19,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from spark_jobs import dedup, transforms
 from spark_jobs import sink as ch
-from spark_jobs import transforms as T
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import connector_jars
 from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
@@ -35,7 +35,7 @@ RUN_ID_FILE = "clearflow-run-id"
 
 
 def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
-    """Spark settings the job needs (see INFRA.md pitfalls 1, 7, 8)."""
+    """Spark settings the job needs (the thread stack for deep expression trees, UTC, lenient user expressions)."""
     return {
         "spark.driver.extraJavaOptions": "-Xss32m",
         "spark.sql.session.timeZone": "UTC",
@@ -74,16 +74,16 @@ def build_session(
     return builder.getOrCreate()
 
 
-def _fields(spec: PipelineSpec) -> list[T.Field]:
-    return [T.Field(f.path, f.type) for f in spec.source.fields]
+def _fields(spec: PipelineSpec) -> list[transforms.Field]:
+    return [transforms.Field(f.path, f.type) for f in spec.source.fields]
 
 
-def _sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[T.SinkColumn]:
-    transforms = {t.name for t in spec.transforms}
+def _sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[transforms.SinkColumn]:
+    computed = {t.name for t in spec.transforms}
     return [
-        T.SinkColumn(c.field, c.column, c.type)
+        transforms.SinkColumn(c.field, c.column, c.type)
         for c in spec.sink.columns
-        if not (only_fields and c.field in transforms)
+        if not (only_fields and c.field in computed)
     ]
 
 
@@ -98,11 +98,11 @@ def _spark_checked(path: str, build: Any) -> DataFrame:
 
 def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
     """Record columns that only dead letters need after dedup (so usable events need not carry them)."""
-    transforms = {t.name for t in spec.transforms}
+    computed = {t.name for t in spec.transforms}
     field_types = spec.field_types()
-    late_checks = [c for c in spec.sink.columns if c.field in transforms]
+    late_checks = [c for c in spec.sink.columns if c.field in computed]
     # Columns computed by transforms are checked after dedup: their dead letters need the whole record.
-    if any(T.needs_check(field_types[c.field], c.type) for c in late_checks):
+    if any(transforms.needs_check(field_types[c.field], c.type) for c in late_checks):
         return []
     used = {c.field for c in spec.sink.columns}
     expressions = " ".join([spec.filter or "", *[t.expression for t in spec.transforms]])
@@ -113,21 +113,21 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
 def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
     """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
     field_types = spec.field_types()
-    df = T.parse_events(raw, _fields(spec))
+    df = transforms.parse_events(raw, _fields(spec))
     if spec.dedup is not None:
-        df = T.require_keys(df, spec.dedup.keys)
-    df = T.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
+        df = dedup.require_keys(df, spec.dedup.keys)
+    df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
     if spec.dedup is not None:
-        dedup = spec.dedup
-        time_field = dedup.event_time_field if dedup.time == "event" else None
-        df = T.dedup_time(df, time_field=time_field, window_seconds=dedup.window_seconds)
-        df = T.drop_unless_dead(df, _unused_after_dedup(spec))
-        df = T.drop_duplicates(df, keys=dedup.keys, window_seconds=dedup.window_seconds)
-    df = _spark_checked("filter", lambda: T.apply_filter(df, spec.filter))
-    for i, transform in enumerate(spec.transforms):
-        step = [T.Transform(transform.name, transform.expression, transform.type)]
-        df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: T.apply_transforms(d, s))
-    return T.map_columns(df, _sink_columns(spec), field_types)
+        rules = spec.dedup
+        time_field = rules.event_time_field if rules.time == "event" else None
+        df = dedup.dedup_time(df, time_field=time_field, window_seconds=rules.window_seconds)
+        df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
+        df = dedup.drop_duplicates(df, keys=rules.keys, window_seconds=rules.window_seconds)
+    df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
+    for i, computed in enumerate(spec.transforms):
+        step = [transforms.Transform(computed.name, computed.expression, computed.type)]
+        df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
+    return transforms.map_columns(df, _sink_columns(spec), field_types)
 
 
 def table_spec(spec: PipelineSpec) -> ch.TableSpec:
@@ -139,7 +139,7 @@ def table_spec(spec: PipelineSpec) -> ch.TableSpec:
         engine=sink.engine,
         order_by=tuple(sink.order_by),
         columns=tuple((c.column, c.type) for c in sink.columns),
-        dedup_window=sink.deduplication_window,
+        insert_dedup_window=sink.insert_dedup_window,
     )
 
 

@@ -17,6 +17,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spark_jobs.spec import PipelineSpec
 
 log = logging.getLogger("clearflow.run")
 
@@ -121,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint,
     )
 
+    _log_guarantee(spec)
+
     from pyspark.errors import StreamingQueryException
 
     try:
@@ -145,6 +151,31 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log.info("pipeline %s stopped", spec.name)
     return 0
+
+
+def _log_guarantee(spec: PipelineSpec) -> None:
+    """Say at start whether replays are dropped (exactly-once) or may be written twice (at-least-once)."""
+    from spark_jobs.connections import connection_dict
+    from spark_jobs.sink import table_insert_dedup
+
+    sink = spec.sink
+    try:
+        result = table_insert_dedup(
+            connection_dict(sink.clickhouse, reveal_secrets=True),
+            database=sink.clickhouse.database,
+            table=sink.table,
+            window=sink.insert_dedup_window,
+        )
+    except Exception as exc:  # the job runs anyway; only the claim is withheld
+        log.warning("pipeline %s: delivery guarantee unknown, could not read the table's engine: %s", spec.name, exc)
+        return
+    if result is None:
+        return
+    if result.exactly_once:
+        log.info("pipeline %s: exactly-once: %s", spec.name, result.reason)
+    else:
+        fix = f"; to drop replays run: {result.fix_sql}" if result.fix_sql else ""
+        log.warning("pipeline %s: at-least-once: %s%s", spec.name, result.reason, fix)
 
 
 def _stop_between_batches(query: object, timeout: float = 600.0) -> None:

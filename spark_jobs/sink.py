@@ -21,12 +21,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.connections import (
     ClickHouseConnectionSpec,
     clickhouse_connect_kwargs,
     connection_from_values,
     write_ca_file,
 )
+from spark_jobs.exactly_once import TABLE_ENGINE_SQL, InsertDedup, insert_dedup_of_table
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +60,6 @@ ONE_BLOCK = {"min_insert_block_size_rows": 10**15, "min_insert_block_size_bytes"
 
 class ClickHouseWriteError(RuntimeError):
     """A permanent ClickHouse error: the job stops with this message."""
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -145,7 +143,7 @@ class TableSpec:
     engine: str
     order_by: Sequence[str]
     columns: Sequence[tuple[str, str]]  # (name, ClickHouse type)
-    dedup_window: int
+    insert_dedup_window: int  # non_replicated_deduplication_window: how many recent inserts are remembered
 
 
 def create_table_sql(spec: TableSpec) -> str:
@@ -161,7 +159,7 @@ def create_table_sql(spec: TableSpec) -> str:
     return (
         f"CREATE TABLE IF NOT EXISTS {quote_ident(spec.database)}.{quote_ident(spec.table)} (\n  {columns}\n)\n"
         f"ENGINE = {spec.engine}\nORDER BY ({order})\n"
-        f"SETTINGS non_replicated_deduplication_window = {int(spec.dedup_window)}"
+        f"SETTINGS non_replicated_deduplication_window = {int(spec.insert_dedup_window)}"
     )
 
 
@@ -170,7 +168,7 @@ def create_dlq_sql(spec: TableSpec) -> str:
     return (
         f"CREATE TABLE IF NOT EXISTS {quote_ident(spec.database)}.{quote_ident(spec.dlq_table)} (\n  {columns}\n)\n"
         f"ENGINE = MergeTree\nORDER BY (`topic`, `partition`, `offset`)\n"
-        f"SETTINGS non_replicated_deduplication_window = {int(spec.dedup_window)}"
+        f"SETTINGS non_replicated_deduplication_window = {int(spec.insert_dedup_window)}"
     )
 
 
@@ -196,6 +194,21 @@ def prepare_tables(conn: dict[str, Any], spec: TableSpec, *, create: bool) -> No
         missing = [c for c in wanted if c not in present]
         if missing:
             raise ClickHouseWriteError(f"table {spec.database}.{table} has no column(s) {', '.join(missing)}")
+
+
+def table_insert_dedup(conn: dict[str, Any], *, database: str, table: str, window: int) -> InsertDedup | None:
+    """Whether the table drops replayed inserts (`spark_jobs.exactly_once`); None when it does not exist."""
+    client = get_client(conn)
+    rows = with_retries(
+        lambda: client.query(TABLE_ENGINE_SQL, parameters={"db": database, "t": table}).result_rows,
+        what=f"reading the engine of {table}",
+    )
+    if not rows:
+        return None
+    engine, engine_full, create_query = rows[0]
+    return insert_dedup_of_table(
+        database=database, table=table, engine=engine, engine_full=engine_full or create_query, window=window
+    )
 
 
 # --- the executor side -------------------------------------------------------------------------------------

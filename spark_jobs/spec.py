@@ -8,8 +8,10 @@ Entry points:
 - `PipelineSpec.to_dict(reveal_secrets=False)` / `to_json(...)`. Secrets (Kafka `sasl_password`, `ssl_key_pem`,
   ClickHouse `password`) are `SecretStr`: their repr is masked, and `to_dict()` writes them as
   `SECRET_MASK` unless `reveal_secrets=True` (only the job's spec file needs the real values);
-- helpers for the wizard: `FIELD_TYPES`, `parse_clickhouse_type`, `clickhouse_type_error`,
-  `field_type_compatible`, `default_clickhouse_type`, `parse_window`, `expression_error`, `expression_issues`.
+- `parse_window`, `expression_issues`, and, re-exported for the spec's readers, the field types
+  (`spark_jobs.field_types`: `FIELD_TYPES`, `field_type_compatible`, `default_clickhouse_type`) and ClickHouse
+  types (`spark_jobs.clickhouse_types`: `parse_clickhouse_type`, `clickhouse_type_error`), and `expression_error`
+  (`spark_jobs.expressions`).
 
 The connection sections (`KafkaConnectionSpec`, `ClickHouseConnectionSpec`) live in `spark_jobs.connections`,
 with the functions that turn them into client settings.
@@ -33,13 +35,14 @@ from pydantic import (
     model_validator,
 )
 
+from spark_jobs.clickhouse_types import ClickHouseType, clickhouse_type_error, parse_clickhouse_type
 from spark_jobs.connections import SECRET_MASK, ClickHouseConnectionSpec, KafkaConnectionSpec
 from spark_jobs.expressions import expression_error
+from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
 
 SPEC_VERSION = 1
-
-FIELD_TYPES: tuple[str, ...] = ("string", "int", "float", "bool", "datetime", "uuid", "json")
-FieldType = Literal["string", "int", "float", "bool", "datetime", "uuid", "json"]
+# `sink.insert_dedup_window` was called this until the rename; parse_spec still accepts it (an alias).
+OLD_INSERT_DEDUP_WINDOW = "deduplication_window"
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
 KAFKA_METADATA_FIELDS: dict[str, str] = {
@@ -121,294 +124,6 @@ def parse_window(window: str) -> int:
     if seconds > MAX_WINDOW_SECONDS:
         raise ValueError(f"window {window!r} is longer than the maximum of 7d")
     return seconds
-
-
-# --- ClickHouse types --------------------------------------------------------------------------------------
-
-_INT_BITS = (8, 16, 32, 64, 128, 256)
-_SIMPLE_TYPES = {
-    "String",
-    "Float32",
-    "Float64",
-    "BFloat16",
-    "Bool",
-    "UUID",
-    "Date",
-    "Date32",
-    "IPv4",
-    "IPv6",
-    *(f"UInt{b}" for b in _INT_BITS),
-    *(f"Int{b}" for b in _INT_BITS),
-}
-_KNOWN_NAMES = _SIMPLE_TYPES | {
-    "Nullable",
-    "LowCardinality",
-    "FixedString",
-    "Decimal",
-    "Decimal32",
-    "Decimal64",
-    "Decimal128",
-    "Decimal256",
-    "DateTime",
-    "DateTime64",
-    "JSON",
-    "Array",
-    "Map",
-}
-MAX_TYPE_LENGTH = 1_000
-MAX_TYPE_NESTING = 16  # Array(Map(String, Array(...))): the parser recurses once per level
-MAX_FIXED_STRING_LENGTH = 65_535
-_DECIMAL_MAX_PRECISION = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}
-
-
-@dataclass(frozen=True)
-class ClickHouseType:
-    """A parsed ClickHouse type. `args` holds nested types (Nullable, Array, Map...) or ints/strings."""
-
-    name: str
-    args: tuple[Any, ...] = ()
-
-    def sql(self) -> str:
-        if not self.args:
-            return self.name
-        parts = []
-        for arg in self.args:
-            if isinstance(arg, ClickHouseType):
-                parts.append(arg.sql())
-            elif isinstance(arg, str):
-                parts.append("'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'")
-            else:
-                parts.append(str(arg))
-        return f"{self.name}({', '.join(parts)})"
-
-    @property
-    def nullable(self) -> bool:
-        return self.name == "Nullable"
-
-    def base(self) -> ClickHouseType:
-        """The type without Nullable() and LowCardinality() wrappers."""
-        current = self
-        while current.name in ("Nullable", "LowCardinality"):
-            current = current.args[0]
-        return current
-
-    def __str__(self) -> str:
-        return self.sql()
-
-
-class _TypeParser:
-    _TOKEN_RE = re.compile(
-        r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*')|(?P<p>[(),]))"
-    )
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens: list[tuple[str, str]] = []
-        pos = 0
-        while pos < len(text):
-            if text[pos:].strip() == "":
-                break
-            match = self._TOKEN_RE.match(text, pos)
-            if not match:
-                raise ValueError(f"invalid ClickHouse type {text!r}: unexpected {text[pos:].strip()[:10]!r}")
-            kind = match.lastgroup or ""
-            self.tokens.append((kind, match.group(kind)))
-            pos = match.end()
-        self.i = 0
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        token = self.peek()
-        if token is None or (value is not None and token[1] != value):
-            if token is None:
-                raise ValueError(f"invalid ClickHouse type {self.text!r}: unexpected end (missing ')'?)")
-            raise ValueError(f"invalid ClickHouse type {self.text!r}: expected {value!r}, got {token[1]!r}")
-        self.i += 1
-        return token
-
-    def parse(self) -> ClickHouseType:
-        result = self.parse_type()
-        if self.peek() is not None:
-            raise ValueError(f"invalid ClickHouse type {self.text!r}: unexpected {self.peek()[1]!r}")  # type: ignore[index]
-        return result
-
-    def parse_args(self) -> list[tuple[str, Any]]:
-        """Parenthesised arguments, each ('type', ClickHouseType) | ('num', int) | ('str', str)."""
-        args: list[tuple[str, Any]] = []
-        if self.peek() != ("p", "("):
-            return args
-        self.take("(")
-        while True:
-            token = self.peek()
-            if token is None:
-                raise ValueError(f"invalid ClickHouse type {self.text!r}: missing ')'")
-            if token[0] == "num":
-                self.take()
-                args.append(("num", int(token[1])))
-            elif token[0] == "str":
-                self.take()
-                args.append(("str", token[1][1:-1].replace("\\'", "'").replace("\\\\", "\\")))
-            else:
-                args.append(("type", self.parse_type()))
-            token = self.take()
-            if token[1] == ")":
-                return args
-            if token[1] != ",":
-                raise ValueError(f"invalid ClickHouse type {self.text!r}: expected ',' or ')'")
-
-    def parse_type(self) -> ClickHouseType:
-        kind, name = self.take()
-        if kind != "ident":
-            raise ValueError(f"invalid ClickHouse type {self.text!r}: expected a type name, got {name!r}")
-        if name not in _KNOWN_NAMES:
-            hint = next((k for k in sorted(_KNOWN_NAMES) if k.lower() == name.lower()), None)
-            suffix = f" (did you mean '{hint}'?)" if hint else ""
-            raise ValueError(f"unknown ClickHouse type '{name}'{suffix}")
-        args = self.parse_args()
-
-        def fail(why: str) -> ValueError:
-            return ValueError(f"invalid ClickHouse type {self.text!r}: {why}")
-
-        kinds = [a[0] for a in args]
-        values = [a[1] for a in args]
-        if name in _SIMPLE_TYPES:
-            if args:
-                raise fail(f"{name} takes no arguments")
-            return ClickHouseType(name)
-        if name in ("Nullable", "LowCardinality", "Array"):
-            if kinds != ["type"]:
-                raise fail(f"{name} needs one type argument, e.g. {name}(String)")
-            inner: ClickHouseType = values[0]
-            if name == "Nullable" and inner.name in ("Nullable", "Array", "Map", "LowCardinality", "JSON"):
-                raise fail(f"Nullable({inner.name}) is not allowed")
-            if name == "LowCardinality" and inner.base().name not in (
-                "String",
-                "FixedString",
-                "Date",
-                "Date32",
-                "DateTime",
-                "UUID",
-                "IPv4",
-                "IPv6",
-                *(f"UInt{b}" for b in _INT_BITS),
-                *(f"Int{b}" for b in _INT_BITS),
-                "Float32",
-                "Float64",
-            ):
-                raise fail(f"LowCardinality({inner.sql()}) is not allowed")
-            return ClickHouseType(name, (inner,))
-        if name == "Map":
-            if kinds != ["type", "type"]:
-                raise fail("Map needs two type arguments, e.g. Map(String, UInt64)")
-            if values[0].nullable:
-                raise fail("a Map key cannot be Nullable")
-            return ClickHouseType(name, tuple(values))
-        if name == "FixedString":
-            if kinds != ["num"] or not 1 <= values[0] <= MAX_FIXED_STRING_LENGTH:
-                raise fail(f"FixedString needs a length 1..{MAX_FIXED_STRING_LENGTH}, e.g. FixedString(16)")
-            return ClickHouseType(name, (values[0],))
-        if name == "Decimal":
-            if kinds not in (["num"], ["num", "num"]):
-                raise fail("Decimal needs (precision, scale), e.g. Decimal(18, 4)")
-            precision, scale = values[0], (values[1] if len(values) > 1 else 0)
-            if not 1 <= precision <= 76 or not 0 <= scale <= precision:
-                raise fail("Decimal precision must be 1..76 and scale 0..precision")
-            return ClickHouseType(name, (precision, scale))
-        if name in _DECIMAL_MAX_PRECISION:
-            if kinds != ["num"] or not 0 <= values[0] <= _DECIMAL_MAX_PRECISION[name]:
-                raise fail(f"{name} needs a scale 0..{_DECIMAL_MAX_PRECISION[name]}")
-            return ClickHouseType(name, (values[0],))
-        if name == "DateTime":
-            if kinds not in ([], ["str"]):
-                raise fail("DateTime takes an optional time zone, e.g. DateTime('UTC')")
-            return ClickHouseType(name, tuple(values))
-        if name == "DateTime64":
-            if kinds not in (["num"], ["num", "str"]) or not 0 <= values[0] <= 9:
-                raise fail("DateTime64 needs a precision 0..9 and an optional time zone, e.g. DateTime64(3, 'UTC')")
-            return ClickHouseType(name, tuple(values))
-        if name == "JSON":
-            if args:
-                raise fail("JSON type parameters are not supported; use JSON")
-            return ClickHouseType(name)
-        raise fail("unsupported type")  # pragma: no cover - every known name is handled above
-
-
-def parse_clickhouse_type(text: str) -> ClickHouseType:
-    """Parse a ClickHouse column type; raises ValueError such as "unknown ClickHouse type 'Strng'"."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("empty ClickHouse type")
-    if len(text) > MAX_TYPE_LENGTH:
-        raise ValueError(f"ClickHouse type is too long: {len(text):,} characters, at most {MAX_TYPE_LENGTH:,}")
-    depth = 0
-    for char in text:  # quotes cannot hold parentheses in the types accepted (time zone names)
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth > MAX_TYPE_NESTING:
-            raise ValueError(f"ClickHouse type is nested too deeply: at most {MAX_TYPE_NESTING} levels")
-    return _TypeParser(text).parse()
-
-
-def clickhouse_type_error(text: str) -> str | None:
-    """None when `text` is a supported ClickHouse type, else the reason."""
-    try:
-        parse_clickhouse_type(text)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-_INTEGER_NAMES = {f"UInt{b}" for b in _INT_BITS} | {f"Int{b}" for b in _INT_BITS}
-_FLOAT_NAMES = {"Float32", "Float64", "BFloat16"}
-_DECIMAL_NAMES = {"Decimal", *_DECIMAL_MAX_PRECISION}
-_STRINGY = {"String", "FixedString"}
-
-# Which ClickHouse base types (without Nullable/LowCardinality) each field type can be written to. Values that
-# do not fit at run time (an "abc" into UUID, 300 into UInt8) go to the dead-letter table.
-_COMPATIBLE: dict[str, set[str]] = {
-    "string": _STRINGY
-    | {"UUID", "IPv4", "IPv6", "Date", "Date32", "DateTime", "DateTime64", "JSON", "Bool"}
-    | _INTEGER_NAMES
-    | _FLOAT_NAMES
-    | _DECIMAL_NAMES,
-    "int": _INTEGER_NAMES | _FLOAT_NAMES | _DECIMAL_NAMES | _STRINGY | {"Bool", "DateTime", "DateTime64"},
-    "float": _FLOAT_NAMES | _DECIMAL_NAMES | _STRINGY,
-    "bool": {"Bool", "UInt8", "Int8"} | _STRINGY,
-    "datetime": {"DateTime", "DateTime64", "Date", "Date32"} | _STRINGY,
-    "uuid": {"UUID"} | _STRINGY,
-    "json": {"JSON", "String"},
-}
-
-_DEFAULT_CH_TYPE = {
-    "string": "String",
-    "int": "Int64",
-    "float": "Float64",
-    "bool": "Bool",
-    "datetime": "DateTime64(3, 'UTC')",
-    "uuid": "UUID",
-    "json": "String",
-}
-
-
-def field_type_compatible(field_type: str, clickhouse_type: str | ClickHouseType) -> bool:
-    """Whether values of `field_type` can be written to a column of `clickhouse_type` (False if unknown)."""
-    if field_type not in _COMPATIBLE:
-        return False
-    try:
-        parsed = (
-            clickhouse_type if isinstance(clickhouse_type, ClickHouseType) else parse_clickhouse_type(clickhouse_type)
-        )
-    except ValueError:
-        return False
-    return parsed.base().name in _COMPATIBLE[field_type]
-
-
-def default_clickhouse_type(field_type: str) -> str:
-    """The column type the wizard proposes for a field type (Nullable is added when the field is optional)."""
-    try:
-        return _DEFAULT_CH_TYPE[field_type]
-    except KeyError:
-        raise ValueError(f"unknown field type {field_type!r}; expected one of {', '.join(FIELD_TYPES)}") from None
 
 
 # --- the models --------------------------------------------------------------------------------------------
@@ -545,8 +260,25 @@ class SinkSpec(BaseModel):
     columns: list[ColumnSpec] = Field(min_length=1)
     # Dead letters go to `<table>_dlq` in the same database unless named here. Not in the issue's contract.
     dlq_table: str | None = None
-    # How many recent inserts MergeTree remembers to drop a replayed one (non_replicated_deduplication_window).
-    deduplication_window: int = Field(default=1000, ge=100, le=100_000)
+    # How many recent inserts (not a time span, unlike `dedup.window`) a table ClearFlow creates remembers to
+    # drop a replayed one: its `non_replicated_deduplication_window`. Called `deduplication_window` before;
+    # that name is still read (see `_old_names`).
+    insert_dedup_window: int = Field(default=1000, ge=100, le=100_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """Specs stored, and clients written, before the rename send `deduplication_window`: read it as
+        `insert_dedup_window` (the spec is written back with the new name)."""
+        if isinstance(data, dict) and OLD_INSERT_DEDUP_WINDOW in data:
+            data = dict(data)
+            old = data.pop(OLD_INSERT_DEDUP_WINDOW)
+            if "insert_dedup_window" in data and data["insert_dedup_window"] != old:
+                raise ValueError(
+                    f"{OLD_INSERT_DEDUP_WINDOW} is the old name of insert_dedup_window: give only one of them"
+                )
+            data["insert_dedup_window"] = old
+        return data
 
     @field_validator("table", "dlq_table")
     @classmethod

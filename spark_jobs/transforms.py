@@ -1,4 +1,5 @@
-"""The pipeline's steps as small pure DataFrame -> DataFrame functions taking plain values.
+"""The pipeline's steps as small pure DataFrame -> DataFrame functions taking plain values (dedup's steps are in
+`spark_jobs.dedup`).
 
 Columns the steps share (besides the user's fields, which are nested structs: `user.id` is `user` -> `id`):
 - `_cf_value` (raw record bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`, `_kafka_timestamp`;
@@ -16,8 +17,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from spark_jobs.clickhouse_types import (
+    INT_RANGES,
+    IPV4_PATTERN,
+    IPV6_PATTERN,
+    ClickHouseType,
+    decimal_precision_scale,
+    parse_clickhouse_type,
+)
+from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits, field_type_info
 from spark_jobs.metrics import FILTER_OBSERVATION
-from spark_jobs.spec import ClickHouseType, parse_clickhouse_type
 
 ERROR = "_cf_error"
 TIME = "_cf_time"
@@ -26,21 +35,6 @@ _JSON = "_cf_json"
 _CORRUPT = "_cf_corrupt"
 _RAW = "_cf_raw"
 _FILTERED = "_cf_filtered"
-
-SPARK_TYPES = {
-    "string": "string",
-    "int": "bigint",
-    "float": "double",
-    "bool": "boolean",
-    "datetime": "timestamp",
-    "uuid": "string",
-    "json": "string",
-}
-_UUID_RE = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4_RE = rf"^({_OCTET}\.){{3}}{_OCTET}$"
-_IPV6_RE = r"^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*$"
-_NUMBER_RE = r"^\s*-?[0-9]+(\.[0-9]+)?\s*$"
 
 
 @dataclass(frozen=True)
@@ -63,13 +57,14 @@ class SinkColumn:
     type: str
 
 
-def _q(name: str) -> str:
+def spark_ident(name: str) -> str:
+    """A name quoted for Spark SQL (backquotes doubled); ClickHouse quoting is `clickhouse_types.quote_ident`."""
     return "`" + name.replace("`", "``") + "`"
 
 
-def _path_col(path: str) -> Column:
+def path_col(path: str) -> Column:
     """A column for a (possibly nested) field path: `user.id` -> user.id (struct access)."""
-    return F.col(".".join(_q(part) for part in path.split(".")))
+    return F.col(".".join(spark_ident(part) for part in path.split(".")))
 
 
 def _string_schema(paths: Sequence[str]) -> StructType:
@@ -89,24 +84,42 @@ def _string_schema(paths: Sequence[str]) -> StructType:
     return StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
 
 
+def _to_int(raw: Column) -> Column:
+    return F.trim(raw).try_cast("bigint")
+
+
+def _to_bool(raw: Column) -> Column:
+    lowered = F.lower(F.trim(raw))
+    return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False))
+
+
+def _to_datetime(raw: Column) -> Column:
+    numeric = raw.try_cast("double")
+    epoch = F.when(F.abs(numeric) >= 1e11, numeric / 1000.0).otherwise(numeric)  # epoch milliseconds or seconds
+    return F.when(raw.rlike(EPOCH_NUMBER_PATTERN), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
+
+
+# How each field type (`spark_jobs.field_types`) is read from a value's JSON text. Conversions need Spark, so
+# they cannot live in the field-type table the web app imports; a type missing here stops the import.
+_FROM_TEXT = {
+    "string": lambda raw: raw,
+    "json": lambda raw: raw,
+    "int": _to_int,
+    "float": lambda raw: raw.try_cast("double"),
+    "bool": _to_bool,
+    "datetime": _to_datetime,
+    "uuid": lambda raw: F.when(raw.rlike(UUID_PATTERN), F.lower(raw)),
+}
+if set(_FROM_TEXT) != set(FIELD_TYPES):  # pragma: no cover - a programming error, caught by any test
+    raise ImportError(f"convert_text must handle exactly the field types {FIELD_TYPES}, not {sorted(_FROM_TEXT)}")
+
+
 def convert_text(raw: Column, field_type: str) -> Column:
     """JSON text of a value -> the field type's Spark value (NULL when it cannot be converted)."""
-    if field_type in ("string", "json"):
-        return raw
-    if field_type == "int":
-        return F.trim(raw).try_cast("bigint")
-    if field_type == "float":
-        return raw.try_cast("double")
-    if field_type == "bool":
-        lowered = F.lower(F.trim(raw))
-        return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False))
-    if field_type == "datetime":
-        numeric = raw.try_cast("double")
-        epoch = F.when(F.abs(numeric) >= 1e11, numeric / 1000.0).otherwise(numeric)
-        return F.when(raw.rlike(_NUMBER_RE), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
-    if field_type == "uuid":
-        return F.when(raw.rlike(_UUID_RE), F.lower(raw))
-    raise ValueError(f"unknown field type {field_type!r}")
+    try:
+        return _FROM_TEXT[field_type](raw)
+    except KeyError:
+        raise ValueError(f"unknown field type {field_type!r}") from None
 
 
 def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
@@ -124,7 +137,7 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
             {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT},
         ),
     )
-    raw = {f.path: F.col(_JSON + "." + ".".join(_q(p) for p in f.path.split("."))) for f in fields}
+    raw = {f.path: F.col(_JSON + "." + ".".join(spark_ident(p) for p in f.path.split("."))) for f in fields}
     typed = {f.path: convert_text(raw[f.path], f.type) for f in fields}
 
     corrupt_reason = (
@@ -139,7 +152,7 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
     not_utf8 = F.col("_cf_value").isNotNull() & ~F.expr("is_valid_utf8(CAST(_cf_value AS STRING))")
     reasons = [F.when(not_utf8, F.lit("invalid UTF-8")), F.when(corrupt, corrupt_reason)]
     for f in fields:
-        if f.type in ("string", "json"):
+        if f.type in ("string", "json"):  # text is always a valid string
             continue
         reasons.append(
             F.when(
@@ -171,64 +184,6 @@ def _nest(typed: dict[str, Column]) -> list[Column]:
     return [(build(v) if isinstance(v, dict) else v).alias(k) for k, v in tree.items()]
 
 
-def require_keys(df: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """Dead-letter events whose dedup key is missing or null."""
-    reason = F.coalesce(*[F.when(_path_col(k).isNull(), F.lit(f"dedup key '{k}' is missing or null")) for k in keys])
-    return df.withColumn(ERROR, F.coalesce(F.col(ERROR), reason))
-
-
-def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) -> DataFrame:
-    """`_cf_time`: the record's Kafka timestamp (or `time_field`), clamped into [batch time - window/2,
-    batch time] so no record is ever behind Spark's watermark (Spark would drop it silently)."""
-    horizon = max(1, window_seconds // 2)
-    now = F.current_timestamp()
-    floor = now - F.expr(f"INTERVAL {horizon} SECONDS")
-    source = F.col("_kafka_timestamp") if time_field is None else _path_col(time_field)
-    if time_field is not None:
-        df = df.withColumn(
-            ERROR,
-            F.coalesce(F.col(ERROR), F.when(source.isNull(), F.lit(f"event time '{time_field}' is missing or null"))),
-        )
-    when = F.coalesce(source, F.col("_kafka_timestamp"), now)
-    return df.withColumn(TIME, F.least(F.greatest(when, floor), now))
-
-
-def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) -> DataFrame:
-    """Keep the first event per key while the key is remembered (about `window_seconds` of dedup time).
-
-    The watermark delay is half the window: Spark keeps a key until the watermark (newest time - delay)
-    passes the key's time + delay, i.e. for one window. Dead letters get a unique key and pass through.
-    """
-    delay = max(1, window_seconds // 2)
-    usable = F.col(ERROR).isNull()
-    keyed = df
-    key_cols = []
-    added = []
-    for i, key in enumerate(keys):
-        if "." not in key:
-            key_cols.append(key)  # a top-level key is used as it is (dead letters differ by DLQ_ID)
-            continue
-        name = f"_cf_k{i}"
-        keyed = keyed.withColumn(name, _path_col(key))
-        key_cols.append(name)
-        added.append(name)
-    keyed = keyed.withColumn(
-        DLQ_ID,
-        F.when(~usable, F.concat_ws(":", "_kafka_topic", "_kafka_partition", "_kafka_offset")),
-    )
-    deduped = keyed.withWatermark(TIME, f"{delay} seconds").dropDuplicatesWithinWatermark([*key_cols, DLQ_ID])
-    return deduped.drop(*added, DLQ_ID)
-
-
-def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """NULL these columns (the raw record, Kafka metadata) for usable events, where nothing reads them later
-    (only dead letters store them): less data through the dedup shuffle."""
-    dead = F.col(ERROR).isNotNull()
-    for name in columns:
-        df = df.withColumn(name, F.when(dead, F.col(name)))
-    return df
-
-
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
     """Keep events where the Spark SQL condition is true; dead letters always pass.
 
@@ -247,44 +202,18 @@ def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
 def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFrame:
     """Add one column per transform, cast to its declared type (each may use the ones before it)."""
     for transform in transforms:
-        df = df.withColumn(transform.name, F.expr(transform.expression).try_cast(SPARK_TYPES[transform.type]))
+        df = df.withColumn(
+            transform.name, F.expr(transform.expression).try_cast(field_type_info(transform.type).spark_type)
+        )
     return df
 
 
 # --- mapping to ClickHouse columns -------------------------------------------------------------------------
 
-_INT_RANGES = {
-    "UInt8": (0, 2**8 - 1),
-    "UInt16": (0, 2**16 - 1),
-    "UInt32": (0, 2**32 - 1),
-    "UInt64": (0, None),
-    "UInt128": (0, None),
-    "UInt256": (0, None),
-    "Int8": (-(2**7), 2**7 - 1),
-    "Int16": (-(2**15), 2**15 - 1),
-    "Int32": (-(2**31), 2**31 - 1),
-    "Int64": (None, None),
-    "Int128": (None, None),
-    "Int256": (None, None),
-}
-
-
-# Values of these field types are already valid for these columns (checked when parsed): no re-check.
-_ALWAYS_VALID = {
-    ("string", "String"),
-    ("json", "String"),
-    ("uuid", "String"),
-    ("uuid", "UUID"),
-    ("int", "Int64"),
-    ("float", "Float64"),
-    ("bool", "Bool"),
-    ("datetime", "DateTime64"),
-}
-
 
 def needs_check(field_type: str, ch_type: str) -> bool:
     """Whether a value of `field_type` may fail to fit a `ch_type` column."""
-    return (field_type, parse_clickhouse_type(ch_type).base().name) not in _ALWAYS_VALID
+    return not always_fits(field_type, ch_type)
 
 
 def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tuple[Column, Column]:
@@ -295,7 +224,7 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
     """
     base = ch_type.base()
     name = base.name
-    if (field_type, name) in _ALWAYS_VALID:
+    if always_fits(field_type, base):
         return value, F.lit(True)
     ok_if = value.isNull()
     if name in ("String", "FixedString", "JSON"):
@@ -311,21 +240,21 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
         return out, ok_if | valid
     if name == "UUID":
         out = value.cast("string")
-        return F.lower(out), ok_if | out.rlike(_UUID_RE)
+        return F.lower(out), ok_if | out.rlike(UUID_PATTERN)
     if name == "IPv4":
         out = value.cast("string")
-        return out, ok_if | out.rlike(_IPV4_RE)
+        return out, ok_if | out.rlike(IPV4_PATTERN)
     if name == "IPv6":
         out = value.cast("string")
-        return out, ok_if | out.rlike(_IPV6_RE)
-    if name in _INT_RANGES:
+        return out, ok_if | out.rlike(IPV6_PATTERN)
+    if name in INT_RANGES:
         if field_type == "bool":
             out = value.cast("bigint")
         elif field_type == "string":
             out = F.trim(value).try_cast("bigint")
         else:
             out = value.try_cast("bigint")
-        low, high = _INT_RANGES[name]
+        low, high = INT_RANGES[name]
         valid = out.isNotNull()
         if low is not None:
             valid = valid & (out >= F.lit(low))
@@ -336,11 +265,8 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
         out = value.try_cast("double")
         return out, ok_if | out.isNotNull()
     if name.startswith("Decimal"):
-        if name == "Decimal":
-            precision, scale = base.args
-        else:
-            precision, scale = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[name], base.args[0]
-        precision = min(int(precision), 38)
+        precision, scale = decimal_precision_scale(base)
+        precision = min(precision, 38)  # Spark's widest decimal
         scale = min(int(scale), precision)
         out = value.try_cast(f"decimal({precision},{scale})")
         return out, ok_if | out.isNotNull()
@@ -365,12 +291,12 @@ def _column_reasons(columns: Sequence[SinkColumn], field_types: dict[str, str]) 
     result = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
-        _out, valid = to_clickhouse(_path_col(column.field), field_types[column.field], ch_type)
+        _out, valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
         reason = F.when(
             ~valid,
             F.concat(
                 F.lit(f"column '{column.column}': cannot write '"),
-                F.substring(_path_col(column.field).cast("string"), 1, 200),
+                F.substring(path_col(column.field).cast("string"), 1, 200),
                 F.lit(f"' to {ch_type.sql()}"),
             ),
         )
@@ -393,7 +319,7 @@ def map_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[
     outputs = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
-        out, _valid = to_clickhouse(_path_col(column.field), field_types[column.field], ch_type)
+        out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
         outputs.append(out.alias(column.column))
     error = F.coalesce(F.col(ERROR), *[reason for _, reason in _column_reasons(columns, field_types)])
     with_error = df.withColumn(ERROR, error)

@@ -7,12 +7,18 @@ not retried: the watcher's next tick picks up anything left undone.
 The duplicate audit's tasks go to the default queue: `audits_schedule` (beat) fans out one
 `audit_table_check` per audited table; a check is retried only on transient ClickHouse errors (network,
 overload), with backoff; its last attempt stores the error as the table's result instead.
+
+The alerts' tasks go to settings.ALERT_QUEUE: `alerts_evaluate` (beat) fires, re-notifies and resolves; each
+delivery is its own `alert_deliver`, retried with backoff on transient errors only (its decorator says so).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
+from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 
 
@@ -43,6 +49,35 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     from worker import supervisor
 
     supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+
+
+@app.task(name="clearflow.alerts_evaluate", acks_late=True, ignore_result=True)
+def alerts_evaluate() -> int:
+    """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,
+    re-notify, resolve. Compare-and-set state changes make an overlapping second run harmless."""
+    from webapp.alerts.services import alerts_evaluate as evaluate
+
+    return evaluate().rules
+
+
+@app.task(
+    name="clearflow.alert_deliver",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    # Retry only what a retry can fix (timeouts, connection errors, HTTP 5xx/429, SMTP 4xx), with exponential
+    # backoff and jitter; a permanent error (other 4xx) is recorded on the delivery by the service, not raised.
+    autoretry_for=(RetryableDeliveryError,),
+    retry_backoff=settings.ALERT_RETRY_BACKOFF_SECONDS,
+    retry_backoff_max=settings.ALERT_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=settings.ALERT_DELIVERY_MAX_RETRIES,
+)
+def alert_deliver(self, *, delivery_id: int) -> None:
+    """One notification on one channel (one task each, so a failing channel never blocks another)."""
+    from webapp.alerts.services import alert_delivery_send
+
+    alert_delivery_send(delivery_id=delivery_id, final_attempt=self.request.retries >= self.max_retries)
 
 
 AUDIT_MAX_RETRIES = 3

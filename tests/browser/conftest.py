@@ -1,4 +1,4 @@
-"""Playwright against Debian's Chromium (see INFRA.md: no `playwright install` here), headless."""
+"""Playwright against Debian's Chromium (the Debian package: no `playwright install` needed), headless."""
 
 from __future__ import annotations
 

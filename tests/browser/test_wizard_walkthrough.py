@@ -288,7 +288,14 @@ def test_edit_a_pipeline_into_an_existing_table(
     page.locator("#id_table").select_option(table)
     expect(page.locator("#columns-table")).to_contain_text("inserted_at")
     expect(page.locator("#columns-table")).to_contain_text("required")
+    # The table does not drop replayed inserts: the exact ALTER statement, applied with one click.
+    expect(page.locator("#table-dedup-warning")).to_contain_text("at-least-once")
+    expect(page.locator("#table-dedup-sql")).to_have_text(
+        f"ALTER TABLE `default`.`{table}` MODIFY SETTING non_replicated_deduplication_window = 1000"
+    )
     shot(page, "edit-06-existing-table")
+    page.locator("#table-dedup-apply").click()
+    expect(page.locator("#table-dedup-ok")).to_contain_text("exactly-once")
     next_step(page, "Mapping")
 
     # country has no field of that name and needs a value: flagged until address.country is mapped to it.

@@ -126,6 +126,7 @@ def test_the_client_key_never_reaches_the_logs_or_the_event_log(
     )
     assert job.returncode == 0, job.stderr[-3000:]
     assert ch.command(f"SELECT count() FROM {data['sink']['table']}") == 10
+    assert f"pipeline {data['name']}: exactly-once: default.{data['sink']['table']} (MergeTree)" in job.stderr
     logs = [path for path in events_dir.rglob("*") if path.is_file() and path.suffix != ".crc"]
     event_log = "".join(path.read_text(errors="replace") for path in logs)
     assert f"KafkaV2[Subscribe[{topic}]]" in event_log  # the batches' plans are there...

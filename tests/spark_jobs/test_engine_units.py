@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
-from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, quote_ident, with_retries
+from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, with_retries
 
 
 def test_metrics_record_from_progress():
@@ -56,7 +57,7 @@ def test_create_table_sql_quotes_names_and_sets_the_dedup_window():
             engine="ReplacingMergeTree",
             order_by=("event_id",),
             columns=(("event_id", "String"), ("user`id", "UUID")),
-            dedup_window=1000,
+            insert_dedup_window=1000,
         )
     )
     assert "CREATE TABLE IF NOT EXISTS `db`.`users`" in sql

@@ -249,6 +249,27 @@ def test_expression_error_reports_position():
     assert S.expression_error("") == "empty expression"
 
 
+def test_insert_dedup_window_and_its_old_name():
+    data = valid_spec()
+    assert S.parse_spec(data).sink.insert_dedup_window == 1000
+    data["sink"]["insert_dedup_window"] = 5000
+    assert S.parse_spec(data).sink.insert_dedup_window == 5000
+
+    # Specs stored (and API clients written) before the rename still parse, and are written back renamed.
+    old = valid_spec()
+    old["sink"]["deduplication_window"] = 2000
+    parsed = S.parse_spec(old)
+    assert parsed.sink.insert_dedup_window == 2000
+    written = parsed.to_dict()["sink"]
+    assert written["insert_dedup_window"] == 2000 and "deduplication_window" not in written
+
+    old["sink"]["deduplication_window"] = 50
+    assert errors_of(old) == {"sink.insert_dedup_window": "Input should be greater than or equal to 100"}
+    both = valid_spec()
+    both["sink"].update({"deduplication_window": 2000, "insert_dedup_window": 3000})
+    assert "give only one of them" in errors_of(both)["sink"]
+
+
 def test_specs_written_before_the_connection_fields_were_aligned_still_parse():
     """Stored specs name the Kafka credentials `username`/`password` and have no ClickHouse `verify`/`ssl_ca_pem`."""
     data = valid_spec()

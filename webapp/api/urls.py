@@ -12,6 +12,7 @@ urlpatterns = [
     path("connections/", include("webapp.connections.urls")),
     path("pipelines/", include("webapp.pipelines.urls")),
     path("pipelines/", include("webapp.pipelines.observe_urls")),
+    path("", include("webapp.alerts.api_urls")),
     path("pipelines/", include(audit_urls.pipeline_urlpatterns)),
     path("audits/", include(audit_urls.urlpatterns)),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.connections import ClickHouseConnectionSpec
-from webapp.connections.clickhouse_client import quote_identifier, session
+from webapp.connections.clickhouse_client import session
 
 WINDOW_PARAMETER = "{window_seconds:UInt32}"
 
@@ -29,16 +30,12 @@ def duplicate_sql(
 ) -> str:
     """The audit query with the window as the parameter `{window_seconds:UInt32}`; `time_column` None leaves
     the time bound out (only the benchmark does that, to measure what the bound saves)."""
-    keys = ", ".join(quote_identifier(k) for k in key_columns)
-    where = (
-        f"\n  WHERE {quote_identifier(time_column)} >= now() - INTERVAL {WINDOW_PARAMETER} SECOND"
-        if time_column
-        else ""
-    )
+    keys = ", ".join(quote_ident(k) for k in key_columns)
+    where = f"\n  WHERE {quote_ident(time_column)} >= now() - INTERVAL {WINDOW_PARAMETER} SECOND" if time_column else ""
     return (
         "SELECT count() AS duplicate_keys, sum(c) AS duplicate_rows\n"
         "FROM (\n"
-        f"  SELECT count() AS c\n  FROM {quote_identifier(database)}.{quote_identifier(table)}{where}\n"
+        f"  SELECT count() AS c\n  FROM {quote_ident(database)}.{quote_ident(table)}{where}\n"
         f"  GROUP BY {keys}\n"
         "  HAVING c > 1\n"
         ")\n"

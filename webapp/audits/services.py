@@ -19,12 +19,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.sink import INGESTED_AT_COLUMN, INGESTED_AT_TYPE
 from spark_jobs.spec import parse_window
 from webapp.audits import queries
 from webapp.audits.models import AuditedTable, AuditResult
 from webapp.connections import clickhouse_client
-from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError, quote_identifier
+from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError
 from webapp.connections.models import ClickHouseConnection
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines.models import Pipeline, PipelineStatus
@@ -193,7 +194,7 @@ def _explained(error: str, audited_table: AuditedTable) -> str:
     """ClickHouse's error, with the fix when the ingestion-time column is missing (a table made elsewhere)."""
     missing = "Code: 47" in error or "UNKNOWN_IDENTIFIER" in error or "Missing columns" in error
     if missing and audited_table.time_column == INGESTED_AT_COLUMN:
-        name = f"{quote_identifier(audited_table.database)}.{quote_identifier(audited_table.table)}"
+        name = f"{quote_ident(audited_table.database)}.{quote_ident(audited_table.table)}"
         return (
             f"{error}\nThe table has no ingestion-time column. Add one (existing rows get the time of the ALTER): "
             f"ALTER TABLE {name} ADD COLUMN {INGESTED_AT_COLUMN} {INGESTED_AT_TYPE}"

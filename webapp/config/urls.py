@@ -16,6 +16,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/tokens/", api_views.token_list, name="account_tokens"),
+    # Before the wizard's: its `pipelines/<pk>/<action>/` would take `pipelines/<pk>/alerts/`.
+    path("", include("webapp.alerts.urls")),
     path("", include("webapp.audits.ui_urls")),
     path("", include("webapp.wizard.urls")),
 ]

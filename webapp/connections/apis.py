@@ -12,12 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
-from webapp.connections.schema import FIELD_TYPES
 
 KAFKA_TAG = ["Kafka connections"]
 CLICKHOUSE_TAG = ["ClickHouse connections"]
@@ -94,7 +94,7 @@ class SampledEventOutput(serializers.Serializer):
 
 class InferredFieldOutput(serializers.Serializer):
     path = serializers.CharField()
-    type = serializers.ChoiceField(list(FIELD_TYPES))
+    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
     nullable = serializers.BooleanField()
     present = serializers.IntegerField()
     examples = serializers.ListField(child=serializers.JSONField())
@@ -309,7 +309,7 @@ class KafkaInferSchemaApi(APIView):
         tags=KAFKA_TAG,
         operation_id="kafka_schema_infer",
         request=SampleInput,
-        description="Sample the topics and infer fields: dotted paths; string, int, float, bool, datetime, uuid, json.",
+        description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}.",
         responses={200: InferSchemaOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request, pk: int) -> Response:

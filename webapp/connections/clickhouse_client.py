@@ -2,7 +2,7 @@
 
 One choke point (`_query`) for every statement: values travel as server-side parameters
 (`{name:String}`), never formatted into the SQL text, and errors become one plain-words
-`ClickHouseClientError`. Identifiers that must appear in SQL go through `quote_identifier`.
+`ClickHouseClientError`. Identifiers that must appear in SQL go through `spark_jobs.clickhouse_types.quote_ident`.
 Clients are created per call and closed before returning; none at import time. Every function takes the spec's
 connection model (`ClickHouseConnectionSpec`); `clickhouse_connect_kwargs` turns it into the client's
 arguments, as in the job's writer, so "Test connection" and the job reach the server the same way.
@@ -72,11 +72,6 @@ class ColumnInfo:
     def required(self) -> bool:
         """True when an insert must give a value: not Nullable and no default of any kind."""
         return not self.nullable and not self.default_kind
-
-
-def quote_identifier(name: str) -> str:
-    """A ClickHouse identifier in backquotes, backslashes and backquotes escaped."""
-    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
 _CLICKHOUSE_ERROR_RE = re.compile(r"Code: \d+\. DB::Exception: [^\n]*")
@@ -236,7 +231,7 @@ def list_columns(
 
 class ClickHouseSession:
     """Statements on one open client, through the same choke point (`_query`): parameters, never string-built
-    values; identifiers from `quote_identifier`. Used by the pipelines' dead-letter pages."""
+    values; identifiers from `quote_ident`. Used by the pipelines' dead-letter pages."""
 
     def __init__(self, client: Any, settings: ClickHouseConnectionSpec, timeout: float) -> None:
         self._client = client

@@ -15,12 +15,15 @@ from typing import Any
 
 import orjson
 
+from spark_jobs.field_types import UUID_RE
+
 PROBE_EVENTS = 1_000  # events whose every field is looked at to find key candidates
 CANDIDATE_EVENTS = 100_000  # candidates are counted over at most this many events (bounded memory)
 MAX_CANDIDATES = 5
 MAX_PROBED_PATHS = 64
 
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+# A UUID, also written without its dashes (32 hex digits), looks like an identifier.
+_HEX32_RE = re.compile(r"^[0-9a-fA-F]{32}$")
 _ID_NAME_RE = re.compile(r"(^|[_\-.])(id|uuid|guid|key)$|[a-z](Id|ID|Uuid|Key)$", re.IGNORECASE)
 _DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 MISSING = object()
@@ -64,7 +67,7 @@ class _PathStats:
     def classify(self, value: Any) -> None:
         """Only while probing: what the values look like."""
         if isinstance(value, str):
-            if _UUID_RE.match(value):
+            if UUID_RE.match(value) or _HEX32_RE.match(value):
                 self.uuid_like += 1
             elif " " in value or _DATETIME_RE.match(value) or len(value) > 200:
                 self.unfit += 1

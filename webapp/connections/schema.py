@@ -1,26 +1,21 @@
 """Infer a flat field list from sampled JSON events: nested paths joined with dots, one type per path.
 
-Types: string, int, float, bool, datetime, uuid, json. Strings that all parse as ISO-8601 date-times
-(with a date and a time) are `datetime`; strings that all are canonical UUIDs are `uuid`. Lists and
-values whose type varies beyond int/float become `json`. A path missing from some events, or null in
-some, is `nullable`. Pure functions, no Django.
+The types, and how one JSON value's type is recognised and two are merged, are the engine's field-type table
+(`spark_jobs.field_types`): strings that all parse as ISO-8601 date-times are `datetime`, canonical UUIDs
+`uuid`; lists and values whose type varies beyond int/float become `json`. A path missing from some events,
+or null in some, is `nullable`. Pure functions, no Django.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-FIELD_TYPES = ("string", "int", "float", "bool", "datetime", "uuid", "json")
+from spark_jobs.field_types import FIELD_TYPES, merge_types, value_type
 
-_DATETIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*(Z|[+-]\d{2}(:?\d{2})?|UTC)?$", re.IGNORECASE
-)
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+__all__ = ["FIELD_TYPES", "InferredField", "flatten", "infer_schema", "merge_types", "value_type"]
+
 MAX_EXAMPLES = 3
 
 
@@ -31,48 +26,6 @@ class InferredField:
     nullable: bool
     present: int  # in how many of the sampled objects the path had a non-null value
     examples: list[Any] = field(default_factory=list)
-
-
-def value_type(value: Any) -> str | None:
-    """The field type of one JSON value; None for null."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        if _UUID.match(value):
-            try:
-                uuid.UUID(value)
-                return "uuid"
-            except ValueError:
-                return "string"
-        if _DATETIME.match(value.strip()):
-            try:
-                datetime.fromisoformat(
-                    value.strip().replace("Z", "+00:00").replace("z", "+00:00").replace("UTC", "+00:00")
-                )
-                return "datetime"
-            except ValueError:
-                return "string"
-        return "string"
-    return "json"
-
-
-def merge_types(a: str | None, b: str | None) -> str | None:
-    """The narrowest type holding both (None is 'not seen yet')."""
-    if a is None:
-        return b
-    if b is None or a == b:
-        return a
-    if {a, b} == {"int", "float"}:
-        return "float"
-    if {a, b} <= {"string", "datetime", "uuid"}:
-        return "string"
-    return "json"
 
 
 MAX_DEPTH = 16

@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from webapp.alerts.selectors import alert_firing_list
 from webapp.audits.selectors import latest_pipeline_results
 from webapp.monitoring import counters
 from webapp.pipelines.metrics import MetricsUnavailableError
@@ -40,6 +41,7 @@ class ClearFlowCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         pipelines = list(pipeline_monitoring_list())
         yield _status(pipelines)
+        yield _alert_states(pipelines)
         try:
             snapshots = metrics_snapshots(pipelines)
             store_up = True
@@ -52,6 +54,18 @@ class ClearFlowCollector(Collector):
         yield from _audit_series(pipelines)
         if store_up:
             yield from _app_series()
+
+
+def _alert_states(pipelines: list[Pipeline]) -> Metric:
+    """1 per alert rule that is firing now (one query; rules not firing have no sample)."""
+    firing = GaugeMetricFamily(
+        "clearflow_alert_firing", "1 while the pipeline's alert rule is firing.", labels=[*PIPELINE_LABELS, "rule"]
+    )
+    by_pk = {pipeline.pk: pipeline for pipeline in pipelines}
+    for pipeline_id, kind in alert_firing_list().values_list("pipeline_id", "kind"):
+        if pipeline_id in by_pk:
+            firing.add_metric([*_labels(by_pk[pipeline_id]), kind], 1)
+    return firing
 
 
 def _status(pipelines: list[Pipeline]) -> Metric:

@@ -11,13 +11,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.connections.schema import FIELD_TYPES
-from webapp.pipelines import selectors, services, type_fit
+from webapp.pipelines import selectors, services, table_dedup, type_fit
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.table_dedup_apis import (
+    DeliveryGuaranteeOutput,
+    ValidationWarningOutput,
+    delivery_data,
+    validation_data,
+)
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -137,7 +143,7 @@ class PipelineCheckInput(serializers.Serializer):
 
 class MappingFieldInput(serializers.Serializer):
     path = serializers.CharField(max_length=500)
-    type = serializers.ChoiceField(list(FIELD_TYPES))
+    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
     nullable = serializers.BooleanField(default=False)
 
 
@@ -179,6 +185,10 @@ class MappingOutput(serializers.Serializer):
 class ValidationOutput(serializers.Serializer):
     valid = serializers.BooleanField()
     spec = serializers.JSONField(help_text="The normalized spec (secrets masked).")
+    delivery = DeliveryGuaranteeOutput(
+        allow_null=True, help_text="Only with check_live: what the target table guarantees."
+    )
+    warnings = ValidationWarningOutput(many=True, help_text="Problems that do not make the spec invalid.")
     sample = SampleReportOutput(
         allow_null=True,
         default=None,
@@ -195,7 +205,8 @@ def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: An
         report = type_fit.sample_check_live(
             spec=parsed, kafka_connection=kwargs["kafka_connection"], accept_dead_letters=accept_dead_letters
         )
-    return {"valid": True, "spec": parsed.to_dict(), "sample": report.to_dict() if report else None}
+    output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
+    return {**output, "sample": report.to_dict() if report else None}
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
@@ -280,10 +291,21 @@ class PipelineListCreateApi(APIView):
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
 
+class PipelineDetailOutput(PipelineOutput):
+    delivery = DeliveryGuaranteeOutput(help_text="What the target table guarantees now (asked from ClickHouse).")
+
+    class Meta(PipelineOutput.Meta):
+        fields = [*PipelineOutput.Meta.fields, "delivery"]
+
+
 class PipelineDetailApi(APIView):
-    @extend_schema(tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineOutput, **ERROR_RESPONSES})
+    @extend_schema(
+        tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineDetailOutput, **ERROR_RESPONSES}
+    )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(PipelineOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        pipeline.delivery = delivery_data(*table_dedup.pipeline_insert_dedup(pipeline=pipeline))
+        return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
         tags=TAG,

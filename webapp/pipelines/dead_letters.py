@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from spark_jobs import spec as specmod
+from spark_jobs.clickhouse_types import quote_ident
 from webapp.connections import clickhouse_client, kafka_client
-from webapp.connections.clickhouse_client import quote_identifier
 from webapp.core.exceptions import ConflictError, ExternalServiceError
 from webapp.pipelines.models import Pipeline
 
@@ -47,7 +47,7 @@ class DeadLetterTable:
 
     @property
     def qualified(self) -> str:
-        return f"{quote_identifier(self.database)}.{quote_identifier(self.table)}"
+        return f"{quote_ident(self.database)}.{quote_ident(self.table)}"
 
     @property
     def display_name(self) -> str:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from spark_jobs.spec import default_clickhouse_type, field_type_compatible, parse_clickhouse_type
+from spark_jobs.clickhouse_types import parse_clickhouse_type
+from spark_jobs.field_types import default_clickhouse_type, field_type_compatible
 from webapp.connections.clickhouse_client import ColumnInfo
 
 # Columns whose value ClickHouse computes: an INSERT may not name them.

@@ -24,6 +24,7 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
+from webapp.alerts.services import alert_rules_create_defaults
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import dispatch, stored_specs
@@ -122,6 +123,8 @@ def pipeline_create(
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
     pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
     pipeline.save(update_fields=["current_version", "updated_at"])
+    # Every pipeline starts with the default alert rules (docs/alerts.md); the owner edits them on its alerts page.
+    alert_rules_create_defaults(pipeline=pipeline)
     return pipeline
 
 

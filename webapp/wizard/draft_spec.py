@@ -1,7 +1,7 @@
 """The wizard's draft holds a partial pipeline spec in the spec's own words (`spark_jobs.spec`), under
 `data["spec"]`: each step writes the spec fields it shows (`source.topics`, `dedup.window`, `sink.columns`, ...)
 and leaves every other field as it was. Editing a pipeline starts from its stored spec, so what the wizard
-does not show (`source.max_records_per_batch`, `sink.dlq_table`, `sink.deduplication_window`, ...) is kept.
+does not show (`source.max_records_per_batch`, `sink.dlq_table`, `sink.insert_dedup_window`, ...) is kept.
 
 Beside the spec, the draft keeps only what a spec has no place for: the connection ids (the pipelines
 service merges the connections in), the sampled events and per-field notes (sometimes missing, added by

@@ -1,6 +1,14 @@
 from django.urls import path
 
-from webapp.wizard import connection_views, dedup_views, fit_views, observe_views, pipeline_pages, views
+from webapp.wizard import (
+    connection_views,
+    dedup_views,
+    fit_views,
+    observe_views,
+    pipeline_pages,
+    table_dedup_views,
+    views,
+)
 
 app_name = "wizard"
 
@@ -19,6 +27,12 @@ urlpatterns = [
     path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
     path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
     path("pipelines/<int:pk>/run-state/", pipeline_pages.pipeline_run_state, name="pipeline_run_state"),
+    path("pipelines/<int:pk>/table-dedup/", table_dedup_views.pipeline_table_dedup, name="pipeline_table_dedup"),
+    path(
+        "pipelines/<int:pk>/table-dedup/apply/",
+        table_dedup_views.pipeline_table_dedup_apply,
+        name="pipeline_table_dedup_apply",
+    ),
     path("pipelines/<int:pk>/<str:action>/", pipeline_pages.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),
@@ -37,6 +51,14 @@ urlpatterns = [
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
     path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),
     path("wizard/<int:draft_id>/clickhouse/columns/", views.clickhouse_columns, name="clickhouse_columns"),
+    path(
+        "wizard/<int:draft_id>/clickhouse/table-dedup/", table_dedup_views.draft_table_dedup, name="draft_table_dedup"
+    ),
+    path(
+        "wizard/<int:draft_id>/clickhouse/table-dedup/apply/",
+        table_dedup_views.draft_table_dedup_apply,
+        name="draft_table_dedup_apply",
+    ),
     path("wizard/<int:draft_id>/<slug:step>/keep/", views.wizard_keep_input, name="keep_input"),
     path("wizard/<int:draft_id>/<slug:step>/", views.wizard_step, name="step"),
 ]

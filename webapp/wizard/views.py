@@ -246,7 +246,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     keep = sample_step.parse_field_rows(request.POST)
     context: dict = {
         "form": form,
-        "field_types": step_common.FIELD_TYPES,
+        "field_types": step_common.FIELD_TYPE_CHOICES,
         "rows": keep,
         "events": draft.section("sample").get("events", []),
     }

@@ -57,7 +57,7 @@ def create_pipeline_table(ch, database: str, table: str = "orders") -> PipelineT
         engine="MergeTree",
         order_by=("order_id",),
         columns=(("order_id", "UUID"), ("seq", "Int64"), ("amount", "Float64"), ("customer_name", "Nullable(String)")),
-        dedup_window=1000,
+        insert_dedup_window=1000,
     )
     ch.command(create_table_sql(spec))
     ch.command(create_dlq_sql(spec))

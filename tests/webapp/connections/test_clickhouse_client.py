@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from localstack.processes import free_port
+from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.connections import ClickHouseConnectionSpec
 from webapp.connections import clickhouse_client
-from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError, quote_identifier
+from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError
 
 
 @pytest.fixture
@@ -54,6 +55,6 @@ def test_wrong_password_and_unreachable_server(settings_):
         clickhouse_client.check_connection(ClickHouseConnectionSpec(host="127.0.0.1", port=free_port()), timeout=2)
 
 
-def test_quote_identifier():
-    assert quote_identifier("orders") == "`orders`"
-    assert quote_identifier("a`b\\c") == "`a\\`b\\\\c`"
+def test_quote_ident():
+    assert quote_ident("orders") == "`orders`"
+    assert quote_ident("a`b\\c") == "`a\\`b\\\\c`"

@@ -87,7 +87,7 @@ def test_the_job_gets_the_tls_settings_that_passed_the_test_and_writes_through_h
         engine=spec.sink.engine,
         order_by=tuple(spec.sink.order_by),
         columns=tuple((c.column, c.type) for c in spec.sink.columns),
-        dedup_window=spec.sink.deduplication_window,
+        insert_dedup_window=spec.sink.insert_dedup_window,
     )
     sink.prepare_tables(conn, table_spec, create=True)
     order_ids = [str(uuid.uuid4()) for _ in range(3)]

@@ -37,7 +37,7 @@ def write_dead_letters(pipeline, events: list[Event]) -> None:
         engine=spec.sink.engine,
         order_by=tuple(spec.sink.order_by),
         columns=tuple((c.column, c.type) for c in spec.sink.columns),
-        dedup_window=spec.sink.deduplication_window,
+        insert_dedup_window=spec.sink.insert_dedup_window,
     )
     sink.prepare_tables(conn, table_spec, create=spec.sink.create_table)
     n = len(events)

@@ -57,7 +57,7 @@ def api_pipeline(api, *, kafka_connection, clickhouse_connection, topic: str, ta
                 {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
             ],
             "dlq_table": f"{table}_dead",
-            "deduplication_window": 500,
+            "insert_dedup_window": 500,
         },
     }
     response = api.post(
@@ -140,11 +140,12 @@ def test_editing_a_deployed_pipeline_opens_on_its_own_table(
         topic=users_topic,
         table=table,
     )
-    # What the job does on its first start: the table now exists.
+    # What the job does on its first start: the table now exists, remembering the spec's 500 inserts (so the
+    # table step's exactly-once check passes, as it does for a table the job created).
     clickhouse_command(
         clickhouse_server,
         f"CREATE TABLE default.{table} (event_id UUID, email_address String, created_at DateTime64(3, 'UTC')) "
-        "ENGINE = ReplacingMergeTree ORDER BY event_id",
+        "ENGINE = ReplacingMergeTree ORDER BY event_id SETTINGS non_replicated_deduplication_window = 500",
     )
 
     owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": created["id"]}))
@@ -207,7 +208,11 @@ def test_the_wizard_never_maps_into_materialized_or_alias_columns_like_the_api(
     )
     draft = walk_to_destination(owner_client, kafka_connection, clickhouse_connection, users_topic)
     response = submit(
-        owner_client, draft, "clickhouse", {"database": "default", "table_mode": "existing", "table": table}
+        owner_client,
+        draft,
+        "clickhouse",
+        # The table keeps no recent inserts: at-least-once, accepted (the mapping is what this test is about).
+        {"database": "default", "table_mode": "existing", "table": table, "accept_at_least_once": "on"},
     )
     assert response.status_code == 302, alerts(response)
 

@@ -81,7 +81,7 @@ SPEC = {
             {"field": "domain", "column": "domain", "type": "Nullable(String)"},
         ],
         "dlq_table": "signups_dead",
-        "deduplication_window": 500,
+        "insert_dedup_window": 500,
     },
 }
 
@@ -103,7 +103,7 @@ def test_an_edit_starts_from_the_whole_spec_without_its_connections():
         "sink": {**SPEC["sink"], "clickhouse": {"database": "analytics"}},
     }
     assert spec == expected
-    assert parse_spec({**spec, "source": SPEC["source"], "sink": SPEC["sink"]}).sink.deduplication_window == 500
+    assert parse_spec({**spec, "source": SPEC["source"], "sink": SPEC["sink"]}).sink.insert_dedup_window == 500
 
 
 def test_changes_set_dotted_paths_and_keep_the_rest():

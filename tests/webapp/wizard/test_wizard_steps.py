@@ -515,7 +515,11 @@ def test_existing_table_columns_are_shown_and_the_mapping_flags_problems(
     response = submit(owner_client, draft, "clickhouse", {"database": "default", "table_mode": "existing"})
     assert response.status_code == 422 and "Choose a table." in alerts(response)
     response = submit(
-        owner_client, draft, "clickhouse", {"database": "default", "table_mode": "existing", "table": table}
+        owner_client,
+        draft,
+        "clickhouse",
+        # The table has no non_replicated_deduplication_window: the user accepts at-least-once (test_table_dedup).
+        {"database": "default", "table_mode": "existing", "table": table, "accept_at_least_once": "on"},
     )
     assert response.status_code == 302, alerts(response)
 

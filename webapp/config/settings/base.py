@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "webapp.health",
     "webapp.wizard",
     "webapp.audits",
+    "webapp.alerts",
 ]
 
 MIDDLEWARE = [
@@ -142,7 +143,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Swagger UI's assets come from the drf-spectacular-sidecar package (no CDN reachable).
     # One schema name for the status choices, whether a field is a pipeline's status or a transition's from/to.
-    "ENUM_NAME_OVERRIDES": {"PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus",
+        "AlertChannelKindEnum": "webapp.alerts.models.ChannelKind",
+        "AlertRuleKindEnum": "webapp.alerts.models.RuleKind",
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     # The token entered under Authorize survives a reload of the docs page.
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from webapp.config.env import env_float, env_int, env_str, var_dir
+from webapp.config.env import env_bool, env_float, env_int, env_str, var_dir
 
 VAR_DIR = var_dir()
 
@@ -63,6 +63,34 @@ SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
 
 CELERY_TASK_ROUTES = {"clearflow.pipeline*": {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+
+# Alerts (docs/alerts.md). The beat task evaluates every rule this often; each delivery is its own task on
+# ALERT_QUEUE, retried on timeouts, connection errors, HTTP 5xx/429 and SMTP 4xx: after about
+# backoff * 2^n seconds (randomized, capped), at most ALERT_DELIVERY_MAX_RETRIES times.
+ALERT_EVALUATE_INTERVAL_SECONDS = env_float("CLEARFLOW_ALERT_INTERVAL", 30.0)
+ALERT_QUEUE = env_str("CLEARFLOW_ALERT_QUEUE", "celery")
+ALERT_RETRY_BACKOFF_SECONDS = env_int("CLEARFLOW_ALERT_RETRY_BACKOFF", 10)
+ALERT_RETRY_BACKOFF_MAX_SECONDS = env_int("CLEARFLOW_ALERT_RETRY_BACKOFF_MAX", 600)
+ALERT_DELIVERY_MAX_RETRIES = env_int("CLEARFLOW_ALERT_MAX_RETRIES", 6)
+ALERT_HTTP_TIMEOUT_SECONDS = env_float("CLEARFLOW_ALERT_HTTP_TIMEOUT", 10.0)
+# Links in alerts point here (e.g. https://clearflow.example.com); unset, alerts carry no link.
+CLEARFLOW_BASE_URL = env_str("CLEARFLOW_BASE_URL", "")
+
+# Email (alert channels): SMTP when EMAIL_HOST is set (production), else each message is written as a file under
+# var/mail (a safe local default: nothing leaves the machine).
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ClearFlow <clearflow@localhost>")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.filebased.EmailBackend",
+)
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 
 # Duplicate audits (webapp.audits): how often the beat checks every audited table, how long one check may run
 # on the ClickHouse server (its max_execution_time), and how long results are kept.

@@ -20,6 +20,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
 from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
+from webapp.wizard.steps.table_dedup import ACCEPT_FIELD, table_dedup_problem
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
@@ -131,6 +132,16 @@ def clickhouse_submit(request, draft):
             columns = conn_selectors.clickhouse_column_list(
                 connection=connection, database=data["database"], table=table
             )
+            problem = table_dedup_problem(
+                draft=draft,
+                connection=connection,
+                database=data["database"],
+                table=table,
+                accepted=request.POST.get(ACCEPT_FIELD) == "on",
+            )
+            if problem:
+                form.add_error("table", problem)
+                return context
         else:
             tables = conn_selectors.clickhouse_table_list(connection=connection, database=data["database"])
             if any(t.name == table for t in tables):

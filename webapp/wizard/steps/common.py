@@ -11,33 +11,14 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 
-from spark_jobs import spec as specmod
+from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
+from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
 from webapp.wizard.models import WizardDraft
 
-FIELD_TYPES = specmod.FIELD_TYPES
-_BASE_TYPES = (
-    "String",
-    "Int32",
-    "Int64",
-    "UInt32",
-    "UInt64",
-    "Float32",
-    "Float64",
-    "Bool",
-    "UUID",
-    "Date",
-    "DateTime",
-    "DateTime64(3, 'UTC')",
-)
-# The column types offered for a new table: each plain and Nullable, plus a few without a Nullable form.
-NEW_TABLE_TYPES = (
-    *_BASE_TYPES,
-    "LowCardinality(String)",
-    "JSON",
-    *(f"Nullable({t})" for t in _BASE_TYPES),
-)
+# The field types and the column types for a new table come from the engine's one table of field types.
+NEW_TABLE_TYPES = NEW_TABLE_COLUMN_TYPES
 
 
 # -- helpers --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from webapp.connections import selectors as conn_selectors
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPES, form_rows, initial_from, schema_fields
+from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, schema_fields
 
 
 def field_rows_from(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,7 +96,7 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "form": form,
         "rows": rows,
         "events": section.get("events", []),
-        "field_types": FIELD_TYPES,
+        "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
         "topics": draft.spec_value("source.topics", []),
     }

@@ -13,7 +13,7 @@ from spark_jobs import spec as specmod
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPES, computed_fields, form_rows, schema_fields
+from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, computed_fields, form_rows, schema_fields
 
 
 def expression_names(draft: WizardDraft) -> list[str]:
@@ -81,7 +81,7 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
         "ok": ok,
         "filter_position": filter_position,
         "names": names,
-        "field_types": FIELD_TYPES,
+        "field_types": FIELD_TYPE_CHOICES,
     }
 
 
@@ -92,7 +92,7 @@ def transform_show(request, draft, source):
         return context
     form = forms.TransformForm(initial={"filter": draft.spec_value("filter") or ""})
     rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(computed_fields(draft))]
-    return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPES}
+    return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPE_CHOICES}
 
 
 def transform_submit(request, draft):
