@@ -189,6 +189,27 @@ def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEO
     ]
 
 
+def direct_consumer(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector, *, purpose: str) -> Any:
+    """A consumer for partitions assigned by hand: a throwaway group id, nothing committed, end of partition
+    reported (so a reader knows when it has seen everything). Unusable settings raise KafkaSettingsError."""
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        return Consumer(
+            {
+                **_client_config(settings, timeout, collector),
+                "group.id": f"clearflow-{purpose}-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 100,
+            }
+        )
+    except (ValueError, TypeError, KafkaException) as exc:
+        raise _settings_error(exc) from None
+
+
 def sample_events(
     settings: KafkaConnectionSpec,
     *,
@@ -204,26 +225,13 @@ def sample_events(
     meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
     topic answers an empty list.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
     topics = list(dict.fromkeys(topics))
     collector = ErrorCollector()
     deadline = time.monotonic() + timeout
-    try:
-        consumer = Consumer(
-            {
-                **_client_config(settings, timeout, collector),
-                "group.id": f"clearflow-sample-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": True,
-                "fetch.wait.max.ms": 100,
-            }
-        )
-    except (ValueError, TypeError, KafkaException) as exc:
-        raise _settings_error(exc) from None
+    consumer = direct_consumer(settings, timeout, collector, purpose="sample")
     try:
         try:
             metadata = wait_for_metadata(consumer, collector, timeout)

@@ -11,7 +11,6 @@ group is joined). `planned` says how many events the scan set out to read, `read
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -19,10 +18,9 @@ from spark_jobs.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaTopicNotFoundError,
-    _client_config,
     _kafka_error,
     _raise,
-    _settings_error,
+    direct_consumer,
 )
 from webapp.connections.kafka_errors import ErrorCollector
 
@@ -68,24 +66,10 @@ class RecentEvents:
         return self.deadline - time.monotonic()
 
     def batches(self) -> Iterator[list[Any]]:
-        from confluent_kafka import Consumer, KafkaException
 
         timeout = max(1.0, min(DEFAULT_TIMEOUT, self._remaining()))
         collector = ErrorCollector()
-        try:
-            consumer = Consumer(
-                {
-                    **_client_config(self.settings, timeout, collector),
-                    "group.id": f"clearflow-dedup-advisor-{uuid.uuid4().hex}",
-                    "enable.auto.commit": False,
-                    "enable.auto.offset.store": False,
-                    "auto.offset.reset": "earliest",
-                    "enable.partition.eof": True,
-                    "fetch.wait.max.ms": 100,
-                }
-            )
-        except (ValueError, TypeError, KafkaException) as exc:
-            raise _settings_error(exc) from None
+        consumer = direct_consumer(self.settings, timeout, collector, purpose="dedup-advisor")
         try:
             ends = self._assign(consumer, collector, timeout)
             if not ends:
