@@ -107,8 +107,9 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
 @pytest.fixture
 def celery_app(redis_url: str) -> Iterator[object]:
-    """The web app's Celery client pointed at the session's Redis (so dispatch reaches the test's worker)."""
-    from worker.celery import app
+    """The web app's Celery client pointed at the session's Redis (so what the services send reaches the test's
+    worker)."""
+    from webapp.core.queue import app
 
     saved = (app.conf.broker_url, app.conf.result_backend)
     app.conf.broker_url = app.conf.result_backend = redis_url

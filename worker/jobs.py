@@ -32,14 +32,9 @@ from typing import Any
 import psutil
 
 from spark_jobs.jars import connector_jars
-from worker.jobwrap import EXIT_CODE_NAME, LOG_NAME
+from spark_jobs.protocol import STARTED_LINE_RE, RunFiles
 
-SPEC_NAME = "spec.json"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# Exit codes of spark_jobs.run: 2 means the spec is invalid, so a restart cannot help.
-EXIT_INVALID_SPEC = 2
-# What the runner logs once the streaming query has started (spark_jobs/run.py).
-_STARTED = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
 _ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
 REDACTED = "**********"
 
@@ -89,7 +84,7 @@ def is_cluster(master: str) -> bool:
 def write_spec(run_dir: Path, spec: Mapping[str, Any]) -> Path:
     """Write the spec (it holds secrets) readable by this user only, created so from the start (no window)."""
     run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = run_dir / SPEC_NAME
+    path = run_dir / RunFiles.SPEC
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -177,7 +172,7 @@ def start_job(launch: JobLaunch) -> JobHandle:
         process_started=psutil.Process(pid).create_time(),
         host=this_host(),
         run_dir=str(launch.run_dir),
-        log_path=str(launch.run_dir / LOG_NAME),
+        log_path=str(launch.run_dir / RunFiles.LOG),
     )
 
 
@@ -200,7 +195,7 @@ def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -
     if _process(pid, process_started) is not None:
         return JobState(alive=True)
     try:
-        return JobState(alive=False, exit_code=int((Path(run_dir) / EXIT_CODE_NAME).read_text().strip()))
+        return JobState(alive=False, exit_code=int((Path(run_dir) / RunFiles.EXIT_CODE).read_text().strip()))
     except (OSError, ValueError):
         return JobState(alive=False)
 
@@ -253,7 +248,7 @@ def memory_bytes(*, pid: int | None, process_started: float | None) -> int:
 
 
 def remove_spec(run_dir: str) -> None:
-    (Path(run_dir) / SPEC_NAME).unlink(missing_ok=True)
+    (Path(run_dir) / RunFiles.SPEC).unlink(missing_ok=True)
 
 
 def remove_checkpoint(checkpoint: str) -> bool:
@@ -321,7 +316,7 @@ def log_size(log_path: str) -> int:
 
 def started_application(log_path: str) -> str | None:
     """The Spark application id once the job logged that its streaming query started, else None."""
-    found = _STARTED.findall(log_tail(log_path, lines=400))
+    found = STARTED_LINE_RE.findall(log_tail(log_path, lines=400))
     return found[-1] if found else None
 
 

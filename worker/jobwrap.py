@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-LOG_NAME = "job.log"
-EXIT_CODE_NAME = "exit_code"
+from spark_jobs.protocol import ExitCode, RunFiles
 
 
 def _driver(child: subprocess.Popen) -> int:
@@ -43,7 +42,7 @@ def _driver(child: subprocess.Popen) -> int:
 
 
 def _supervise(run_dir: Path, spec: Path | None, command: list[str]) -> int:
-    with open(run_dir / LOG_NAME, "ab", buffering=0) as log:
+    with open(run_dir / RunFiles.LOG, "ab", buffering=0) as log:
         log.write(f"clearflow: job starting (supervisor pid {os.getpid()})\n".encode())
         child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
@@ -57,9 +56,9 @@ def _supervise(run_dir: Path, spec: Path | None, command: list[str]) -> int:
         log.write(
             f"clearflow: job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n".encode()
         )
-    tmp = run_dir / f".{EXIT_CODE_NAME}.tmp"
+    tmp = run_dir / f".{RunFiles.EXIT_CODE}.tmp"
     tmp.write_text(str(code))
-    os.replace(tmp, run_dir / EXIT_CODE_NAME)
+    os.replace(tmp, run_dir / RunFiles.EXIT_CODE)
     if spec is not None:
         spec.unlink(missing_ok=True)
     return code
@@ -93,8 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _supervise(args.run_dir, args.spec, command)
     except BaseException:
-        code = 70
-        (args.run_dir / EXIT_CODE_NAME).write_text(str(code))
+        code = ExitCode.WRAPPER_FAILED
+        (args.run_dir / RunFiles.EXIT_CODE).write_text(str(code))
         if args.spec is not None:
             args.spec.unlink(missing_ok=True)
     os._exit(code)

@@ -18,16 +18,17 @@ from typing import Any
 
 from django.conf import settings
 
+from spark_jobs.protocol import Task
 from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 
 
-@app.task(name="clearflow.ping")
+@app.task(name=Task.PING)
 def ping() -> str:
     return "pong"
 
 
-@app.task(name="clearflow.pipeline_reconcile", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINE_RECONCILE, acks_late=True, ignore_result=True)
 def pipeline_reconcile(*, pipeline_id: int) -> None:
     """Deploy, stop or redeploy: act on the pipeline's status now (the watcher would, a few seconds later)."""
     from worker import supervisor
@@ -35,7 +36,7 @@ def pipeline_reconcile(*, pipeline_id: int) -> None:
     supervisor.reconcile_until_settled(pipeline_id)
 
 
-@app.task(name="clearflow.pipelines_watch", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINES_WATCH, acks_late=True, ignore_result=True)
 def pipelines_watch() -> int:
     """The watcher (beat, every few seconds): one pass over every pipeline that may need something."""
     from worker import supervisor
@@ -43,7 +44,7 @@ def pipelines_watch() -> int:
     return supervisor.watch()
 
 
-@app.task(name="clearflow.pipeline_job_discard", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINE_JOB_DISCARD, acks_late=True, ignore_result=True)
 def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_checkpoint: bool) -> None:
     """A deleted pipeline's job is stopped (gracefully, forced after the timeout); its checkpoint removed if asked."""
     from worker import supervisor
@@ -51,7 +52,7 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
 
 
-@app.task(name="clearflow.alerts_evaluate", acks_late=True, ignore_result=True)
+@app.task(name=Task.ALERTS_EVALUATE, acks_late=True, ignore_result=True)
 def alerts_evaluate() -> int:
     """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,
     re-notify, resolve. Compare-and-set state changes make an overlapping second run harmless."""
@@ -61,7 +62,7 @@ def alerts_evaluate() -> int:
 
 
 @app.task(
-    name="clearflow.alert_deliver",
+    name=Task.ALERT_DELIVER,
     bind=True,
     acks_late=True,
     ignore_result=True,
@@ -83,7 +84,7 @@ def alert_deliver(self, *, delivery_id: int) -> None:
 AUDIT_MAX_RETRIES = 3
 
 
-@app.task(name="clearflow.audits_schedule", acks_late=True, ignore_result=True)
+@app.task(name=Task.AUDITS_SCHEDULE, acks_late=True, ignore_result=True)
 def audits_schedule() -> int:
     """Beat: keep running pipelines' audited tables in step, prune old results, one check per table."""
     from django.conf import settings
@@ -101,7 +102,7 @@ def audits_schedule() -> int:
     return len(ids)
 
 
-@app.task(name="clearflow.audit_table_check", bind=True, acks_late=True, ignore_result=True)
+@app.task(name=Task.AUDIT_TABLE_CHECK, bind=True, acks_late=True, ignore_result=True)
 def audit_table_check(self: Any, *, audited_table_id: int) -> None:
     """Count the duplicate keys of one audited table (each window) and store the results."""
     from django.conf import settings

@@ -64,7 +64,7 @@ def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic, celery_app
 ):
-    # celery_app: Deploy dispatches to the test's Redis (alone, this test found no broker at the default address).
+    # celery_app: Deploy sends its task to the test's Redis (alone, this test found no broker at the default address).
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")
     settings.REDIS_URL = redis_url
     page.set_default_timeout(20_000)

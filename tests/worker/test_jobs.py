@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 
+from spark_jobs.protocol import RunFiles
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs
 
@@ -42,7 +43,7 @@ def state(handle: jobs.JobHandle) -> jobs.JobState:
 
 def test_the_job_outlives_its_launcher_and_a_stop_is_passed_to_it(tmp_path):
     handle = start(tmp_path, SLEEPER)
-    spec = tmp_path / jobs.SPEC_NAME
+    spec = tmp_path / RunFiles.SPEC
     assert (spec.stat().st_mode & 0o777) == 0o600
     process = psutil.Process(handle.pid)
     assert process.ppid() != psutil.Process().pid  # not our child: nobody keeps it as a zombie

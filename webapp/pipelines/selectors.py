@@ -68,7 +68,7 @@ def pipeline_mapping_suggest(
 
 def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:
     """Up to `limit` recent metrics records of the pipeline's Spark job, oldest first; `[]` before the first
-    batch. Each is a JSON object with the fields of `spark_jobs.metrics.BatchMetrics` (`input_rows`,
+    batch. Each is a JSON object with the fields of `spark_jobs.protocol.BatchMetrics` (`input_rows`,
     `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
     return metrics.recent_records(pipeline.job_name, limit=limit)
 

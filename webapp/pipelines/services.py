@@ -7,7 +7,8 @@ Raises:
 - `webapp.core.exceptions.ConflictError` (API 409) when the pipeline's status does not allow the action.
 
 Status changes are compare-and-set (`Pipeline.transition`), so two requests (or a request and the worker)
-never both win. The worker hears about deploy/stop through `webapp.pipelines.dispatch`, on commit.
+never both win. The worker hears about deploy/stop through `webapp.core.queue`, on commit; other apps hear about
+a new pipeline through `webapp.pipelines.hooks`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
-from webapp.alerts.services import alert_rules_create_defaults
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.core import queue
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import dispatch, stored_specs
+from webapp.pipelines import hooks, stored_specs
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
 
 S = PipelineStatus
@@ -123,8 +124,7 @@ def pipeline_create(
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
     pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
     pipeline.save(update_fields=["current_version", "updated_at"])
-    # Every pipeline starts with the default alert rules (docs/alerts.md); the owner edits them on its alerts page.
-    alert_rules_create_defaults(pipeline=pipeline)
+    hooks.pipeline_created.send(sender=Pipeline, pipeline=pipeline)
     return pipeline
 
 
@@ -235,7 +235,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
         reset_checkpoint=fresh or pipeline.reset_checkpoint,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be deployed now.")
-    transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
+    transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
 
@@ -266,7 +266,7 @@ def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     if pipeline.transition(
         from_statuses=[S.RUNNING, S.DEPLOY_REQUESTED], to_status=S.STOP_REQUESTED, message=f"Stop requested {by}."
     ):
-        transaction.on_commit(lambda: dispatch.stop_requested(pipeline_id=pipeline.pk))
+        transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
         return pipeline
     raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be stopped.")
 
@@ -286,7 +286,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
         restart_at=None,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be resumed.")
-    transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
+    transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
 
@@ -305,7 +305,7 @@ def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser, remove_checkp
     locked.delete()
     if job is not None or remove_checkpoint:
         transaction.on_commit(
-            lambda: dispatch.job_discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+            lambda: queue.pipeline_job_discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
         )
 
 
@@ -318,7 +318,9 @@ def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> 
         raise ConflictError("Stop the pipeline before removing its checkpoint.")
     Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=True, updated_at=timezone.now())
     pipeline.refresh_from_db()
-    transaction.on_commit(lambda: dispatch.job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True))
+    transaction.on_commit(
+        lambda: queue.pipeline_job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True)
+    )
     return pipeline
 
 

@@ -107,10 +107,10 @@ def test_update_makes_a_new_version_and_keeps_the_old(owner, pipeline, spec):
 
 
 def test_deploy_stop_resume_delete(owner, pipeline, django_capture_on_commit_callbacks):
-    with mock.patch("webapp.pipelines.dispatch.deploy_requested") as hook:
+    with mock.patch("webapp.core.queue.pipeline_reconcile") as hook:
         with django_capture_on_commit_callbacks(execute=True):
             services.pipeline_deploy(pipeline=pipeline, user=owner)
-        hook.assert_called_once_with(pipeline_id=pipeline.pk, version_id=pipeline.current_version.pk)
+        hook.assert_called_once_with(pipeline_id=pipeline.pk)
     pipeline.refresh_from_db()
     assert pipeline.status == S.DEPLOY_REQUESTED
     assert pipeline.deployed_version == pipeline.current_version
@@ -134,7 +134,7 @@ def test_deploy_stop_resume_delete(owner, pipeline, django_capture_on_commit_cal
 
 def test_stop_of_a_running_pipeline_asks_the_worker(owner, pipeline, django_capture_on_commit_callbacks):
     Pipeline.objects.filter(pk=pipeline.pk).update(status=S.RUNNING)
-    with mock.patch("webapp.pipelines.dispatch.stop_requested") as hook:
+    with mock.patch("webapp.core.queue.pipeline_reconcile") as hook:
         with django_capture_on_commit_callbacks(execute=True):
             services.pipeline_stop(pipeline=pipeline, user=owner)
         hook.assert_called_once_with(pipeline_id=pipeline.pk)
