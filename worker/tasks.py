@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that fetch by id and call the supervisor (which calls the services).
+"""Celery tasks: thin wrappers that fetch by id and call the reconciler (which calls the services).
 
 Policy on the decorator: the pipeline tasks go to the pipeline queue (settings.PIPELINE_QUEUE, routed by name),
 are acknowledged late (a worker lost mid-task means the task runs again: `reconcile` is idempotent), and are
@@ -31,25 +31,25 @@ def ping() -> str:
 @app.task(name=Task.PIPELINE_RECONCILE, acks_late=True, ignore_result=True)
 def pipeline_reconcile(*, pipeline_id: int) -> None:
     """Deploy, stop or redeploy: act on the pipeline's status now (the watcher would, a few seconds later)."""
-    from worker import supervisor
+    from worker import reconciler
 
-    supervisor.reconcile_until_settled(pipeline_id)
+    reconciler.reconcile_until_settled(pipeline_id)
 
 
 @app.task(name=Task.PIPELINES_WATCH, acks_late=True, ignore_result=True)
 def pipelines_watch() -> int:
     """The watcher (beat, every few seconds): one pass over every pipeline that may need something."""
-    from worker import supervisor
+    from worker import reconciler
 
-    return supervisor.watch()
+    return reconciler.watch()
 
 
 @app.task(name=Task.PIPELINE_JOB_DISCARD, acks_late=True, ignore_result=True)
 def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_checkpoint: bool) -> None:
     """A deleted pipeline's job is stopped (gracefully, forced after the timeout); its checkpoint removed if asked."""
-    from worker import supervisor
+    from worker import reconciler
 
-    supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+    reconciler.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
 
 
 @app.task(name=Task.ALERTS_EVALUATE, acks_late=True, ignore_result=True)

@@ -5,17 +5,13 @@ A pipeline's spec lives in `PipelineVersion.spec`: every edit adds a version and
 worker. The stored spec never holds secrets: the connections are foreign keys, and their addresses and
 credentials are put into the job's spec only when it is built for the worker (`pipeline_job_spec`).
 
-Status changes go through `Pipeline.transition()` (compare-and-set), never through `save()`; each one is
-recorded as a `PipelineTransition`. Every attempt to run a pipeline's job is a `PipelineRun`.
-
-Statuses: the issue's words are deploying -> running -> stopping -> stopped, and failed. The stored values
-stay `deploy_requested` and `stop_requested` (API clients and existing rows use them); their labels are
-"Deploying" and "Stopping".
+Status changes go through `Pipeline.transition(action)` (compare-and-set, allowed only as the lifecycle's
+table says: `webapp.pipelines.lifecycle`), never through `save()`; each one is recorded as a
+`PipelineTransition`. Every attempt to run a pipeline's job is a `PipelineRun`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -23,15 +19,7 @@ from django.db import models
 from django.utils import timezone
 
 from webapp.core.models import TimeStampedModel
-
-
-class PipelineStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    DEPLOY_REQUESTED = "deploy_requested", "Deploying"
-    RUNNING = "running", "Running"
-    STOP_REQUESTED = "stop_requested", "Stopping"
-    STOPPED = "stopped", "Stopped"
-    FAILED = "failed", "Failed"
+from webapp.pipelines.lifecycle import Action, PipelineStatus, next_status
 
 
 class Pipeline(TimeStampedModel):
@@ -81,17 +69,17 @@ class Pipeline(TimeStampedModel):
         """The current version's spec JSON (without secrets)."""
         return self.current_version.spec if self.current_version_id else None
 
-    def transition(self, *, from_statuses: Iterable[str], to_status: str, message: str = "", **extra: Any) -> bool:
-        """Compare-and-set: move to `to_status` only if the row's status is one of `from_statuses`.
+    def transition(self, action: Action, *, message: str = "", **extra: Any) -> bool:
+        """Compare-and-set: apply `action` if the lifecycle's table allows it from the row's status.
 
         Returns whether this call made the change; on success the instance is refreshed from the row and the
         change is recorded as a `PipelineTransition` (from, to, reason). `extra` sets more columns in the same
         UPDATE (e.g. deployed_version, deploy_requested_at).
         """
-        allowed = {str(status) for status in from_statuses}
         for _ in range(3):  # the status read below may change under us: then read again
             current = Pipeline.objects.filter(pk=self.pk).values_list("status", flat=True).first()
-            if current is None or current not in allowed:
+            to_status = None if current is None else next_status(current, action)
+            if to_status is None:
                 if current is not None:
                     self.refresh_from_db()
                 return False

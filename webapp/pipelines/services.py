@@ -6,9 +6,9 @@ Raises:
 - `spark_jobs.spec.SpecError` for a bad spec, with `.errors` = [(path, message), ...];
 - `webapp.core.exceptions.ConflictError` (API 409) when the pipeline's status does not allow the action.
 
-Status changes are compare-and-set (`Pipeline.transition`), so two requests (or a request and the worker)
-never both win. The worker hears about deploy/stop through `webapp.core.queue`, on commit; other apps hear about
-a new pipeline through `webapp.pipelines.hooks`.
+Status changes are compare-and-set (`Pipeline.transition(action)`, allowed as `webapp.pipelines.lifecycle`'s
+table says), so two requests (or a request and the worker) never both win. The worker hears about deploy/stop
+through `webapp.core.queue`, on commit; other apps hear about a new pipeline through `webapp.pipelines.hooks`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,9 @@ from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import hooks, stored_specs
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
+from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
 
-S = PipelineStatus
-DEPLOYABLE = (S.DRAFT, S.DEPLOY_REQUESTED, S.RUNNING, S.STOPPED, S.FAILED)
-RESUMABLE = (S.STOPPED, S.FAILED)
-ACTIVE = (S.DEPLOY_REQUESTED, S.RUNNING, S.STOP_REQUESTED)
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
@@ -171,7 +168,7 @@ def pipeline_update(
     if new_version:
         pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
     pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
-    if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
+    if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
 
@@ -225,8 +222,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
     version = pipeline.current_version
     fresh = checkpoint == "fresh"
     if not pipeline.transition(
-        from_statuses=DEPLOYABLE,
-        to_status=S.DEPLOY_REQUESTED,
+        Action.DEPLOY,
         message=f"Deploy of version {version.number} requested by {user.get_username()}"
         + (", starting fresh (checkpoint removed)." if fresh else "."),
         deployed_version=version,
@@ -251,21 +247,15 @@ def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     pipeline = _locked(pipeline)
     by = f"by {user.get_username()}"
     has_job = _active_run(pipeline) is not None
-    if not has_job and pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED], to_status=S.STOPPED, message=f"Deploy withdrawn {by}.", restart_at=None
-    ):
+    if not has_job and pipeline.transition(Action.WITHDRAW, message=f"Deploy withdrawn {by}.", restart_at=None):
         return pipeline
     if (
         not has_job
         and pipeline.restart_at is not None
-        and pipeline.transition(
-            from_statuses=[S.FAILED], to_status=S.STOPPED, message=f"Stopped {by} (restart cancelled).", restart_at=None
-        )
+        and pipeline.transition(Action.CANCEL_RESTART, message=f"Stopped {by} (restart cancelled).", restart_at=None)
     ):
         return pipeline
-    if pipeline.transition(
-        from_statuses=[S.RUNNING, S.DEPLOY_REQUESTED], to_status=S.STOP_REQUESTED, message=f"Stop requested {by}."
-    ):
+    if pipeline.transition(Action.STOP, message=f"Stop requested {by}."):
         transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
         return pipeline
     raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be stopped.")
@@ -279,8 +269,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     if version is None:
         raise ConflictError("The pipeline was never deployed: deploy it instead.")
     if not pipeline.transition(
-        from_statuses=RESUMABLE,
-        to_status=S.DEPLOY_REQUESTED,
+        Action.RESUME,
         message=f"Resume of version {version.number} requested by {user.get_username()}.",
         deploy_requested_at=timezone.now(),
         restart_at=None,
@@ -314,7 +303,7 @@ def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> 
     """Start over: remove the checkpoint of a pipeline that is not running (its next start reads again from the
     spec's starting offsets, with empty dedup state). Rows already in ClickHouse stay."""
     pipeline = _locked(pipeline)
-    if pipeline.status in ACTIVE or _active_run(pipeline) is not None:
+    if pipeline.status in JOB_ACTIVE or _active_run(pipeline) is not None:
         raise ConflictError("Stop the pipeline before removing its checkpoint.")
     Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=True, updated_at=timezone.now())
     pipeline.refresh_from_db()
@@ -338,7 +327,7 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
     return {**job_spec, "name": pipeline.job_name}
 
 
-# -- the worker's writes (worker.supervisor calls these with the pipeline's row locked) ----------------------
+# -- the worker's writes (worker.reconciler calls these with the pipeline's row locked) ----------------------
 
 
 def pipeline_run_create(*, pipeline: Pipeline, version: PipelineVersion, attempt: int, **where: Any) -> PipelineRun:
@@ -360,9 +349,7 @@ def pipeline_run_running(*, pipeline: Pipeline, run: PipelineRun, spark_app_id: 
     number = run.version.number if run.version else "?"
     restart = f" (restart {run.attempt - 1})" if run.attempt > 1 else ""
     pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED],
-        to_status=S.RUNNING,
-        message=f"Version {number} running{restart}, Spark application {spark_app_id}.",
+        Action.JOB_STARTED, message=f"Version {number} running{restart}, Spark application {spark_app_id}."
     )
 
 
@@ -386,7 +373,7 @@ def pipeline_run_end(*, run: PipelineRun, outcome: str, exit_code: int | None, r
 
 def pipeline_job_stopped(*, pipeline: Pipeline, forced: bool) -> None:
     how = "forced after the stop timeout (the cut micro-batch is replayed on resume)" if forced else "gracefully"
-    pipeline.transition(from_statuses=[S.STOP_REQUESTED], to_status=S.STOPPED, message=f"Stopped {how}.")
+    pipeline.transition(Action.JOB_STOPPED, message=f"Stopped {how}.")
 
 
 def restart_delay(failures: int) -> float:
@@ -413,16 +400,9 @@ def pipeline_job_failed(*, pipeline: Pipeline, reason: str, restartable: bool = 
         delay = restart_delay(failures)
         message = f"{reason} Restarting in {delay:.0f} s (restart {failures} of {limit})."
         restart_at = now + timedelta(seconds=delay)
-    pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED, S.RUNNING], to_status=S.FAILED, message=message, restart_at=restart_at
-    )
+    pipeline.transition(Action.JOB_FAILED, message=message, restart_at=restart_at)
 
 
 def pipeline_restart(*, pipeline: Pipeline) -> bool:
     """A planned automatic restart is due: failed -> deploying (from the checkpoint). Whether it was made."""
-    return pipeline.transition(
-        from_statuses=[S.FAILED],
-        to_status=S.DEPLOY_REQUESTED,
-        message="Restarting from the checkpoint.",
-        restart_at=None,
-    )
+    return pipeline.transition(Action.RESTART, message="Restarting from the checkpoint.", restart_at=None)

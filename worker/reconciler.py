@@ -1,4 +1,4 @@
-"""Bring each pipeline's job in line with its status: start, mark running, watch, stop, fail, restart.
+"""The reconciler: bring each pipeline's job in line with its status (start, mark running, watch, stop, fail, restart).
 
 `reconcile(pipeline_id)` is the one place that acts, called by the deploy/stop tasks and, every few seconds,
 by the watcher for every pipeline that may need something. It holds the pipeline's row lock while it acts
@@ -6,7 +6,8 @@ by the watcher for every pipeline that may need something. It holds the pipeline
 the partial unique index on active runs backs that up). It never waits while holding the lock: it returns how
 long the caller may wait for a process to end before calling again.
 
-Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services`.
+Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services`, and
+which statuses want a job, or have one to watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from spark_jobs.protocol import ExitCode
 from spark_jobs.spec import SpecError
 from webapp.pipelines import services
+from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 from worker import jobs, redis_state
 
 log = logging.getLogger(__name__)
 S = PipelineStatus
 LOG_LINES_IN_REASON = 20
-# Statuses the watcher looks at; failed only when an automatic restart is planned.
-WATCHED = (S.DEPLOY_REQUESTED, S.RUNNING, S.STOP_REQUESTED)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def watch() -> int:
     redis_state.beat_ticked()
     now = timezone.now()
     ids = list(
-        Pipeline.objects.filter(status__in=WATCHED)
+        # A job may exist in these; a failed pipeline only when its automatic restart is due.
+        Pipeline.objects.filter(status__in=JOB_ACTIVE)
         .values_list("pk", flat=True)
         .union(
             Pipeline.objects.filter(status=S.FAILED, restart_at__lte=now).values_list("pk", flat=True),
@@ -189,9 +191,9 @@ def _ended(pipeline: Pipeline, run: PipelineRun, exit_code: int | None) -> None:
     services.pipeline_run_end(
         run=run, outcome=RunOutcome.FAILED, exit_code=exit_code, reason=f"{why}\n\nLast lines of the log:\n{last_lines}"
     )
-    if pipeline.status in (S.DEPLOY_REQUESTED, S.RUNNING):
+    if pipeline.status in JOB_WANTED:
         services.pipeline_job_failed(
-            pipeline=pipeline, reason=f"Failed: {why}", restartable=exit_code != jobs.EXIT_INVALID_SPEC
+            pipeline=pipeline, reason=f"Failed: {why}", restartable=exit_code != ExitCode.INVALID_SPEC
         )
     elif pipeline.status == S.STOP_REQUESTED:
         services.pipeline_job_stopped(pipeline=pipeline, forced=False)
