@@ -56,7 +56,7 @@ RESERVED_PREFIXES = ("_kafka_", "_cf_")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
-# The dedup windows the wizard offers and the dedup advisor recommends from (any other valid window can be typed).
+# The dedup windows the wizard offers and key advice recommends from (any other valid window can be typed).
 DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1m", "1 minute"),
     ("5m", "5 minutes"),

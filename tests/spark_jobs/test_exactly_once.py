@@ -1,5 +1,5 @@
 """The exactly-once rule for a target table, from what system.tables says (pure: no ClickHouse needed here;
-tests/webapp/pipelines/test_table_dedup.py runs it against the real server)."""
+tests/webapp/pipelines/test_exactly_once.py runs it against the real server)."""
 
 from __future__ import annotations
 

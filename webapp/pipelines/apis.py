@@ -15,15 +15,15 @@ from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import selectors, services, table_dedup, type_fit
-from webapp.pipelines.mapping import SourceField
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.table_dedup_apis import (
+from webapp.pipelines import exactly_once, selectors, services, type_fit
+from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
     delivery_data,
     validation_data,
 )
+from webapp.pipelines.mapping import SourceField
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -304,7 +304,7 @@ class PipelineDetailApi(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        pipeline.delivery = delivery_data(*table_dedup.pipeline_insert_dedup(pipeline=pipeline))
+        pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(

@@ -40,7 +40,7 @@ def test_a_large_state_recommends_rocksdb(owner, owner_client, kafka_connection,
     draft = draft_get_or_create(user=owner)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_connection.pk}, advance=True)
     draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": [busy_topic]}, advance=True)
-    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
     # The newest 50,000 events span about a second (with the copy): 50,000 keys a second, kept for a minute,
     # about 236 B each: some 700 MB, more than the in-memory store should hold.

@@ -173,6 +173,6 @@ def test_drafts_in_the_old_format_move_to_a_partial_spec(owner):
     ],
 )
 def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, field):
-    from webapp.wizard.connection_kinds import connection_kind, test_error_field
+    from webapp.connections.kinds import connection_kind
 
-    assert test_error_field(connection_kind(kind), message) == field
+    assert connection_kind(kind).test_error_field(message) == field

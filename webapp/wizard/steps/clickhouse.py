@@ -20,7 +20,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
 from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
-from webapp.wizard.steps.table_dedup import ACCEPT_FIELD, table_dedup_problem
+from webapp.wizard.steps.exactly_once import ACCEPT_FIELD, exactly_once_problem
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
@@ -132,7 +132,7 @@ def clickhouse_submit(request, draft):
             columns = conn_selectors.clickhouse_column_list(
                 connection=connection, database=data["database"], table=table
             )
-            problem = table_dedup_problem(
+            problem = exactly_once_problem(
                 draft=draft,
                 connection=connection,
                 database=data["database"],

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 
@@ -38,15 +37,6 @@ def initial_from(source: MultiValueDict | None, form_class: type, prefix: str | 
         else:
             initial[name] = source.get(key)
     return initial
-
-
-def add_validation_errors(form: Any, error: ValidationError) -> None:
-    """Put a service's ValidationError next to the form's fields (unknown keys become form errors)."""
-    if hasattr(error, "error_dict"):
-        for name, messages in error.message_dict.items():
-            form.add_error(name if name in form.fields else None, messages)
-    else:
-        form.add_error(None, error.messages)
 
 
 def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:

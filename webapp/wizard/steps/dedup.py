@@ -51,7 +51,7 @@ def dedup_show(request, draft, source):
     chosen = bool(initial)
     if not initial:
         initial = {"enabled": "on", "window": "1h", "time_basis": "ingestion"}
-    # The figures come from the dedup advisor, loaded by the page (webapp/wizard/dedup_views.py).
+    # The figures come from key advice, loaded by the page (webapp/wizard/key_advice_views.py).
     return {"form": _dedup_form(draft, initial=initial, window_chosen=chosen)}
 
 

@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 
 from spark_jobs import spec as specmod
 from webapp.core.exceptions import ApplicationError
+from webapp.core.forms import add_validation_errors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines import stored_specs
 from webapp.wizard import draft_spec, forms
@@ -23,7 +24,6 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_discard, draft_update_section
 from webapp.wizard.steps import SLUGS, STEPS
 from webapp.wizard.steps.common import (
-    add_validation_errors,
     clickhouse_connection_of,
     initial_from,
     kafka_connection_of,
@@ -196,4 +196,4 @@ def review_submit(request, draft):
         messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.")
     else:
         messages.success(request, f"Pipeline {pipeline.name} saved (not deployed).")
-    return redirect("wizard:pipeline_detail", pk=pipeline.pk)
+    return redirect("pipelines:detail", pk=pipeline.pk)
