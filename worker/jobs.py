@@ -15,7 +15,6 @@ never on a command line; log tails are redacted before they leave this module.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -30,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import connector_jars
 from spark_jobs.protocol import STARTED_LINE_RE, RunFiles
+from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
@@ -47,7 +48,7 @@ class JobLaunch:
     run_dir: Path
     checkpoint: str
     master: str
-    spec: Mapping[str, Any]
+    spec: PipelineSpec
     redis_url: str | None = None
     driver_memory: str = "1g"
     trigger_interval: str = "1 second"
@@ -81,14 +82,14 @@ def is_cluster(master: str) -> bool:
     return master.startswith("spark://")
 
 
-def write_spec(run_dir: Path, spec: Mapping[str, Any]) -> Path:
-    """Write the spec (it holds secrets) readable by this user only, created so from the start (no window)."""
+def write_spec(run_dir: Path, spec: PipelineSpec) -> Path:
+    """Write the spec with its secrets, readable by this user only, created so from the start (no window)."""
     run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = run_dir / RunFiles.SPEC
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
-        json.dump(spec, handle)
+        handle.write(spec.to_json(reveal_secrets=True))
     return path
 
 
@@ -262,23 +263,23 @@ def remove_checkpoint(checkpoint: str) -> bool:
     return True
 
 
-def secret_values(spec: Any) -> list[str]:
-    """The secret strings in a job spec (passwords, private keys), to redact from what leaves the worker."""
+def secret_values(spec: PipelineSpec) -> list[str]:
+    """The secrets of a job spec (its `SecretStr` fields: passwords, private keys), to redact from what leaves
+    the worker."""
     found: list[str] = []
-    if isinstance(spec, Mapping):
-        for key, value in spec.items():
-            lowered = str(key).lower()
-            if (
-                isinstance(value, str)
-                and value
-                and ("password" in lowered or "secret" in lowered or lowered.endswith("key_pem") or "token" in lowered)
-            ):
-                found.append(value)
-            else:
-                found.extend(secret_values(value))
-    elif isinstance(spec, list):
-        for item in spec:
-            found.extend(secret_values(item))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, SecretStr):
+            if node.get_secret_value():
+                found.append(node.get_secret_value())
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+
+    walk(spec)
     return found
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 from webapp.connections.services import kafka_connection_create
+from webapp.wizard.draft_spec import load_draft_spec
 from webapp.wizard.services import draft_get_or_create, draft_save_step
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,11 +47,11 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     connection = kafka_connection_create(owner=user, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
     draft = draft_get_or_create(user=user)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": connection.pk}, advance=True)
-    draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": [resent_topic]}, advance=True)
+    topics = load_draft_spec({"source": {"topics": [resent_topic]}})
+    draft_save_step(draft=draft, step="topics", spec=topics, advance=True)
     fields = [{"path": "event_id", "type": "uuid"}, {"path": "plan", "type": "string"}]
-    draft_save_step(
-        draft=draft, step="sample", values={"events": []}, spec_changes={"source.fields": fields}, advance=True
-    )
+    with_fields = load_draft_spec({"source": {"topics": [resent_topic], "fields": fields}})
+    draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
     page.set_default_timeout(20_000)
 
     page.goto(f"{live_server.url}/login/")

@@ -228,7 +228,7 @@ class PipelineStatusOutput(serializers.ModelSerializer):
 
 
 class PipelineOutput(PipelineStatusOutput):
-    spec = serializers.JSONField(allow_null=True)
+    spec = serializers.JSONField(source="stored_spec", allow_null=True)
 
     class Meta:
         model = Pipeline
@@ -252,6 +252,7 @@ class PipelineOutput(PipelineStatusOutput):
 
 class PipelineVersionOutput(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.get_username", allow_null=True, default=None)
+    spec = serializers.JSONField(source="stored_spec")
 
     class Meta:
         model = PipelineVersion
@@ -397,7 +398,7 @@ class PipelineValidateApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
         result = _validated(
-            spec=pipeline.spec or {},
+            spec=pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
             **data,

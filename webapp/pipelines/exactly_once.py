@@ -59,10 +59,10 @@ def _pipeline_spec(pipeline: Pipeline) -> PipelineSpec:
     from spark_jobs.spec import SpecError
     from webapp.pipelines import stored_specs
 
-    if not pipeline.spec or pipeline.clickhouse_connection is None:
+    if pipeline.current_version_id is None or pipeline.clickhouse_connection is None:
         raise ApplicationError("The pipeline has no spec or no ClickHouse connection yet.")
     try:
-        return stored_specs.parse(
+        return stored_specs.with_connection_sections(
             pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,

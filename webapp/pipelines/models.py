@@ -1,9 +1,10 @@
 """Pipelines and their versions.
 
-A pipeline's spec lives in `PipelineVersion.spec`: every edit adds a version and keeps the old ones;
-`Pipeline.current_version` points at the newest, `Pipeline.deployed_version` at the one last handed to the
-worker. The stored spec never holds secrets: the connections are foreign keys, and their addresses and
-credentials are put into the job's spec only when it is built for the worker (`pipeline_job_spec`).
+A pipeline's spec lives in `PipelineVersion.spec`, a `PipelineSpec` (`webapp.pipelines.spec_field`): every edit
+adds a version and keeps the old ones; `Pipeline.current_version` points at the newest,
+`Pipeline.deployed_version` at the one last handed to the worker. The stored spec never holds secrets: the
+connections are foreign keys, and their addresses and credentials are put into the job's spec only when it is
+built for the worker (`pipeline_job_spec`).
 
 Status changes go through `Pipeline.transition(action)` (compare-and-set, allowed only as the lifecycle's
 table says: `webapp.pipelines.lifecycle`), never through `save()`; each one is recorded as a
@@ -12,7 +13,7 @@ table says: `webapp.pipelines.lifecycle`), never through `save()`; each one is r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -20,6 +21,10 @@ from django.utils import timezone
 
 from webapp.core.models import TimeStampedModel
 from webapp.pipelines.lifecycle import Action, PipelineStatus, next_status
+from webapp.pipelines.spec_field import PipelineSpecField
+
+if TYPE_CHECKING:
+    from spark_jobs.spec import PipelineSpec
 
 
 class Pipeline(TimeStampedModel):
@@ -65,9 +70,14 @@ class Pipeline(TimeStampedModel):
         return f"pipeline-{self.pk}"
 
     @property
-    def spec(self) -> dict[str, Any] | None:
-        """The current version's spec JSON (without secrets)."""
+    def spec(self) -> PipelineSpec | None:
+        """The current version's spec (secrets masked). SpecError when today's rules refuse the stored one."""
         return self.current_version.spec if self.current_version_id else None
+
+    @property
+    def stored_spec(self) -> dict[str, Any] | None:
+        """The current version's spec JSON as stored, for showing it (also when today's rules refuse it)."""
+        return self.current_version.stored_spec if self.current_version_id else None
 
     def transition(self, action: Action, *, message: str = "", **extra: Any) -> bool:
         """Compare-and-set: apply `action` if the lifecycle's table allows it from the row's status.
@@ -99,7 +109,7 @@ class Pipeline(TimeStampedModel):
 class PipelineVersion(models.Model):
     pipeline = models.ForeignKey(Pipeline, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    spec = models.JSONField()
+    spec = PipelineSpecField()
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -112,6 +122,11 @@ class PipelineVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pipeline.name} v{self.number}"
+
+    @property
+    def stored_spec(self) -> dict[str, Any]:
+        """The spec JSON as stored, for showing it (also when today's rules refuse it)."""
+        return self._meta.get_field("spec").value_from_object(self)
 
 
 class PipelineTransition(models.Model):

@@ -1,5 +1,9 @@
 """Writes and state changes of pipelines (HackSoft services: keyword-only, typed, atomic).
 
+The spec travels typed (`spark_jobs.spec.PipelineSpec`): a client's JSON is parsed once where it comes in (a
+`Mapping` given for `spec` is such JSON: `stored_specs.parse`), the version stores it (`PipelineVersion.spec`) and
+the worker gets it back with the connections' secrets (`pipeline_job_spec`).
+
 Raises:
 - `django.core.exceptions.ValidationError` for bad field values (name taken, a connection that is not
   the owner's), keyed by field name;
@@ -25,12 +29,14 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
+from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import hooks, stored_specs
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
+from webapp.pipelines.spec_field import stored_json
 
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
@@ -59,13 +65,14 @@ def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -
 
 def pipeline_validate(
     *,
-    spec: Mapping[str, Any],
+    spec: PipelineSpec | Mapping[str, Any],
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     check_live: bool = False,
-) -> stored_specs.PipelineSpec:
-    """Parse and check a spec; return the typed `PipelineSpec` or raise `SpecError` with every problem.
+) -> PipelineSpec:
+    """Check a spec (a `PipelineSpec`, or a client's JSON, parsed here); return the typed `PipelineSpec` or raise
+    `SpecError` with every problem.
 
     `source.kafka` and `sink.clickhouse` (except its `database`) are filled from the connections when
     given; `name` (when given) replaces the spec's name. With `check_live=True` (needs both connections)
@@ -74,16 +81,23 @@ def pipeline_validate(
     come in the same SpecError, with spec paths. Unreachable systems raise KafkaClientError /
     ClickHouseClientError instead.
     """
-    parsed = stored_specs.parse(
-        spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-    )
+    if not isinstance(spec, PipelineSpec):
+        parsed = stored_specs.parse(
+            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        )
+    elif kafka_connection is not None and clickhouse_connection is not None:
+        parsed = stored_specs.with_connection_sections(
+            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        )
+    else:
+        parsed = spec if name is None else spec.model_copy(update={"name": name})
     if check_live and kafka_connection is not None and clickhouse_connection is not None:
         stored_specs.check_live(parsed, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
     return parsed
 
 
 def _add_version(
-    *, pipeline: Pipeline, spec: dict[str, Any], user: AbstractBaseUser | None, note: str
+    *, pipeline: Pipeline, spec: PipelineSpec, user: AbstractBaseUser | None, note: str
 ) -> PipelineVersion:
     last = pipeline.versions.aggregate(last=Max("number"))["last"] or 0
     version = PipelineVersion(pipeline=pipeline, number=last + 1, spec=spec, created_by=user, note=note)
@@ -99,16 +113,14 @@ def pipeline_create(
     name: str,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
-    spec: Mapping[str, Any],
+    spec: PipelineSpec | Mapping[str, Any],
     note: str = "",
 ) -> Pipeline:
     """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets)."""
     _check_connections(owner=owner, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
     _check_name(owner=owner, name=name, exclude_pk=None)
-    stored = stored_specs.to_stored(
-        pipeline_validate(
-            spec=spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-        )
+    validated = pipeline_validate(
+        spec=spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
     )
     pipeline = Pipeline(
         owner=owner, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
@@ -119,7 +131,7 @@ def pipeline_create(
             pipeline.save()
     except IntegrityError:  # a concurrent request took the name between the check and the insert
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
-    pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
+    pipeline.current_version = _add_version(pipeline=pipeline, spec=validated, user=owner, note=note or "created")
     pipeline.save(update_fields=["current_version", "updated_at"])
     hooks.pipeline_created.send(sender=Pipeline, pipeline=pipeline)
     return pipeline
@@ -131,7 +143,7 @@ def pipeline_update(
     pipeline: Pipeline,
     user: AbstractBaseUser,
     name: str | None = None,
-    spec: Mapping[str, Any] | None = None,
+    spec: PipelineSpec | Mapping[str, Any] | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     note: str = "",
@@ -154,23 +166,31 @@ def pipeline_update(
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
     base_spec = pipeline.spec if spec is None else spec
-    stored = stored_specs.to_stored(
-        pipeline_validate(
-            spec=base_spec, name=new_name, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse
-        )
+    validated = pipeline_validate(
+        spec=base_spec, name=new_name, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse
     )
     pipeline.name = new_name
     pipeline.kafka_connection = new_kafka
     pipeline.clickhouse_connection = new_clickhouse
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     changed_connections = (new_kafka.pk, new_clickhouse.pk) != old_connections
-    new_version = stored != pipeline.spec or changed_connections
+    new_version = changed_connections or not _stores_as(validated, pipeline.current_version)
     if new_version:
-        pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
+        pipeline.current_version = _add_version(pipeline=pipeline, spec=validated, user=user, note=note or "edited")
     pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
     if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
+
+
+def _stores_as(spec: PipelineSpec, version: PipelineVersion | None) -> bool:
+    """Whether `version` already stores `spec` (secrets masked on both sides, as the column keeps them)."""
+    if version is None:
+        return False
+    try:
+        return stored_json(spec) == stored_json(version.spec)
+    except SpecError:  # the stored one no longer reads: anything valid is a change
+        return False
 
 
 def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
@@ -179,7 +199,11 @@ def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
     deployed, current = pipeline.deployed_version, pipeline.current_version
     if deployed is None or current is None or deployed.pk == current.pk or not pipeline.runs.exists():
         return []
-    return stored_specs.checkpoint_incompatibilities(deployed.spec, current.spec)
+    try:
+        deployed_spec = deployed.spec
+    except SpecError as exc:
+        return [f"the deployed version's spec no longer reads ({exc.errors[0]})"]
+    return stored_specs.checkpoint_incompatibilities(deployed_spec, current.spec)
 
 
 def _locked(pipeline: Pipeline) -> Pipeline:
@@ -313,18 +337,21 @@ def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> 
     return pipeline
 
 
-def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = None) -> dict[str, Any]:
-    """The spec the Spark job runs: the stored spec with the connections' addresses and secrets put in.
+def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = None) -> PipelineSpec:
+    """The spec the Spark job runs: the version's spec named `Pipeline.job_name`, with the connections' addresses
+    and secrets put in.
 
     For the worker only (it writes this to the job's spec file); never return it from the API or log it.
     """
     version = version or pipeline.deployed_version or pipeline.current_version
     if version is None:
         raise ConflictError("The pipeline has no spec.")
-    job_spec = stored_specs.with_connections(
-        version.spec, kafka_connection=pipeline.kafka_connection, clickhouse_connection=pipeline.clickhouse_connection
+    return stored_specs.with_connections(
+        version.spec,
+        name=pipeline.job_name,
+        kafka_connection=pipeline.kafka_connection,
+        clickhouse_connection=pipeline.clickhouse_connection,
     )
-    return {**job_spec, "name": pipeline.job_name}
 
 
 # -- the worker's writes (worker.reconciler calls these with the pipeline's row locked) ----------------------

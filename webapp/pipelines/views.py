@@ -8,6 +8,7 @@ services, and render a page or, for htmx requests, a small partial template.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,6 +22,7 @@ from webapp.core.responses import json_attachment
 from webapp.pipelines import exactly_once, metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
+from webapp.pipelines.models import Pipeline
 
 EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
 
@@ -40,7 +42,7 @@ def pipeline_list(request: HttpRequest) -> HttpResponse:
 def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
-    spec = _readable_spec(pipeline.spec or {})
+    spec = _readable_spec(pipeline)
     return render(
         request,
         "pipelines/pipeline_detail.html",
@@ -82,7 +84,7 @@ def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    return json_attachment(_readable_spec(pipeline.spec or {}), f"{pipeline.name}.json")
+    return json_attachment(_readable_spec(pipeline), f"{pipeline.name}.json")
 
 
 @login_required
@@ -123,12 +125,13 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     return redirect("pipelines:detail", pk=pipeline.pk)
 
 
-def _readable_spec(stored: dict) -> dict:
-    """The stored spec in the spec module's field order (the database keeps JSON keys in its own order)."""
+def _readable_spec(pipeline: Pipeline) -> dict[str, Any]:
+    """The current spec's JSON in the spec module's field order (the database keeps JSON keys in its own order);
+    as stored when today's rules refuse it."""
     try:
-        return specmod.parse_spec(stored).to_dict()
+        return pipeline.spec.to_dict() if pipeline.spec else {}
     except specmod.SpecError:
-        return stored
+        return pipeline.stored_spec or {}
 
 
 @login_required

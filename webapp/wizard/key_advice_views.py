@@ -72,7 +72,7 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
     """Measure the duplicates of the draft's topics by the posted key fields and time basis."""
     draft = draft_get(user=request.user, pk=draft_id)
     context: dict[str, Any] = {"enabled": request.POST.get("enabled", "on") == "on"}
-    topics = draft.spec_value("source.topics", [])
+    topics = draft.spec.source.topics or []
     connection = kafka_connection_of(request, draft)
     if not context["enabled"]:
         return _render(request, context)

@@ -66,7 +66,7 @@ def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit an existing pipeline through the same steps (resuming an edit already under way)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     initial = draft_spec.edit_draft_data(
-        pipeline.spec or {},
+        pipeline.stored_spec or {},
         kafka_connection_id=pipeline.kafka_connection_id,
         clickhouse_connection_id=pipeline.clickhouse_connection_id,
         name=pipeline.name,
@@ -223,7 +223,7 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
     query = (request.GET.get("q") or "").strip().lower()
     selected = request.GET.getlist("topics")
     if "loaded" not in request.GET:
-        selected = selected or draft.spec_value("source.topics", [])
+        selected = selected or (draft.spec.source.topics or [])
     connection = step_common.kafka_connection_of(request, draft)
     context: dict = {"selected": selected, "query": query}
     if connection is None:
@@ -255,7 +255,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         "events": draft.section("sample").get("events", []),
     }
     connection = step_common.kafka_connection_of(request, draft)
-    topics = draft.spec_value("source.topics", [])
+    topics = (draft.spec.source.topics or [])
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
         return _partial(request, "sample_area.html", context)
@@ -314,7 +314,7 @@ def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     connection = step_common.clickhouse_connection_of(request, draft)
     database = request.GET.get("database") or ""
-    selected = request.GET.get("table") or draft.spec_value("sink.table") or ""
+    selected = request.GET.get("table") or draft.spec.sink.table or ""
     context: dict = {"database": database, "selected": selected}
     if connection is None:
         context["error"] = "Choose a ClickHouse connection first."
@@ -371,7 +371,7 @@ def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
         request,
         draft,
         name,
-        request.GET.get("starting_offsets") or draft.spec_value("source.starting_offsets") or "earliest",
+        request.GET.get("starting_offsets") or draft.spec.source.starting_offsets or "earliest",
         live=False,
     )
     return json_attachment(json.loads(context["spec_json"]), f"{name}.json")

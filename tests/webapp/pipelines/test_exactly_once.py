@@ -14,7 +14,6 @@ import pytest
 from django.urls import reverse
 
 from spark_jobs import run
-from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import orders_spec
 from webapp.pipelines import stored_specs
 
@@ -61,8 +60,8 @@ def pipeline_id(api, kafka_conn, ch_conn, topics, clickhouse_target, bare_table)
 
 def job_log(caplog, pipeline, kafka_conn, ch_conn) -> str:
     """The line the job logs at start about its guarantee (the job's own function, on the job's spec)."""
-    job_spec = parse_spec(
-        stored_specs.with_connections(pipeline.spec, kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
+    job_spec = stored_specs.with_connections(
+        pipeline.spec, name=pipeline.name, kafka_connection=kafka_conn, clickhouse_connection=ch_conn
     )
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="clearflow.run"):

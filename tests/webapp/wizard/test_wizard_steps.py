@@ -440,8 +440,8 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     pipeline = Pipeline.objects.get(owner=owner, name="signups-pipeline")
     assert response.url == reverse("pipelines:detail", kwargs={"pk": pipeline.pk})
     assert pipeline.status == PipelineStatus.DEPLOY_REQUESTED
-    assert pipeline.spec["dedup"]["keys"] == ["event_id"]
-    assert pipeline.spec["sink"]["order_by"] == ["event_id"]
+    assert pipeline.spec.dedup.keys == ["event_id"]
+    assert pipeline.spec.sink.order_by == ["event_id"]
     assert not WizardDraft.objects.filter(pk=draft.pk).exists()
     html = owner_client.get(response.url).content.decode()
     assert "Deploying" in html and "signups-pipeline" in html
@@ -463,7 +463,7 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     assert response.status_code == 302, alerts(response)
     pipeline.refresh_from_db()
     assert pipeline.current_version.number == 2
-    assert pipeline.spec["dedup"]["window"] == "6h"
+    assert pipeline.spec.dedup.window == "6h"
     assert pipeline.versions.count() == 2
 
 

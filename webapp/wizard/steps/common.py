@@ -45,16 +45,15 @@ def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     without notes (an edited pipeline's) counts as added by hand."""
     notes = draft.section("sample").get("notes") or {}
     fields = []
-    for field in draft.spec_value("source.fields", []) or []:
-        if isinstance(field, dict) and "path" in field:
-            note = notes.get(field["path"]) or {"manual": True}
-            fields.append({"nullable": False, "manual": False, "examples": [], **note, **field})
+    for field in draft.spec.source.fields or []:
+        note = notes.get(field.path) or {"manual": True}
+        fields.append({"nullable": False, "manual": False, "examples": [], **note, **field.model_dump()})
     return fields
 
 
 def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
-    """The spec's `transforms` (computed fields: name, expression, type)."""
-    return [t for t in draft.spec_value("transforms", []) or [] if isinstance(t, dict)]
+    """The spec's `transforms` (computed fields: name, expression, type), as the step's rows."""
+    return [t.model_dump() for t in draft.spec.transforms or []]
 
 
 def _connection_of(request: HttpRequest, draft: WizardDraft, kind: ConnectionKind):

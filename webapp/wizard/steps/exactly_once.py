@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from spark_jobs.exactly_once import DEFAULT_INSERT_DEDUP_WINDOW
-from spark_jobs.spec import OLD_INSERT_DEDUP_WINDOW
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import exactly_once
 from webapp.wizard.models import WizardDraft
@@ -21,10 +20,8 @@ TEMPLATE = "pipelines/partials/exactly_once.html"
 
 
 def insert_dedup_window(draft: WizardDraft) -> int:
-    """The window an edited pipeline had (kept in the draft's spec, under its old name in a spec stored before
-    the rename), else the spec's default."""
-    window = draft.spec_value("sink.insert_dedup_window") or draft.spec_value(f"sink.{OLD_INSERT_DEDUP_WINDOW}")
-    return int(window or DEFAULT_INSERT_DEDUP_WINDOW)
+    """The window an edited pipeline had (kept in the draft's spec), else the spec's default."""
+    return draft.spec.sink.insert_dedup_window or DEFAULT_INSERT_DEDUP_WINDOW
 
 
 def exactly_once_context(*, draft: WizardDraft, connection: Any, database: str, table: str) -> dict[str, Any]:
