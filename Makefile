@@ -1,11 +1,12 @@
 # ClearFlow: `make up` starts the local stack, `make test` runs every test. Both install what is missing.
+# `make test-fast` runs the tests that need no service (marked `fast`), in seconds; `make test` runs them first.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py | sha1sum | cut -c1-12)
 
-.PHONY: up test lint demo-data install system-deps clean
+.PHONY: up test test-fast lint demo-data install system-deps clean
 
 install: $(STAMP)
 
@@ -26,9 +27,14 @@ up: export CLEARFLOW_UP_STARTED_AT := $(shell date +%s.%N)
 up: install system-deps
 	@$(PY) -m localstack up
 
+# pytest exits 5 when a tier has no test among PYTEST_ARGS (e.g. a service-tier folder): not a failure here.
+test-fast: install
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
 test: PURPOSE = test
 test: install system-deps lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(PY) -m ruff check .

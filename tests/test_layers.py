@@ -11,6 +11,10 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

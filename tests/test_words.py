@@ -7,6 +7,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = re.compile(r"\bthe issue\b|\bissue's\b|\bissue #?\d+|(?<!user-)\bagents?\b", re.IGNORECASE)
 FOLDERS = ("spark_jobs", "webapp", "worker", "localstack", "tests", "docs", "bench", "frontend", "nginx", "docker")

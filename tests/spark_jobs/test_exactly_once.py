@@ -7,6 +7,8 @@ import pytest
 
 from spark_jobs.exactly_once import insert_dedup_of_table, table_settings
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 
 def check(engine: str, engine_full: str, window: int = 1000):
     return insert_dedup_of_table(database="db", table="t", engine=engine, engine_full=engine_full, window=window)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
+import pytest
 from django.conf import settings
 
 from spark_jobs import protocol
 from spark_jobs.protocol import STARTED_LINE, STARTED_LINE_RE, TOTAL_FIELDS, BatchMetrics, Task
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 
 def test_the_worker_registers_exactly_the_declared_tasks():

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from spark_jobs.protocol import RunFiles
 from spark_jobs.spec import PipelineSpec, parse_spec
@@ -94,12 +95,14 @@ def test_a_forced_stop_kills_the_whole_group(tmp_path):
     assert not jobs.force_kill(pid=handle.pid, process_started=handle.process_started)  # gone: nothing to kill
 
 
+@pytest.mark.fast
 def test_a_reused_pid_is_not_taken_for_the_job(tmp_path):
     me = psutil.Process()
     assert jobs.job_state(pid=me.pid, process_started=me.create_time() - 100, run_dir=str(tmp_path)).alive is False
     assert jobs.job_state(pid=me.pid, process_started=me.create_time(), run_dir=str(tmp_path)).alive is True
 
 
+@pytest.mark.fast
 def test_log_tails_and_reasons_never_show_secrets(tmp_path):
     spec = job_spec(
         kafka={

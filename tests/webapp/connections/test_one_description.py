@@ -19,6 +19,7 @@ from webapp.pipelines import services
 BOOKKEEPING = {"id", "owner", "name", "created_at", "updated_at"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("model", "spec"), [(KafkaConnection, KafkaConnectionSpec), (ClickHouseConnection, ClickHouseConnectionSpec)]
 )
@@ -30,6 +31,7 @@ def test_the_model_stores_exactly_the_spec_fields_and_encrypts_its_secrets(model
     assert encrypted == set(model.SECRET_FIELDS) and encrypted
 
 
+@pytest.mark.fast
 def test_the_models_choices_and_security_rules_are_the_specs():
     from typing import get_args
 

@@ -17,12 +17,14 @@ S, A = PipelineStatus, Action
 DOC = Path(__file__).resolve().parents[3] / "docs" / "dev" / "lifecycle.md"
 
 
+@pytest.mark.fast
 def test_every_status_can_be_reached_from_draft_and_every_action_is_used():
     for status in S:
         actions_to(S.DRAFT, status)  # raises when unreachable
     assert {action for _, action in TRANSITIONS} == set(A)
 
 
+@pytest.mark.fast
 def test_what_a_person_and_the_worker_may_do_in_each_status():
     assert next_status("draft", A.DEPLOY) == S.DEPLOY_REQUESTED
     assert next_status("stop_requested", A.DEPLOY) is None  # no deploy while a stop is under way
@@ -33,11 +35,13 @@ def test_what_a_person_and_the_worker_may_do_in_each_status():
     assert next_status("archived", A.DEPLOY) is None  # a value this version does not know
 
 
+@pytest.mark.fast
 def test_job_statuses_are_read_from_the_table():
     assert {S.DEPLOY_REQUESTED, S.RUNNING, S.STOP_REQUESTED} == JOB_ACTIVE
     assert {S.DEPLOY_REQUESTED, S.RUNNING} == JOB_WANTED
 
 
+@pytest.mark.fast
 def test_the_docs_draw_the_table():
     block = re.search(r"```mermaid\n(.*?)```", DOC.read_text(), re.DOTALL)
     assert block is not None, f"{DOC} has no mermaid block"

@@ -18,6 +18,7 @@ def event(offset: int, size: int):
     )
 
 
+@pytest.mark.fast
 def test_large_samples_are_capped_but_never_empty():
     stored, truncated = events_to_store([event(i, 400_000) for i in range(5)])
     assert [e["offset"] for e in stored] == [0, 1] and truncated
@@ -27,6 +28,7 @@ def test_large_samples_are_capped_but_never_empty():
     assert len(stored) == 20 and not truncated
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("path", "step"),
     [
@@ -87,6 +89,7 @@ SPEC = {
 }
 
 
+@pytest.mark.fast
 def test_an_edit_starts_from_the_whole_spec_without_its_connections():
     data = draft_spec.edit_draft_data(SPEC, kafka_connection_id=1, clickhouse_connection_id=2, name="signups")
     assert data["kafka"] == {"connection_id": 1}
@@ -107,6 +110,7 @@ def test_an_edit_starts_from_the_whole_spec_without_its_connections():
     assert parse_spec({**spec, "source": SPEC["source"], "sink": SPEC["sink"]}).sink.insert_dedup_window == 500
 
 
+@pytest.mark.fast
 def test_the_draft_spec_is_typed_and_keeps_what_a_step_does_not_write():
     column = {"field": "a", "column": "a", "type": "String"}
     spec = draft_spec.load_draft_spec({"dedup": None, "sink": {"table": "t", "columns": [column], "dlq_table": "d"}})
@@ -127,6 +131,7 @@ def test_the_draft_spec_is_typed_and_keeps_what_a_step_does_not_write():
         spec.dedup = {"keys": []}
 
 
+@pytest.mark.fast
 def test_a_draft_value_that_no_longer_reads_is_left_out_alone():
     spec = draft_spec.load_draft_spec(
         {"source": {"topics": ["t"]}, "sink": {"table": 3, "deduplication_window": 500}, "gone": 1}
@@ -176,6 +181,7 @@ def test_drafts_in_the_old_format_move_to_a_partial_spec(owner):
     assert draft.data["clickhouse"]["order_by"] == ["event_id"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("kind", "message", "field"),
     [
@@ -195,6 +201,7 @@ def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, fiel
     assert connection_kind(kind).test_error_field(message) == field
 
 
+@pytest.mark.fast
 def test_the_draft_knows_exactly_the_specs_fields():
     from pydantic import BaseModel
 
