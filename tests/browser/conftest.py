@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.browser.screens import SCREENS, Screen
+
 # pytest-django's live_server runs the app in a thread while Playwright's sync API holds an event loop
 # in the test thread; Django's async-safety check would refuse the database calls made from the test.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -48,3 +50,10 @@ def no_csp_violations(request):
     page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
     yield
     assert not violations, violations
+
+
+@pytest.fixture(params=SCREENS, ids=[s.name for s in SCREENS])
+def screen(request, page) -> Screen:
+    """The test runs once on a laptop's screen and once on a phone's (tests/browser/screens.py)."""
+    page.set_viewport_size({"width": request.param.width, "height": request.param.height})
+    return request.param
