@@ -63,6 +63,16 @@
   }
   document.addEventListener("change", function () { applyShowWhen(); });
   document.addEventListener("DOMContentLoaded", function () { applyShowWhen(); });
+
+  // On a narrow screen the wizard's steps are one row that scrolls sideways: show the current one.
+  document.addEventListener("DOMContentLoaded", function () {
+    var steps = document.querySelector(".steps");
+    var current = steps && steps.querySelector(".current");
+    if (current && steps.scrollWidth > steps.clientWidth) {
+      var offset = current.getBoundingClientRect().left - steps.getBoundingClientRect().left;
+      steps.scrollLeft += offset - (steps.clientWidth - current.offsetWidth) / 2;
+    }
+  });
   document.addEventListener("htmx:afterSettle", function () { applyShowWhen(); });
 
   // data-add-row="#template-id" data-into="#tbody-id": append a copy of a <template>, numbering __i__.
