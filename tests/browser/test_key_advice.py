@@ -11,8 +11,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from tests.browser.screens import Screen, check_page
 from webapp.connections.services import kafka_connection_create
 from webapp.wizard.draft_spec import load_draft_spec
+from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_get_or_create, draft_save_step
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -100,3 +102,64 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     dedup = draft.data["spec"]["dedup"]
     assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
     assert dedup["state_store"] == "auto"
+
+
+def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
+    page: Page, screen: Screen, live_server, kafka_bootstrap, resent_topic
+):
+    user = get_user_model().objects.create_user("analyst", password="analyst-pass-123")
+    connection = kafka_connection_create(owner=user, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
+    draft = draft_get_or_create(user=user)
+    draft_save_step(draft=draft, step="kafka", values={"connection_id": connection.pk}, advance=True)
+    fields = [{"path": "event_id", "type": "uuid"}, {"path": "plan", "type": "string"}]
+    with_fields = load_draft_spec({"source": {"topics": [resent_topic], "fields": fields}})
+    draft_save_step(draft=draft, step="topics", spec=with_fields, advance=True)
+    draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
+    page.set_default_timeout(30_000)
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill("analyst")
+    page.get_by_label("Password").fill("analyst-pass-123")
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
+
+    # Next before a key is chosen is refused; the default window it carried is not a choice of the user's.
+    expect(page.locator("#key-candidates")).to_contain_text("event_id")
+    page.locator("#next").click()
+    expect(page.locator("#field-keys .error")).to_contain_text("Choose at least one key field")
+    expect(page.locator("#id_window")).to_have_value("1h")
+    # A field that looks like a key is chosen from the advice; the window it recommends is preselected.
+    candidate = page.locator("#key-candidates tr[data-candidate='event_id']")
+    candidate.get_by_role("button", name="Use as key").click()
+    expect(page.locator("#field-keys").get_by_label("event_id")).to_be_checked()
+    expect(page.locator("#key-candidates tr[data-candidate='event_id']")).to_contain_text("chosen")
+    expect(page.locator("#recommended-window")).to_have_text("5m")
+    expect(page.locator("#id_window")).to_have_value("5m")
+    check_page(page, screen, "40-dedup-advised")
+    page.locator("#next").click()
+    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    assert load_draft_spec(WizardDraft.objects.get(pk=draft.pk).data["spec"]).dedup.window == "5m"
+
+    # The review step: advice and choice side by side.
+    WizardDraft.objects.filter(pk=draft.pk).update(reached="review")
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/review/")
+    expect(page.locator("#advised-window")).to_have_text("5m")
+    expect(page.locator("#chosen-window")).to_have_text("5m")
+    expect(page.locator("#window-chosen-col")).to_contain_text("as advised")
+    expect(page.locator("#window-warning")).to_have_count(0)
+
+    # A window the user picks stays theirs: measured again, it is not replaced, and the review warns past 10x.
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
+    page.locator("#id_window").select_option("1h")
+    page.locator("#next").click()
+    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
+    expect(page.locator("#recommended-window")).to_have_text("5m")
+    expect(page.locator(".htmx-request")).to_have_count(0)
+    expect(page.locator("#id_window")).to_have_value("1h")
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/review/")
+    expect(page.locator("#chosen-window")).to_have_text("1h")
+    expect(page.locator("#window-factor")).to_have_text("12\u00d7 longer than advised")
+    warning = page.locator("#window-warning")
+    expect(warning).to_contain_text("is 12\u00d7 the advised 5m")
+    expect(warning).to_contain_text("its dedup state holds about 12\u00d7 as many keys")
+    check_page(page, screen, "41-review-window-warning")
