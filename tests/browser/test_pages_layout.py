@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.screens import Screen, check_page, nav_link, open_menu
-from tests.browser.world import build_world, log_in
+from tests.browser.world import DEAD_LETTERS, build_world, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -51,7 +51,7 @@ def test_every_page_reads_on_a_laptop_and_a_phone(
     nav_link(page, screen, "Pipelines").click()
     page.get_by_role("link", name="orders-to-clickhouse").click()
     expect(page.locator("#metrics-charts canvas")).to_have_count(6)
-    expect(page.locator("#dead-letter-rows tbody tr")).to_have_count(4)
+    expect(page.locator("#dead-letter-rows tbody tr")).to_have_count(len(DEAD_LETTERS))
     expect(page.locator("#runs tbody tr")).to_have_count(1)
     expect(page.locator("#alerts-quiet")).to_be_visible()
     check_page(page, screen, "03-pipeline")

@@ -4,6 +4,8 @@ Screenshots go to test-artifacts/pages/<screen>/."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -33,7 +35,12 @@ def test_the_pipeline_page_says_what_is_true_now(
     page.get_by_role("link", name="orders-to-clickhouse").click()
     totals = page.locator("#metrics-totals")
     expect(totals.locator(".stat").first).to_have_text("350,000events in")
-    expect(page.locator("#proof-hours tbody tr").first.locator("td").nth(1)).to_have_text("350,000", timeout=POLLED)
+    proof = page.locator("#proof-hours td.num")
+    expect(proof.first).to_be_visible(timeout=POLLED)
+    sums = proof.all_inner_texts()
+    assert all(re.fullmatch(r"-?\d{1,3}(,\d{3})*", text) for text in sums), sums
+    read = page.locator("#proof-hours tr td:nth-child(2)").all_inner_texts()
+    assert sum(int(text.replace(",", "")) for text in read) == 350_000
 
     # The actions: one row of whole buttons on a laptop, no stray checkbox; Delete asks in a dialog, with the
     # checkpoint's removal as a choice there.
