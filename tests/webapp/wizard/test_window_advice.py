@@ -45,6 +45,9 @@ def test_the_review_puts_the_advice_beside_the_choice_and_warns_past_ten_times()
     assert same["same"] and not same["warn"] and same["factor"] == 1
     longer = window_advice(draft("1h", advice()))
     assert longer["longer"] and longer["factor"] == 60 and longer["warn"]
+    assert longer["state_bytes"] == 120_000_000  # the advised window's state, 60 times over
+    assert same["state_bytes"] == 2_000_000
+    assert window_advice(draft("1h", advice(state_bytes=None)))["state_bytes"] is None
     shorter = window_advice(draft("1m", advice(window="1h")))
     assert not shorter["longer"] and shorter["factor"] == 60 and shorter["warn"]
     near = window_advice(draft("5m", advice()))

@@ -120,8 +120,8 @@ def dedup_submit(request, draft):
 
 def window_advice(draft: WizardDraft) -> dict[str, Any] | None:
     """The chosen window beside the advised one, for the review step; None without deduplication. `advice` is None
-    when none was measured for the chosen keys and time basis. `factor` says how many times apart they are, and
-    `warn` whether that is more than WARN_RATIO."""
+    when none was measured for the chosen keys and time basis. `factor` says how many times apart they are,
+    `warn` whether that is more than WARN_RATIO, and `state_bytes` the chosen window's expected dedup state."""
     dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
     if dedup is None:
         return None
@@ -140,9 +140,12 @@ def window_advice(draft: WizardDraft) -> dict[str, Any] | None:
     ratio = chosen_seconds / advised_seconds
     longer = ratio >= 1
     factor = ratio if longer else 1 / ratio
+    advised_state = advice.get("state_bytes")
     result.update(
         advice=advice,
         advised_seconds=advised_seconds,
+        # The state holds the keys seen within the window: it grows with the window at the measured key rate.
+        state_bytes=None if advised_state is None else int(advised_state * ratio),
         factor=round(factor, 1) if factor < 10 else round(factor),
         longer=longer,
         same=chosen_seconds == advised_seconds,
