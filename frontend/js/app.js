@@ -61,6 +61,13 @@
       el.classList.toggle("hidden", values.indexOf(current) === -1);
     });
   }
+  // A field's error from the last submit is about the value it had then: once the user changes it, it goes.
+  document.addEventListener("change", function (e) {
+    var field = e.target.closest && e.target.closest(".field.has-error");
+    if (!field) return;
+    field.classList.remove("has-error");
+    field.querySelectorAll(":scope > .error").forEach(function (error) { error.remove(); });
+  });
   document.addEventListener("change", function () { applyShowWhen(); });
   document.addEventListener("DOMContentLoaded", function () { applyShowWhen(); });
 

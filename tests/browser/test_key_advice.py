@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "wizard"
 ORIGINALS = 400  # one a second: 400 s of events
 COPIES = 40  # 10% of the originals, each sent again 90 s later -> the smallest window covering it is 5m
+BASE_MS = int(datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp() * 1000)
 
 
 @pytest.fixture
@@ -33,15 +34,17 @@ def resent_topic(kafka_bootstrap) -> str:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     for future in admin.create_topics([NewTopic(topic, num_partitions=2)]).values():
         future.result(timeout=10)
-    base_ms = int(datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp() * 1000)
-    records = [(base_ms + i * 1_000, i) for i in range(ORIGINALS)]
-    records += [(base_ms + i * 10_000 + 90_000, i * 10) for i in range(COPIES)]
+    records = [(BASE_MS + i * 1_000, i) for i in range(ORIGINALS)]
+    records += [(BASE_MS + i * 10_000 + 90_000, i * 10) for i in range(COPIES)]
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     for timestamp, i in sorted(records):
-        value = {"event_id": str(uuid.UUID(int=i + 1, version=4)), "plan": ["free", "pro"][i % 2]}
-        producer.produce(topic, value=json.dumps(value).encode(), partition=i % 2, timestamp=timestamp)
+        producer.produce(topic, value=json.dumps(event(i)).encode(), partition=i % 2, timestamp=timestamp)
     assert producer.flush(10) == 0
     return topic
+
+
+def event(i: int, plan: str | None = None) -> dict:
+    return {"event_id": str(uuid.UUID(int=i + 1, version=4)), "plan": plan or ["free", "pro"][i % 2]}
 
 
 def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, kafka_bootstrap, resent_topic):
@@ -115,6 +118,13 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     with_fields = load_draft_spec({"source": {"topics": [resent_topic], "fields": fields}})
     draft_save_step(draft=draft, step="topics", spec=with_fields, advance=True)
     draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
+    # One event sent again 30 s later with another plan: a duplicate of event_id whose payload differs.
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    again = json.dumps(event(0, plan="pro")).encode()
+    producer.produce(resent_topic, value=again, partition=0, timestamp=BASE_MS + 30_000)
+    assert producer.flush(10) == 0
     page.set_default_timeout(30_000)
     page.goto(f"{live_server.url}/login/")
     page.get_by_label("Username").fill("analyst")
@@ -123,7 +133,8 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
 
     # Next before a key is chosen is refused; the default window it carried is not a choice of the user's.
-    expect(page.locator("#key-candidates")).to_contain_text("event_id")
+    event_id = page.locator("#key-candidates tr[data-candidate='event_id']")
+    expect(event_id).to_contain_text("1 of its duplicates differs from the first event")
     page.locator("#next").click()
     expect(page.locator("#field-keys .error")).to_contain_text("Choose at least one key field")
     expect(page.locator("#id_window")).to_have_value("1h")
@@ -131,6 +142,7 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     candidate = page.locator("#key-candidates tr[data-candidate='event_id']")
     candidate.get_by_role("button", name="Use as key").click()
     expect(page.locator("#field-keys").get_by_label("event_id")).to_be_checked()
+    expect(page.locator("#field-keys .error")).to_have_count(0)  # the refusal was about no key: there is one now
     expect(page.locator("#key-candidates tr[data-candidate='event_id']")).to_contain_text("chosen")
     expect(page.locator("#recommended-window")).to_have_text("5m")
     expect(page.locator("#id_window")).to_have_value("5m")
@@ -169,3 +181,17 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
         f"its dedup state holds about 12\u00d7 as many keys: about {chosen_state}, against {advised_state} for the"
     )
     check_page(page, screen, "41-review-window-warning")
+
+    # The review offers the user's channels: none yet says so, with the way to add one and back.
+    expect(page.locator("#review-alerts-nobody")).to_contain_text("this pipeline's alerts would reach nobody")
+    page.locator("#review-add-channel").click()
+    expect(page.locator("h1")).to_have_text("Alert channels")
+    page.get_by_label("Name").fill("On-call email")
+    page.get_by_label("Kind").select_option("email")
+    page.get_by_label("Email addresses").fill("oncall@example.com")
+    page.locator("#add-channel-submit").click()
+    expect(page.locator("h1")).to_have_text("Review and deploy")
+    expect(page.locator("#review-channels")).to_contain_text("On-call email")
+    expect(page.locator("#review-channels")).to_contain_text("oncall@example.com")
+    expect(page.locator("#review-alerts-nobody")).to_have_count(0)
+    check_page(page, screen, "42-review-channels")
