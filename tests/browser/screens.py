@@ -2,8 +2,9 @@
 them, and the screenshots a person looks at (test-artifacts/pages/<screen>/<page>.png).
 
 `readable(page)` lists what a reader would trip on: a page wider than the window (the whole page scrolls
-sideways), and text cut off by its box: an input or select whose value does not fit, or text clipped by an
-ellipsis or by hidden overflow. A table wider than its card is fine when it scrolls inside the card.
+sideways), text cut off by its box (an input or select whose value does not fit, or text clipped by an ellipsis
+or by hidden overflow), and a figure of 1,000 or more without its thousands grouped (the one number format).
+A table wider than its card is fine when it scrolls inside the card.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ LAPTOP = Screen("laptop", 1440, 900)
 PHONE = Screen("phone", 390, 844)
 SCREENS = (LAPTOP, PHONE)
 
-_PROBLEMS_JS = """
+_PROBLEMS_JS = r"""
 () => {
   const problems = [];
   const root = document.documentElement;
@@ -65,6 +66,12 @@ _PROBLEMS_JS = """
                && el.scrollWidth > el.clientWidth + 1 && el.textContent.trim()) {
       problems.push(`${name(el)} cuts its text "${el.textContent.trim().slice(0, 60)}"`);
     }
+  }
+  // One number format: a count or figure of 1,000 or more has its thousands grouped (an offset is an identifier).
+  for (const el of document.querySelectorAll(".num, .stat > b")) {
+    if (el.closest(skip) || !shown(el) || el.closest("[data-raw-number]")) continue;
+    const text = el.textContent.trim();
+    if (/(^|[^\d,.])\d{4,}/.test(text)) problems.push(`${name(el)} shows "${text.slice(0, 40)}" without grouping`);
   }
   return problems;
 }
