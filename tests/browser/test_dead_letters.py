@@ -30,6 +30,10 @@ def test_a_dead_letter_shows_its_payload_and_a_replay_says_what_will_fail_again(
     row = rows.filter(has_text="cannot convert 'oops-1' to uuid")
     preview = row.locator(".payload-preview")
     expect(preview).to_contain_text('{"order_id": "oops-1"')
+    # The payload is in view without scrolling sideways: on a phone each dead letter is a card, payload included.
+    wrap = page.locator(".table-wrap", has=page.locator("#dead-letter-rows"))
+    assert wrap.evaluate("el => el.scrollWidth <= el.clientWidth"), "the dead letters scroll sideways"
+    check_page(page, screen, "29-dead-letters")
     preview.click()
 
     # The whole payload, indented, with where it came from and why it failed.
