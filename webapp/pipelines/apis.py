@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
+from spark_jobs.limits import FIELDS
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
@@ -148,7 +149,7 @@ class MappingFieldInput(serializers.Serializer):
 
 
 class MappingInput(serializers.Serializer):
-    fields = MappingFieldInput(many=True, allow_empty=False)
+    fields = MappingFieldInput(many=True, allow_empty=False, max_length=FIELDS.maximum)
     clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
