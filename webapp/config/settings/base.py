@@ -130,6 +130,9 @@ REST_FRAMEWORK = {
     },
     # A JSON API: form encodings turn "" and null into "not given", which the schema cannot describe.
     "DEFAULT_PARSER_CLASSES": ["webapp.api.parsers.BoundedJSONParser"],
+    # JSON out too: the schema documents JSON answers (the Swagger page is the API's browser), so no operation
+    # answers HTML; a client that accepts neither gets a documented 406.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handlers.api_exception_handler",
