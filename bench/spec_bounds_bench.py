@@ -4,10 +4,15 @@
     .venv/bin/python bench/spec_bounds_bench.py validate --fields 2000 5000 10000 55000 --timeout 60
     # the same against another checkout (a baseline): its code is imported instead of this tree's
     .venv/bin/python bench/spec_bounds_bench.py validate --code /path/to/checkout --fields 1000 2000
+    # the checks alone, linear in the spec's size: the count caps switched off in the measuring process
+    .venv/bin/python bench/spec_bounds_bench.py validate --without-caps --fields 1000 10000 55000
 
-    # load: a gunicorn like `make up`'s (2 workers x 4 threads); N clients post a 55,000-field spec to
-    # /api/v1/pipelines/validate/ over and over while a probe times the login page and the pipelines page
-    .venv/bin/python bench/spec_bounds_bench.py load --bodies 8 --seconds 30
+    # load: a gunicorn like `make up`'s (2 workers x 4 threads); 8 55,000-field specs posted at once to
+    # /api/v1/pipelines/validate/, again and again (or, --mode flood, 8 clients without pause) while a probe
+    # times the login page and the pipelines list
+    .venv/bin/python bench/spec_bounds_bench.py load --bodies 8 --seconds 30 [--mode flood]
+    # the same server from another checkout (a baseline), with smaller bodies
+    .venv/bin/python bench/spec_bounds_bench.py load --code /path/to/checkout --fields 5000 --seconds 30
 
 `load` needs PostgreSQL as `make test` sets it up (the DATABASE_URL of the settings); it creates a throwaway
 database, a user and an API token, and removes the database afterwards. Numbers: docs/performance.md.
@@ -50,7 +55,10 @@ def wide_spec(n_fields: int) -> dict:
 
 
 _ONE = """
-import json, sys, time
+import json, os, sys, time
+if os.environ.get("CF_BENCH_WITHOUT_CAPS"):
+    import spark_jobs.limits as limits
+    limits._SIZE_LIMITS = ()
 from spark_jobs.spec import SpecError, parse_spec
 spec = json.loads(sys.stdin.read())
 started = time.perf_counter()
@@ -66,7 +74,9 @@ print(json.dumps({"seconds": time.perf_counter() - started, "outcome": outcome})
 def validate(args: argparse.Namespace) -> None:
     code = Path(args.code).resolve() if args.code else REPO
     env = {**os.environ, "PYTHONPATH": str(code)}
-    print(f"code: {code}  load average: {os.getloadavg()[0]:.2f}")
+    if args.without_caps:
+        env["CF_BENCH_WITHOUT_CAPS"] = "1"
+    print(f"code: {code}  caps: {'off' if args.without_caps else 'on'}  load average: {os.getloadavg()[0]:.2f}")
     print(f"{'fields':>8} {'body MB':>8} {'median s':>9}  outcome")
     for n in args.fields:
         body = json.dumps(wide_spec(n))
@@ -146,6 +156,7 @@ def _quantiles(values: list[float]) -> str:
 def load(args: argparse.Namespace) -> None:
     import dj_database_url
 
+    code = Path(args.code).resolve() if args.code else REPO
     base_url = os.environ.get("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow")
     database = f"bench_bounds_{os.getpid()}"
     db = dj_database_url.parse(base_url)
@@ -173,7 +184,7 @@ def load(args: argparse.Namespace) -> None:
         server = subprocess.Popen(
             [str(bin_dir / "gunicorn"), "webapp.config.wsgi:application", "--bind", f"127.0.0.1:{port}",
              "--workers", "2", "--threads", "4", "--timeout", "600"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=code, env={**env, "PYTHONPATH": str(code)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         url = f"http://127.0.0.1:{port}"
         headers = {"Authorization": f"Token {token}"}
@@ -200,7 +211,7 @@ def load(args: argparse.Namespace) -> None:
                 time.sleep(0.1)
             return times
 
-        print(f"load average before: {os.getloadavg()[0]:.2f}")
+        print(f"code: {code}  load average before: {os.getloadavg()[0]:.2f}")
         idle = probe_for(min(10.0, args.seconds))
         print(f"UI probes, idle:              {_quantiles(idle)} ({len(idle)} requests)")
 
@@ -208,26 +219,48 @@ def load(args: argparse.Namespace) -> None:
         stop = threading.Event()
         answers: list[tuple[float, int]] = []
 
-        def attacker() -> None:
-            while not stop.is_set():
-                answers.append(_post(f"{url}/api/v1/pipelines/validate/", body, headers))
+        def send() -> None:
+            answers.append(_post(f"{url}/api/v1/pipelines/validate/", body, headers))
 
-        threads = [threading.Thread(target=attacker, daemon=True) for _ in range(args.bodies)]
+        def flood() -> None:  # one of N clients, each sending again as soon as it has its answer
+            while not stop.is_set():
+                send()
+
+        def bursts() -> None:  # N bodies at once, again one second after the last answer
+            while not stop.is_set():
+                wave = [threading.Thread(target=send) for _ in range(args.bodies)]
+                for thread in wave:
+                    thread.start()
+                for thread in wave:
+                    thread.join()
+                stop.wait(1.0)
+
+        if args.mode == "flood":
+            threads = [threading.Thread(target=flood, daemon=True) for _ in range(args.bodies)]
+        else:
+            threads = [threading.Thread(target=bursts, daemon=True)]
         for thread in threads:
             thread.start()
         loaded = probe_for(args.seconds)
         stop.set()
         for thread in threads:
             thread.join(timeout=600)
-        print(f"UI probes, {args.bodies} x {args.fields:,}-field bodies: {_quantiles(loaded)} ({len(loaded)} requests)")
+        what = f"{args.bodies} x {args.fields:,}-field bodies ({args.mode})"
+        print(f"UI probes, {what}: {_quantiles(loaded)} ({len(loaded)} requests)")
         statuses = sorted({status for _, status in answers})
-        print(f"attack bodies answered: {len(answers)}, statuses {statuses}, "
-              f"{_quantiles([elapsed for elapsed, _ in answers])}")
+        print(
+            f"attack bodies answered: {len(answers)}, statuses {statuses}, "
+            f"{_quantiles([elapsed for elapsed, _ in answers])}"
+        )
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     finally:
         if server is not None:
             server.terminate()
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a worker still busy with a body: no graceful end
+                server.kill()
+                server.wait(timeout=30)
         subprocess.run(["dropdb", *target, "--if-exists", database], check=False, env=psql_env)
 
 
@@ -239,10 +272,16 @@ def main() -> None:
     one.add_argument("--runs", type=int, default=3)
     one.add_argument("--timeout", type=float, default=60.0)
     one.add_argument("--code", help="a checkout whose spark_jobs to import (default: this one)")
+    one.add_argument("--without-caps", action="store_true", help="switch the count caps off (the checks alone)")
     many = modes.add_parser("load")
     many.add_argument("--bodies", type=int, default=8)
     many.add_argument("--fields", type=int, default=55_000)
     many.add_argument("--seconds", type=float, default=30.0)
+    many.add_argument(
+        "--mode", choices=["burst", "flood"], default="burst",
+        help="burst: N bodies at once, again a second after the last answer; flood: N clients sending without pause",
+    )
+    many.add_argument("--code", help="a checkout whose web app to serve (default: this one)")
     args = parser.parse_args()
     validate(args) if args.mode == "validate" else load(args)
 

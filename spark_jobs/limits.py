@@ -109,7 +109,7 @@ LIMITS: tuple[Limit, ...] = (
     ROW_BYTES,
     VALIDATION_SECONDS,
 )
-# Caps on a count or a text's length, checked on the raw spec before anything else is (`size_issues`).
+# Caps on a count, then on a text's length, checked on the raw spec before anything else is (`size_issues`).
 _SIZE_LIMITS = (
     FIELDS, TOPICS, DEDUP_KEYS, TRANSFORMS, COLUMNS, ORDER_BY, NAME_LENGTH, TYPE_LENGTH, EXPRESSION_LENGTH
 )
@@ -140,6 +140,8 @@ def size_issues(data: Any) -> list[tuple[str, str]]:
     its items is looked at. Values of the wrong type are left to the spec's own checks."""
     issues: list[tuple[str, str]] = []
     for limit in _SIZE_LIMITS:
+        if limit.unit == "characters" and issues:
+            break  # a list over its cap is refused as a whole: its items' lengths are not read
         for pattern in limit.paths:
             for path, value in _values_at(data, pattern.split("."), ""):
                 if isinstance(value, list | str) and len(value) > limit.maximum:
