@@ -1,4 +1,5 @@
-"""REST API for pipelines: CRUD with the spec JSON, validate, deploy, stop, resume, status, versions."""
+"""REST API for pipelines: CRUD with the spec JSON, find by name, validate, diff, deploy, stop, resume, status,
+versions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rest_framework.views import APIView
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
+from webapp.api.outputs import ChangeOutput
 from webapp.connections import selectors as connection_selectors
 from webapp.pipelines import selectors, services, table_dedup, type_fit
 from webapp.pipelines.mapping import SourceField
@@ -273,10 +275,26 @@ def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class PipelineListQuery(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text="Only the pipeline of this name (names are unique per owner).",
+    )
+
+
 class PipelineListCreateApi(APIView):
-    @extend_schema(tags=TAG, operation_id="pipelines_list", responses=PipelineOutput(many=True))
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_list",
+        parameters=[PipelineListQuery],
+        responses={200: PipelineOutput(many=True), **ERROR_RESPONSES},
+    )
     def get(self, request: Request) -> Response:
-        return Response(PipelineOutput(selectors.pipeline_list(user=request.user), many=True).data)
+        query = validated_input(PipelineListQuery, request.query_params)
+        pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"))
+        return Response(PipelineOutput(pipelines, many=True).data)
 
     @extend_schema(
         tags=TAG,
@@ -347,7 +365,54 @@ class PipelineVersionListApi(APIView):
         return Response(PipelineVersionOutput(selectors.pipeline_version_list(pipeline=pipeline), many=True).data)
 
 
+class PipelineDiffInput(serializers.Serializer):
+    spec = SpecField(help_text="The spec as for an update: connection sections come from the connections.")
+    kafka_connection = serializers.IntegerField(required=False, help_text="Id of one of your Kafka connections.")
+    clickhouse_connection = serializers.IntegerField(
+        required=False, help_text="Id of one of your ClickHouse connections."
+    )
+
+
+class PipelineDiffOutput(serializers.Serializer):
+    changed = serializers.BooleanField(help_text="Saving this would make a new version.")
+    current_version = serializers.IntegerField(allow_null=True)
+    changes = ChangeOutput(many=True, help_text="Compared without the connections' own details (they are theirs).")
+    redeploys = serializers.BooleanField(help_text="The pipeline runs: saving the change redeploys it.")
+    checkpoint_problems = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Why the new version could not continue from the checkpoint: a deploy then needs `checkpoint`.",
+    )
+
+
+class PipelineDiffApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_diff",
+        description="What an update with this spec (and connections) would change, without saving anything: the "
+        "same checks as an update (400 with spec paths), then each changed field with its current and new value.",
+        request=PipelineDiffInput,
+        responses={200: PipelineDiffOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        data = validated_input(PipelineDiffInput, request.data)
+        data.update(_connections(request, data))
+        diff = selectors.pipeline_changes(pipeline=pipeline, **data)
+        output = {
+            "changed": diff.changed,
+            "current_version": pipeline.current_version.number if pipeline.current_version else None,
+            "changes": diff.changes,
+            "redeploys": diff.redeploys,
+            "checkpoint_problems": diff.checkpoint_problems,
+        }
+        return Response(PipelineDiffOutput(output).data)
+
+
 class PipelineSpecValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate_spec",
@@ -362,6 +427,8 @@ class PipelineSpecValidateApi(APIView):
 
 
 class PipelineMappingApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_mapping_suggest",
@@ -386,6 +453,8 @@ class PipelineMappingApi(APIView):
 
 
 class PipelineValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate",

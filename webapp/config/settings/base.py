@@ -125,7 +125,10 @@ REST_FRAMEWORK = {
     },
     # A JSON API: form encodings turn "" and null into "not given", which the schema cannot describe.
     "DEFAULT_PARSER_CLASSES": ["webapp.api.parsers.BoundedJSONParser"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "webapp.api.permissions.TokenMayWrite",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
