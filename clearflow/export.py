@@ -1,8 +1,8 @@
 """A saved pipeline as pipeline-file documents: its connections and itself, secrets as ${ENV_VAR} references.
 
-Applying the export gives "unchanged": the spec is written without what its connections give, settings equal to
-their defaults and empty values are left out (they mean the same), and a secret's variable that is not set keeps
-the saved secret.
+Applying the export gives "unchanged": the spec is written without what its connections give, settings that are
+not set are left out (null and empty lists mean the same as leaving them out), and a secret's variable that is
+not set keeps the saved secret. Everything else is written out, defaults included: the file says what runs.
 """
 
 from __future__ import annotations
@@ -34,10 +34,7 @@ def connection_document(kind: ConnectionKind, saved: Mapping[str, Any]) -> dict[
                 document[name] = "${" + env_name(saved["name"], name) + "}"
             continue
         value = saved.get(name)
-        default = info.get_default()
-        if value == "" and default is None:
-            value = None  # how the server stores "not set"
-        if value != default:
+        if value is not None and not (value == "" and info.get_default() is None):  # "" is how it stores "not set"
             document[name] = value
     return document
 
