@@ -116,9 +116,13 @@ class Client:
         steps, state = plan.make_plan(self.api, docs, deploy=deploy, checkpoint=checkpoint)
         result = plan.apply_plan(self.api, docs, steps, state, deploy=deploy, checkpoint=checkpoint, note=note)
         if wait:
+            waited = []
             for outcome in result.documents:
                 if outcome.deployed:
-                    self.wait(outcome.name, "running", timeout=timeout)
+                    status = self.wait(outcome.name, "running", timeout=timeout)
+                    outcome = outcome.model_copy(update={"status": status.status})
+                waited.append(outcome)
+            result = ApplyResult(documents=waited)
         return result
 
     def export(self, name: str, *, connections: bool = True) -> list[dict[str, Any]]:

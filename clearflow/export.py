@@ -7,6 +7,7 @@ not set keeps the saved secret. Everything else is written out, defaults include
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 
 from clearflow.documents import CLICKHOUSE, KAFKA, PIPELINE, ConnectionKind
 from spark_jobs.connections import spec_without_connections
+from spark_jobs.spec import SpecError, parse_spec
 
 
 def env_name(connection: str, field: str) -> str:
@@ -49,7 +51,11 @@ def _pruned(value: Any) -> Any:
 
 
 def pipeline_document(saved: Mapping[str, Any], *, kafka_connection: str, clickhouse_connection: str) -> dict[str, Any]:
-    spec = spec_without_connections(saved.get("spec") or {})
+    stored = saved.get("spec") or {}
+    # Read through the spec's model: its fields in their order (the server's database keeps JSON keys in its own).
+    with contextlib.suppress(SpecError):  # a spec from before a rule existed is written as it is
+        stored = parse_spec(stored).to_dict()
+    spec = spec_without_connections(stored)
     spec.pop("version", None)
     spec.pop("name", None)
     return {

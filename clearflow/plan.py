@@ -28,9 +28,18 @@ from clearflow.documents import (
 )
 from clearflow.errors import ApplyInterruptedError, ClearFlowError, DocumentError, ErrorItem, RefusedError
 from clearflow.models import Action, ApplyResult, Change, DocumentOutcome, DocumentPlan, Plan
-from spark_jobs.connections import connection_dict, spec_with_connections
+from spark_jobs.connections import (
+    ClickHouseConnectionSpec,
+    KafkaConnectionSpec,
+    connection_dict,
+    spec_with_connections,
+)
 
-ACTIVE = ("running", "deploy_requested")  # a saved change redeploys a pipeline in these statuses
+ACTIVE = ("running", "deploy_requested")
+_STAND_INS = {
+    KAFKA.kind: KafkaConnectionSpec(bootstrap_servers="connection.missing:9092"),
+    CLICKHOUSE.kind: ClickHouseConnectionSpec(host="connection.missing"),
+}  # a saved change redeploys a pipeline in these statuses
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
@@ -121,11 +130,12 @@ def _pipeline_plan(
                 )
             )
         resolved[kind.kind] = found
-    if any(found is None for found in resolved.values()):
-        return None
-    (kafka, saved_kafka), (clickhouse, saved_clickhouse) = resolved[KAFKA.kind], resolved[CLICKHOUSE.kind]
-    if issues := spec_issues(doc, kafka=kafka, clickhouse=clickhouse):
-        problems.items += issues
+    # The spec is checked even when a connection is missing (with a stand-in), so that every problem shows at once.
+    kafka, saved_kafka = resolved[KAFKA.kind] or (_STAND_INS[KAFKA.kind], None)
+    clickhouse, saved_clickhouse = resolved[CLICKHOUSE.kind] or (_STAND_INS[CLICKHOUSE.kind], None)
+    issues = spec_issues(doc, kafka=kafka, clickhouse=clickhouse)
+    problems.items += issues
+    if issues or any(found is None for found in resolved.values()):
         return None
 
     saved = state.pipelines.get(doc.name)

@@ -90,7 +90,7 @@ def apply_text(result: ApplyResult) -> str:
         if outcome.version is not None and outcome.action != Action.UNCHANGED:
             line += f" (version {outcome.version})"
         if outcome.deployed:
-            line += f", deploying version {outcome.version}"
+            line += f", version {outcome.version} deployed ({status_word(outcome.status or '')})"
         lines.append(line)
         lines += [f"    note: {n}" for n in outcome.notes]
     counts = {
