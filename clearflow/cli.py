@@ -25,6 +25,7 @@ from clearflow.errors import (
     ClearFlowError,
     ExitCode,
     NotConfiguredError,
+    PipelineFailedError,
     ServerError,
     ServerUnreachableError,
 )
@@ -313,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(args.output)
     try:
         return int(args.run(args, out))
-    except ApplyInterruptedError as exc:
+    except (ApplyInterruptedError, PipelineFailedError) as exc:  # the server did (part of) what was asked
         out.error(exc)
         return int(exc.exit_code)
     except ClearFlowError as exc:

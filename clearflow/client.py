@@ -14,7 +14,7 @@ from clearflow import documents as files
 from clearflow import export, plan
 from clearflow.api import DEFAULT_TIMEOUT, Api
 from clearflow.config import load_settings
-from clearflow.errors import ClearFlowError, NotFoundError, ServerError
+from clearflow.errors import NotFoundError, PipelineFailedError, ServerError
 from clearflow.models import (
     ApplyResult,
     Connection,
@@ -29,10 +29,6 @@ from clearflow.models import (
 # The job publishes a metrics record per micro-batch that read something: none for a minute means nothing came in.
 CURRENT_WITHIN_S = 60
 WAIT_TIMEOUT_S = 300.0
-
-
-class PipelineFailedError(ClearFlowError):
-    """A pipeline waited for did not get there: it failed for good, or the wait timed out."""
 
 
 class Client:
@@ -262,4 +258,4 @@ def _new_lines(before: list[str], after: list[str]) -> list[str]:
     return after
 
 
-__all__ = ["Client", "PipelineFailedError"]
+__all__ = ["Client"]

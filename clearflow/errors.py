@@ -112,6 +112,11 @@ class ServerError(ClearFlowError):
     exit_code = ExitCode.UNREACHABLE
 
 
+class PipelineFailedError(ClearFlowError):
+    """A pipeline waited for (`--wait`) did not get there: it failed for good, or the wait timed out. What was
+    asked of the server was done."""
+
+
 class ApplyInterruptedError(ClearFlowError):
     """Applying stopped part-way (the server failed between two writes): `applied` says what was done. Applying
     the same files again finishes the work (apply is idempotent)."""
