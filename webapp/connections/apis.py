@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import validated_input
+from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
@@ -62,15 +62,6 @@ class KafkaConnectionOutput(serializers.ModelSerializer):
     class Meta:
         model = KafkaConnection
         fields = _output_fields(KafkaConnection, {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"})
-
-
-class ConnectionListQuery(serializers.Serializer):
-    name = serializers.CharField(
-        max_length=100,
-        required=False,
-        allow_blank=True,
-        help_text="Only the connection of this name (names are unique per owner).",
-    )
 
 
 class ConnectionDiffOutput(serializers.Serializer):
@@ -188,7 +179,7 @@ class _ConnectionListCreateApi(APIView):
     kind: _ApiKind
 
     def get(self, request: Request) -> Response:
-        query = validated_input(ConnectionListQuery, request.query_params)
+        query = validated_input(NameQuery, request.query_params)
         connections = self.kind.list(user=request.user, name=query.get("name"))
         return Response(self.kind.output(connections, many=True).data)
 
@@ -255,7 +246,7 @@ class _ConnectionTestUnsavedApi(APIView):
     get=extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_connections_list",
-        parameters=[ConnectionListQuery],
+        parameters=[NameQuery],
         responses={200: KafkaConnectionOutput(many=True), **ERROR_RESPONSES},
     ),
     post=extend_schema(
@@ -375,7 +366,7 @@ class KafkaInferSchemaApi(APIView):
     get=extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_connections_list",
-        parameters=[ConnectionListQuery],
+        parameters=[NameQuery],
         responses={200: ClickHouseConnectionOutput(many=True), **ERROR_RESPONSES},
     ),
     post=extend_schema(

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import validated_input
+from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.connections import selectors as connection_selectors
 from webapp.pipelines import selectors, services, table_dedup, type_fit
@@ -275,24 +275,15 @@ def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class PipelineListQuery(serializers.Serializer):
-    name = serializers.CharField(
-        max_length=100,
-        required=False,
-        allow_blank=True,
-        help_text="Only the pipeline of this name (names are unique per owner).",
-    )
-
-
 class PipelineListCreateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_list",
-        parameters=[PipelineListQuery],
+        parameters=[NameQuery],
         responses={200: PipelineOutput(many=True), **ERROR_RESPONSES},
     )
     def get(self, request: Request) -> Response:
-        query = validated_input(PipelineListQuery, request.query_params)
+        query = validated_input(NameQuery, request.query_params)
         pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"))
         return Response(PipelineOutput(pipelines, many=True).data)
 
