@@ -1,5 +1,5 @@
-"""REST API for pipelines: CRUD with the spec JSON, find by name, validate, diff, deploy, stop, resume, status,
-versions."""
+"""REST API for pipelines: CRUD with the spec JSON, find by name, validate, deploy, stop, resume, status,
+versions (the diff of a spec against the current version: `diff_apis`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from rest_framework.views import APIView
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
-from webapp.api.outputs import ChangeOutput
 from webapp.connections import selectors as connection_selectors
 from webapp.pipelines import selectors, services, table_dedup, type_fit
 from webapp.pipelines.mapping import SourceField
@@ -260,7 +259,7 @@ class PipelineVersionOutput(serializers.ModelSerializer):
         fields = ["number", "spec", "note", "created_by", "created_at"]
 
 
-def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
     out = {}
     for name, getter in (
@@ -295,7 +294,7 @@ class PipelineListCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineCreateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_create(owner=request.user, **data)
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
@@ -326,7 +325,7 @@ class PipelineDetailApi(APIView):
     def patch(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineUpdateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
         return Response(PipelineOutput(pipeline).data)
 
@@ -356,51 +355,6 @@ class PipelineVersionListApi(APIView):
         return Response(PipelineVersionOutput(selectors.pipeline_version_list(pipeline=pipeline), many=True).data)
 
 
-class PipelineDiffInput(serializers.Serializer):
-    spec = SpecField(help_text="The spec as for an update: connection sections come from the connections.")
-    kafka_connection = serializers.IntegerField(required=False, help_text="Id of one of your Kafka connections.")
-    clickhouse_connection = serializers.IntegerField(
-        required=False, help_text="Id of one of your ClickHouse connections."
-    )
-
-
-class PipelineDiffOutput(serializers.Serializer):
-    changed = serializers.BooleanField(help_text="Saving this would make a new version.")
-    current_version = serializers.IntegerField(allow_null=True)
-    changes = ChangeOutput(many=True, help_text="Compared without the connections' own details (they are theirs).")
-    redeploys = serializers.BooleanField(help_text="The pipeline runs: saving the change redeploys it.")
-    checkpoint_problems = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="Why the new version could not continue from the checkpoint: a deploy then needs `checkpoint`.",
-    )
-
-
-class PipelineDiffApi(APIView):
-    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="pipelines_diff",
-        description="What an update with this spec (and connections) would change, without saving anything: the "
-        "same checks as an update (400 with spec paths), then each changed field with its current and new value.",
-        request=PipelineDiffInput,
-        responses={200: PipelineDiffOutput, **ERROR_RESPONSES},
-    )
-    def post(self, request: Request, pk: int) -> Response:
-        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        data = validated_input(PipelineDiffInput, request.data)
-        data.update(_connections(request, data))
-        diff = selectors.pipeline_changes(pipeline=pipeline, **data)
-        output = {
-            "changed": diff.changed,
-            "current_version": pipeline.current_version.number if pipeline.current_version else None,
-            "changes": diff.changes,
-            "redeploys": diff.redeploys,
-            "checkpoint_problems": diff.checkpoint_problems,
-        }
-        return Response(PipelineDiffOutput(output).data)
-
-
 class PipelineSpecValidateApi(APIView):
     reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
 
@@ -413,7 +367,7 @@ class PipelineSpecValidateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         return Response(ValidationOutput(_validated(**data)).data)
 
 
@@ -432,7 +386,7 @@ class PipelineMappingApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(MappingInput, request.data)
-        connections = _connections(request, data)
+        connections = connections_of(request, data)
         suggestion = selectors.pipeline_mapping_suggest(
             fields=[SourceField(**f) for f in data["fields"]],
             clickhouse_connection=connections.get("clickhouse_connection"),
