@@ -250,8 +250,9 @@ def _connection_document(
     data.pop("kind")
     name = data.pop("name", None)
     where = _where(raw, kind.kind, str(name))
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        issues.append(ErrorItem("name", "give the connection a name (at most 100 characters)", where))
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or len(name) > 100:
+        message = "give the connection a name (at most 100 characters, no spaces at its ends)"
+        issues.append(ErrorItem("name", message, where))
         return None
     values: dict[str, Any] = {}
     secrets: dict[str, str | None] = {}

@@ -47,8 +47,9 @@ class Cli:
 
 
 @pytest.fixture
-def server(live_server, settings, redis_url) -> str:
-    """The web app's address; its metrics and logs come from the session's Redis."""
+def server(transactional_db, live_server, settings, redis_url) -> str:
+    """The web app's address; its metrics and logs come from the session's Redis. The test database is set up
+    before the (session-long) live server, so that it is also dropped after the server's connections are closed."""
     settings.REDIS_URL = redis_url
     return live_server.url
 
