@@ -20,7 +20,6 @@ results are never logged. No Spark and no Django import here.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import tempfile
@@ -153,34 +152,36 @@ def spec_with_connections(
 ) -> dict[str, Any]:
     """A copy of `spec` (a pipeline spec's JSON) with `source.kafka` set to `kafka` and `sink.clickhouse` to
     `clickhouse` (sections as `connection_dict` writes them), when given. A `sink.clickhouse.database` the spec
-    gives is kept. Sections that are not objects are left for the spec's validation to report."""
-    data: dict[str, Any] = copy.deepcopy(dict(spec))
+    gives is kept. Sections that are not objects are left for the spec's validation to report. Only the levels it
+    changes are copied (the top, `source`, `sink`): `spec` is left as it was, and a large one costs no deep copy."""
+    data: dict[str, Any] = dict(spec)
     source, sink = data.get("source"), data.get("sink")
     if kafka is not None and isinstance(source, dict):
-        source["kafka"] = dict(kafka)
+        data["source"] = {**source, "kafka": dict(kafka)}
     if clickhouse is not None and isinstance(sink, dict):
         given = sink.get("clickhouse")
         database = given.get(PIPELINE_DATABASE) if isinstance(given, dict) else None
         section = dict(clickhouse)
         if isinstance(database, str) and database:
             section[PIPELINE_DATABASE] = database
-        sink["clickhouse"] = section
+        data["sink"] = {**sink, "clickhouse": section}
     return data
 
 
 def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `spec` without what its connections give: no `source.kafka`, and of `sink.clickhouse` only
-    `database` (the part of a spec a pipeline file holds, and what says whether two versions differ)."""
-    data: dict[str, Any] = copy.deepcopy(dict(spec))
+    `database` (the part of a spec a pipeline file holds, and what says whether two versions differ). Only the
+    levels it changes are copied."""
+    data: dict[str, Any] = dict(spec)
     source, sink = data.get("source"), data.get("sink")
     if isinstance(source, dict):
-        source.pop("kafka", None)
+        data["source"] = {k: v for k, v in source.items() if k != "kafka"}
     if isinstance(sink, dict) and "clickhouse" in sink:
         section = sink["clickhouse"]
         if isinstance(section, dict) and PIPELINE_DATABASE in section:
-            sink["clickhouse"] = {PIPELINE_DATABASE: section[PIPELINE_DATABASE]}
+            data["sink"] = {**sink, "clickhouse": {PIPELINE_DATABASE: section[PIPELINE_DATABASE]}}
         else:
-            del sink["clickhouse"]
+            data["sink"] = {k: v for k, v in sink.items() if k != "clickhouse"}
     return data
 
 

@@ -12,10 +12,13 @@ from rest_framework.permissions import SAFE_METHODS
 _COMMON = {
     "401": "Not authenticated.",
     "404": "No such object (or not yours), or a malformed id in the path.",
+    "406": "The Accept header (or `?format=`) asks for a type the operation does not answer.",
     "429": "Too many requests; see Retry-After.",
 }
-# Operations that may change something: a read-only API token is refused (webapp.api.permissions.TokenMayWrite).
-_WRITES = {"403": "This API token is read-only."}
+# A change may be refused with 403: a read-only API token (webapp.api.permissions.TokenMayWrite), or a browser
+# session (cookie) without its CSRF token (an API token needs none). Views that only read say so (`reads_only`).
+_WRITES = {"403": "A read-only API token, or a session without its CSRF token (send the X-CSRFToken header)."}
+_SESSION_CSRF = {"403": "A session without its CSRF token (send the X-CSRFToken header), or not allowed."}
 _PATH_PARAMETER = re.compile(r"\{\w+\}")
 _WITH_BODY = {
     "400": "Bad input: each problem with its field path.",
@@ -58,10 +61,10 @@ def document_common_errors(result: dict[str, Any], generator: Any, request: Any,
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             extra = dict(_COMMON)
+            if method.upper() not in SAFE_METHODS:
+                extra.update(_SESSION_CSRF if (shape, method.upper()) in reads_only else _WRITES)
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
-            if method.upper() not in SAFE_METHODS and (shape, method.upper()) not in reads_only:
-                extra.update(_WRITES)
             for status, description in extra.items():
                 operation["responses"].setdefault(status, {"description": description, "content": error})
     return result

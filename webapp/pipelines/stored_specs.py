@@ -70,7 +70,10 @@ def merge_connections(
     clickhouse_connection: ClickHouseConnection | None = None,
     reveal: bool = False,
 ) -> dict[str, Any]:
-    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models."""
+    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models.
+
+    Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
+    is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
     data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
     if name is not None:
         data["name"] = name

@@ -194,11 +194,17 @@ def test_tokens_page_creates_a_read_only_token(client, owner):
     assert ApiToken.objects.get(name="grafana").read_only is True
 
 
-def test_openapi_documents_the_403_on_changes_only(client, db):
+def test_openapi_documents_the_read_only_403_on_changes_only(client, db):
     paths = client.get("/api/v1/schema/?format=json").json()["paths"]
-    assert "403" in paths["/api/v1/pipelines/"]["post"]["responses"]
-    assert "403" in paths["/api/v1/pipelines/{id}/"]["patch"]["responses"]
-    assert "403" not in paths["/api/v1/pipelines/"]["get"]["responses"]
-    assert "403" not in paths["/api/v1/pipelines/{id}/diff/"]["post"]["responses"]
-    assert "403" not in paths["/api/v1/connections/kafka/diff/"]["post"]["responses"]
+
+    def refuses_read_only_tokens(method: str, path: str) -> bool:
+        return "read-only API token" in paths[path][method]["responses"].get("403", {}).get("description", "")
+
+    assert refuses_read_only_tokens("post", "/api/v1/pipelines/")
+    assert refuses_read_only_tokens("patch", "/api/v1/pipelines/{id}/")
+    assert refuses_read_only_tokens("delete", "/api/v1/pipelines/{id}/")
+    assert not refuses_read_only_tokens("get", "/api/v1/pipelines/")
+    assert not refuses_read_only_tokens("post", "/api/v1/pipelines/{id}/diff/")
+    assert not refuses_read_only_tokens("post", "/api/v1/connections/kafka/diff/")
+    assert not refuses_read_only_tokens("post", "/api/v1/pipelines/validate/")
     assert {p["name"] for p in paths["/api/v1/pipelines/"]["get"]["parameters"]} == {"name"}
