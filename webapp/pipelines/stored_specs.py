@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from spark_jobs.connections import connection_dict
+from spark_jobs.connections import connection_dict, spec_with_connections
 from spark_jobs.spec import (
     SPEC_VERSION,
     PipelineSpec,
@@ -76,28 +76,18 @@ def merge_connections(
     """A copy of a client's spec JSON with `version`, `name` and the connection sections (secrets masked) filled
     in from the models.
 
-    Only the levels it changes are copied (the top, `source`, `sink`): the client's spec is left as it was, and
-    a large one (thousands of fields, refused by the spec's caps) costs no deep copy on the way."""
-    data: dict[str, Any] = dict(spec)
-    data.setdefault("version", SPEC_VERSION)
+    Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
+    is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
+    data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
     if name is not None:
         data["name"] = name
-    if kafka_connection is not None:
-        source = data.get("source")
-        if isinstance(source, dict):
-            data["source"] = source = dict(source)
-            source["kafka"] = _section(kafka_connection, path="source.kafka")
-    if clickhouse_connection is not None:
-        sink = data.get("sink")
-        if isinstance(sink, dict):
-            data["sink"] = sink = dict(sink)
-            given = sink.get("clickhouse")
-            database = given.get("database") if isinstance(given, dict) else None
-            section = _section(clickhouse_connection, path="sink.clickhouse")
-            if isinstance(database, str) and database:
-                section["database"] = database  # the pipeline's target database, not the connection's default
-            sink["clickhouse"] = section
-    return data
+    # A section is read from its connection only where the spec has a place for it (else validation says so).
+    kafka = clickhouse = None
+    if kafka_connection is not None and isinstance(spec.get("source"), dict):
+        kafka = _section(kafka_connection, path="source.kafka")
+    if clickhouse_connection is not None and isinstance(spec.get("sink"), dict):
+        clickhouse = _section(clickhouse_connection, path="sink.clickhouse")
+    return spec_with_connections(data, kafka=kafka, clickhouse=clickhouse)
 
 
 def parse(
