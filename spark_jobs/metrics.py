@@ -10,6 +10,9 @@ Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read
   when no data came), so the worker can tell a stalled job from an idle one.
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
+A batch counts once: the totals remember the last batch they counted (`counted`: query id and batch id, in the
+same transaction, WATCHed), so a batch Spark runs again after a crash (the same id of the same query) updates
+the latest record only, never the totals, the series or the recent list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -32,6 +35,8 @@ RECENT_LIMIT = 100
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
+# The totals' field naming the last batch they counted: "<query id>/<batch id>".
+COUNTED_FIELD = "counted"
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
 
@@ -90,6 +95,7 @@ class BatchMetrics:
     input_rows_per_second: float = 0.0
     processed_rows_per_second: float = 0.0
     insert_ms_max: int = 0
+    query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
     version: int = 1
 
     def to_json(self) -> str:
@@ -138,6 +144,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
+        query_id=str(progress.get("id") or ""),
     )
 
 
@@ -198,13 +205,23 @@ class MetricsPublisher:
         log.info("%s", line)
         if not self.redis_url:
             return
-        try:
-            pipe = self._client().pipeline(transaction=True)
+        totals = totals_key(self.pipeline)
+        counted_as = f"{record.query_id}/{record.batch_id}"
+
+        def write(pipe: Any) -> None:
+            replayed = _already_counted(pipe.hget(totals, COUNTED_FIELD), record)
+            pipe.multi()
             pipe.set(latest_key(self.pipeline), line)
+            if replayed:
+                return
             pipe.lpush(recent_key(self.pipeline), line)
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
             self._add_to_history(pipe, record, line)
-            pipe.execute()
+            pipe.hset(totals, COUNTED_FIELD, counted_as)
+
+        try:
+            # WATCH the totals: a concurrent writer (there is none in normal operation) makes this run again.
+            self._client().transaction(write, totals)
         except Exception as exc:
             self._redis = None
             self._warn(exc)
@@ -223,6 +240,18 @@ class MetricsPublisher:
         pipe.hsetnx(totals, "since", record.timestamp)
         pipe.expire(history, self.history_max_age_s)
         pipe.expire(totals, self.history_max_age_s)
+
+
+def _already_counted(counted: bytes | str | None, record: BatchMetrics) -> bool:
+    """Whether the totals already hold this batch: the same query, and a batch id not above the last counted."""
+    if not counted:
+        return False
+    text = counted.decode() if isinstance(counted, bytes) else counted
+    query_id, _, batch_id = text.rpartition("/")
+    try:
+        return query_id == record.query_id and record.batch_id <= int(batch_id)
+    except ValueError:
+        return False
 
 
 class SinkStats:

@@ -51,6 +51,9 @@ PIPELINE_RESTART_BACKOFF_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF", 5.0)
 PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX", 300.0)
 PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
 PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
+# Workers on other hosts watch a job through its lease in Redis (worker.leases), renewed by the job's supervisor;
+# a job that cannot renew it for half this time stops itself, and one whose lease expired counts as lost.
+PIPELINE_LEASE_SECONDS = env_float("CLEARFLOW_JOB_LEASE", 120.0)
 # Beat is reported down when its last tick (a Redis key the watcher sets) is older than this.
 PIPELINE_BEAT_STALE_SECONDS = env_float("CLEARFLOW_BEAT_STALE", 60.0)
 # Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
