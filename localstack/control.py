@@ -206,6 +206,9 @@ def _pipelines_by_job(config: StackConfig) -> dict[str, dict[str, Any]]:
     try:
         import django
 
+        from localstack.up import quiet_django_logs
+
+        quiet_django_logs()
         django.setup()
         from webapp.pipelines.models import Pipeline, PipelineStatus
 

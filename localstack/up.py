@@ -385,6 +385,7 @@ def stop_pipeline_jobs() -> str:
     try:
         import django
 
+        quiet_django_logs()
         django.setup()
         from worker.supervisor import stop_stack_jobs
 
@@ -400,6 +401,13 @@ def stop_pipeline_jobs() -> str:
         stopped = jobs.stop_jobs(handles, timeout=JOB_STOP_TIMEOUT_SECONDS)
         return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False)
     return stop_summary(result.jobs, result.forced, recorded=result.recorded)
+
+
+def quiet_django_logs() -> None:
+    """The stack's own messages only: apps say hello at INFO when Django starts in this process."""
+    import logging
+
+    logging.getLogger("axes").setLevel(logging.WARNING)
 
 
 def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
