@@ -342,3 +342,41 @@ def test_the_next_start_resumes_the_pipeline_exactly_once(stack: Stack) -> None:
     assert wait_until(lambda: "clearflow: stopped\n" in run.output().replace("\r\n", "\n"), timeout=10)
     assert "stopped 1 pipeline job; it resumes on the next `make up`" in run.output()
     assert not _job_processes(stack)
+
+
+def test_make_down_stops_the_stack_started_in_the_background_with_its_jobs(stack: Stack) -> None:
+    if "pipeline_id" not in stack.state:
+        pytest.skip("needs the pipeline the first test deployed")
+    pipeline_id = stack.state["pipeline_id"]
+
+    def make(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-s", *args], cwd=REPO_ROOT, env=stack.env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+
+    started = make("up", "DETACH=1", timeout=START_TIMEOUT)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "ClearFlow is up" in started.stdout and "Stop: `make down`." in started.stdout
+    pid = int(re.search(r"running in the background \(pid (\d+)", started.stdout).group(1))
+    assert psutil.pid_exists(pid)
+
+    # The deployed pipeline starts again: stop the stack while its job is still starting.
+    assert wait_until(
+        lambda: stack.sql("SELECT count(*) FROM pipelines_pipelinerun WHERE ended_at IS NULL") == [(1,)], timeout=120
+    )
+    assert wait_until(lambda: bool(_job_processes(stack)), timeout=60)
+    status = make("status")
+    assert f"ClearFlow is running here (pid {pid}" in status.stdout, status.stdout
+    for service in ("kafka", "clickhouse", "redis", "web", "worker", "beat"):
+        assert re.search(rf"^\s+{service}\s+\d+\s+up\s", status.stdout, re.M), status.stdout
+    assert re.search(r"owned-by-the-stack \(pipeline-\d+\)\s+deploying\s+job pid \d+", status.stdout), status.stdout
+
+    down = make("down")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "clearflow: stopped 1 pipeline job; it resumes on the next `make up`" in down.stdout, down.stdout
+    assert not _job_processes(stack) and not (psutil.pid_exists(pid) and _not_zombie(pid))
+    outcomes = stack.sql("SELECT outcome FROM pipelines_pipelinerun WHERE pipeline_id = %s ORDER BY id", pipeline_id)
+    assert outcomes[-1] == ("stack_stop",) and ("failed",) not in outcomes
+    assert "ClearFlow is not running here" in make("status").stdout
+    assert "ClearFlow is not running here" in make("down").stdout
