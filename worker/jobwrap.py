@@ -118,10 +118,9 @@ class LeaseHolder:
                 chunk = log.read(1024 * 1024)
         except OSError:
             return None
-        text = chunk.decode("utf-8", errors="replace")
-        cut = text.rfind("\n") + 1  # only whole lines; the rest is read again next time
-        self._log_offset += len(text[:cut].encode("utf-8", errors="replace"))
-        found = STARTED_LINE.findall(text[:cut])
+        whole_lines = chunk[: chunk.rfind(b"\n") + 1]  # the rest is read again next time
+        self._log_offset += len(whole_lines)
+        found = STARTED_LINE.findall(whole_lines.decode("utf-8", errors="replace"))
         return found[-1] if found else None
 
     def tick(self, *, stop: Callable[[], None], kill: Callable[[], None], say: Callable[[str], None]) -> None:

@@ -14,8 +14,10 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import termios
 import threading
 import time
@@ -32,6 +34,7 @@ import psutil
 import psycopg
 import pytest
 
+from localstack import run_state
 from localstack.processes import free_port, wait_until
 from tests.spark_jobs.engine_helpers import event, produce
 from tests.worker.helpers import api_spec
@@ -105,6 +108,7 @@ class Stack:
             run = StackRun(process, output_path, pty_master=master)
             run.reader = threading.Thread(target=_copy_terminal, args=(master, output_path), daemon=True)
             run.reader.start()
+        self.state["run"] = run  # stopped at the end, whatever happens
         assert wait_until(lambda: run.up() or process.poll() is not None, timeout=START_TIMEOUT), run.output()
         assert process.poll() is None and run.up(), run.output()
         return run
@@ -146,8 +150,10 @@ def _copy_terminal(master: int, output_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    var_dir = tmp_path_factory.mktemp("stack-jobs")
+def stack() -> Iterator[Stack]:
+    # Not under pytest's numbered temp directories: another pytest run of the same user may rotate those away
+    # while this stack still runs in it.
+    var_dir = Path(tempfile.mkdtemp(prefix="clearflow-stack-jobs-"))
     ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web")}
     database = f"clearflow_jobs_{uuid.uuid4().hex[:8]}"
     env = {
@@ -175,8 +181,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         if running is not None and running.process.poll() is None:
             os.killpg(running.process.pid, signal.SIGTERM)
             running.process.wait(timeout=120)
+        if run_state.running_pid(var_dir) is not None:  # the one started in the background
+            subprocess.run(["make", "-s", "down"], cwd=REPO_ROOT, env=env, timeout=180, check=False)
         with psycopg.connect("postgres://clearflow@127.0.0.1:5432/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        shutil.rmtree(var_dir, ignore_errors=True)
 
 
 def _kill(pid: int) -> None:
@@ -232,14 +241,13 @@ def _topic(stack: Stack) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     name = f"stack-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": stack.env["KAFKA_BOOTSTRAP_SERVERS"]})
+    admin = AdminClient({"bootstrap.servers": stack.env["KAFKA_BOOTSTRAP_SERVERS"], "log_level": 0})
     admin.create_topics([NewTopic(name, 2, 1)])[name].result(60)
     return name
 
 
 def test_stopping_make_up_stops_its_pipeline_jobs(stack: Stack) -> None:
     run = stack.start()  # stdin closed: nothing may wait for an answer
-    stack.state["run"] = run
     assert "Password" not in run.output()
     stack.token = subprocess.run(
         [str(REPO_ROOT / ".venv" / "bin" / "python"), "manage.py", "create_api_token", "admin", "--name", "tests"],
@@ -321,7 +329,6 @@ def test_the_next_start_resumes_the_pipeline_exactly_once(stack: Stack) -> None:
     bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
 
     run = stack.start(terminal=True)  # from a terminal this time: still no prompt
-    stack.state["run"] = run
     assert "Password" not in run.output()
     # New events, and repeats of events written before the stop.
     produce(bootstrap, topic, _events("e", 500, 200) + _events("e", 350, 100))
