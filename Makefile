@@ -25,17 +25,16 @@ up: PURPOSE = up
 up: export CLEARFLOW_UP_STARTED_AT := $(shell date +%s.%N)
 # Ctrl-C stops the stack and its pipeline jobs (they resume at the next start). DETACH=1 runs it in the
 # background: `make status` tells what runs, `make down` stops it.
-up: install system-deps
+# system-deps first: what cannot be installed is named within seconds, before pip installs anything.
+up: system-deps install
 	@$(PY) -m localstack up $(if $(DETACH),--detach)
 
-down:
-	@$(PY) -m localstack down
-
-status:
-	@$(PY) -m localstack status
+down status:
+	@test -x $(PY) || { echo "clearflow: not installed here yet; \`make up\` installs and starts it"; exit 0; } \
+		&& $(PY) -m localstack $@
 
 test: PURPOSE = test
-test: install system-deps lint
+test: system-deps install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

@@ -105,7 +105,7 @@ def down() -> int:
     started = time.monotonic()
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    while run_state.running_pid(config.var_dir) is not None:
+    while run_state.running_pid(config.var_dir) is not None or _alive(pid):  # the lock goes just before the exit
         if time.monotonic() - started > DOWN_TIMEOUT_SECONDS:
             _say(f"still stopping after {DOWN_TIMEOUT_SECONDS} s; see {config.var_dir / 'log' / 'up.log'}")
             return 1
@@ -222,5 +222,5 @@ def _pipelines_by_job(config: StackConfig) -> dict[str, dict[str, Any]]:
             for p in deployed
         }
     except Exception as error:
-        print(f"  (pipelines unknown: the database did not answer: {str(error).strip().splitlines()[0]})")
+        print(f"  (could not read the pipelines from the database: {str(error).strip().splitlines()[0]})")
         return {}

@@ -89,6 +89,7 @@ class Stack:
                 )
             run = StackRun(process, output_path)
         else:
+            output_path.touch()
             master, slave = pty.openpty()
 
             def controlling_terminal() -> None:  # what a terminal emulator does for the shell it starts
