@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from worker import leases
+
 LOG_NAME = "job.log"
 EXIT_CODE_NAME = "exit_code"
 # What the runner logs once the streaming query has started (spark_jobs/run.py).
@@ -80,7 +82,7 @@ class LeaseHolder:
         self.run_dir = run_dir
         self.term = term_seconds
         self.log_path = log_path
-        self.renew_every = max(0.5, term_seconds / leases().RENEWALS_PER_TERM)
+        self.renew_every = max(0.5, term_seconds / leases.RENEWALS_PER_TERM)
         self.renewed_at = time.monotonic()  # the start counts as a renewal: the fence clock starts now
         self.application: str | None = None
         self._log_offset = 0
@@ -104,7 +106,7 @@ class LeaseHolder:
         if self.application:
             fields["application"] = self.application
         try:
-            request = leases().write(self.client(), self.run_dir, term_seconds=self.term, **fields)
+            request = leases.write(self.client(), self.run_dir, term_seconds=self.term, **fields)
         except Exception:
             self._client = None
             raise
@@ -129,11 +131,11 @@ class LeaseHolder:
             request = self.renew()
         except Exception as exc:
             lost_for = time.monotonic() - self.renewed_at
-            if lost_for >= self.term * leases().FENCE_KILL_AT:
+            if lost_for >= self.term * leases.FENCE_KILL_AT:
                 self.fenced = True
                 say(f"the lease could not be renewed for {lost_for:.0f} s ({exc}): killing the job")
                 kill()
-            elif lost_for >= self.term * leases().FENCE_STOP_AT and not self._stopping:
+            elif lost_for >= self.term * leases.FENCE_STOP_AT and not self._stopping:
                 self._stopping = self.fenced = True
                 say(
                     f"the lease could not be renewed for {lost_for:.0f} s ({exc}): stopping the job, since a worker "
@@ -141,23 +143,17 @@ class LeaseHolder:
                 )
                 stop()
             return
-        if request == leases().STOP_KILL:
+        if request == leases.STOP_KILL:
             say("a worker asked to kill the job")
             kill()
-        elif request == leases().STOP_TERM and not self._stopping:
+        elif request == leases.STOP_TERM and not self._stopping:
             self._stopping = True
             say("a worker asked to stop the job")
             stop()
 
     def end(self, *, exit_code: int, log_tail: str) -> None:
         with contextlib.suppress(Exception):
-            leases().end(self.client(), self.run_dir, exit_code=exit_code, ended=time.time(), log_tail=log_tail)
-
-
-def leases() -> Any:
-    from worker import leases as module
-
-    return module
+            leases.end(self.client(), self.run_dir, exit_code=exit_code, ended=time.time(), log_tail=log_tail)
 
 
 def _spec_secrets(spec: Path | None) -> list[str]:
