@@ -35,7 +35,8 @@ import psycopg
 import pytest
 
 from localstack import run_state
-from localstack.processes import free_port, wait_until
+from localstack.processes import wait_until
+from tests.localstack.stack_env import stack_env
 from tests.spark_jobs.engine_helpers import event, produce
 from tests.worker.helpers import api_spec
 
@@ -155,23 +156,13 @@ def stack() -> Iterator[Stack]:
     # Not under pytest's numbered temp directories: another pytest run of the same user may rotate those away
     # while this stack still runs in it.
     var_dir = Path(tempfile.mkdtemp(prefix="clearflow-stack-jobs-"))
-    ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web")}
-    database = f"clearflow_jobs_{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "CLEARFLOW_VAR_DIR": str(var_dir),
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{ports['kafka']}",
-        "CLICKHOUSE_HOST": "127.0.0.1",
-        "CLICKHOUSE_PORT": str(ports["clickhouse"]),
-        "REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
-        "WEB_BIND": f"127.0.0.1:{ports['web']}",
-        "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
-        "CLEARFLOW_WATCH_INTERVAL": "1",
-        "CLEARFLOW_TRIGGER_INTERVAL": "500 milliseconds",
-        "CLEARFLOW_SPARK_CONF": "spark.ui.enabled=false",
-    }
-    for name in ("DJANGO_SETTINGS_MODULE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
-        env.pop(name, None)
+    made = stack_env(var_dir, database_prefix="clearflow_jobs")
+    env, ports, database = made.env, made.ports, made.database
+    env.update(
+        CLEARFLOW_WATCH_INTERVAL="1",
+        CLEARFLOW_TRIGGER_INTERVAL="500 milliseconds",
+        CLEARFLOW_SPARK_CONF="spark.ui.enabled=false",
+    )
     stack = Stack(var_dir, env, ports, database)
     try:
         yield stack
