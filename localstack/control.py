@@ -97,7 +97,7 @@ def down() -> int:
             _say(f"ClearFlow is not running here ({config.var_dir}).")
             return 0
         _say(f"ClearFlow is not running here, but {len(leftovers)} pipeline job(s) it started still run: stopping them")
-        return _stop_leftover_jobs()
+        return _stop_leftover_jobs(config)
     if pid < 0:
         _say(f"ClearFlow runs here but its pid is unreadable ({run_state.run_dir(config.var_dir)}); stop it there.")
         return 1
@@ -127,10 +127,11 @@ def _run_root(config: StackConfig) -> Path:
     return Path(os.environ.get("CLEARFLOW_RUN_ROOT") or config.var_dir / "runs")
 
 
-def _stop_leftover_jobs() -> int:
+def _stop_leftover_jobs(config: StackConfig) -> int:
     from localstack.up import stop_pipeline_jobs
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+    os.environ.setdefault("CLEARFLOW_VAR_DIR", str(config.var_dir))
     words = stop_pipeline_jobs()
     if words:
         _say(words)
@@ -162,7 +163,7 @@ def status() -> int:
             address = f"{config.redis_host}:{config.redis_port}"
             print(f"  {'redis':<11} {'-':>8}  {'up':<7} {address:<28} (one that already ran: not the stack's)")
     print()
-    _print_jobs(config)
+    _print_jobs(config, stack_runs=pid is not None)
     return 0
 
 
@@ -173,7 +174,7 @@ def _alive(pid: Any) -> bool:
         return False
 
 
-def _print_jobs(config: StackConfig) -> None:
+def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
     """Each job process of this stack with its pipeline (from the database, when it answers), and the deployed
     pipelines that wait for the next start."""
     from worker import jobs
@@ -196,7 +197,10 @@ def _print_jobs(config: StackConfig) -> None:
     waiting = [p for name, p in pipelines.items() if p["waits"] and name not in running]
     if waiting:
         names = ", ".join(p["name"] for p in waiting)
-        print(f"  Deployed, not running now: {names}: they start with the stack.")
+        if stack_runs:
+            print(f"  Deployed, their job not started yet: {names} (the worker starts them; see their pages).")
+        else:
+            print(f"  Deployed, not running now: {names}: they start with the stack.")
 
 
 def _pipelines_by_job(config: StackConfig) -> dict[str, dict[str, Any]]:
