@@ -10,9 +10,10 @@ Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read
   when no data came), so the worker can tell a stalled job from an idle one.
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
-A batch counts once: the totals remember the last batch they counted (`counted`: query id and batch id, in the
-same transaction, WATCHed), so a batch Spark runs again after a crash (the same id of the same query) updates
-the latest record only, never the totals, the series or the recent list twice.
+A batch counts once: the totals remember the batches they counted (`counted`: the query id and its last
+COUNTED_KEEP batch ids, read under WATCH and written in the same transaction), so a batch Spark runs again after
+a crash (the same id of the same query) updates the latest record only, never the totals, the series or the
+recent list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -35,8 +36,10 @@ RECENT_LIMIT = 100
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
-# The totals' field naming the last batch they counted: "<query id>/<batch id>".
+# The totals' field naming the batches they counted: {"query": <query id>, "batches": [<batch id>, ...]}, the
+# newest COUNTED_KEEP ids (Spark replays only the batch it was running; the margin costs a few hundred bytes).
 COUNTED_FIELD = "counted"
+COUNTED_KEEP = 100
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
 
@@ -206,18 +209,18 @@ class MetricsPublisher:
         if not self.redis_url:
             return
         totals = totals_key(self.pipeline)
-        counted_as = f"{record.query_id}/{record.batch_id}"
 
         def write(pipe: Any) -> None:
-            replayed = _already_counted(pipe.hget(totals, COUNTED_FIELD), record)
+            counted = _counted_batches(pipe.hget(totals, COUNTED_FIELD), record.query_id)
             pipe.multi()
             pipe.set(latest_key(self.pipeline), line)
-            if replayed:
+            if record.batch_id in counted:  # a replay
                 return
             pipe.lpush(recent_key(self.pipeline), line)
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
             self._add_to_history(pipe, record, line)
-            pipe.hset(totals, COUNTED_FIELD, counted_as)
+            batches = sorted({*counted, record.batch_id})[-COUNTED_KEEP:]
+            pipe.hset(totals, COUNTED_FIELD, json.dumps({"query": record.query_id, "batches": batches}))
 
         try:
             # WATCH the totals: a concurrent writer (there is none in normal operation) makes this run again.
@@ -242,16 +245,13 @@ class MetricsPublisher:
         pipe.expire(totals, self.history_max_age_s)
 
 
-def _already_counted(counted: bytes | str | None, record: BatchMetrics) -> bool:
-    """Whether the totals already hold this batch: the same query, and a batch id not above the last counted."""
-    if not counted:
-        return False
-    text = counted.decode() if isinstance(counted, bytes) else counted
-    query_id, _, batch_id = text.rpartition("/")
+def _counted_batches(raw: bytes | str | None, query_id: str) -> list[int]:
+    """The batch ids of `query_id` the totals already hold ([] for another query: a new checkpoint)."""
     try:
-        return query_id == record.query_id and record.batch_id <= int(batch_id)
-    except ValueError:
-        return False
+        counted = json.loads(raw) if raw else {}
+        return [int(b) for b in counted.get("batches", [])] if counted.get("query") == query_id else []
+    except (ValueError, TypeError, AttributeError):
+        return []
 
 
 class SinkStats:
