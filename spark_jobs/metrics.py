@@ -10,10 +10,10 @@ Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read
   when no data came), so the worker can tell a stalled job from an idle one.
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
-A batch counts once: the totals remember the batches they counted (`counted`: the query id and its last
-COUNTED_KEEP batch ids, read under WATCH and written in the same transaction), so a batch Spark runs again after
-a crash (the same id of the same query) updates the latest record only, never the totals, the series or the
-recent list twice.
+A batch counts once: `clearflow:metrics:<pipeline name>:counted` (STRING, JSON: the query id and its newest
+COUNTED_KEEP batch ids) remembers the batches the totals hold; it is read under WATCH and written in the same
+transaction, so a batch Spark runs again after a crash (the same id of the same query) updates the latest record
+only, never the totals, the series or the recent list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -36,9 +36,8 @@ RECENT_LIMIT = 100
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
-# The totals' field naming the batches they counted: {"query": <query id>, "batches": [<batch id>, ...]}, the
-# newest COUNTED_KEEP ids (Spark replays only the batch it was running; the margin costs a few hundred bytes).
-COUNTED_FIELD = "counted"
+# The batches the totals hold: {"query": <query id>, "batches": [<batch id>, ...]}, the newest COUNTED_KEEP ids
+# (Spark replays only the batch it was running; the margin costs a few hundred bytes).
 COUNTED_KEEP = 100
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
@@ -58,6 +57,10 @@ def history_key(pipeline: str) -> str:
 
 def totals_key(pipeline: str) -> str:
     return f"{KEY_PREFIX}{pipeline}:totals"
+
+
+def counted_key(pipeline: str) -> str:
+    return f"{KEY_PREFIX}{pipeline}:counted"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -208,10 +211,10 @@ class MetricsPublisher:
         log.info("%s", line)
         if not self.redis_url:
             return
-        totals = totals_key(self.pipeline)
+        counted_at = counted_key(self.pipeline)
 
         def write(pipe: Any) -> None:
-            counted = _counted_batches(pipe.hget(totals, COUNTED_FIELD), record.query_id)
+            counted = _counted_batches(pipe.get(counted_at), record.query_id)
             pipe.multi()
             pipe.set(latest_key(self.pipeline), line)
             if record.batch_id in counted:  # a replay
@@ -220,11 +223,12 @@ class MetricsPublisher:
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
             self._add_to_history(pipe, record, line)
             batches = sorted({*counted, record.batch_id})[-COUNTED_KEEP:]
-            pipe.hset(totals, COUNTED_FIELD, json.dumps({"query": record.query_id, "batches": batches}))
+            counted_now = json.dumps({"query": record.query_id, "batches": batches})
+            pipe.set(counted_at, counted_now, ex=self.history_max_age_s)
 
         try:
-            # WATCH the totals: a concurrent writer (there is none in normal operation) makes this run again.
-            self._client().transaction(write, totals)
+            # WATCHed: a concurrent writer (there is none in normal operation) makes this run again.
+            self._client().transaction(write, counted_at)
         except Exception as exc:
             self._redis = None
             self._warn(exc)
