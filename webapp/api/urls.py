@@ -17,6 +17,7 @@ urlpatterns = [
     path("audits/", include(audit_urls.urlpatterns)),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
+    path("me/", apis.MeApi.as_view(), name="me"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -10,20 +12,25 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from spark_jobs.connections import spec_without_connections
+from spark_jobs.spec import SpecError, parse_spec
 from webapp.connections import clickhouse_client
-from webapp.connections.models import ClickHouseConnection
-from webapp.pipelines import metrics, runtime
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.core.changes import Change, json_changes
+from webapp.pipelines import metrics, runtime, stored_specs
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 
 
-def pipeline_list(*, user: AbstractBaseUser) -> QuerySet[Pipeline]:
-    """The user's pipelines by name, with their connections and current version loaded."""
-    return (
-        Pipeline.objects.filter(owner=user)
-        .select_related("kafka_connection", "clickhouse_connection", "current_version", "deployed_version")
-        .order_by("name", "id")
-    )
+def pipeline_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[Pipeline]:
+    """The user's pipelines by name (only the one called `name`, when given), with their connections and
+    current version loaded."""
+    pipelines = Pipeline.objects.filter(owner=user)
+    if name is not None:
+        pipelines = pipelines.filter(name=name)
+    return pipelines.select_related(
+        "kafka_connection", "clickhouse_connection", "current_version", "deployed_version"
+    ).order_by("name", "id")
 
 
 def pipeline_get(*, user: AbstractBaseUser, pk: Any) -> Pipeline:
@@ -45,6 +52,56 @@ def pipeline_version_get(*, pipeline: Pipeline, number: Any) -> PipelineVersion:
     except (TypeError, ValueError):
         raise Http404("No such version.") from None
     return get_object_or_404(pipeline_version_list(pipeline=pipeline), number=number)
+
+
+@dataclass(frozen=True)
+class PipelineChanges:
+    """What saving a spec (and connections) as the pipeline's new version would change."""
+
+    changes: list[Change] = field(default_factory=list)  # paths `kafka_connection`, `clickhouse_connection`, `spec.…`
+    redeploys: bool = False  # the pipeline runs or is being deployed: saving the change redeploys it
+    checkpoint_problems: list[str] = field(default_factory=list)  # why the change cannot use the checkpoint
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+def _comparable(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored spec as it would be stored today (old field names read), without its connections' details: those
+    belong to the connections, and a version made before a connection was edited still holds the old ones."""
+    with contextlib.suppress(SpecError):  # a spec from before a rule existed is compared as it is
+        stored = parse_spec(dict(stored)).to_dict()
+    return spec_without_connections(stored)
+
+
+def pipeline_changes(
+    *,
+    pipeline: Pipeline,
+    spec: Mapping[str, Any],
+    kafka_connection: KafkaConnection | None = None,
+    clickhouse_connection: ClickHouseConnection | None = None,
+) -> PipelineChanges:
+    """Compare `spec` (a client's spec, as `services.pipeline_update` takes it) and the connections with the
+    pipeline's current version. Raises SpecError for a spec that update would refuse."""
+    kafka = kafka_connection or pipeline.kafka_connection
+    clickhouse = clickhouse_connection or pipeline.clickhouse_connection
+    parsed = stored_specs.parse(spec, name=pipeline.name, kafka_connection=kafka, clickhouse_connection=clickhouse)
+    proposed = stored_specs.to_stored(parsed)
+    changes = [
+        Change(name, old.name, new.name)
+        for name, old, new in (
+            ("kafka_connection", pipeline.kafka_connection, kafka),
+            ("clickhouse_connection", pipeline.clickhouse_connection, clickhouse),
+        )
+        if old.pk != new.pk
+    ]
+    changes += json_changes(_comparable(pipeline.spec or {}), _comparable(proposed), "spec")
+    problems: list[str] = []
+    if changes and pipeline.deployed_version is not None and pipeline.runs.exists():
+        problems = stored_specs.checkpoint_incompatibilities(pipeline.deployed_version.spec, proposed)
+    redeploys = bool(changes) and pipeline.status in (PipelineStatus.RUNNING, PipelineStatus.DEPLOY_REQUESTED)
+    return PipelineChanges(changes=changes, redeploys=redeploys, checkpoint_problems=problems)
 
 
 def pipeline_mapping_suggest(
