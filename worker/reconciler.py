@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from spark_jobs.protocol import ExitCode
 from spark_jobs.spec import SpecError
+from webapp.core import queue
 from webapp.pipelines import services
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
@@ -142,7 +143,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
         app_id = job.started_application()
         if app_id:
             services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
-            transaction.on_commit(lambda: _audit_when_running(pipeline.pk))
+            transaction.on_commit(lambda: queue.audit_pipeline(pipeline_id=pipeline.pk))
         elif _older_than(run.started_at, settings.PIPELINE_START_TIMEOUT_SECONDS, now):
             _kill(run, job, f"The job did not start within {settings.PIPELINE_START_TIMEOUT_SECONDS:.0f} s.")
         return None
@@ -154,16 +155,6 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
     if _older_than(last, settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS, now):
         _kill(run, job, f"The job sent no heartbeat for {settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS:.0f} s (stalled).")
     return None
-
-
-def _audit_when_running(pipeline_id: int) -> None:
-    """The job's query has started (its table exists): audit the table now, not only at the next round."""
-    from worker.tasks import audit_pipeline
-
-    try:
-        audit_pipeline.delay(pipeline_id=pipeline_id)
-    except Exception as exc:  # the broker is down: the periodic round audits it later
-        log.warning("pipeline %s: could not enqueue its first audit: %s", pipeline_id, exc)
 
 
 def _older_than(moment: datetime, seconds: float, now: datetime) -> bool:
