@@ -9,6 +9,10 @@ with the functions below, one per client library:
 - `kafka_connector_options(kafka)`: Spark's Kafka connector (the job's Java Kafka client);
 - `clickhouse_connect_kwargs(clickhouse, ca_cert=...)`: clickhouse-connect (the web app and the job's writer).
 
+A pipeline spec names its connections' details in `source.kafka` and `sink.clickhouse`; the web app stores specs
+with them filled in from saved connections, and pipeline files (the `clearflow` command) leave them out.
+`spec_with_connections` and `spec_without_connections` move between the two forms.
+
 Adding a connection setting: a field here, its line in the function(s) above, and the Django model's field
 with its migration. Secrets are `SecretStr` (masked in `repr`); the functions return them in clear, so their
 results are never logged. No Spark and no Django import here.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -152,6 +157,51 @@ def connection_dict(connection: BaseModel, *, reveal_secrets: bool) -> dict[str,
     return data
 
 
+# -- a pipeline spec's connection sections ------------------------------------------------------------------
+
+# `sink.clickhouse.database` is the pipeline's target database, not a detail of the connection (whose `database`
+# is only the default a new pipeline starts from).
+PIPELINE_DATABASE = "database"
+
+
+def spec_with_connections(
+    spec: Mapping[str, Any], *, kafka: Mapping[str, Any] | None = None, clickhouse: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A copy of `spec` (a pipeline spec's JSON) with `source.kafka` set to `kafka` and `sink.clickhouse` to
+    `clickhouse` (sections as `connection_dict` writes them), when given. A `sink.clickhouse.database` the spec
+    gives is kept. Sections that are not objects are left for the spec's validation to report. Only the levels it
+    changes are copied (the top, `source`, `sink`): `spec` is left as it was, and a large one costs no deep copy."""
+    data: dict[str, Any] = dict(spec)
+    source, sink = data.get("source"), data.get("sink")
+    if kafka is not None and isinstance(source, dict):
+        data["source"] = {**source, "kafka": dict(kafka)}
+    if clickhouse is not None and isinstance(sink, dict):
+        given = sink.get("clickhouse")
+        database = given.get(PIPELINE_DATABASE) if isinstance(given, dict) else None
+        section = dict(clickhouse)
+        if isinstance(database, str) and database:
+            section[PIPELINE_DATABASE] = database
+        data["sink"] = {**sink, "clickhouse": section}
+    return data
+
+
+def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `spec` without what its connections give: no `source.kafka`, and of `sink.clickhouse` only
+    `database` (the part of a spec a pipeline file holds, and what says whether two versions differ). Only the
+    levels it changes are copied."""
+    data: dict[str, Any] = dict(spec)
+    source, sink = data.get("source"), data.get("sink")
+    if isinstance(source, dict):
+        data["source"] = {k: v for k, v in source.items() if k != "kafka"}
+    if isinstance(sink, dict) and "clickhouse" in sink:
+        section = sink["clickhouse"]
+        if isinstance(section, dict) and PIPELINE_DATABASE in section:
+            data["sink"] = {**sink, "clickhouse": {PIPELINE_DATABASE: section[PIPELINE_DATABASE]}}
+        else:
+            data["sink"] = {k: v for k, v in sink.items() if k != "clickhouse"}
+    return data
+
+
 # -- Kafka: librdkafka (confluent-kafka) ------------------------------------------------------------------
 
 
@@ -257,6 +307,7 @@ def write_ca_file(pem: str) -> str:
 
 __all__ = [
     "KAFKA_SECRET_OPTIONS",
+    "PIPELINE_DATABASE",
     "SECRET_MASK",
     "ClickHouseConnectionSpec",
     "KafkaConnectionSpec",
@@ -266,5 +317,7 @@ __all__ = [
     "kafka_connector_options",
     "librdkafka_config",
     "secret_fields",
+    "spec_with_connections",
+    "spec_without_connections",
     "write_ca_file",
 ]

@@ -39,6 +39,7 @@ class Task(StrEnum):
     # The duplicate audit (the default queue).
     AUDITS_SCHEDULE = "clearflow.audits_schedule"
     AUDIT_TABLE_CHECK = "clearflow.audit_table_check"
+    AUDIT_PIPELINE = "clearflow.audit_pipeline"  # a pipeline's query started: audit its table now if due
 
 
 # The glob that routes every pipeline task to the pipeline queue (Celery's `task_routes`).
@@ -71,6 +72,12 @@ def totals_key(job: str) -> str:
     return f"{METRICS_KEY_PREFIX}{job}:totals"
 
 
+def counted_key(job: str) -> str:
+    """STRING: JSON {"query": <query id>, "batches": [<batch id>, ...]}, the newest COUNTED_KEEP batch ids the
+    totals hold, so a batch Spark runs again after a crash counts once (written by the job with the totals)."""
+    return f"{METRICS_KEY_PREFIX}{job}:counted"
+
+
 def heartbeat_key(job: str) -> str:
     """STRING: epoch seconds of the job's last progress or idle event, so the worker can tell a stalled job from
     an idle one (written by the job, read by the reconciler)."""
@@ -95,6 +102,8 @@ RECENT_LIMIT = 100
 # at one batch per second, a week at one batch per minute.
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
+# Spark replays only the batch it was running; the margin costs a few hundred bytes.
+COUNTED_KEEP = 100
 HEARTBEAT_EVERY_SECONDS = 5.0
 HEARTBEAT_TTL_SECONDS = 24 * 3600
 JOB_LOG_TTL_SECONDS = 7 * 24 * 3600
@@ -108,6 +117,9 @@ class RunFiles:
     SPEC = "spec.json"  # written by the worker (mode 0600: it holds secrets), removed when the job ends
     LOG = "job.log"  # the job's output, appended by its wrapper
     EXIT_CODE = "exit_code"  # written by the wrapper when the job ends
+    # Written before the stack stops the job: the run ended because the stack stopped, not because the job failed
+    # (the pipeline stays deployed and starts again with the stack).
+    STOPPED_WITH_STACK = "stopped_with_stack"
 
 
 class ExitCode:
@@ -117,6 +129,7 @@ class ExitCode:
     FAILED = 1  # the query failed; the cause is logged
     INVALID_SPEC = 2  # the spec is invalid: a restart cannot help
     WRAPPER_FAILED = 70  # the wrapper itself failed to run the job
+    LEASE_LOST = 75  # stopped because its lease could not be renewed (EX_TEMPFAIL: a restart may work)
 
 
 # The line `spark_jobs.run` logs once the streaming query has started; the worker reads the application id
@@ -151,6 +164,7 @@ class BatchMetrics:
     input_rows_per_second: float = 0.0
     processed_rows_per_second: float = 0.0
     insert_ms_max: int = 0
+    query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
     version: int = 1
 
     def to_json(self) -> str:
@@ -159,6 +173,7 @@ class BatchMetrics:
 
 __all__ = [
     "CELERY_TASKS_KEY",
+    "COUNTED_KEEP",
     "COUNTER_LABEL_SEPARATOR",
     "HEARTBEAT_EVERY_SECONDS",
     "HEARTBEAT_TTL_SECONDS",
@@ -177,6 +192,7 @@ __all__ = [
     "ExitCode",
     "RunFiles",
     "Task",
+    "counted_key",
     "heartbeat_key",
     "history_key",
     "job_log_key",

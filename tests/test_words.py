@@ -12,8 +12,11 @@ import pytest
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = re.compile(r"\bthe issue\b|\bissue's\b|\bissue #?\d+|(?<!user-)\bagents?\b", re.IGNORECASE)
-FOLDERS = ("spark_jobs", "webapp", "worker", "localstack", "tests", "docs", "bench", "frontend", "nginx", "docker")
+WORDS = re.compile(r"\bthe issue\b|(?<!spec )\bissue's\b|\bissue #?\d+|(?<!user-)\bagents?\b", re.IGNORECASE)
+FOLDERS = (
+    "spark_jobs", "webapp", "worker", "clearflow", "clients", "localstack",
+    "tests", "docs", "bench", "frontend", "nginx", "docker",
+)  # fmt: skip
 FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", ".ci/run")
 SUFFIXES = {".py", ".md", ".html", ".js", ".css", ".sh", ".toml", ".yml", ".yaml", ".conf", ".json", ".txt"}
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("webapp.audits.api_urls")),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
+    path("me/", apis.MeApi.as_view(), name="me"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Under ClearFlow's header (webapp/templates/api/): the way back to the app.
     path(

@@ -7,6 +7,7 @@ from webapp.connections import apis, key_advice_apis
 urlpatterns = [
     path("kafka/", apis.KafkaConnectionListCreateApi.as_view(), name="kafka-connections"),
     path("kafka/test/", apis.KafkaConnectionTestUnsavedApi.as_view(), name="kafka-connection-test-unsaved"),
+    path("kafka/diff/", apis.KafkaConnectionDiffApi.as_view(), name="kafka-connection-diff"),
     path("kafka/<int:pk>/", apis.KafkaConnectionDetailApi.as_view(), name="kafka-connection"),
     path("kafka/<int:pk>/test/", apis.KafkaConnectionTestApi.as_view(), name="kafka-connection-test"),
     path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
@@ -19,6 +20,7 @@ urlpatterns = [
     path(
         "clickhouse/test/", apis.ClickHouseConnectionTestUnsavedApi.as_view(), name="clickhouse-connection-test-unsaved"
     ),
+    path("clickhouse/diff/", apis.ClickHouseConnectionDiffApi.as_view(), name="clickhouse-connection-diff"),
     path("clickhouse/<int:pk>/", apis.ClickHouseConnectionDetailApi.as_view(), name="clickhouse-connection"),
     path("clickhouse/<int:pk>/test/", apis.ClickHouseConnectionTestApi.as_view(), name="clickhouse-connection-test"),
     path("clickhouse/<int:pk>/databases/", apis.ClickHouseDatabaseListApi.as_view(), name="clickhouse-databases"),

@@ -54,3 +54,9 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
 def alert_deliver(*, delivery_id: int) -> None:
     """Send one alert notification. Not sent, the delivery stays "pending" and the history page says so."""
     send(Task.ALERT_DELIVER, queue=settings.ALERT_QUEUE, delivery_id=delivery_id)
+
+
+def audit_pipeline(*, pipeline_id: int) -> None:
+    """A pipeline's query has started (its table exists): audit the table now if it is due, not only at the next
+    round. Not sent, the periodic round audits it later."""
+    send(Task.AUDIT_PIPELINE, pipeline_id=pipeline_id)

@@ -3,7 +3,7 @@ letters, log)."""
 
 from django.urls import path
 
-from webapp.pipelines import apis, exactly_once_apis, observe_apis
+from webapp.pipelines import apis, diff_apis, exactly_once_apis, observe_apis
 
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("mapping/", apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
     path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
     path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
+    path("<int:pk>/diff/", diff_apis.PipelineDiffApi.as_view(), name="pipeline-diff"),
     path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
     path("<int:pk>/table-dedup/", exactly_once_apis.TableDedupEnableApi.as_view(), name="pipeline-table-dedup"),
     path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),

@@ -1,4 +1,5 @@
-"""REST API for pipelines: CRUD with the spec JSON, validate, deploy, stop, resume, status, versions."""
+"""REST API for pipelines: CRUD with the spec JSON, find by name, validate, deploy, stop, resume, status,
+versions (the diff of a spec against the current version: `diff_apis`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
+from spark_jobs.limits import FIELDS, size_issues
+from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import validated_input
+from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
 from webapp.pipelines import exactly_once, selectors, services, type_fit
 from webapp.pipelines.exactly_once_apis import (
@@ -33,6 +36,9 @@ class SpecField(serializers.JSONField):
     """The pipeline spec (spark_jobs.spec v1); `source.kafka` and `sink.clickhouse` come from the connections."""
 
     def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and (too_large := size_issues(data)):
+            # Before anything reads the whole spec: a spec over its caps costs no more work (paths `spec.…`).
+            raise SpecError([SpecIssue(path, message) for path, message in too_large])
         value = super().to_internal_value(data)
         if not isinstance(value, dict):
             raise serializers.ValidationError("A pipeline spec must be a JSON object.")
@@ -148,11 +154,14 @@ class MappingFieldInput(serializers.Serializer):
 
 
 class MappingInput(serializers.Serializer):
-    fields = MappingFieldInput(many=True, allow_empty=False)
+    fields = MappingFieldInput(many=True, allow_empty=False, max_length=FIELDS.maximum)
     clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
-        max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+        max_length=255,
+        required=False,
+        help_text="An existing table (its columns are matched), or the name of one to create (columns are proposed, "
+        "as when it is left out).",
     )
     order_by = serializers.ListField(
         child=serializers.CharField(max_length=500),
@@ -180,6 +189,9 @@ class MappingOutput(serializers.Serializer):
     columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
     unmapped_required = serializers.ListField(child=serializers.CharField())
     unmapped_fields = serializers.ListField(child=serializers.CharField())
+    create_table = serializers.BooleanField(
+        help_text="True when the table does not exist yet: the columns are proposed for it (spec.sink.create_table)."
+    )
 
 
 class ValidationOutput(serializers.Serializer):
@@ -259,7 +271,7 @@ class PipelineVersionOutput(serializers.ModelSerializer):
         fields = ["number", "spec", "note", "created_by", "created_at"]
 
 
-def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
     out = {}
     for name, getter in (
@@ -275,9 +287,16 @@ def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
 
 
 class PipelineListCreateApi(APIView):
-    @extend_schema(tags=TAG, operation_id="pipelines_list", responses=PipelineOutput(many=True))
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_list",
+        parameters=[NameQuery],
+        responses={200: PipelineOutput(many=True), **ERROR_RESPONSES},
+    )
     def get(self, request: Request) -> Response:
-        return Response(PipelineOutput(selectors.pipeline_list(user=request.user), many=True).data)
+        query = validated_input(NameQuery, request.query_params)
+        pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"))
+        return Response(PipelineOutput(pipelines, many=True).data)
 
     @extend_schema(
         tags=TAG,
@@ -287,7 +306,7 @@ class PipelineListCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineCreateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_create(owner=request.user, **data)
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
@@ -318,7 +337,7 @@ class PipelineDetailApi(APIView):
     def patch(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineUpdateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
         return Response(PipelineOutput(pipeline).data)
 
@@ -349,6 +368,8 @@ class PipelineVersionListApi(APIView):
 
 
 class PipelineSpecValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate_spec",
@@ -358,24 +379,27 @@ class PipelineSpecValidateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         return Response(ValidationOutput(_validated(**data)).data)
 
 
 class PipelineMappingApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_mapping_suggest",
         description=(
             "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
-            "incompatible types and required columns left unmapped, or for a new table with default types."
+            "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
+            "does not exist yet in the database) with default types."
         ),
         request=MappingInput,
         responses={200: MappingOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request) -> Response:
         data = validated_input(MappingInput, request.data)
-        connections = _connections(request, data)
+        connections = connections_of(request, data)
         suggestion = selectors.pipeline_mapping_suggest(
             fields=[SourceField(**f) for f in data["fields"]],
             clickhouse_connection=connections.get("clickhouse_connection"),
@@ -387,6 +411,8 @@ class PipelineMappingApi(APIView):
 
 
 class PipelineValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate",

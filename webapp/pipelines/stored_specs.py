@@ -12,13 +12,12 @@ engine's spec module, no Spark import).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from spark_jobs.connections import connection_dict
+from spark_jobs.connections import connection_dict, spec_with_connections
 from spark_jobs.spec import (
     SPEC_VERSION,
     PipelineSpec,
@@ -75,25 +74,20 @@ def merge_connections(
     clickhouse_connection: ClickHouseConnection | None = None,
 ) -> dict[str, Any]:
     """A copy of a client's spec JSON with `version`, `name` and the connection sections (secrets masked) filled
-    in from the models."""
-    data: dict[str, Any] = copy.deepcopy(dict(spec))
-    data.setdefault("version", SPEC_VERSION)
+    in from the models.
+
+    Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
+    is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
+    data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
     if name is not None:
         data["name"] = name
-    if kafka_connection is not None:
-        source = data.get("source")
-        if isinstance(source, dict):
-            source["kafka"] = _section(kafka_connection, path="source.kafka")
-    if clickhouse_connection is not None:
-        sink = data.get("sink")
-        if isinstance(sink, dict):
-            given = sink.get("clickhouse")
-            database = given.get("database") if isinstance(given, dict) else None
-            section = _section(clickhouse_connection, path="sink.clickhouse")
-            if isinstance(database, str) and database:
-                section["database"] = database  # the pipeline's target database, not the connection's default
-            sink["clickhouse"] = section
-    return data
+    # A section is read from its connection only where the spec has a place for it (else validation says so).
+    kafka = clickhouse = None
+    if kafka_connection is not None and isinstance(spec.get("source"), dict):
+        kafka = _section(kafka_connection, path="source.kafka")
+    if clickhouse_connection is not None and isinstance(spec.get("sink"), dict):
+        clickhouse = _section(clickhouse_connection, path="sink.clickhouse")
+    return spec_with_connections(data, kafka=kafka, clickhouse=clickhouse)
 
 
 def parse(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -148,10 +148,16 @@ def complete_spec(spec: DraftSection, *, name: str, starting_offsets: str | None
 
 
 def edit_draft_data(
-    stored: Mapping[str, Any], *, kafka_connection_id: int, clickhouse_connection_id: int, name: str
+    stored: Mapping[str, Any],
+    *,
+    kafka_connection_id: int,
+    clickhouse_connection_id: int,
+    name: str,
+    accept_dead_letters: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The first draft data for editing a pipeline: its stored spec (`PipelineVersion.stored_spec`, read as a
-    draft, so that one today's rules refuse can be edited too) without the connection details."""
+    draft, so that one today's rules refuse can be edited too) without the connection details, and the fields
+    whose dead letters were accepted (ticked again on the mapping step)."""
     partial = load_draft_spec(stored)
     database = partial.sink.clickhouse.database or "default"
     partial.unset("version")
@@ -166,5 +172,6 @@ def edit_draft_data(
             "connection_id": clickhouse_connection_id,
             "order_by": [field_of.get(column, column) for column in partial.sink.order_by or []],
         },
+        "mapping": {"accept_dead_letters": sorted(accept_dead_letters)},
         "review": {"name": name},
     }
