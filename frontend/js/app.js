@@ -62,11 +62,17 @@
     });
   }
   // A field's error from the last submit is about the value it had then: once the user changes it, it goes.
-  document.addEventListener("change", function (e) {
+  // As they type (not on "change", which a text box fires when it loses focus: the page would shift under the
+  // click that took the focus away); a box, a radio or a select changes at once.
+  function clearFieldError(e) {
     var field = e.target.closest && e.target.closest(".field.has-error");
     if (!field) return;
     field.classList.remove("has-error");
     field.querySelectorAll(":scope > .error").forEach(function (error) { error.remove(); });
+  }
+  document.addEventListener("input", clearFieldError);
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("input[type=checkbox], input[type=radio], select")) clearFieldError(e);
   });
   document.addEventListener("change", function () { applyShowWhen(); });
   document.addEventListener("DOMContentLoaded", function () { applyShowWhen(); });

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.screens import SCREENS, Screen
 
@@ -13,6 +14,11 @@ from tests.browser.screens import SCREENS, Screen
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/lib/chromium/chromium"
+
+# An assertion waits up to 15 s for the page to say what it should (Playwright's default is 5 s): on 2 shared
+# cores under other test suites, a chart or the API docs' large schema can take longer to draw. A page that never
+# says it still fails.
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture(scope="session")
