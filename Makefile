@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py | sha1sum | cut -c1-12)
 
-.PHONY: up test lint demo-data install system-deps clean
+.PHONY: up down status test lint demo-data install system-deps clean
 
 install: $(STAMP)
 
@@ -23,11 +23,18 @@ system-deps:
 up: PURPOSE = up
 # The start banner counts from here (install and system checks included), not from the first service.
 up: export CLEARFLOW_UP_STARTED_AT := $(shell date +%s.%N)
-up: install system-deps
-	@$(PY) -m localstack up
+# Ctrl-C stops the stack and its pipeline jobs (they resume at the next start). DETACH=1 runs it in the
+# background: `make status` tells what runs, `make down` stops it.
+# system-deps first: what cannot be installed is named within seconds, before pip installs anything.
+up: system-deps install
+	@$(PY) -m localstack up $(if $(DETACH),--detach)
+
+down status:
+	@test -x $(PY) || { echo "clearflow: not installed here yet; \`make up\` installs and starts it"; exit 0; } \
+		&& $(PY) -m localstack $@
 
 test: PURPOSE = test
-test: install system-deps lint
+test: system-deps install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

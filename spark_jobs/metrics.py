@@ -10,6 +10,10 @@ Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read
   when no data came), so the worker can tell a stalled job from an idle one.
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
+A batch counts once: `clearflow:metrics:<pipeline name>:counted` (STRING, JSON: the query id and its newest
+COUNTED_KEEP batch ids) remembers the batches the totals hold; it is read under WATCH and written in the same
+transaction, so a batch Spark runs again after a crash (the same id of the same query) updates the latest record
+only, never the totals, the series or the recent list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -32,6 +36,9 @@ RECENT_LIMIT = 100
 HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
+# The batches the totals hold: {"query": <query id>, "batches": [<batch id>, ...]}, the newest COUNTED_KEEP ids
+# (Spark replays only the batch it was running; the margin costs a few hundred bytes).
+COUNTED_KEEP = 100
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
 
@@ -50,6 +57,10 @@ def history_key(pipeline: str) -> str:
 
 def totals_key(pipeline: str) -> str:
     return f"{KEY_PREFIX}{pipeline}:totals"
+
+
+def counted_key(pipeline: str) -> str:
+    return f"{KEY_PREFIX}{pipeline}:counted"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -90,6 +101,7 @@ class BatchMetrics:
     input_rows_per_second: float = 0.0
     processed_rows_per_second: float = 0.0
     insert_ms_max: int = 0
+    query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
     version: int = 1
 
     def to_json(self) -> str:
@@ -138,6 +150,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
+        query_id=str(progress.get("id") or ""),
     )
 
 
@@ -198,13 +211,24 @@ class MetricsPublisher:
         log.info("%s", line)
         if not self.redis_url:
             return
-        try:
-            pipe = self._client().pipeline(transaction=True)
+        counted_at = counted_key(self.pipeline)
+
+        def write(pipe: Any) -> None:
+            counted = _counted_batches(pipe.get(counted_at), record.query_id)
+            pipe.multi()
             pipe.set(latest_key(self.pipeline), line)
+            if record.batch_id in counted:  # a replay
+                return
             pipe.lpush(recent_key(self.pipeline), line)
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
             self._add_to_history(pipe, record, line)
-            pipe.execute()
+            batches = sorted({*counted, record.batch_id})[-COUNTED_KEEP:]
+            counted_now = json.dumps({"query": record.query_id, "batches": batches})
+            pipe.set(counted_at, counted_now, ex=self.history_max_age_s)
+
+        try:
+            # WATCHed: a concurrent writer (there is none in normal operation) makes this run again.
+            self._client().transaction(write, counted_at)
         except Exception as exc:
             self._redis = None
             self._warn(exc)
@@ -223,6 +247,15 @@ class MetricsPublisher:
         pipe.hsetnx(totals, "since", record.timestamp)
         pipe.expire(history, self.history_max_age_s)
         pipe.expire(totals, self.history_max_age_s)
+
+
+def _counted_batches(raw: bytes | str | None, query_id: str) -> list[int]:
+    """The batch ids of `query_id` the totals already hold ([] for another query: a new checkpoint)."""
+    try:
+        counted = json.loads(raw) if raw else {}
+        return [int(b) for b in counted.get("batches", [])] if counted.get("query") == query_id else []
+    except (ValueError, TypeError, AttributeError):
+        return []
 
 
 class SinkStats:

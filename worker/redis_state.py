@@ -20,7 +20,8 @@ _secrets: dict[str, list[str]] = {}  # job name -> secret values to redact from 
 _published_size: dict[int, int] = {}  # run id -> log size at the last publication
 
 
-def _redis() -> Any:
+def client() -> Any:
+    """This worker process's Redis client (the stack's Redis: leases, heartbeats, logs)."""
     global _client
     if _client is None:
         import redis
@@ -31,14 +32,14 @@ def _redis() -> Any:
 
 def beat_ticked() -> None:
     try:
-        _redis().set(runtime.WATCHER_TICK_KEY, f"{time.time():.3f}")
+        client().set(runtime.WATCHER_TICK_KEY, f"{time.time():.3f}")
     except Exception as exc:
         log.warning("could not record the watcher's tick: %s", exc)
 
 
 def heartbeat_at(job_name: str) -> datetime | None:
     try:
-        raw = _redis().get(runtime.heartbeat_key(job_name))
+        raw = client().get(runtime.heartbeat_key(job_name))
     except Exception as exc:
         log.warning("could not read the heartbeat of %s: %s", job_name, exc)
         return None  # Redis down: no heartbeat seen, the run's own start time counts
@@ -70,6 +71,6 @@ def publish_log(job_name: str, run: Any, *, text: str | None = None) -> None:
         _published_size[run.pk] = size
         text = jobs.log_tail(run.log_path, lines=200, secrets=_secrets.get(job_name) or secrets_of(run.pipeline))
     try:
-        _redis().set(runtime.job_log_key(job_name), text, ex=runtime.JOB_LOG_TTL_SECONDS)
+        client().set(runtime.job_log_key(job_name), text, ex=runtime.JOB_LOG_TTL_SECONDS)
     except Exception as exc:
         log.warning("could not publish the log of %s: %s", job_name, exc)

@@ -6,7 +6,8 @@ not retried: the watcher's next tick picks up anything left undone.
 
 The duplicate audit's tasks go to the default queue: `audits_schedule` (beat) fans out one
 `audit_table_check` per audited table; a check is retried only on transient ClickHouse errors (network,
-overload), with backoff; its last attempt stores the error as the table's result instead.
+overload), with backoff; its last attempt stores the error as the table's result instead. `audit_pipeline`
+(sent by the supervisor when a pipeline's query starts) checks its table at once, before the next round.
 
 The alerts' tasks go to settings.ALERT_QUEUE: `alerts_evaluate` (beat) fires, re-notifies and resolves; each
 delivery is its own `alert_deliver`, retried with backoff on transient errors only (its decorator says so).
@@ -99,6 +100,29 @@ def audits_schedule() -> int:
             kwargs={"audited_table_id": audited_table_id}, expires=settings.AUDIT_INTERVAL_SECONDS
         )
     return len(ids)
+
+
+@app.task(name="clearflow.audit_pipeline", acks_late=True, ignore_result=True)
+def audit_pipeline(*, pipeline_id: int) -> None:
+    """A pipeline's query has started: give it its audited table and check it now when the table has no result
+    since its last change (a first deploy, or new keys), instead of at the next round."""
+    from django.conf import settings
+
+    from webapp.audits import selectors, services
+    from webapp.pipelines.models import Pipeline
+
+    pipeline = (
+        Pipeline.objects.select_related("clickhouse_connection", "deployed_version", "current_version")
+        .filter(pk=pipeline_id)
+        .first()
+    )
+    if pipeline is None:  # deleted since
+        return
+    audited_table = services.audited_table_sync_pipeline(pipeline=pipeline)
+    if audited_table is not None and selectors.audit_due_at_start(audited_table=audited_table):
+        audit_table_check.apply_async(
+            kwargs={"audited_table_id": audited_table.pk}, expires=settings.AUDIT_INTERVAL_SECONDS
+        )
 
 
 @app.task(name="clearflow.audit_table_check", bind=True, acks_late=True, ignore_result=True)

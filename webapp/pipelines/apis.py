@@ -158,7 +158,10 @@ class MappingInput(serializers.Serializer):
     clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
-        max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+        max_length=255,
+        required=False,
+        help_text="An existing table (its columns are matched), or the name of one to create (columns are proposed, "
+        "as when it is left out).",
     )
     order_by = serializers.ListField(
         child=serializers.CharField(max_length=500),
@@ -186,6 +189,9 @@ class MappingOutput(serializers.Serializer):
     columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
     unmapped_required = serializers.ListField(child=serializers.CharField())
     unmapped_fields = serializers.ListField(child=serializers.CharField())
+    create_table = serializers.BooleanField(
+        help_text="True when the table does not exist yet: the columns are proposed for it (spec.sink.create_table)."
+    )
 
 
 class ValidationOutput(serializers.Serializer):
@@ -384,7 +390,8 @@ class PipelineMappingApi(APIView):
         operation_id="pipelines_mapping_suggest",
         description=(
             "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
-            "incompatible types and required columns left unmapped, or for a new table with default types."
+            "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
+            "does not exist yet in the database) with default types."
         ),
         request=MappingInput,
         responses={200: MappingOutput, **ERROR_RESPONSES},

@@ -117,6 +117,10 @@ class PipelineVersion(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     note = models.CharField(max_length=255, blank=True, default="")
+    # Mapped fields whose values the owner accepted to see in the dead-letter table although the sample showed
+    # none of them fits (the wizard's "accept dead letters" boxes): kept so that an edit shows them ticked again.
+    # Not part of the spec: the job sends what does not fit to the dead letters either way.
+    accept_dead_letters = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["pipeline_id", "-number"]
@@ -148,6 +152,8 @@ class RunOutcome(models.TextChoices):
     STOPPED = "stopped", "Stopped"
     FAILED = "failed", "Failed"
     REPLACED = "replaced", "Replaced by a new version"
+    # The local stack stopped (`make up` ended): the pipeline stays deployed and starts again with the stack.
+    STACK_STOPPED = "stack_stop", "Stopped with the stack"
 
 
 class PipelineRun(models.Model):

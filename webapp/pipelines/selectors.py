@@ -113,13 +113,22 @@ def pipeline_mapping_suggest(
     order_by: Sequence[str] = (),
 ) -> MappingSuggestion:
     """Columns for the fields: into an existing `database.table` (read from ClickHouse), or for a new table
-    (ORDER BY the fields `order_by`) when `table` is None. Raises ClickHouseNotFoundError /
-    ClickHouseClientError for the existing table."""
+    (ORDER BY the fields `order_by`) when `table` is None or does not exist yet (the create-table path, as in
+    the wizard; `create_table` says which). Raises ClickHouseClientError when ClickHouse cannot tell (down,
+    refused), ClickHouseNotFoundError for a database that does not exist."""
     columns = None
     if table is not None and clickhouse_connection is not None:
-        columns = clickhouse_client.list_columns(
-            clickhouse_connection.client_settings(), database=database or clickhouse_connection.database, table=table
-        )
+        in_database = database or clickhouse_connection.database
+        try:
+            columns = clickhouse_client.list_columns(
+                clickhouse_connection.client_settings(), database=in_database, table=table
+            )
+        except clickhouse_client.ClickHouseNotFoundError:
+            # The job creates the table (spec.sink.create_table), but not its database: that must exist.
+            if in_database not in clickhouse_client.list_databases(clickhouse_connection.client_settings()):
+                raise clickhouse_client.ClickHouseNotFoundError(
+                    f"The database {in_database} does not exist: create it, or choose another."
+                ) from None
     return suggest_mapping(fields, columns, order_by=order_by)
 
 

@@ -12,7 +12,7 @@ never both win. The worker hears about deploy/stop through `webapp.pipelines.dis
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -85,10 +85,22 @@ def pipeline_validate(
 
 
 def _add_version(
-    *, pipeline: Pipeline, spec: dict[str, Any], user: AbstractBaseUser | None, note: str
+    *,
+    pipeline: Pipeline,
+    spec: dict[str, Any],
+    user: AbstractBaseUser | None,
+    note: str,
+    accept_dead_letters: Sequence[str] = (),
 ) -> PipelineVersion:
     last = pipeline.versions.aggregate(last=Max("number"))["last"] or 0
-    version = PipelineVersion(pipeline=pipeline, number=last + 1, spec=spec, created_by=user, note=note)
+    version = PipelineVersion(
+        pipeline=pipeline,
+        number=last + 1,
+        spec=spec,
+        created_by=user,
+        note=note,
+        accept_dead_letters=sorted(set(accept_dead_letters)),
+    )
     version.full_clean(exclude=["pipeline", "created_by"])
     version.save()
     return version
@@ -103,8 +115,10 @@ def pipeline_create(
     clickhouse_connection: ClickHouseConnection,
     spec: Mapping[str, Any],
     note: str = "",
+    accept_dead_letters: Sequence[str] = (),
 ) -> Pipeline:
-    """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets)."""
+    """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets) and the
+    fields whose dead letters the owner accepted (`accept_dead_letters`, kept with the version)."""
     _check_connections(owner=owner, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
     _check_name(owner=owner, name=name, exclude_pk=None)
     stored = stored_specs.to_stored(
@@ -121,7 +135,9 @@ def pipeline_create(
             pipeline.save()
     except IntegrityError:  # a concurrent request took the name between the check and the insert
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
-    pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
+    pipeline.current_version = _add_version(
+        pipeline=pipeline, spec=stored, user=owner, note=note or "created", accept_dead_letters=accept_dead_letters
+    )
     pipeline.save(update_fields=["current_version", "updated_at"])
     # Every pipeline starts with the default alert rules (docs/alerts.md); the owner edits them on its alerts page.
     alert_rules_create_defaults(pipeline=pipeline)
@@ -139,8 +155,11 @@ def pipeline_update(
     clickhouse_connection: ClickHouseConnection | None = None,
     note: str = "",
     checkpoint: str | None = None,
+    accept_dead_letters: Sequence[str] | None = None,
 ) -> Pipeline:
     """Change what is given. A changed spec (or name, or connection) makes a new version; old ones stay.
+    `accept_dead_letters` (None: as before) goes with the new version, or onto the current one when nothing
+    else changed.
 
     A running (or deploying) pipeline is redeployed with the new version; when the change makes its checkpoint
     unusable, ConflictError asks for `checkpoint` ("keep" or "fresh", see `pipeline_deploy`) and nothing is saved.
@@ -168,8 +187,15 @@ def pipeline_update(
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     changed_connections = (new_kafka.pk, new_clickhouse.pk) != old_connections
     new_version = stored != pipeline.spec or changed_connections
+    current = pipeline.current_version
+    accepted = (current.accept_dead_letters if current else []) if accept_dead_letters is None else accept_dead_letters
     if new_version:
-        pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
+        pipeline.current_version = _add_version(
+            pipeline=pipeline, spec=stored, user=user, note=note or "edited", accept_dead_letters=accepted
+        )
+    elif current is not None and sorted(set(accepted)) != current.accept_dead_letters:
+        current.accept_dead_letters = sorted(set(accepted))
+        current.save(update_fields=["accept_dead_letters"])
     pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
     if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
@@ -385,6 +411,20 @@ def pipeline_run_end(*, run: PipelineRun, outcome: str, exit_code: int | None, r
 def pipeline_job_stopped(*, pipeline: Pipeline, forced: bool) -> None:
     how = "forced after the stop timeout (the cut micro-batch is replayed on resume)" if forced else "gracefully"
     pipeline.transition(from_statuses=[S.STOP_REQUESTED], to_status=S.STOPPED, message=f"Stopped {how}.")
+
+
+def pipeline_job_interrupted(*, pipeline: Pipeline, reason: str) -> None:
+    """The job was stopped with the platform around it (the local stack stopping), neither by a person nor by a
+    failure: the pipeline stays deployed ("deploying"), so the worker starts it again from its checkpoint as soon
+    as it runs again. Not a failure toward the restart limit, and the limit's count starts again, as after a
+    resume."""
+    pipeline.transition(
+        from_statuses=[S.RUNNING, S.DEPLOY_REQUESTED],
+        to_status=S.DEPLOY_REQUESTED,
+        message=reason,
+        deploy_requested_at=timezone.now(),
+        restart_at=None,
+    )
 
 
 def restart_delay(failures: int) -> float:

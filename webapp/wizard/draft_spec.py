@@ -11,7 +11,7 @@ hand, examples), an existing table's columns, the ORDER BY as field paths, the p
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spark_jobs.spec import SPEC_VERSION
@@ -86,9 +86,15 @@ def complete_spec(data: Mapping[str, Any], *, name: str, starting_offsets: str |
 
 
 def edit_draft_data(
-    spec: Mapping[str, Any], *, kafka_connection_id: int, clickhouse_connection_id: int, name: str
+    spec: Mapping[str, Any],
+    *,
+    kafka_connection_id: int,
+    clickhouse_connection_id: int,
+    name: str,
+    accept_dead_letters: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The first draft data for editing a pipeline: its stored spec without the connection details."""
+    """The first draft data for editing a pipeline: its stored spec without the connection details, and the
+    fields whose dead letters were accepted (ticked again on the mapping step)."""
     partial = copy.deepcopy(dict(spec))
     partial.pop("version", None)
     partial.pop("name", None)
@@ -104,5 +110,6 @@ def edit_draft_data(
             "connection_id": clickhouse_connection_id,
             "order_by": [field_of.get(column, column) for column in sink.get("order_by") or []],
         },
+        "mapping": {"accept_dead_letters": sorted(accept_dead_letters)},
         "review": {"name": name},
     }

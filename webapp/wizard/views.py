@@ -66,6 +66,7 @@ def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
         kafka_connection_id=pipeline.kafka_connection_id,
         clickhouse_connection_id=pipeline.clickhouse_connection_id,
         name=pipeline.name,
+        accept_dead_letters=pipeline.current_version.accept_dead_letters if pipeline.current_version else (),
     )
     draft = draft_get_or_create(user=request.user, pipeline=pipeline, initial_data=initial)
     return redirect(step_url(draft, draft.step))

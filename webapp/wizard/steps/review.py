@@ -155,6 +155,7 @@ def review_submit(request, draft):
     kafka, clickhouse = context["kafka_connection"], context["clickhouse_connection"]
     # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
     checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
+    accepted = draft.section("mapping").get("accept_dead_letters") or []
     try:
         with transaction.atomic():
             if draft.pipeline_id:
@@ -167,6 +168,7 @@ def review_submit(request, draft):
                     clickhouse_connection=clickhouse,
                     note="edited in the wizard",
                     checkpoint=checkpoint,
+                    accept_dead_letters=accepted,
                 )
             else:
                 pipeline = pipeline_services.pipeline_create(
@@ -176,6 +178,7 @@ def review_submit(request, draft):
                     clickhouse_connection=clickhouse,
                     spec=context["spec"],
                     note="created in the wizard",
+                    accept_dead_letters=accepted,
                 )
             if action == "deploy" and pipeline.status != "deploy_requested":  # an edit may have redeployed it
                 pipeline = pipeline_services.pipeline_deploy(
