@@ -1,11 +1,12 @@
 # ClearFlow: `make up` starts the local stack, `make test` runs every test. Both install what is missing.
+# `make test-fast` runs the tests that need no service (marked `fast`), in seconds; `make test` runs them first.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py | sha1sum | cut -c1-12)
 
-.PHONY: up down status test lint demo-data install system-deps clean
+.PHONY: up down status test test-fast lint demo-data install system-deps clean
 
 install: $(STAMP)
 
@@ -33,9 +34,14 @@ down status:
 	@test -x $(PY) || { echo "clearflow: not installed here yet; \`make up\` installs and starts it"; exit 0; } \
 		&& $(PY) -m localstack $@
 
+# pytest exits 5 when a tier has no test among PYTEST_ARGS (e.g. a service-tier folder): not a failure here.
+test-fast: install
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
 test: PURPOSE = test
 test: system-deps install lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(PY) -m ruff check .

@@ -380,14 +380,14 @@ def _address_of(config: StackConfig, name: str) -> str:
 
 
 def stop_pipeline_jobs() -> str:
-    """Stop every pipeline job this stack started, recorded as stopped with the stack (`worker.supervisor.
+    """Stop every pipeline job this stack started, recorded as stopped with the stack (`worker.reconciler.
     stop_stack_jobs`); what to tell the user ("" when none ran)."""
     try:
         import django
 
         quiet_django_logs()
         django.setup()
-        from worker.supervisor import stop_stack_jobs
+        from worker.reconciler import stop_stack_jobs
 
         result = stop_stack_jobs(timeout=JOB_STOP_TIMEOUT_SECONDS)
     except Exception as error:  # never leave jobs behind: stop the processes even without the web app's code

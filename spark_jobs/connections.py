@@ -24,7 +24,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -34,6 +34,23 @@ ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# Kafka's security settings, and which go with which protocol: the spec checks them, the web app's saved
+# connection offers them as choices and says which field is missing.
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SECURITY_PROTOCOLS: tuple[str, ...] = get_args(SecurityProtocol)
+SASL_MECHANISMS: tuple[str, ...] = get_args(SaslMechanism)
+SASL_SETTINGS = ("sasl_mechanism", "sasl_username", "sasl_password")  # all needed by a SASL_* protocol
+TLS_FILES = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem")  # only with SSL or SASL_SSL
+
+
+def protocol_uses_sasl(protocol: str) -> bool:
+    return protocol.startswith("SASL_")
+
+
+def protocol_uses_ssl(protocol: str) -> bool:
+    return protocol in ("SSL", "SASL_SSL")
+
 
 class KafkaConnectionSpec(BaseModel):
     """A Kafka cluster: brokers, security protocol, SASL credentials, TLS certificates (PEM)."""
@@ -41,8 +58,8 @@ class KafkaConnectionSpec(BaseModel):
     model_config = _STRICT
 
     bootstrap_servers: str = Field(min_length=1)
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
     # Specs written before the names matched the saved connection's say `username` / `password`.
     sasl_username: str | None = Field(default=None, validation_alias=AliasChoices("sasl_username", "username"))
     sasl_password: SecretStr | None = Field(default=None, validation_alias=AliasChoices("sasl_password", "password"))
@@ -63,7 +80,7 @@ class KafkaConnectionSpec(BaseModel):
     @model_validator(mode="after")
     def _security(self) -> KafkaConnectionSpec:
         if self.uses_sasl:
-            missing = [name for name in ("sasl_mechanism", "sasl_username", "sasl_password") if not getattr(self, name)]
+            missing = [name for name in SASL_SETTINGS if not getattr(self, name)]
             if missing:
                 raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
         if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
@@ -72,11 +89,11 @@ class KafkaConnectionSpec(BaseModel):
 
     @property
     def uses_sasl(self) -> bool:
-        return self.security_protocol.startswith("SASL_")
+        return protocol_uses_sasl(self.security_protocol)
 
     @property
     def uses_ssl(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
+        return protocol_uses_ssl(self.security_protocol)
 
 
 class ClickHouseConnectionSpec(BaseModel):

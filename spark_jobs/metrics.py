@@ -1,19 +1,14 @@
 """One metrics record per micro-batch: published to Redis and logged as one JSON line.
 
-Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read them):
-- `clearflow:metrics:<pipeline name>`          STRING, JSON of the latest record;
-- `clearflow:metrics:<pipeline name>:recent`   LIST of JSON records, newest first, at most RECENT_LIMIT;
-- `clearflow:metrics:<pipeline name>:history`  SORTED SET of JSON records scored by the batch's start (unix
-  ms): the time series the API and the charts read, trimmed to HISTORY_MAX_RECORDS and HISTORY_MAX_AGE_S;
-- `clearflow:metrics:<pipeline name>:totals`   HASH of running sums (TOTAL_FIELDS, `batches`, `since`);
-- `clearflow:heartbeat:<pipeline name>`        STRING, epoch seconds of the last progress or idle event (also
-  when no data came), so the worker can tell a stalled job from an idle one.
+The record (`BatchMetrics`) and its Redis keys are declared in `spark_jobs.protocol` (the worker and the web app
+read them): the latest record, the recent list, the history (a sorted set by batch start), the running totals,
+and the heartbeat (also when no data came, so the worker can tell a stalled job from an idle one).
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
-A batch counts once: `clearflow:metrics:<pipeline name>:counted` (STRING, JSON: the query id and its newest
-COUNTED_KEEP batch ids) remembers the batches the totals hold; it is read under WATCH and written in the same
-transaction, so a batch Spark runs again after a crash (the same id of the same query) updates the latest record
-only, never the totals, the series or the recent list twice.
+A batch counts once: `counted_key` (the query id and its newest COUNTED_KEEP batch ids) remembers the batches
+the totals hold; it is read under WATCH and written in the same transaction, so a batch Spark runs again after a
+crash (the same id of the same query) updates the latest record only, never the totals, the series or the recent
+list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -23,44 +18,30 @@ import json
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from spark_jobs.protocol import (
+    COUNTED_KEEP,
+    HEARTBEAT_EVERY_SECONDS,
+    HEARTBEAT_TTL_SECONDS,
+    HISTORY_MAX_AGE_S,
+    HISTORY_MAX_RECORDS,
+    RECENT_LIMIT,
+    TOTAL_FIELDS,
+    BatchMetrics,
+    counted_key,
+    heartbeat_key,
+    history_key,
+    latest_key,
+    recent_key,
+    totals_key,
+)
+
 log = logging.getLogger("clearflow.metrics")
 
-KEY_PREFIX = "clearflow:metrics:"
-RECENT_LIMIT = 100
-# About 5.5 MB of Redis per pipeline at most (measured: 10,000 records with two partitions of lag): 2.8 hours
-# at one batch per second, a week at one batch per minute.
-HISTORY_MAX_RECORDS = 10_000
-HISTORY_MAX_AGE_S = 7 * 24 * 3600
-TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
-# The batches the totals hold: {"query": <query id>, "batches": [<batch id>, ...]}, the newest COUNTED_KEEP ids
-# (Spark replays only the batch it was running; the margin costs a few hundred bytes).
-COUNTED_KEEP = 100
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
-
-
-def latest_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}"
-
-
-def recent_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:recent"
-
-
-def history_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:history"
-
-
-def totals_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:totals"
-
-
-def counted_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:counted"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -72,40 +53,6 @@ def timestamp_ms(timestamp: str) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
-
-
-def heartbeat_key(pipeline: str) -> str:
-    return f"clearflow:heartbeat:{pipeline}"
-
-
-HEARTBEAT_EVERY_SECONDS = 5.0
-HEARTBEAT_TTL_SECONDS = 24 * 3600
-
-
-@dataclass
-class BatchMetrics:
-    pipeline: str
-    batch_id: int
-    timestamp: str  # ISO 8601 UTC, when the micro-batch started
-    input_rows: int
-    duplicates_dropped: int
-    rows_written: int
-    dead_letters: int
-    filtered_out: int
-    batch_duration_ms: int
-    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
-    total_lag: int = 0
-    state_rows: int = 0
-    state_memory_bytes: int = 0
-    late_rows_dropped: int = 0
-    input_rows_per_second: float = 0.0
-    processed_rows_per_second: float = 0.0
-    insert_ms_max: int = 0
-    query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
-    version: int = 1
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
 
 
 def _offsets(text: Any) -> dict[str, dict[str, int]]:

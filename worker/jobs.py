@@ -15,7 +15,6 @@ never on a command line; log tails are redacted before they leave this module.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -31,17 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import connector_jars
-from worker.jobwrap import EXIT_CODE_NAME, EXIT_LEASE_LOST, LOG_NAME, STARTED_LINE
+from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
+from spark_jobs.spec import PipelineSpec
 
-SPEC_NAME = "spec.json"
-# Written into a run directory before the stack stops the job: the run ended because the stack stopped, not
-# because the job failed (the pipeline stays deployed and starts again with the stack).
-STOPPED_WITH_STACK_NAME = "stopped_with_stack"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# Exit codes of spark_jobs.run: 2 means the spec is invalid, so a restart cannot help.
-EXIT_INVALID_SPEC = 2
 _ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
 REDACTED = "**********"
 
@@ -54,7 +49,7 @@ class JobLaunch:
     run_dir: Path
     checkpoint: str
     master: str
-    spec: Mapping[str, Any]
+    spec: PipelineSpec
     redis_url: str | None = None
     driver_memory: str = "1g"
     trigger_interval: str = "1 second"
@@ -89,14 +84,14 @@ def is_cluster(master: str) -> bool:
     return master.startswith("spark://")
 
 
-def write_spec(run_dir: Path, spec: Mapping[str, Any]) -> Path:
-    """Write the spec (it holds secrets) readable by this user only, created so from the start (no window)."""
+def write_spec(run_dir: Path, spec: PipelineSpec) -> Path:
+    """Write the spec with its secrets, readable by this user only, created so from the start (no window)."""
     run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = run_dir / SPEC_NAME
+    path = run_dir / RunFiles.SPEC
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
-        json.dump(spec, handle)
+        handle.write(spec.to_json(reveal_secrets=True))
     return path
 
 
@@ -181,7 +176,7 @@ def start_job(launch: JobLaunch) -> JobHandle:
         process_started=psutil.Process(pid).create_time(),
         host=this_host(),
         run_dir=str(launch.run_dir),
-        log_path=str(launch.run_dir / LOG_NAME),
+        log_path=str(launch.run_dir / RunFiles.LOG),
     )
 
 
@@ -204,7 +199,7 @@ def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -
     if _process(pid, process_started) is not None:
         return JobState(alive=True)
     try:
-        return JobState(alive=False, exit_code=int((Path(run_dir) / EXIT_CODE_NAME).read_text().strip()))
+        return JobState(alive=False, exit_code=int((Path(run_dir) / RunFiles.EXIT_CODE).read_text().strip()))
     except (OSError, ValueError):
         return JobState(alive=False)
 
@@ -277,7 +272,7 @@ def find_jobs(run_root: Path) -> list[JobHandle]:
                 process_started=process.info["create_time"],
                 host=this_host(),
                 run_dir=str(run_dir),
-                log_path=str(run_dir / LOG_NAME),
+                log_path=str(run_dir / RunFiles.LOG),
             )
         )
     return found
@@ -293,11 +288,11 @@ def _group_of(pid: int) -> int | None:
 def mark_stopped_with_stack(run_dir: str) -> None:
     """Note in the run directory that the stack stops this job (read back by `stopped_with_stack`)."""
     with contextlib.suppress(OSError):
-        (Path(run_dir) / STOPPED_WITH_STACK_NAME).write_text(f"{time.time():.3f}\n")
+        (Path(run_dir) / RunFiles.STOPPED_WITH_STACK).write_text(f"{time.time():.3f}\n")
 
 
 def stopped_with_stack(run_dir: str) -> bool:
-    return bool(run_dir) and (Path(run_dir) / STOPPED_WITH_STACK_NAME).exists()
+    return bool(run_dir) and (Path(run_dir) / RunFiles.STOPPED_WITH_STACK).exists()
 
 
 @dataclass(frozen=True)
@@ -328,7 +323,7 @@ def stop_jobs(handles: Iterable[JobHandle], *, timeout: float) -> list[StopResul
 
 
 def remove_spec(run_dir: str) -> None:
-    (Path(run_dir) / SPEC_NAME).unlink(missing_ok=True)
+    (Path(run_dir) / RunFiles.SPEC).unlink(missing_ok=True)
 
 
 def remove_checkpoint(checkpoint: str) -> bool:
@@ -342,23 +337,23 @@ def remove_checkpoint(checkpoint: str) -> bool:
     return True
 
 
-def secret_values(spec: Any) -> list[str]:
-    """The secret strings in a job spec (passwords, private keys), to redact from what leaves the worker."""
+def secret_values(spec: PipelineSpec) -> list[str]:
+    """The secrets of a job spec (its `SecretStr` fields: passwords, private keys), to redact from what leaves
+    the worker."""
     found: list[str] = []
-    if isinstance(spec, Mapping):
-        for key, value in spec.items():
-            lowered = str(key).lower()
-            if (
-                isinstance(value, str)
-                and value
-                and ("password" in lowered or "secret" in lowered or lowered.endswith("key_pem") or "token" in lowered)
-            ):
-                found.append(value)
-            else:
-                found.extend(secret_values(value))
-    elif isinstance(spec, list):
-        for item in spec:
-            found.extend(secret_values(item))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, SecretStr):
+            if node.get_secret_value():
+                found.append(node.get_secret_value())
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+
+    walk(spec)
     return found
 
 
@@ -396,14 +391,14 @@ def log_size(log_path: str) -> int:
 
 def started_application(log_path: str) -> str | None:
     """The Spark application id once the job logged that its streaming query started, else None."""
-    found = STARTED_LINE.findall(log_tail(log_path, lines=400))
+    found = STARTED_LINE_RE.findall(log_tail(log_path, lines=400))
     return found[-1] if found else None
 
 
 def failure_reason(log_tail_text: str, exit_code: int | None) -> str:
     """Why a job ended, for a person: the runner's own error line (e.g. ClickHouse's message), else the last
     error-looking line, then the exit code."""
-    if exit_code == EXIT_LEASE_LOST:
+    if exit_code == ExitCode.LEASE_LOST:
         return (
             "The job stopped itself: it could not renew its lease in Redis, so a worker on another host may have "
             f"taken the pipeline over (exit code {exit_code})."

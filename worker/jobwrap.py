@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -32,14 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
 from worker import leases
-
-LOG_NAME = "job.log"
-EXIT_CODE_NAME = "exit_code"
-# What the runner logs once the streaming query has started (spark_jobs/run.py).
-STARTED_LINE = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
-# The exit code of a job stopped because its lease could not be renewed (EX_TEMPFAIL: a restart may work).
-EXIT_LEASE_LOST = 75
 
 
 def _driver(child: subprocess.Popen) -> int:
@@ -122,7 +115,7 @@ class LeaseHolder:
             return None
         whole_lines = chunk[: chunk.rfind(b"\n") + 1]  # the rest is read again next time
         self._log_offset += len(whole_lines)
-        found = STARTED_LINE.findall(whole_lines.decode("utf-8", errors="replace"))
+        found = STARTED_LINE_RE.findall(whole_lines.decode("utf-8", errors="replace"))
         return found[-1] if found else None
 
     def tick(self, *, stop: Callable[[], None], kill: Callable[[], None], say: Callable[[str], None]) -> None:
@@ -179,7 +172,7 @@ def _log_tail(log_path: Path, secrets: list[str], lines: int = 200) -> str:
 
 def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: LeaseHolder | None) -> int:
     secrets = _spec_secrets(spec) if lease is not None else []
-    with open(run_dir / LOG_NAME, "ab", buffering=0) as log:
+    with open(run_dir / RunFiles.LOG, "ab", buffering=0) as log:
 
         def say(message: str) -> None:
             log.write(f"clearflow: {message}\n".encode())
@@ -201,15 +194,15 @@ def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: Leas
                 assert lease is not None
                 lease.tick(stop=stop, kill=lambda: _kill_tree(child), say=say)
         if lease is not None and lease.fenced:
-            code = EXIT_LEASE_LOST
+            code = ExitCode.LEASE_LOST
         say(f"job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    tmp = run_dir / f".{EXIT_CODE_NAME}.tmp"
+    tmp = run_dir / f".{RunFiles.EXIT_CODE}.tmp"
     tmp.write_text(str(code))
-    os.replace(tmp, run_dir / EXIT_CODE_NAME)
+    os.replace(tmp, run_dir / RunFiles.EXIT_CODE)
     if spec is not None:
         spec.unlink(missing_ok=True)
     if lease is not None:
-        lease.end(exit_code=code, log_tail=_log_tail(run_dir / LOG_NAME, secrets))
+        lease.end(exit_code=code, log_tail=_log_tail(run_dir / RunFiles.LOG, secrets))
     return code
 
 
@@ -243,8 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _supervise(args.run_dir, args.spec, command, lease)
     except BaseException:
-        code = 70
-        (args.run_dir / EXIT_CODE_NAME).write_text(str(code))
+        code = ExitCode.WRAPPER_FAILED
+        (args.run_dir / RunFiles.EXIT_CODE).write_text(str(code))
         if args.spec is not None:
             args.spec.unlink(missing_ok=True)
     os._exit(code)
@@ -260,7 +253,11 @@ def _take_lease(run_dir: Path, term_seconds: float) -> LeaseHolder | None:
 
     identity = {"host": socket.gethostname(), "pid": os.getpid(), "started": f"{psutil.Process().create_time():.3f}"}
     lease = LeaseHolder(
-        redis_url=redis_url, run_dir=run_dir, term_seconds=term_seconds, log_path=run_dir / LOG_NAME, identity=identity
+        redis_url=redis_url,
+        run_dir=run_dir,
+        term_seconds=term_seconds,
+        log_path=run_dir / RunFiles.LOG,
+        identity=identity,
     )
     with contextlib.suppress(Exception):
         lease.renew()

@@ -62,7 +62,7 @@ def test_apply_creates_then_says_unchanged_then_makes_a_new_version(cli, spec):
     ]
     pipeline = Pipeline.objects.get(name="orders")
     assert pipeline.kafka_connection.name == "files-kafka" and pipeline.current_version.number == 1
-    assert pipeline.spec["dedup"]["window"] == "1h"
+    assert pipeline.spec.dedup.window == "1h"
 
     again = cli("apply", "-f", "pipelines/")
     assert again.returncode == 0, again.stderr
@@ -82,7 +82,7 @@ def test_apply_creates_then_says_unchanged_then_makes_a_new_version(cli, spec):
     assert updated.returncode == 0, updated.stderr
     assert "pipeline 'orders': updated (version 2)" in updated.stdout
     pipeline.refresh_from_db()
-    assert pipeline.current_version.number == 2 and pipeline.spec["dedup"]["window"] == "2h"
+    assert pipeline.current_version.number == 2 and pipeline.spec.dedup.window == "2h"
     assert pipeline.current_version.note == "clearflow apply"
 
 

@@ -55,6 +55,7 @@ def problems(*documents: dict, env: dict | None = None) -> list[tuple[str, str]]
     return [(e.path, e.message) for e in refused.value.errors]
 
 
+@pytest.mark.fast
 def test_variables_defaults_and_dollar_escapes_in_connection_documents():
     docs = parse(
         {
@@ -73,6 +74,7 @@ def test_variables_defaults_and_dollar_escapes_in_connection_documents():
     assert connection.body()["password"] == "s3cret" and connection.notes == []
 
 
+@pytest.mark.fast
 def test_a_secret_whose_variable_is_unset_is_kept_and_a_literal_secret_is_noted():
     connection = {"kind": "clickhouse-connection", "name": "c", "host": "h"}
     [kept] = parse({**connection, "password": "${CH_PASSWORD}"}).connections
@@ -84,6 +86,7 @@ def test_a_secret_whose_variable_is_unset_is_kept_and_a_literal_secret_is_noted(
     assert cleared.body()["password"] == ""
 
 
+@pytest.mark.fast
 def test_an_unset_variable_elsewhere_and_a_bad_setting_are_errors_with_their_field():
     assert problems({"kind": "kafka-connection", "name": "k", "bootstrap_servers": "${NOPE}"}) == [
         ("bootstrap_servers", "environment variable NOPE is not set (or empty)")
@@ -96,6 +99,7 @@ def test_an_unset_variable_elsewhere_and_a_bad_setting_are_errors_with_their_fie
     ]
 
 
+@pytest.mark.fast
 def test_a_pipeline_file_holds_no_connection_details_and_its_own_name():
     spec = {**SPEC, "name": "other", "source": {**SPEC["source"], "kafka": {"bootstrap_servers": "b:1"}}}
     spec["sink"] = {**SPEC["sink"], "clickhouse": {"database": "analytics", "host": "ch"}}
@@ -110,6 +114,7 @@ def test_a_pipeline_file_holds_no_connection_details_and_its_own_name():
     ]
 
 
+@pytest.mark.fast
 def test_kinds_and_repeated_names():
     assert problems({"name": "x"}, {"kind": "pipelin"}) == [
         ("kind", "no kind: each document needs kind kafka-connection, clickhouse-connection, pipeline"),
@@ -124,6 +129,7 @@ def test_kinds_and_repeated_names():
     ]
 
 
+@pytest.mark.fast
 def test_yaml_keys_given_twice_are_an_error_and_dates_stay_text(tmp_path):
     (tmp_path / "twice.yaml").write_text("kind: pipeline\nname: a\nname: b\n")
     with pytest.raises(DocumentError) as refused:
@@ -170,6 +176,7 @@ def test_the_client_finds_what_the_server_finds_with_the_same_paths_and_messages
     assert client and client == [(_spec_path(i.path), i.message) for i in server.value.errors]
 
 
+@pytest.mark.fast
 def test_an_export_read_back_is_the_stored_spec():
     stored = parse_spec(
         {"version": 1, "name": "signups", **{**SPEC, "source": {**SPEC["source"], "kafka": KAFKA.model_dump()}}}
@@ -183,6 +190,7 @@ def test_an_export_read_back_is_the_stored_spec():
     assert parse_spec(full_spec(back, kafka=KAFKA, clickhouse=CLICKHOUSE)).to_dict() == stored
 
 
+@pytest.mark.fast
 def test_a_connection_export_writes_references_for_the_secrets_that_are_set():
     saved = {"name": "prod kafka", "bootstrap_servers": "b:1", "security_protocol": "SASL_SSL",
              "sasl_mechanism": "PLAIN", "sasl_username": "u", "has_sasl_password": True, "ssl_ca_pem": "",
@@ -201,6 +209,7 @@ def test_a_connection_export_writes_references_for_the_secrets_that_are_set():
     assert env_name("9 lives", "password") == "CONNECTION_9_LIVES_PASSWORD"
 
 
+@pytest.mark.fast
 def test_following_a_log_prints_only_the_new_lines():
     assert _new_lines([], ["a", "b"]) == ["a", "b"]
     assert _new_lines(["a", "b", "c"], ["b", "c", "d", "e"]) == ["d", "e"]
@@ -208,6 +217,7 @@ def test_following_a_log_prints_only_the_new_lines():
     assert _new_lines(["x", "y"], ["p", "q"]) == ["p", "q"]  # a new run's log
 
 
+@pytest.mark.fast
 def test_settings_come_from_arguments_then_the_environment_then_the_file(tmp_path):
     env = {"HOME": str(tmp_path)}
     with pytest.raises(NotConfiguredError, match="CLEARFLOW_URL and CLEARFLOW_TOKEN not set"):

@@ -79,7 +79,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
     assert pipeline["kind"] == "pipeline" and pipeline["name"] == "orders"
     assert (pipeline["kafka_connection"], pipeline["clickhouse_connection"]) == ("prod kafka", "analytics")
     assert "kafka" not in pipeline["spec"]["source"]
-    database = made_in_the_web_app.spec["sink"]["clickhouse"]["database"]
+    database = made_in_the_web_app.spec.sink.clickhouse.database
     assert pipeline["spec"]["sink"]["clickhouse"] == {"database": database}
     assert pipeline["spec"]["filter"] == "amount > 0"
     assert "#   ANALYTICS_PASSWORD: clickhouse-connection 'analytics', password" in exported.stdout

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spark_jobs.connections import spec_with_connections, spec_without_connections
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 SPEC = {
     "name": "p",

@@ -13,6 +13,8 @@ from spark_jobs import limits as L
 from spark_jobs import spec as S
 from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "pipeline-spec.md"
 
 

@@ -15,10 +15,10 @@ import pytest
 import redis
 
 from localstack.processes import free_port
+from spark_jobs.protocol import ExitCode
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs, leases, redis_state
 from worker.job_control import control_for
-from worker.jobwrap import EXIT_LEASE_LOST
 
 TERM = 3.0  # renewed every 0.5 s
 SLEEPER = (
@@ -97,10 +97,10 @@ def test_a_supervisor_that_cannot_renew_its_lease_stops_its_job(tmp_path):
     here = control_for(host="", pid=handle.pid, process_started=handle.process_started, run_dir=handle.run_dir)
     assert here.wait_gone(timeout=30)
     assert time.monotonic() - started < TERM + 10  # stopped at half the term (SIGTERM), killed at 0.8 at the latest
-    assert here.state() == jobs.JobState(alive=False, exit_code=EXIT_LEASE_LOST)
+    assert here.state() == jobs.JobState(alive=False, exit_code=ExitCode.LEASE_LOST)
     log = Path(handle.log_path).read_text()
     assert "the lease could not be renewed" in log and "got SIGTERM" in log
-    assert "could not renew its lease" in jobs.failure_reason(log, EXIT_LEASE_LOST)
+    assert "could not renew its lease" in jobs.failure_reason(log, ExitCode.LEASE_LOST)
 
 
 def _zombie(pid: int) -> bool:

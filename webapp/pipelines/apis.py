@@ -18,15 +18,15 @@ from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import selectors, services, table_dedup, type_fit
-from webapp.pipelines.mapping import SourceField
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.table_dedup_apis import (
+from webapp.pipelines import exactly_once, selectors, services, type_fit
+from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
     delivery_data,
     validation_data,
 )
+from webapp.pipelines.mapping import SourceField
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -240,7 +240,7 @@ class PipelineStatusOutput(serializers.ModelSerializer):
 
 
 class PipelineOutput(PipelineStatusOutput):
-    spec = serializers.JSONField(allow_null=True)
+    spec = serializers.JSONField(source="stored_spec", allow_null=True)
 
     class Meta:
         model = Pipeline
@@ -264,6 +264,7 @@ class PipelineOutput(PipelineStatusOutput):
 
 class PipelineVersionOutput(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.get_username", allow_null=True, default=None)
+    spec = serializers.JSONField(source="stored_spec")
 
     class Meta:
         model = PipelineVersion
@@ -323,7 +324,7 @@ class PipelineDetailApi(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        pipeline.delivery = delivery_data(*table_dedup.pipeline_insert_dedup(pipeline=pipeline))
+        pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
@@ -423,7 +424,7 @@ class PipelineValidateApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
         result = _validated(
-            spec=pipeline.spec or {},
+            spec=pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
             **data,

@@ -13,13 +13,15 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from spark_jobs.connections import spec_without_connections
-from spark_jobs.spec import SpecError, parse_spec
+from spark_jobs.spec import SpecError
 from webapp.connections import clickhouse_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.core.changes import Change, json_changes
 from webapp.pipelines import metrics, runtime, stored_specs
+from webapp.pipelines.lifecycle import JOB_WANTED
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.spec_field import load_spec, stored_json
 
 
 def pipeline_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[Pipeline]:
@@ -71,7 +73,7 @@ def _comparable(stored: Mapping[str, Any]) -> dict[str, Any]:
     """A stored spec as it would be stored today (old field names read), without its connections' details: those
     belong to the connections, and a version made before a connection was edited still holds the old ones."""
     with contextlib.suppress(SpecError):  # a spec from before a rule existed is compared as it is
-        stored = parse_spec(dict(stored)).to_dict()
+        stored = load_spec(stored).to_dict()
     return spec_without_connections(stored)
 
 
@@ -87,7 +89,6 @@ def pipeline_changes(
     kafka = kafka_connection or pipeline.kafka_connection
     clickhouse = clickhouse_connection or pipeline.clickhouse_connection
     parsed = stored_specs.parse(spec, name=pipeline.name, kafka_connection=kafka, clickhouse_connection=clickhouse)
-    proposed = stored_specs.to_stored(parsed)
     changes = [
         Change(name, old.name, new.name)
         for name, old, new in (
@@ -96,11 +97,16 @@ def pipeline_changes(
         )
         if old.pk != new.pk
     ]
-    changes += json_changes(_comparable(pipeline.spec or {}), _comparable(proposed), "spec")
+    changes += json_changes(_comparable(pipeline.stored_spec or {}), _comparable(stored_json(parsed)), "spec")
     problems: list[str] = []
     if changes and pipeline.deployed_version is not None and pipeline.runs.exists():
-        problems = stored_specs.checkpoint_incompatibilities(pipeline.deployed_version.spec, proposed)
-    redeploys = bool(changes) and pipeline.status in (PipelineStatus.RUNNING, PipelineStatus.DEPLOY_REQUESTED)
+        try:
+            deployed = pipeline.deployed_version.spec
+        except SpecError as exc:
+            problems = [f"the deployed version's spec no longer reads ({exc.errors[0]})"]
+        else:
+            problems = stored_specs.checkpoint_incompatibilities(deployed, parsed)
+    redeploys = bool(changes) and pipeline.status in JOB_WANTED
     return PipelineChanges(changes=changes, redeploys=redeploys, checkpoint_problems=problems)
 
 
@@ -134,7 +140,7 @@ def pipeline_mapping_suggest(
 
 def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:
     """Up to `limit` recent metrics records of the pipeline's Spark job, oldest first; `[]` before the first
-    batch. Each is a JSON object with the fields of `spark_jobs.metrics.BatchMetrics` (`input_rows`,
+    batch. Each is a JSON object with the fields of `spark_jobs.protocol.BatchMetrics` (`input_rows`,
     `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
     return metrics.recent_records(pipeline.job_name, limit=limit)
 

@@ -22,7 +22,7 @@ def totals(client, pipeline) -> tuple[float, float, str]:  # noqa: F811
     def value(name: str) -> float:
         return values[(name, frozenset(labels.items()))]
 
-    page = client.get(reverse("wizard:pipeline_metrics", kwargs={"pk": pipeline.pk})).content.decode()
+    page = client.get(reverse("pipelines:metrics", kwargs={"pk": pipeline.pk})).content.decode()
     return value("clearflow_pipeline_events_in_total"), value("clearflow_pipeline_batches_total"), page
 
 

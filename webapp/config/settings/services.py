@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from spark_jobs.protocol import PIPELINE_TASKS_ROUTE
 from webapp.config.env import EnvError, env_bool, env_float, env_int, env_str, var_dir
 
 VAR_DIR = var_dir()
@@ -66,7 +67,7 @@ SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
 SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
 
-CELERY_TASK_ROUTES = {"clearflow.pipeline*": {"queue": PIPELINE_QUEUE}}
+CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 
 # Alerts (docs/alerts.md). The beat task evaluates every rule this often; each delivery is its own task on

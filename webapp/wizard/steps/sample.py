@@ -98,7 +98,7 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "events": section.get("events", []),
         "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
-        "topics": draft.spec_value("source.topics", []),
+        "topics": draft.spec.source.topics or [],
     }
 
 
@@ -121,8 +121,9 @@ def sample_submit(request, draft):
             r["path"]: {"nullable": r["nullable"], "manual": r["manual"], "examples": r["examples"]} for r in rows
         },
     }
-    fields = [{"path": r["path"], "type": r["type"]} for r in rows]
-    draft_save_step(draft=draft, step="sample", values=values, spec_changes={"source.fields": fields}, advance=True)
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.fields = [specmod.FieldSpec(path=r["path"], type=r["type"]) for r in rows]
+    draft_save_step(draft=draft, step="sample", values=values, spec=spec, advance=True)
     return None
 
 
