@@ -22,6 +22,7 @@ from webapp.core.responses import json_attachment
 from webapp.pipelines import exactly_once, job_log, metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
+from webapp.pipelines.lifecycle import PipelineStatus
 from webapp.pipelines.models import Pipeline
 
 EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
@@ -29,6 +30,10 @@ EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
 # for) do not push them off the page.
 LOG_LINES_SHOWN = 100
 LOG_LINES_READ = 600
+# Actions a worker carries out: their flash stays until the job has started or stopped (pipeline_run_state.html
+# removes it then), unless the action was done at once.
+PENDING_ACTIONS = ("deploy", "stop", "resume")
+UNDER_WAY = (PipelineStatus.DEPLOY_REQUESTED, PipelineStatus.STOP_REQUESTED)
 
 
 @login_required
@@ -112,13 +117,17 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     if service is None:
         raise Http404("No such action.")
     try:
-        service(pipeline=pipeline, user=request.user, **kwargs)
+        result = service(pipeline=pipeline, user=request.user, **kwargs)
     except (ApplicationError, specmod.SpecError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     else:
         if action == "delete":
             messages.success(request, f"Pipeline {pipeline.name} deleted; its ClickHouse rows stay.")
             return redirect("pipelines:list")
+        if action in PENDING_ACTIONS and isinstance(result, Pipeline) and result.status not in UNDER_WAY:
+            # Done at once (a deploy no job had taken yet is withdrawn): say what happened, not what was asked for.
+            messages.success(request, result.status_message or f"The pipeline is {result.get_status_display()}.")
+            return redirect("pipelines:detail", pk=pipeline.pk)
         messages.success(
             request,
             {
@@ -127,8 +136,7 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 "resume": "Resume requested.",
                 "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",
             }[action],
-            # Under way until the job has started or stopped: the page removes it then (pipeline_run_state.html).
-            extra_tags="pending" if action in ("deploy", "stop", "resume") else "",
+            extra_tags="pending" if action in PENDING_ACTIONS else "",
         )
     return redirect("pipelines:detail", pk=pipeline.pk)
 
