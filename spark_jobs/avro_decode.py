@@ -10,23 +10,23 @@ and the same `_cf_error`, so dedup, checks, mapping and the sink do not know the
 - Plain Avro (`confluent=False`): the whole value is the body of the one schema given (id 0).
 
 Dead letters, with their reasons: a NULL value; a record too short or without the magic byte; an id the
-registry does not have (`missing_ids`); bytes the writer schema cannot decode; a value that does not convert
-to the field's type (worded as for JSON). A record with an id the run has not loaded yet (a schema registered
-after the job started) stops the batch with `UNKNOWN_SCHEMA_ID` in the error, before anything is committed:
-`spark_jobs.run` loads that id and starts the query again from its checkpoint, so nothing is lost or doubled.
+registry does not have, or that is not Avro (`unreadable`); bytes the writer schema cannot decode; a value
+that does not convert to the field's type (worded as for JSON). A record with an id the run has not loaded yet
+(a schema registered after the job started) stops the batch with `UNKNOWN_SCHEMA_ID` in the error, before
+anything is committed: `spark_jobs.run` loads that id and starts the query again from its checkpoint, so
+nothing is lost or doubled.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.avro_schema import WIRE_HEADER_BYTES, SchemaField, fields_by_path, parse_schema
+from spark_jobs.avro_schema import WIRE_HEADER_BYTES, SchemaField, WriterSchemas, fields_by_path, parse_schema
 from spark_jobs.field_types import field_type_info
 from spark_jobs.transforms import ERROR, Field, convert_text, nest_paths, spark_ident
 
@@ -36,15 +36,6 @@ UNKNOWN_SCHEMA_ID_RE = re.compile(re.escape(UNKNOWN_SCHEMA_ID) + r" (\d+)")
 PLAIN_SCHEMA_ID = 0
 _BODY = "_cf_avro_body"
 _DECODED = "_cf_avro_"  # + schema id: the decoded struct of records written with that schema
-
-
-@dataclass(frozen=True)
-class WriterSchemas:
-    """The Avro schemas a run decodes with: writer schema text by id, and ids the registry does not have."""
-
-    by_id: Mapping[int, str]
-    confluent: bool = True
-    missing_ids: frozenset[int] = frozenset()
 
 
 def parse_avro(df: DataFrame, fields: Sequence[Field], schemas: WriterSchemas) -> DataFrame:
@@ -85,7 +76,7 @@ def parse_avro(df: DataFrame, fields: Sequence[Field], schemas: WriterSchemas) -
     reasons: list[Column] = [
         F.when(value.isNull(), F.lit("empty record value (NULL)")),
         framing_error,
-        *_schema_id_reasons(schemas.by_id, schemas.missing_ids),
+        *_schema_id_reasons(schemas.by_id, schemas.unreadable),
     ]
     for field in fields:
         typed_by_id, text_by_id = {}, {}
@@ -109,18 +100,11 @@ def parse_avro(df: DataFrame, fields: Sequence[Field], schemas: WriterSchemas) -
     return with_error.select(*df.columns, *nest_paths(typed), SCHEMA_ID, ERROR)
 
 
-def _schema_id_reasons(schemas_by_id: Mapping[int, str], missing_ids: Collection[int]) -> list[Column]:
+def _schema_id_reasons(schemas_by_id: Mapping[int, str], unreadable: Mapping[int, str]) -> list[Column]:
     ids = sorted(schemas_by_id)
     schema_id = F.col(SCHEMA_ID)
-    reasons = []
-    if missing_ids:
-        reasons.append(
-            F.when(
-                schema_id.isin(*sorted(missing_ids)),
-                F.concat(F.lit("schema id "), schema_id.cast("string"), F.lit(" is not in the schema registry")),
-            )
-        )
-    known = [*ids, *missing_ids]
+    reasons = [F.when(schema_id == sid, F.lit(f"schema id {sid} {why}")) for sid, why in sorted(unreadable.items())]
+    known = [*ids, *unreadable]
     unknown = schema_id.isNotNull() & ~schema_id.isin(*known) if known else schema_id.isNotNull()
     # Stops the batch (nothing committed): the run loads the schema and starts again from the checkpoint.
     reasons.append(F.when(unknown, F.raise_error(F.concat(F.lit(UNKNOWN_SCHEMA_ID + " "), schema_id.cast("string")))))

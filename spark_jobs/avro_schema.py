@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 # Confluent wire format: 1 magic byte (0) + a 4-byte big-endian schema id, then the body.
@@ -43,6 +45,16 @@ _LOGICAL: dict[str, tuple[str, str]] = {
     "time-millis": ("int", "Int32"),
     "time-micros": ("int", "Int64"),
 }
+
+
+@dataclass(frozen=True)
+class WriterSchemas:
+    """The Avro schemas a run decodes with: writer schema text by id (Confluent wire format), or the one plain
+    schema (`confluent=False`, id 0); and ids it cannot read, with why ("is not in the schema registry")."""
+
+    by_id: Mapping[int, str]
+    confluent: bool = True
+    unreadable: Mapping[int, str] = dataclass_field(default_factory=dict)
 
 
 class AvroSchemaError(ValueError):

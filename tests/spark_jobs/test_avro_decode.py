@@ -14,8 +14,8 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
-from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID, WriterSchemas, parse_avro
-from spark_jobs.avro_schema import wire_format
+from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID, parse_avro
+from spark_jobs.avro_schema import WriterSchemas, wire_format
 from spark_jobs.transforms import ERROR, Field
 
 KAFKA_SCHEMA = StructType(
@@ -95,7 +95,7 @@ def test_a_field_one_version_lacks_is_null_in_its_records(spark) -> None:
 
 
 def test_records_that_cannot_be_decoded_are_dead_letters_with_their_reason(spark) -> None:
-    schemas = WriterSchemas({1: json.dumps(V1)}, missing_ids=frozenset({9}))
+    schemas = WriterSchemas({1: json.dumps(V1)}, unreadable={9: "is not in the schema registry"})
     good = encode(V1, {"id": "a", "qty": 3, "customer": {"name": "Ann"}})
     values = [
         None,
