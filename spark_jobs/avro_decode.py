@@ -123,6 +123,12 @@ def _schema_id_reasons(schemas_by_id: Mapping[int, str], unreadable: Mapping[int
     return reasons
 
 
+def unloaded_schema_id(failure: BaseException | None) -> int | None:
+    """The schema id a failed query met without having it loaded (`UNKNOWN_SCHEMA_ID`), else None."""
+    match = UNKNOWN_SCHEMA_ID_RE.search(str(failure)) if failure is not None else None
+    return int(match.group(1)) if match else None
+
+
 def _required_field(schema: str) -> str | None:
     """The first top-level field a record of this schema always has a value for (None if all are optional)."""
     for field in parse_schema(schema)["fields"]:
