@@ -1,6 +1,7 @@
 """Compose the pipeline in one visible place, and start it as a Structured Streaming query.
 
-Kafka -> parse_events (JSON) | parse_avro (Avro) -> require_keys -> check_columns -> dedup_time -> drop_duplicates
+Kafka -> parse_events (JSON) | parse_avro (Avro) -> observe fields (field_watch) -> require_keys
+      -> check_columns -> dedup_time -> drop_duplicates
       -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
 """
 
@@ -19,7 +20,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, dedup, transforms
+from spark_jobs import avro_decode, dedup, field_watch, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
@@ -144,6 +145,11 @@ def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | No
     if schemas is None and spec.source.format == "avro" and spec.source.schema_registry is None:
         schemas = source_schemas(spec)
     df = parse_source(raw, spec, schemas)
+    # Every event, duplicates too, before anything drops one: "seen in N events" counts what came in.
+    if schemas is not None:
+        df = field_watch.observe_schema_ids(df, [*schemas.by_id, *schemas.unreadable])
+    else:
+        df = field_watch.observe_json_keys(df, [f.path for f in spec.source.fields])
     if spec.dedup is not None:
         df = dedup.require_keys(df, spec.dedup.keys)
     df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)

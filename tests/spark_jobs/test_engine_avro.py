@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from engine_helpers import JOB_TIMEOUT, job_command, produce, wait_for
 
+from spark_jobs.field_changes import field_changes
 from spark_jobs.pipeline import start_query, stop_query
 from spark_jobs.spec import SpecError, parse_spec
 
@@ -207,8 +208,22 @@ def test_schema_version_2_while_the_job_runs_then_its_new_field_as_a_column(
         stop_job(job)
     assert job.returncode == 0, log.read_text()[-3000:]
 
+    # The job's metrics records (its log has each one) tell what the pipeline does not read.
+    records = [
+        json.loads(line.split("clearflow.metrics ", 1)[1])
+        for line in log.read_text().splitlines()
+        if "clearflow.metrics {" in line
+    ]
+    v2_id = registry(schema_registry_url).get_latest_version(f"{topic}-value").schema_id
+    first_v2 = next(r["timestamp"] for r in records if r["events_by_schema_id"].get(str(v2_id)))
+    changes = field_changes(parse_spec(spec), {v2_id: json.dumps(ORDER_V2)}, records)
+    assert [c.message() for c in changes] == [
+        f"new field `coupon` (string or null) seen in 20 events since {first_v2[11:16]}"
+    ]
+    assert changes[0].clickhouse_type == "Nullable(String)"
+
     # What adding the field does: the column (with the proposed type), and the spec's next version.
-    ch.command(f"ALTER TABLE {table} ADD COLUMN coupon Nullable(String)")
+    ch.command(f"ALTER TABLE {table} ADD COLUMN coupon {changes[0].clickhouse_type}")
     spec["source"]["fields"].append({"path": "coupon", "type": "string"})
     spec["sink"]["columns"].append({"field": "coupon", "column": "coupon", "type": "Nullable(String)"})
     produce(
