@@ -16,7 +16,7 @@ already reads; turning it into "new field `coupon` (string) seen in 1,204 events
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -41,11 +41,7 @@ def observe_json_keys(df: DataFrame, field_paths: Sequence[str]) -> DataFrame:
     found: list[Column] = [F.coalesce(F.json_object_keys(text), F.array().cast("array<string>"))]
     for parent in parents:
         keys = F.json_object_keys(F.get_json_object(text, f"$.{parent}"))
-        found.append(
-            F.coalesce(
-                F.transform(keys, lambda key, p=parent: F.concat(F.lit(p + "."), key)), F.array().cast("array<string>")
-            )
-        )
+        found.append(F.coalesce(F.transform(keys, _prefixed(parent + ".")), F.array().cast("array<string>")))
     unmapped = F.array_except(F.concat(*found), F.array(*[F.lit(k) for k in known]).cast("array<string>"))
     sampled = (F.col("_kafka_offset") % JSON_SAMPLE_EVERY) == 0
     return df.observe(
@@ -54,3 +50,8 @@ def observe_json_keys(df: DataFrame, field_paths: Sequence[str]) -> DataFrame:
         F.count_if(sampled & (F.size(unmapped) > 0)).alias("sampled_with_unmapped"),
         F.count_if(sampled).alias("sampled"),
     )
+
+
+def _prefixed(prefix: str) -> Callable[[Column], Column]:
+    # One argument only: F.transform passes the element's index to a function that takes two.
+    return lambda key: F.concat(F.lit(prefix), key)

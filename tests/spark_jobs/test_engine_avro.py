@@ -246,3 +246,36 @@ def test_schema_version_2_while_the_job_runs_then_its_new_field_as_a_column(
         + [(f"c{i:02d}", 1, f"NEW{i}") for i in range(20)]
     )
     assert ch.command(f"SELECT count() FROM {table}_dlq") == 0
+
+
+def test_json_keys_the_pipeline_does_not_read_are_reported(
+    spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path, redis_url
+):
+    """JSON has no schema: new keys are found in a sample of the events (offsets 0, 16, 32, ...)."""
+    import redis
+    from engine_helpers import event, make_spec
+
+    topic = new_topic(1)
+    events = [event(f"e{i:03d}", n=i, coupon=f"C{i}") for i in range(64)]
+    for e in events:
+        e["user"]["tier"] = "gold"
+    produce(kafka_bootstrap, topic, [(0, e) for e in events])
+    spec = parse_spec(make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]))
+    query = start_query(
+        spark, spec, checkpoint=str(tmp_path / "ckpt"), redis_url=redis_url, trigger={"availableNow": True}
+    )
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)
+    client = redis.Redis.from_url(redis_url)
+    records = [json.loads(x) for x in reversed(client.lrange(f"clearflow:metrics:{spec.name}:recent", 0, -1))]
+    assert sorted({key for r in records for key in r["unmapped_keys"]}) == ["coupon", "user.tier"]
+    assert sum(r["sampled_events"] for r in records) == 4
+    messages = [c.message() for c in field_changes(spec, {}, records)]
+    since = records[0]["timestamp"][11:16]
+    assert messages == [
+        f"new field `coupon` seen in about 64 events since {since}",
+        f"new field `user.tier` seen in about 64 events since {since}",
+    ]
