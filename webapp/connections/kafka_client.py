@@ -210,6 +210,29 @@ def direct_consumer(settings: KafkaConnectionSpec, timeout: float, collector: Er
         raise _settings_error(exc) from None
 
 
+# A partition whose leader is being elected (a topic created a moment ago, a broker restarting) answers these;
+# they pass within a second or two, so they are waited out within the caller's deadline, never reported.
+_LEADER_PENDING = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART")
+
+
+def watermark_offsets(consumer: Any, partition: Any, *, deadline: float) -> tuple[int, int]:
+    """(low, high) offsets of one partition, asked of its leader; a leader election under way is waited out
+    until `deadline` (time.monotonic()); any other error, or the deadline, raises KafkaException."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    pending = {getattr(KafkaError, name) for name in _LEADER_PENDING if hasattr(KafkaError, name)}
+    while True:
+        remaining = max(0.05, deadline - time.monotonic())
+        try:
+            return consumer.get_watermark_offsets(partition, timeout=remaining, cached=False)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            code = error.code() if hasattr(error, "code") else None
+            if code not in pending or time.monotonic() + 0.2 >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def sample_events(
     settings: KafkaConnectionSpec,
     *,
@@ -248,9 +271,7 @@ def sample_events(
                 if remaining <= 0.05:
                     raise KafkaClientError(f"The broker did not answer within {timeout:g} seconds.")
                 try:
-                    low, high = consumer.get_watermark_offsets(
-                        TopicPartition(name, partition), timeout=remaining, cached=False
-                    )
+                    low, high = watermark_offsets(consumer, TopicPartition(name, partition), deadline=deadline)
                 except KafkaException as exc:
                     _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
                 start = low if position == "oldest" else max(low, high - count)

@@ -21,6 +21,7 @@ from webapp.connections.kafka_client import (
     _kafka_error,
     _raise,
     direct_consumer,
+    watermark_offsets,
 )
 from webapp.connections.kafka_errors import ErrorCollector
 
@@ -95,9 +96,8 @@ class RecentEvents:
         for name, pid in partitions:
             # At least a second per answer, even when the budget is spent: an answer beats an error.
             try:
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(name, pid), timeout=min(timeout, max(1.0, self._remaining())), cached=False
-                )
+                wait = min(timeout, max(1.0, self._remaining()))
+                low, high = watermark_offsets(consumer, TopicPartition(name, pid), deadline=time.monotonic() + wait)
             except KafkaException as exc:
                 _raise(_kafka_error(exc), collector, self.settings, timeout, client=consumer)
             ranges.append((max(0, low), max(0, high)))
