@@ -16,8 +16,10 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -82,6 +84,8 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
 
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
     from spark_jobs.avro_decode import parse_avro
@@ -91,7 +95,8 @@ def main() -> int:
 
     load_before = os.getloadavg()
     as_json, as_avro = encode(events(args.events))
-    spark = build_session(app_name="avro-bench", master=args.master, conf={"spark.ui.enabled": "false"})
+    conf = {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+    spark = build_session(app_name="avro-bench", master=args.master, conf=conf)
     spark.sparkContext.setLogLevel("WARN")
     schema = StructType(
         [
@@ -103,14 +108,25 @@ def main() -> int:
         ]
     )
     now = datetime.now(UTC)
+    work = Path(tempfile.mkdtemp(prefix="avro-bench-"))
 
-    def cached(values: list[bytes]):
-        rows = [(value, "bench", i % 2, i, now) for i, value in enumerate(values)]
-        df = spark.createDataFrame(rows, schema).repartition(2).cache()
+    def cached(name: str, values: list[bytes]):
+        """The rows through a Parquet file (a million rows do not fit through createDataFrame's pickles)."""
+        table = pa.table(
+            {
+                "_cf_value": pa.array(values, pa.binary()),
+                "_kafka_topic": pa.array(["bench"] * len(values)),
+                "_kafka_partition": pa.array([i % 2 for i in range(len(values))], pa.int64()),
+                "_kafka_offset": pa.array(range(len(values)), pa.int64()),
+                "_kafka_timestamp": pa.array([now] * len(values), pa.timestamp("us", tz="UTC")),
+            }
+        )
+        pq.write_table(table, work / f"{name}.parquet")
+        df = spark.read.schema(schema).parquet(str(work / f"{name}.parquet")).repartition(2).cache()
         df.count()
         return df
 
-    json_rows, avro_rows = cached(as_json), cached(as_avro)
+    json_rows, avro_rows = cached("json", as_json), cached("avro", as_avro)
     fields = [Field(path, kind) for path, kind in FIELDS]
     steps = {
         "json": lambda: parse_events(json_rows, fields),
@@ -127,6 +143,7 @@ def main() -> int:
             steps[name]().write.format("noop").mode("overwrite").save()
             seconds[name].append(time.perf_counter() - started)
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     print(f"events: {args.events:,}, rounds: {args.rounds}, master: {args.master}")
