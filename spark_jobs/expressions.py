@@ -2,8 +2,10 @@
 
 A filter or transform runs inside the job's JVM, so it may only use scalar built-ins that cannot reach the JVM
 (`reflect`, `java_method`), the filesystem, the network or other tables (subqueries, table-valued functions,
-UDFs, `range`). Sizes are bounded: the text's length, its nesting, and the counts of functions that build
-large values (`repeat`, `array_repeat`, `space`, `lpad`, `rpad`) must be literals up to `MAX_REPEAT_COUNT`.
+UDFs, `range`). Sizes are bounded (caps in `spark_jobs.limits`): the text's length, its nesting, the counts of
+functions that build large values (`repeat`, `array_repeat`, `space`, `lpad`, `rpad`) must be literals, and the
+size of every value the expression builds has a static bound (`spark_jobs.expression_bounds`, which also
+refuses regex patterns that backtrack catastrophically).
 
 No Spark and no Django here: `spark_jobs.spec` calls `expression_error` while parsing a spec, so the web app,
 the API, the wizard and the job (which parses its spec file before its query starts) all apply the same check.
@@ -11,18 +13,23 @@ the API, the wizard and the job (which parses its spec file before its query sta
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-MAX_EXPRESSION_LENGTH = 10_000
-MAX_NESTING = 64  # parentheses and brackets, counted before parsing (the parser recurses per level)
-MAX_TREE_DEPTH = 512  # operators chained without parentheses (a OR b OR ...) nest in the parsed tree
-MAX_REPEAT_COUNT = 10_000
+from spark_jobs.expression_bounds import check_bounds
+from spark_jobs.limits import EXPRESSION_DEPTH, EXPRESSION_GROWTH, EXPRESSION_LENGTH, EXPRESSION_NESTING
+
+MAX_EXPRESSION_LENGTH = EXPRESSION_LENGTH.maximum
+MAX_NESTING = EXPRESSION_NESTING.maximum  # parentheses and brackets, counted before parsing (the parser recurses)
+MAX_TREE_DEPTH = EXPRESSION_DEPTH.maximum  # operators chained without parentheses (a OR b OR ...) nest in the tree
+MAX_REPEAT_COUNT = EXPRESSION_GROWTH.maximum
 
 # Scalar built-ins of Spark SQL 4 that compute a value from their arguments only. Deliberately absent:
 # reflect/java_method/try_reflect (JVM calls), xpath*/from_xml (XML parsers), from_avro/from_protobuf
 # (descriptor files), range/explode/inline/stack/json_tuple (generators), aggregates and window functions,
-# raise_error/assert_true (stop the job), format_string/printf (unbounded widths), sequence/randstr (unbounded
-# sizes), current_user/session_user/current_database/version (facts about the server).
+# raise_error/assert_true (stop the job), format_string/printf (unbounded widths), randstr (unbounded size),
+# current_user/session_user/current_database/version (facts about the server). `sequence` is allowed with
+# literal bounds only (expression_bounds).
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     """
     abs acos acosh add_months aes_decrypt aes_encrypt and array array_append array_compact array_contains
@@ -43,7 +50,7 @@ ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     negative next_day not now nullif nullifzero numeric nvl nvl2 octet_length or overlay parse_json parse_url pi
     pmod position positive pow power quarter radians rand randn random regexp regexp_count regexp_extract
     regexp_extract_all regexp_instr regexp_like regexp_replace regexp_substr repeat replace reverse right rint rlike
-    round rpad rtrim schema_of_json sec second sentences sha sha1 sha2 shiftleft shiftright shiftrightunsigned
+    round rpad rtrim schema_of_json sec second sentences sequence sha sha1 sha2 shiftleft shiftright shiftrightunsigned
     shuffle sign signum sin sinh size slice smallint sort_array soundex space split split_part sqrt startswith
     str_to_map string struct substr substring substring_index tan tanh timestamp timestamp_micros timestamp_millis
     timestamp_seconds tinyint to_binary to_char to_csv to_date to_json to_number to_timestamp to_timestamp_ltz
@@ -101,7 +108,8 @@ def _check_tokens(text: str, tokens: list[Any]) -> None:
             depth += 1
             if depth > MAX_NESTING:
                 raise ValueError(
-                    f"nested too deeply at {_position(text, token.start)}: at most {MAX_NESTING} levels of brackets"
+                    f"nested too deeply at {_position(text, token.start)}: at most {MAX_NESTING} levels of brackets "
+                    f"(cap: {EXPRESSION_NESTING.name})"
                 )
         elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
             depth -= 1
@@ -129,7 +137,8 @@ def _check_tokens(text: str, tokens: list[Any]) -> None:
                 or int(argument[0].text) > MAX_REPEAT_COUNT
             ):
                 raise ValueError(
-                    f"function '{token.text}' at {where}: its count must be a whole number up to {MAX_REPEAT_COUNT}"
+                    f"function '{token.text}' at {where}: its count must be a whole number up to {MAX_REPEAT_COUNT} "
+                    f"(cap: {EXPRESSION_GROWTH.name})"
                 )
 
 
@@ -143,7 +152,9 @@ def _check_tree(tree: Any) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_TREE_DEPTH:
-            raise ValueError(f"nested too deeply: at most {MAX_TREE_DEPTH} operators may be chained")
+            raise ValueError(
+                f"nested too deeply: at most {MAX_TREE_DEPTH} operators may be chained (cap: {EXPRESSION_DEPTH.name})"
+            )
         if isinstance(node, forbidden) or (isinstance(node, exp.Exists) and isinstance(node.this, exp.Query)):
             raise ValueError("subqueries, tables and window functions are not allowed in an expression")
         if isinstance(node, server_facts):
@@ -161,7 +172,7 @@ def expression_tree(expression: str) -> Any:
     if not isinstance(expression, str) or not expression.strip():
         raise ValueError("empty expression")
     if len(expression) > MAX_EXPRESSION_LENGTH:
-        raise ValueError(f"expression is too long: {len(expression):,} characters, at most {MAX_EXPRESSION_LENGTH:,}")
+        raise ValueError(EXPRESSION_LENGTH.refusal(len(expression)))
     try:
         tokens = Spark().tokenize(expression)
     except TokenError as exc:
@@ -180,7 +191,9 @@ def expression_tree(expression: str) -> Any:
         raise ValueError(f"syntax error: {exc}") from None
     except RecursionError:
         # Bracket nesting is bounded above; this is operators nested without brackets (NOT NOT ..., CASE WHEN CASE).
-        raise ValueError(f"nested too deeply: at most {MAX_TREE_DEPTH} operators may be chained") from None
+        raise ValueError(
+            f"nested too deeply: at most {MAX_TREE_DEPTH} operators may be chained (cap: {EXPRESSION_DEPTH.name})"
+        ) from None
     trees = [tree for tree in trees if tree is not None]
     if len(trees) != 1:
         raise ValueError("must be a single expression (no ';')")
@@ -190,10 +203,41 @@ def expression_tree(expression: str) -> Any:
     if isinstance(tree, exp.Alias):
         raise ValueError("unexpected alias (AS ...); give the name in the transform's 'name' instead")
     _check_tree(tree)
+    check_bounds(tree)
     return tree
 
 
-def expression_error(expression: str, known_fields: list[str] | None = None) -> str | None:
+class KnownNames:
+    """The names an expression may refer to (dotted field paths, Kafka metadata, computed fields), each lookup
+    in constant time: no list of every field is searched per column reference."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.names: list[str] = []
+        self._exact: set[str] = set()
+        self._parents: set[str] = set()
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        self.names.append(name)
+        lowered = name.lower()
+        self._exact.add(lowered)
+        self._parents.update(lowered[:i] for i, char in enumerate(lowered) if char == ".")
+
+    def knows(self, path: str) -> bool:
+        """`user.id` is known when `user.id` is, or `user.id.x` (a parent), or `user` (access into a json leaf is
+        left to Spark's analyzer)."""
+        lowered = path.lower()
+        if lowered in self._exact or lowered in self._parents:
+            return True
+        return any(lowered[:i] in self._exact for i, char in enumerate(lowered) if char == ".")
+
+    def listed(self, at_most: int = 20) -> str:
+        shown = ", ".join(sorted(self.names)[:at_most]) or "none"
+        return shown if len(self.names) <= at_most else f"{shown} and {len(self.names) - at_most:,} more"
+
+
+def expression_error(expression: str, known_fields: Iterable[str] | KnownNames | None = None) -> str | None:
     """None when `expression` is one allowed Spark SQL expression, else a message with its position.
 
     With `known_fields` (dotted paths and names), column references are also checked: `user.id` is fine when
@@ -206,16 +250,12 @@ def expression_error(expression: str, known_fields: list[str] | None = None) -> 
     except ValueError as exc:
         return str(exc)
     if known_fields is not None:
-        known = {name.lower() for name in known_fields}
+        known = known_fields if isinstance(known_fields, KnownNames) else KnownNames(known_fields)
+        lambda_names = {param.name.lower() for node in tree.find_all(exp.Lambda) for param in node.expressions}
         for column in tree.find_all(exp.Column):
             parts = [part.name for part in column.parts]
-            if not all(parts):
+            if not all(parts) or parts[0].lower() in lambda_names:
                 continue
-            path = ".".join(parts).lower()
-            if path in known or any(k.startswith(path + ".") for k in known):
-                continue
-            # `json_field.x` style access into a known leaf is left to Spark's analyzer.
-            if any(path.startswith(k + ".") for k in known):
-                continue
-            return f"unknown field '{'.'.join(parts)}'; known: {', '.join(sorted(known_fields)) or 'none'}"
+            if not known.knows(".".join(parts)):
+                return f"unknown field '{'.'.join(parts)}'; known: {known.listed()}"
     return None

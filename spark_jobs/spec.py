@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -32,6 +34,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -44,8 +47,9 @@ from spark_jobs.connections import (
     KafkaConnectionSpec,
     SchemaRegistryConnectionSpec,
 )
-from spark_jobs.expressions import expression_error
+from spark_jobs.expressions import KnownNames, expression_error
 from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
+from spark_jobs.limits import VALIDATION_SECONDS, size_issues
 
 SPEC_VERSION = 1
 # `sink.insert_dedup_window` was called this until the rename; parse_spec still accepts it (an alias).
@@ -105,6 +109,23 @@ class SpecError(Exception):
     def __init__(self, errors: list[SpecIssue]) -> None:
         self.errors = list(errors)
         super().__init__("\n".join(str(issue) for issue in self.errors))
+
+
+class ValidationBudget:
+    """The time one spec's checks may take (`spark_jobs.limits.VALIDATION_SECONDS`). Every check is linear in
+    the spec's size and the sizes are capped, so this is a safety net: a step that finds the time spent refuses
+    the spec instead of holding a web request (or a job's start) any longer."""
+
+    def __init__(self, seconds: float = VALIDATION_SECONDS.maximum) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def check(self, path: str = "") -> None:
+        if time.monotonic() > self.deadline:
+            message = (
+                f"checking this spec took longer than {VALIDATION_SECONDS.maximum} seconds "
+                f"(cap: {VALIDATION_SECONDS.name}): make it smaller"
+            )
+            raise SpecError([SpecIssue(path, message)])
 
 
 def _loc_to_path(loc: tuple[int | str, ...]) -> str:
@@ -334,12 +355,20 @@ class PipelineSpec(BaseModel):
     def _filter(cls, value: str | None) -> str | None:
         return None if value is None or not value.strip() else value
 
-    @model_validator(mode="after")
-    def _cross_checks(self) -> PipelineSpec:
-        issues = _cross_check(self)
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounded(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> PipelineSpec:
+        """Caps on counts and lengths first (on the raw input, before any item is validated), then the
+        sections' own checks, then the rules that span sections, all within the time budget."""
+        budget = ValidationBudget()
+        if too_large := size_issues(data):
+            raise SpecError([SpecIssue(path, message) for path, message in too_large])
+        spec = handler(data)
+        budget.check()
+        issues = _cross_check(spec, budget)
         if issues:
             raise SpecError(issues)
-        return self
+        return spec
 
     # -- typed accessors the job uses --
 
@@ -373,28 +402,35 @@ def _walk_secrets(node: Any, reveal: bool) -> None:
 
 
 def expression_issues(
-    field_paths: Sequence[str], filter_expression: str | None, transforms: Sequence[tuple[str, str]]
+    field_paths: Sequence[str],
+    filter_expression: str | None,
+    transforms: Sequence[tuple[str, str]],
+    budget: ValidationBudget | None = None,
 ) -> list[SpecIssue]:
     """The filter's and the transforms' problems (paths `filter`, `transforms[i].name|expression`): the
     checks `parse_spec` makes, for a caller that checks them before the rest of the spec exists (the wizard's
     filter step). `transforms` are (name, expression) pairs in order; each may use the ones before it."""
+    budget = budget or ValidationBudget()
     issues: list[SpecIssue] = []
-    expression_names = [*field_paths, *KAFKA_METADATA_FIELDS]
+    known = KnownNames([*field_paths, *KAFKA_METADATA_FIELDS])
     if filter_expression is not None and filter_expression.strip():
-        error = expression_error(filter_expression, expression_names)
+        error = expression_error(filter_expression, known)
         if error:
             issues.append(SpecIssue("filter", error))
+    paths = set(field_paths)
     roots = {p.split(".")[0] for p in field_paths}
-    seen_transforms: list[str] = []
+    seen_transforms: set[str] = set()
     for i, (name, expression) in enumerate(transforms):
-        if name in field_paths or name.split(".")[0] in roots:
+        budget.check(f"transforms[{i}].expression")
+        if name in paths or name.split(".")[0] in roots:
             issues.append(SpecIssue(f"transforms[{i}].name", f"'{name}' clashes with a field of the same name"))
         elif name in seen_transforms:
             issues.append(SpecIssue(f"transforms[{i}].name", f"transform '{name}' is defined twice"))
-        error = expression_error(expression, [*expression_names, *seen_transforms])
+        error = expression_error(expression, known)
         if error:
             issues.append(SpecIssue(f"transforms[{i}].expression", error))
-        seen_transforms.append(name)
+        seen_transforms.add(name)
+        known.add(name)
     return issues
 
 
@@ -448,22 +484,29 @@ def _source_issues(source: SourceSpec) -> list[SpecIssue]:
     return []  # checked against the registry when the job starts and when the web app saves the spec
 
 
-def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
-    """Rules that span sections; each issue names the path of the field to fix."""
-    issues: list[SpecIssue] = _source_issues(spec.source)
-    fields = {f.path: f.type for f in spec.source.fields}
-
-    for i, field in enumerate(spec.source.fields):
-        others = [p for p in fields if p != field.path]
-        if [f.path for f in spec.source.fields].count(field.path) > 1:
-            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{field.path}' is listed twice"))
-        elif any(p.startswith(field.path + ".") for p in others):
+def _field_issues(spec: PipelineSpec) -> list[SpecIssue]:
+    """Fields listed twice, and a field that is also the parent of another (`user` and `user.id`): one pass
+    over the paths and their prefixes, linear in their total length."""
+    paths = [f.path for f in spec.source.fields]
+    counts = Counter(paths)
+    parents = {path[:index] for path in paths for index, char in enumerate(path) if char == "."}
+    issues = []
+    for i, path in enumerate(paths):
+        if counts[path] > 1:
+            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{path}' is listed twice"))
+        elif path in parents:
             issues.append(
-                SpecIssue(
-                    f"source.fields[{i}].path",
-                    f"'{field.path}' is both a field and the parent of another field",
-                )
+                SpecIssue(f"source.fields[{i}].path", f"'{path}' is both a field and the parent of another field")
             )
+    return issues
+
+
+def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue]:
+    """Rules that span sections; each issue names the path of the field to fix. Every rule is one pass (sets
+    and dicts, no list searched per item), so the time grows with the spec's size, not with its square."""
+    issues = _source_issues(spec.source) + _field_issues(spec)
+    fields = {f.path: f.type for f in spec.source.fields}
+    budget.check("source.fields")
 
     if spec.dedup is not None:
         for i, key in enumerate(spec.dedup.keys):
@@ -483,16 +526,17 @@ def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
                 )
 
     issues += expression_issues(
-        list(fields), spec.filter, [(transform.name, transform.expression) for transform in spec.transforms]
+        list(fields), spec.filter, [(transform.name, transform.expression) for transform in spec.transforms], budget
     )
+    budget.check("sink.columns")
 
     types = spec.field_types()
     sink = spec.sink
-    column_names: list[str] = []
+    column_names: set[str] = set()
     for i, column in enumerate(sink.columns):
         if column.column in column_names:
             issues.append(SpecIssue(f"sink.columns[{i}].column", f"column '{column.column}' is mapped twice"))
-        column_names.append(column.column)
+        column_names.add(column.column)
         if column.field not in types:
             issues.append(
                 SpecIssue(
@@ -516,6 +560,7 @@ def _cross_check(spec: PipelineSpec) -> list[SpecIssue]:
             issues.append(SpecIssue(f"sink.order_by[{i}]", f"column '{name}' is Nullable and cannot be in ORDER BY"))
     if sink.dead_letter_table == sink.table:
         issues.append(SpecIssue("sink.dlq_table", "the dead-letter table must differ from the table"))
+    budget.check()
     return issues
 
 
@@ -564,6 +609,7 @@ __all__ = [
     "SpecIssue",
     "StateStore",
     "TransformSpec",
+    "ValidationBudget",
     "clickhouse_type_error",
     "default_clickhouse_type",
     "expression_error",

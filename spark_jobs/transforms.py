@@ -26,6 +26,7 @@ from spark_jobs.clickhouse_types import (
     parse_clickhouse_type,
 )
 from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits, field_type_info
+from spark_jobs.limits import ROW_BYTES
 from spark_jobs.metrics import FILTER_OBSERVATION
 
 ERROR = "_cf_error"
@@ -304,24 +305,75 @@ def _column_reasons(columns: Sequence[SinkColumn], field_types: dict[str, str]) 
     return result
 
 
-def check_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[str, str]) -> DataFrame:
-    """Dead-letter events whose value cannot be written to its column (before dedup, so a bad event does
-    not take its key's place)."""
+_TEXT_COLUMNS = ("String", "FixedString", "JSON")
+_FIXED_WIDTH = 16  # bytes counted for a column that is not text: the widest (UUID, Int128, Decimal128)
+
+
+def row_bytes(columns: Sequence[SinkColumn], field_types: dict[str, str]) -> Column:
+    """The size of an event's row as written to ClickHouse: text columns by their UTF-8 bytes, every other
+    column by a fixed width."""
+    text = []
+    fixed = 0
+    for column in columns:
+        ch_type = parse_clickhouse_type(column.type)
+        if ch_type.base().name in _TEXT_COLUMNS:
+            out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
+            text.append(F.coalesce(F.octet_length(out), F.lit(0)))
+        else:
+            fixed += _FIXED_WIDTH
+    total = F.lit(fixed)
+    for size in text:
+        total = total + size
+    return total
+
+
+def row_size_reason(size: Column, max_row_bytes: int) -> Column:
+    """The dead-letter reason of a row over `max_row_bytes` (NULL for the others)."""
+    return F.when(
+        size > F.lit(max_row_bytes),
+        F.concat(
+            F.lit("row too large: "),
+            size.cast("string"),
+            F.lit(f" bytes after conversion, at most {max_row_bytes:,} (cap: {ROW_BYTES.name})"),
+        ),
+    )
+
+
+def check_columns(
+    df: DataFrame,
+    columns: Sequence[SinkColumn],
+    field_types: dict[str, str],
+    *,
+    max_row_bytes: int = ROW_BYTES.maximum,
+) -> DataFrame:
+    """Dead-letter events whose value cannot be written to its column, or whose row would be over
+    `max_row_bytes` (before dedup, so a bad event does not take its key's place)."""
     reasons = [reason for _, reason in _column_reasons(columns, field_types)]
     if not reasons:
         return df
+    reasons.append(row_size_reason(row_bytes(columns, field_types), max_row_bytes))
     return df.withColumn(ERROR, F.coalesce(F.col(ERROR), *reasons))
 
 
-def map_columns(df: DataFrame, columns: Sequence[SinkColumn], field_types: dict[str, str]) -> DataFrame:
+def map_columns(
+    df: DataFrame,
+    columns: Sequence[SinkColumn],
+    field_types: dict[str, str],
+    *,
+    max_row_bytes: int = ROW_BYTES.maximum,
+) -> DataFrame:
     """Select the sink columns (named as in ClickHouse) plus the dead-letter columns; a value that cannot
-    be written to its column turns the event into a dead letter."""
+    be written to its column, or a row over `max_row_bytes` once converted, turns the event into a dead letter.
+    A row over the cap does not carry its values further (they are NULL; its dead letter keeps the record)."""
+    size = row_bytes(columns, field_types)
+    too_large = F.coalesce(size > F.lit(max_row_bytes), F.lit(False))
     outputs = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
         out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
-        outputs.append(out.alias(column.column))
-    error = F.coalesce(F.col(ERROR), *[reason for _, reason in _column_reasons(columns, field_types)])
+        outputs.append(F.when(~too_large, out).alias(column.column))
+    reasons = [reason for _, reason in _column_reasons(columns, field_types)]
+    error = F.coalesce(F.col(ERROR), *reasons, row_size_reason(size, max_row_bytes))
     with_error = df.withColumn(ERROR, error)
     is_dead = F.col(ERROR).isNotNull()
     dead = [

@@ -27,3 +27,14 @@ ERROR_RESPONSES = {
     409: OpenApiResponse(Error, description="The object's state does not allow the action."),
     502: OpenApiResponse(Error, description="Kafka or ClickHouse failed or did not answer in time."),
 }
+
+
+def error_responses(*media_types: str) -> dict[tuple[int, str], OpenApiResponse]:
+    """ERROR_RESPONSES (and 429) for an operation whose errors are also rendered as `media_types`: the client's
+    Accept header (or `?format=`) picks the renderer of an error body too."""
+    responses = {**ERROR_RESPONSES, 429: OpenApiResponse(Error, description="Too many requests; see Retry-After.")}
+    return {
+        (status, media_type): response
+        for status, response in responses.items()
+        for media_type in ("application/json", *media_types)
+    }

@@ -10,8 +10,11 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 _COMMON = {
     "401": "Not authenticated.",
     "404": "No such object (or not yours), or a malformed id in the path.",
+    "406": "The Accept header (or `?format=`) asks for a type the operation does not answer.",
     "429": "Too many requests; see Retry-After.",
 }
+# A browser session (cookie) that changes something must send its CSRF token (an API token needs none).
+_UNSAFE = {"403": "A session without its CSRF token (send the X-CSRFToken header), or not allowed."}
 _WITH_BODY = {
     "400": "Bad input: each problem with its field path.",
     "413": "The request body is too large.",
@@ -41,10 +44,12 @@ def document_common_errors(result: dict[str, Any], generator: Any, request: Any,
     for path, item in result.get("paths", {}).items():
         if not path.startswith("/api/v1/") or path == "/api/v1/health":
             continue
-        for operation in item.values():
+        for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             extra = dict(_COMMON)
+            if method.lower() in ("post", "put", "patch", "delete"):
+                extra.update(_UNSAFE)
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
             for status, description in extra.items():

@@ -17,6 +17,9 @@ from typing import Any
 # The broker name librdkafka puts in front of its messages ("sasl_ssl://host:9093/bootstrap: "): it says
 # nothing the user did not type, and "sasl"/"ssl" in it must not be taken for the kind of failure.
 _BROKER_NAME = re.compile(r"\b[a-z_]+://[^\s/]+/[\w-]+: ")
+# A number of 6 digits or more in librdkafka's text may be bytes the far end sent, read as a length ("Invalid
+# response size 1515280458" is "ZQXJ"): an answer never repeats them, so a connection test cannot read a banner.
+_FAR_END_NUMBER = re.compile(r"\b\d{6,}\b")
 # How long one metadata attempt may take before the errors seen so far are looked at.
 ATTEMPT_SECONDS = 1.0
 
@@ -67,7 +70,8 @@ def _code(error: Any) -> Any:
 def _text(error: Any) -> str:
     text = error.str() if hasattr(error, "str") else str(error)
     text = re.sub(r"\s*\(after \d+ms in state \w+\)", "", text)
-    return _BROKER_NAME.sub("", text).strip()
+    text = re.sub(r"\s*\(0\.\.\d+\): increase receive\.message\.max\.bytes", "", text)
+    return _FAR_END_NUMBER.sub("(not shown)", _BROKER_NAME.sub("", text)).strip()
 
 
 def is_definite(error: Any) -> bool:
@@ -84,6 +88,7 @@ def _kind(lowered: str) -> str | None:
     checks = [
         ("resolve", ("failed to resolve",)),
         ("refused", ("connection refused",)),
+        ("not_kafka", ("invalid response size",)),
         ("untrusted_broker", ("certificate verify failed",)),
         ("client_certificate", ("alert bad certificate", "certificate required", "alert unknown ca")),
         ("not_tls", ("connecting to a plaintext broker listener",)),
@@ -112,6 +117,8 @@ def plain_words(error: Any, *, servers: str, mechanism: str | None, timeout: flo
         "resolve": f"The broker host name in {servers} could not be resolved: check the spelling and that this "
         "server can look it up.",
         "refused": f"Nothing accepts connections at {servers} (connection refused).",
+        "not_kafka": f"The server at {servers} does not answer in Kafka's protocol: check the host and port (is it a "
+        "Kafka broker's listener?).",
         "untrusted_broker": f"The broker's TLS certificate at {servers} is not signed by the CA certificate given "
         "(or no CA certificate was given for a private CA).",
         "client_certificate": f"The broker at {servers} refused the TLS connection: it requires a client "
@@ -125,6 +132,8 @@ def plain_words(error: Any, *, servers: str, mechanism: str | None, timeout: flo
         "probably does not match the listener's (SSL or SASL expected?).",
         "tls": f"The TLS connection to {servers} failed.",
     }
+    if kind == "not_kafka":
+        return messages[kind]  # what the server sent is not Kafka's: nothing of it is repeated
     if kind in messages:
         return f"{messages[kind]} ({text})"
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN) or kind == "transport":

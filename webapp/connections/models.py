@@ -104,13 +104,14 @@ class SpecBackedConnection(TimeStampedModel):
         if errors:
             raise ValidationError(errors)
 
-    def _host_names(self) -> list[str]:
+    def _endpoints(self) -> list[tuple[str, int | None]]:
         raise NotImplementedError
 
     def client_settings(self) -> Any:
         """`to_spec()` for opening a connection now: raises ForbiddenAddressError when a host resolves into a
-        forbidden network. Every connection the app or a job makes starts here (DNS may change after saving)."""
-        network_guard.check_hosts(self._host_names())
+        network it may not reach (`network_guard`). Every connection the app or a job makes starts here (DNS may
+        change after saving)."""
+        network_guard.check_endpoints(self._endpoints())
         return self.to_spec()
 
 
@@ -196,14 +197,14 @@ class KafkaConnection(SpecBackedConnection):
                 errors.setdefault(name, problem)
         if self.ssl_key_pem and (problem := pem_key_error(self.ssl_key_pem)):
             errors.setdefault("ssl_key_pem", problem)
-        for host in network_guard.bootstrap_hosts(self.bootstrap_servers or ""):
-            if problem := network_guard.host_error(host):
+        for host, port in network_guard.bootstrap_endpoints(self.bootstrap_servers or ""):
+            if problem := network_guard.host_error(host, port):
                 errors.setdefault("bootstrap_servers", problem)
         if errors:
             raise ValidationError(errors)
 
-    def _host_names(self) -> list[str]:
-        return network_guard.bootstrap_hosts(self.bootstrap_servers)
+    def _endpoints(self) -> list[tuple[str, int | None]]:
+        return network_guard.bootstrap_endpoints(self.bootstrap_servers)
 
 
 class ClickHouseConnection(SpecBackedConnection):
@@ -245,8 +246,8 @@ class ClickHouseConnection(SpecBackedConnection):
             raise ValidationError({"ssl_ca_pem": "A CA certificate needs HTTPS."})
         if self.ssl_ca_pem and (problem := pem_certificate_error(self.ssl_ca_pem)):
             raise ValidationError({"ssl_ca_pem": problem})
-        if self.host and (problem := network_guard.host_error(self.host)):
+        if self.host and (problem := network_guard.host_error(self.host, self.port)):
             raise ValidationError({"host": problem})
 
-    def _host_names(self) -> list[str]:
-        return [self.host]
+    def _endpoints(self) -> list[tuple[str, int | None]]:
+        return [(self.host, self.port)]

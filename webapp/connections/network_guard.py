@@ -1,10 +1,15 @@
-"""Keep connections away from networks they may not reach (cloud metadata, link-local, and what ops adds).
+"""Keep connections away from networks they may not reach: cloud metadata, link-local, what ops adds, and, unless
+allowed, loopback and private networks.
 
-Users type host names for their Kafka and ClickHouse servers, and the app connects to them: without a guard,
-any logged-in user could make the server reach its cloud's metadata service or scan internal ports. Every
-address a host name resolves to is checked against `settings.CLEARFLOW_FORBIDDEN_NETWORKS` before a connection
-is tested, browsed, saved or handed to a job. Loopback stays allowed by default (the local stack lives there);
-production adds it with one setting (docs/configuration.md).
+Users type host names for their Kafka and ClickHouse servers (and alert webhooks), and the app connects to them:
+without a guard, any logged-in user could make the server reach its cloud's metadata service or scan internal
+ports. Every address a host name resolves to is checked before a connection is tested, browsed, saved or handed
+to a job:
+- `settings.CLEARFLOW_FORBIDDEN_NETWORKS` are always refused (cloud metadata services, link-local);
+- an address that is not globally routable (loopback, RFC 1918 and unique-local networks, CGNAT, link-local...)
+  is refused unless `settings.CLEARFLOW_ALLOW_PRIVATE_NETWORKS` is on: on by default (the local stack and the
+  tests live on loopback), off in docker-compose.yml. The Kafka and ClickHouse the operator configured
+  (`KAFKA_BOOTSTRAP_SERVERS`, `CLICKHOUSE_HOST`:`CLICKHOUSE_PORT`) stay reachable at the host and port given.
 
 A host that does not resolve is not refused here: the client then reports the failure in its own words (and
 a connection may be saved before its DNS name exists).
@@ -63,29 +68,40 @@ def _addresses(host: str) -> list[Address]:
     return [_unmapped(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])) for info in infos]
 
 
-def host_error(host: str) -> str | None:
-    """None when `host` may be reached, else a message naming the host (not the network list)."""
+def _configured_endpoints() -> set[tuple[str, int]]:
+    """The operator's own Kafka and ClickHouse (settings), as (lowercased host, port)."""
+    endpoints = {(host.lower(), port) for host, port in bootstrap_endpoints(settings.KAFKA_BOOTSTRAP_SERVERS)}
+    endpoints.add((settings.CLICKHOUSE_HOST.strip().lower(), int(settings.CLICKHOUSE_PORT)))
+    return {(host.strip("[]"), port) for host, port in endpoints if port is not None}
+
+
+def host_error(host: str, port: int | None = None) -> str | None:
+    """None when `host` (at `port`, when known) may be reached, else a message naming the host (not the
+    network list, nor anything the far end would answer)."""
+    addresses = _addresses(host)
     networks = forbidden_networks()
-    if not networks:
-        return None
-    for address in _addresses(host):
+    for address in addresses:
         if any(address.version == network.version and address in network for network in networks):
             return f"The host {host} is in a network ClearFlow may not connect to."
+    if settings.CLEARFLOW_ALLOW_PRIVATE_NETWORKS or (host.strip().strip("[]").lower(), port) in _configured_endpoints():
+        return None
+    if any(not address.is_global for address in addresses):
+        return f"The host {host} is a loopback or private address, which ClearFlow may not connect to."
     return None
 
 
-def check_hosts(hosts: Iterable[str]) -> None:
-    """Raise ForbiddenAddressError for the first host that resolves into a forbidden network."""
-    for host in hosts:
-        if problem := host_error(host):
+def check_endpoints(endpoints: Iterable[tuple[str, int | None]]) -> None:
+    """Raise ForbiddenAddressError for the first (host, port) that may not be reached (see `host_error`)."""
+    for host, port in endpoints:
+        if problem := host_error(host, port):
             raise ForbiddenAddressError(problem)
 
 
-def bootstrap_hosts(bootstrap_servers: str) -> list[str]:
-    """The host names of 'host:port,host:port' (IPv6 in brackets)."""
-    hosts = []
+def bootstrap_endpoints(bootstrap_servers: str) -> list[tuple[str, int | None]]:
+    """(host, port) of each 'host:port' in a comma-separated list (IPv6 in brackets)."""
+    endpoints: list[tuple[str, int | None]] = []
     for server in bootstrap_servers.split(","):
-        host, _, _ = server.strip().rpartition(":")
+        host, _, port = server.strip().rpartition(":")
         if host:
-            hosts.append(host)
-    return hosts
+            endpoints.append((host, int(port) if port.isdigit() else None))
+    return endpoints

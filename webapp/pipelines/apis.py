@@ -12,6 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES
+from spark_jobs.limits import FIELDS, size_issues
+from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import selectors as connection_selectors
@@ -33,6 +35,9 @@ class SpecField(serializers.JSONField):
     """The pipeline spec (spark_jobs.spec v1); `source.kafka` and `sink.clickhouse` come from the connections."""
 
     def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and (too_large := size_issues(data)):
+            # Before anything reads the whole spec: a spec over its caps costs no more work (paths `spec.…`).
+            raise SpecError([SpecIssue(path, message) for path, message in too_large])
         value = super().to_internal_value(data)
         if not isinstance(value, dict):
             raise serializers.ValidationError("A pipeline spec must be a JSON object.")
@@ -148,7 +153,7 @@ class MappingFieldInput(serializers.Serializer):
 
 
 class MappingInput(serializers.Serializer):
-    fields = MappingFieldInput(many=True, allow_empty=False)
+    fields = MappingFieldInput(many=True, allow_empty=False, max_length=FIELDS.maximum)
     clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.metrics import timestamp_ms
-from webapp.api.errors import ERROR_RESPONSES
+from webapp.api.errors import ERROR_RESPONSES, error_responses
 from webapp.api.inputs import validated_input
 from webapp.pipelines import dead_letters, metrics_history, selectors
 
@@ -206,10 +206,11 @@ class DeadLetterDownloadApi(APIView):
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_download",
-        description="Every dead letter of the pipeline as JSON lines (one object per line, newest first), streamed.",
+        description="Every dead letter of the pipeline as JSON lines (one object per line, newest first), streamed. "
+        "An error is JSON, or one JSON line when the client asks for `application/x-ndjson` (`?format=jsonl`).",
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="JSON lines"),
-            **ERROR_RESPONSES,
+            **error_responses(JSONLinesRenderer.media_type),
         },
     )
     def get(self, request: Request, pk: int) -> StreamingHttpResponse:

@@ -11,7 +11,6 @@ never holds a secret. `sink.clickhouse.database` is the pipeline's choice and is
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,18 +70,23 @@ def merge_connections(
     clickhouse_connection: ClickHouseConnection | None = None,
     reveal: bool = False,
 ) -> dict[str, Any]:
-    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models."""
-    data: dict[str, Any] = copy.deepcopy(dict(spec))
+    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models.
+
+    Only the levels it changes are copied (the top, `source`, `sink`): the client's spec is left as it was, and
+    a large one (thousands of fields, refused by the spec's caps) costs no deep copy on the way."""
+    data: dict[str, Any] = dict(spec)
     data.setdefault("version", SPEC_VERSION)
     if name is not None:
         data["name"] = name
     if kafka_connection is not None:
         source = data.get("source")
         if isinstance(source, dict):
+            data["source"] = source = dict(source)
             source["kafka"] = _section(kafka_connection, path="source.kafka", reveal=reveal)
     if clickhouse_connection is not None:
         sink = data.get("sink")
         if isinstance(sink, dict):
+            data["sink"] = sink = dict(sink)
             given = sink.get("clickhouse")
             database = given.get("database") if isinstance(given, dict) else None
             section = _section(clickhouse_connection, path="sink.clickhouse", reveal=reveal)

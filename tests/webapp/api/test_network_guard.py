@@ -98,3 +98,112 @@ def test_a_server_that_is_not_clickhouse_is_not_echoed(api, owner, banner_server
     assert response.status_code == 502
     text = response.content.decode()
     assert "SECRET-INTERNAL-BANNER" not in text and "nginx" not in text and "internal-admin" not in text
+
+
+@pytest.fixture
+def private_off(settings):
+    settings.CLEARFLOW_ALLOW_PRIVATE_NETWORKS = False
+    # The operator's own Kafka and ClickHouse stay reachable: here, somewhere else than the addresses tried.
+    settings.KAFKA_BOOTSTRAP_SERVERS = "kafka.invalid:9092"
+    settings.CLICKHOUSE_HOST, settings.CLICKHOUSE_PORT = "clickhouse.invalid", 8123
+    return settings
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]", "10.1.2.3", "192.168.0.7", "172.17.0.2"])
+def test_loopback_and_private_addresses_are_refused_unless_allowed(api, private_off, host):
+    for url, data in (
+        (f"{KAFKA}test/", {"name": "p", "bootstrap_servers": f"{host}:9092"}),
+        (f"{CLICKHOUSE}test/", {"name": "p", "host": host, "port": 8123}),
+        (KAFKA, {"name": "p", "bootstrap_servers": f"{host}:9092"}),
+    ):
+        response = api.post(url, data, format="json")
+        assert response.status_code == 400, (url, response.content)
+        assert "loopback or private address" in response.json()["errors"][0]["message"]
+    assert not KafkaConnection.objects.exists() and not ClickHouseConnection.objects.exists()
+
+
+def test_an_open_and_a_closed_loopback_port_get_the_same_answer(api, private_off, kafka_bootstrap):
+    open_port = int(kafka_bootstrap.rsplit(":", 1)[1])
+    answers = [
+        api.post(f"{KAFKA}test/", {"name": "p", "bootstrap_servers": f"127.0.0.1:{port}"}, format="json")
+        for port in (open_port, _closed_port())
+    ]
+    assert [a.status_code for a in answers] == [400, 400]
+    assert answers[0].json()["errors"] == answers[1].json()["errors"]
+
+
+def test_a_saved_loopback_connection_is_refused_when_used(api, kafka_conn, ch_conn, request):
+    request.getfixturevalue("private_off")  # after the connections were saved (allowed then)
+    for url in (f"{KAFKA}{kafka_conn.pk}/test/", f"{CLICKHOUSE}{ch_conn.pk}/test/"):
+        response = api.post(url)
+        assert response.status_code == 400 and response.json()["code"] == "forbidden_address"
+
+
+def test_the_configured_kafka_and_clickhouse_stay_reachable(api, private_off, kafka_bootstrap, clickhouse_server):
+    private_off.KAFKA_BOOTSTRAP_SERVERS = kafka_bootstrap
+    private_off.CLICKHOUSE_HOST, private_off.CLICKHOUSE_PORT = clickhouse_server.host, clickhouse_server.port
+    kafka = api.post(f"{KAFKA}test/", {"name": "k", "bootstrap_servers": kafka_bootstrap}, format="json")
+    clickhouse_data = {"name": "c", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    clickhouse = api.post(f"{CLICKHOUSE}test/", clickhouse_data, format="json")
+    assert (kafka.status_code, clickhouse.status_code) == (200, 200), (kafka.content, clickhouse.content)
+    # Another port of the same host is not the configured endpoint.
+    other = api.post(f"{KAFKA}test/", {"name": "k", "bootstrap_servers": f"127.0.0.1:{_closed_port()}"}, format="json")
+    assert other.status_code == 400
+
+
+@pytest.fixture
+def raw_banner_server():
+    """A TCP server that answers anything with a few bytes of its own, then closes (not Kafka, not HTTP)."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(200)
+                conn.sendall(b"ZQXJ SECRET-INTERNAL-BANNER\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+def test_a_kafka_test_against_another_server_does_not_echo_its_bytes(api, raw_banner_server):
+    response = api.post(
+        f"{KAFKA}test/", {"name": "b", "bootstrap_servers": f"127.0.0.1:{raw_banner_server}"}, format="json"
+    )
+    assert response.status_code == 502, response.content
+    text = response.content.decode()
+    # "ZQXJ" read as a big-endian length is 1515280458: neither the bytes nor that number come back.
+    assert "ZQXJ" not in text and "SECRET" not in text and "1515280458" not in text
+    assert "does not answer in Kafka's protocol" in response.json()["message"]
+
+
+def test_production_compose_does_not_allow_private_networks():
+    import yaml
+
+    from tests.test_deployment import REPO
+
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    value = compose["x-app-env"]["CLEARFLOW_ALLOW_PRIVATE_NETWORKS"]
+    assert value.endswith(":-false}"), value

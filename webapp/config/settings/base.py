@@ -7,7 +7,7 @@ from pathlib import Path
 import dj_database_url
 from cryptography.fernet import Fernet
 
-from webapp.config.env import REPO_ROOT, env_bool, env_list, env_secret, env_str, var_dir
+from webapp.config.env import REPO_ROOT, env_bool, env_int, env_list, env_secret, env_str, var_dir
 
 BASE_DIR = REPO_ROOT
 VAR_DIR = var_dir()
@@ -110,6 +110,11 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 # HTTPS, CSP, login lockout, tokens, forbidden networks: webapp.config.settings.security.
 
+# The client's address is REMOTE_ADDR, or, behind this many reverse proxies (docker-compose's nginx: 1), the
+# address the nearest one appended to X-Forwarded-For (webapp.core.logins.client_address). Login lockouts and
+# the API's throttles both read it so.
+CLEARFLOW_PROXY_COUNT = env_int("CLEARFLOW_PROXY_COUNT", 0)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "webapp.api.tokens.ApiTokenAuthentication",
@@ -125,10 +130,16 @@ REST_FRAMEWORK = {
     },
     # A JSON API: form encodings turn "" and null into "not given", which the schema cannot describe.
     "DEFAULT_PARSER_CLASSES": ["webapp.api.parsers.BoundedJSONParser"],
+    # JSON out too: the schema documents JSON answers (the Swagger page is the API's browser), so no operation
+    # answers HTML; a client that accepts neither gets a documented 406.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Throttles read the client's address as the login lockout does (webapp.core.logins): REMOTE_ADDR, or the
+    # nearest proxy's X-Forwarded-For entry. Unset, DRF would take the whole header, which a client can forge.
+    "NUM_PROXIES": CLEARFLOW_PROXY_COUNT,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ClearFlow API",

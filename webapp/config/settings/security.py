@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from csp.constants import NONE, SELF
 
-from webapp.config.env import env_bool, env_list, env_str
+from webapp.config.env import env_bool, env_int, env_list, env_str
 
 HTTPS = env_bool("DJANGO_HTTPS", False)
 SECURE_SSL_REDIRECT = HTTPS
@@ -54,15 +54,21 @@ CACHES = {
     )
 }
 
-# django-axes: lock a user name from one client address out after repeated failed logins (UI and admin).
-AXES_FAILURE_LIMIT = 5
+# django-axes (webapp.core.logins, docs/configuration.md): a user name from one address is locked out after
+# LOGIN_FAILURES_PER_USER failed logins, and an address after LOGIN_FAILURES_PER_ADDRESS failures over all user
+# names (password spraying), for AXES_COOLOFF_TIME (UI and admin).
+LOGIN_FAILURES_PER_USER = env_int("CLEARFLOW_LOGIN_FAILURES_PER_USER", 5)
+LOGIN_FAILURES_PER_ADDRESS = env_int("CLEARFLOW_LOGIN_FAILURES_PER_ADDRESS", 20)
+AXES_FAILURE_LIMIT = "webapp.core.logins.failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+# Failures expire after the cool-off, not on a successful login: a reset would clear the address's count too, and
+# a sprayer with one account of their own could log in between tries.
+AXES_RESET_ON_SUCCESS = False
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the user and address of each failure (never a password)
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = 1 if HTTPS else None
-AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if HTTPS else ["REMOTE_ADDR"]
+# The client's address as CLEARFLOW_PROXY_COUNT (settings.base) says: see webapp.core.logins.
+AXES_CLIENT_IP_CALLABLE = "webapp.core.logins.client_address"
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -80,12 +86,15 @@ REST_KNOX = {
     "TOKEN_PREFIX": "cf_",
 }
 
-# Connections (tests, browsing, saved connections, jobs) may not reach these networks, checked after name
-# resolution. Default: cloud metadata services and link-local. In production add loopback with
-# CLEARFLOW_FORBIDDEN_NETWORKS="169.254.0.0/16,fe80::/10,fd00:ec2::254/128,127.0.0.0/8,::1/128".
+# Connections (tests, browsing, saved connections, jobs, alert webhooks) may not reach these networks, checked
+# after name resolution: cloud metadata services and link-local (webapp.connections.network_guard).
 CLEARFLOW_FORBIDDEN_NETWORKS = env_list(
     "CLEARFLOW_FORBIDDEN_NETWORKS", ["169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32"]
 )
+# Whether they may reach loopback and private addresses (anything not globally routable). On for the local stack
+# and the tests, where everything is on loopback; off in docker-compose.yml, where only the configured Kafka and
+# ClickHouse (KAFKA_BOOTSTRAP_SERVERS, CLICKHOUSE_HOST:CLICKHOUSE_PORT) stay reachable on the private network.
+CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", True)
 
 # Testing a connection opens sockets to a host the user names: this many a minute per user (UI and API).
 CONNECTION_TESTS_PER_MINUTE = 20
