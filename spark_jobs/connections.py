@@ -264,15 +264,21 @@ def clickhouse_connect_kwargs(clickhouse: ClickHouseConnectionSpec, *, ca_cert: 
 # -- Schema registry: confluent-kafka's SchemaRegistryClient -------------------------------------------------
 
 
-def schema_registry_client_conf(registry: SchemaRegistryConnectionSpec, *, ca_file: str | None) -> dict[str, Any]:
+def schema_registry_client_conf(
+    registry: SchemaRegistryConnectionSpec, *, ca_file: str | None, timeout: float | None = None
+) -> dict[str, Any]:
     """SchemaRegistryClient settings for `registry`, secrets included (never log the result).
 
     `ca_file` is the path of a file holding `registry.ssl_ca_pem` (`write_ca_file`), which the client reads
-    from a file only; the caller owns the file.
+    from a file only; the caller owns the file. `timeout` (seconds) bounds each request and turns the client's
+    retries off (the web app answers a person; the job keeps the client's defaults).
     """
     if registry.ssl_ca_pem and not ca_file:
         raise ValueError("the connection has a CA certificate: pass the path of its file (write_ca_file)")
     conf: dict[str, Any] = {"url": registry.url}
+    if timeout is not None:
+        conf["timeout"] = timeout
+        conf["max.retries"] = 0
     if registry.username and registry.password:
         conf["basic.auth.user.info"] = f"{registry.username}:{registry.password.get_secret_value()}"
     if registry.ssl_ca_pem:

@@ -53,13 +53,14 @@ def value_subject(topic: str) -> str:
 
 
 @contextlib.contextmanager
-def registry_client(connection: SchemaRegistryConnectionSpec) -> Iterator[Any]:
-    """A SchemaRegistryClient for `connection` (its CA certificate in a private temporary file meanwhile)."""
+def registry_client(connection: SchemaRegistryConnectionSpec, *, timeout: float | None = None) -> Iterator[Any]:
+    """A SchemaRegistryClient for `connection` (its CA certificate in a private temporary file meanwhile);
+    `timeout` bounds each request (see `schema_registry_client_conf`)."""
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
     ca_file = write_ca_file(connection.ssl_ca_pem) if connection.ssl_ca_pem else None
     try:
-        client = SchemaRegistryClient(schema_registry_client_conf(connection, ca_file=ca_file))
+        client = SchemaRegistryClient(schema_registry_client_conf(connection, ca_file=ca_file, timeout=timeout))
         try:
             yield client
         finally:
@@ -70,7 +71,7 @@ def registry_client(connection: SchemaRegistryConnectionSpec) -> Iterator[Any]:
                 os.unlink(ca_file)
 
 
-def _explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str) -> RegistryError:
+def explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str) -> RegistryError:
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     if isinstance(exc, SchemaRegistryError):
@@ -88,20 +89,22 @@ def _explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str
     return RegistryError(f"could not reach the schema registry at {connection.url}: {text}")
 
 
-def subject_versions(connection: SchemaRegistryConnectionSpec, subject: str) -> list[SubjectVersion]:
+def subject_versions(
+    connection: SchemaRegistryConnectionSpec, subject: str, *, timeout: float | None = None
+) -> list[SubjectVersion]:
     """Every version of `subject`, oldest first; [] when the subject does not exist."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-    with registry_client(connection) as client:
+    with registry_client(connection, timeout=timeout) as client:
         try:
             numbers = client.get_versions(subject)
             registered = [client.get_version(subject, number) for number in numbers]
         except SchemaRegistryError as exc:
             if exc.http_status_code == NOT_FOUND:
                 return []
-            raise _explain(exc, connection, f"subject {subject!r}") from None
+            raise explain(exc, connection, f"subject {subject!r}") from None
         except Exception as exc:
-            raise _explain(exc, connection, f"subject {subject!r}") from None
+            raise explain(exc, connection, f"subject {subject!r}") from None
     return [
         SubjectVersion(
             subject=subject,
@@ -137,11 +140,11 @@ def writer_schemas(
                     schema = client.get_schema(schema_id)
                 except SchemaRegistryError as exc:
                     if exc.http_status_code != NOT_FOUND:
-                        raise _explain(exc, connection, f"schema id {schema_id}") from None
+                        raise explain(exc, connection, f"schema id {schema_id}") from None
                     unreadable[schema_id] = "is not in the schema registry"
                     continue
                 except Exception as exc:
-                    raise _explain(exc, connection, f"schema id {schema_id}") from None
+                    raise explain(exc, connection, f"schema id {schema_id}") from None
                 kind = (schema.schema_type or "AVRO").upper()
                 if kind == "AVRO":
                     by_id[schema_id] = schema.schema_str

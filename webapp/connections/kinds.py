@@ -1,4 +1,4 @@
-"""The two kinds of saved connection, each with its model, selectors and services, named once.
+"""The three kinds of saved connection, each with its model, selectors and services, named once.
 
 The REST API's connection views and the wizard (steps 1 and 6, their "Test connection" partials, the
 connections page) do the same things with either kind: they take a `ConnectionKind` instead of naming the
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.connections import selectors, services
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 
 @dataclass(frozen=True)
 class ConnectionKind:
-    slug: str  # "kafka" | "clickhouse": the URL part, the wizard step
+    slug: str  # "kafka" | "clickhouse" | "schema-registry": the URL part, the wizard step
     label: str
-    model: type[KafkaConnection] | type[ClickHouseConnection]
+    model: type[KafkaConnection] | type[ClickHouseConnection] | type[SchemaRegistryConnection]
     list: Callable[..., Any]  # the `*_connection_list` selector, and so on
     get: Callable[..., Any]
     build: Callable[..., Any]
@@ -57,4 +57,16 @@ CLICKHOUSE = ConnectionKind(
     update=services.clickhouse_connection_update,
     delete=services.clickhouse_connection_delete,
     test=services.clickhouse_connection_test,
+)
+SCHEMA_REGISTRY = ConnectionKind(
+    slug="schema-registry",
+    label="Schema registry",
+    model=SchemaRegistryConnection,
+    list=selectors.schema_registry_connection_list,
+    get=selectors.schema_registry_connection_get,
+    build=services.schema_registry_connection_build,
+    create=services.schema_registry_connection_create,
+    update=services.schema_registry_connection_update,
+    delete=services.schema_registry_connection_delete,
+    test=services.schema_registry_connection_test,
 )

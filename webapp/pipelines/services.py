@@ -25,7 +25,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from webapp.alerts.services import alert_rules_create_defaults
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import dispatch, stored_specs
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
@@ -38,13 +38,19 @@ CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
 def _check_connections(
-    *, owner: AbstractBaseUser, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+    *,
+    owner: AbstractBaseUser,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> None:
     errors = {}
     if kafka_connection.owner_id != owner.pk:
         errors["kafka_connection"] = "No such Kafka connection."
     if clickhouse_connection.owner_id != owner.pk:
         errors["clickhouse_connection"] = "No such ClickHouse connection."
+    if schema_registry_connection is not None and schema_registry_connection.owner_id != owner.pk:
+        errors["schema_registry_connection"] = "No such schema registry connection."
     if errors:
         raise ValidationError(errors)
 
@@ -65,22 +71,33 @@ def pipeline_validate(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     check_live: bool = False,
 ) -> stored_specs.PipelineSpec:
     """Parse and check a spec; return the typed `PipelineSpec` or raise `SpecError` with every problem.
 
     `source.kafka` and `sink.clickhouse` (except its `database`) are filled from the connections when
-    given; `name` (when given) replaces the spec's name. With `check_live=True` (needs both connections)
+    given, and `source.schema_registry` from `schema_registry_connection`; `name` (when given) replaces the
+    spec's name. With `check_live=True` (needs both connections)
     it also asks the systems: do the topics exist, does an existing target table have the mapped columns
     with compatible types, is every column that is not Nullable and has no default mapped. Those problems
     come in the same SpecError, with spec paths. Unreachable systems raise KafkaClientError /
     ClickHouseClientError instead.
     """
     parsed = stored_specs.parse(
-        spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        spec,
+        name=name,
+        kafka_connection=kafka_connection,
+        clickhouse_connection=clickhouse_connection,
+        schema_registry_connection=schema_registry_connection,
     )
     if check_live and kafka_connection is not None and clickhouse_connection is not None:
-        stored_specs.check_live(parsed, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
+        stored_specs.check_live(
+            parsed,
+            kafka_connection=kafka_connection,
+            clickhouse_connection=clickhouse_connection,
+            schema_registry_connection=schema_registry_connection,
+        )
     return parsed
 
 
@@ -102,19 +119,19 @@ def pipeline_create(
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
     spec: Mapping[str, Any],
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
 ) -> Pipeline:
     """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets)."""
-    _check_connections(owner=owner, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
+    connections = {
+        "kafka_connection": kafka_connection,
+        "clickhouse_connection": clickhouse_connection,
+        "schema_registry_connection": schema_registry_connection,
+    }
+    _check_connections(owner=owner, **connections)
     _check_name(owner=owner, name=name, exclude_pk=None)
-    stored = stored_specs.to_stored(
-        pipeline_validate(
-            spec=spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-        )
-    )
-    pipeline = Pipeline(
-        owner=owner, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-    )
+    stored = stored_specs.to_stored(pipeline_validate(spec=spec, name=name, **connections))
+    pipeline = Pipeline(owner=owner, name=name, **connections)
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     try:
         with transaction.atomic():
@@ -137,6 +154,7 @@ def pipeline_update(
     spec: Mapping[str, Any] | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
     checkpoint: str | None = None,
 ) -> Pipeline:
@@ -149,28 +167,54 @@ def pipeline_update(
     if locked is None:  # deleted by a concurrent request
         raise Http404("No such pipeline.")
     pipeline = locked
-    old_connections = (pipeline.kafka_connection_id, pipeline.clickhouse_connection_id)
+    old_connections = (
+        pipeline.kafka_connection_id,
+        pipeline.clickhouse_connection_id,
+        pipeline.schema_registry_connection_id,
+    )
     new_name = pipeline.name if name is None else name
     new_kafka = kafka_connection or pipeline.kafka_connection
     new_clickhouse = clickhouse_connection or pipeline.clickhouse_connection
-    _check_connections(owner=pipeline.owner, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse)
+    new_registry = schema_registry_connection or pipeline.schema_registry_connection
+    _check_connections(
+        owner=pipeline.owner,
+        kafka_connection=new_kafka,
+        clickhouse_connection=new_clickhouse,
+        schema_registry_connection=new_registry,
+    )
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
     base_spec = pipeline.spec if spec is None else spec
     stored = stored_specs.to_stored(
         pipeline_validate(
-            spec=base_spec, name=new_name, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse
+            spec=base_spec,
+            name=new_name,
+            kafka_connection=new_kafka,
+            clickhouse_connection=new_clickhouse,
+            schema_registry_connection=new_registry,
         )
     )
     pipeline.name = new_name
     pipeline.kafka_connection = new_kafka
     pipeline.clickhouse_connection = new_clickhouse
+    pipeline.schema_registry_connection = new_registry
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
-    changed_connections = (new_kafka.pk, new_clickhouse.pk) != old_connections
+    changed_connections = (new_kafka.pk, new_clickhouse.pk, new_registry.pk if new_registry else None) != (
+        old_connections
+    )
     new_version = stored != pipeline.spec or changed_connections
     if new_version:
         pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
-    pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
+    pipeline.save(
+        update_fields=[
+            "name",
+            "kafka_connection",
+            "clickhouse_connection",
+            "schema_registry_connection",
+            "current_version",
+            "updated_at",
+        ]
+    )
     if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
@@ -212,6 +256,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
         spec=pipeline.current_version.spec,
         kafka_connection=pipeline.kafka_connection,
         clickhouse_connection=pipeline.clickhouse_connection,
+        schema_registry_connection=pipeline.schema_registry_connection,
     )
     problems = pipeline_checkpoint_problems(pipeline=pipeline)
     if problems and checkpoint is None and not pipeline.reset_checkpoint:
@@ -331,7 +376,10 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
     if version is None:
         raise ConflictError("The pipeline has no spec.")
     job_spec = stored_specs.with_connections(
-        version.spec, kafka_connection=pipeline.kafka_connection, clickhouse_connection=pipeline.clickhouse_connection
+        version.spec,
+        kafka_connection=pipeline.kafka_connection,
+        clickhouse_connection=pipeline.clickhouse_connection,
+        schema_registry_connection=pipeline.schema_registry_connection,
     )
     return {**job_spec, "name": pipeline.job_name}
 

@@ -3,10 +3,11 @@
 the stored (secret-free) JSON, the job's spec with real secrets, the live checks against Kafka and
 ClickHouse, and whether a new version can continue from the old one's checkpoint.
 
-A spec as clients send it may leave out `source.kafka` and the host/credentials of `sink.clickhouse`: they
-come from the pipeline's saved connections. `merge_connections` puts them in (secrets as `SECRET_MASK` for
-validation and storage, real values only in `with_connections` for the job's spec file), so the stored JSON
-never holds a secret. `sink.clickhouse.database` is the pipeline's choice and is kept when given.
+A spec as clients send it may leave out `source.kafka`, `source.schema_registry` (format avro) and the
+host/credentials of `sink.clickhouse`: they come from the pipeline's saved connections. `merge_connections`
+puts them in (secrets as `SECRET_MASK` for validation and storage, real values only in `with_connections` for
+the job's spec file), so the stored JSON never holds a secret. `sink.clickhouse.database` is the pipeline's
+choice and is kept when given.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from spark_jobs.spec import (
 )
 
 if TYPE_CHECKING:
-    from webapp.connections.models import ClickHouseConnection, KafkaConnection
+    from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 UNNAMED = "unnamed"
 
@@ -46,7 +47,9 @@ __all__ = [
 ]
 
 
-def _section(connection: KafkaConnection | ClickHouseConnection, *, path: str, reveal: bool) -> dict[str, Any]:
+def _section(
+    connection: KafkaConnection | ClickHouseConnection | SchemaRegistryConnection, *, path: str, reveal: bool
+) -> dict[str, Any]:
     """The connection's spec section (`connection.to_spec()`): every field the job needs, secrets masked
     unless `reveal`. A connection saved before a rule of the spec existed gets SpecError at `path`."""
     try:
@@ -68,6 +71,7 @@ def merge_connections(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     reveal: bool = False,
 ) -> dict[str, Any]:
     """A copy of `spec` with `version`, `name` and the connection sections filled in from the models.
@@ -78,11 +82,15 @@ def merge_connections(
     data.setdefault("version", SPEC_VERSION)
     if name is not None:
         data["name"] = name
-    if kafka_connection is not None:
-        source = data.get("source")
-        if isinstance(source, dict):
-            data["source"] = source = dict(source)
+    source = data.get("source")
+    if isinstance(source, dict) and (kafka_connection is not None or schema_registry_connection is not None):
+        data["source"] = source = dict(source)
+        if kafka_connection is not None:
             source["kafka"] = _section(kafka_connection, path="source.kafka", reveal=reveal)
+        if schema_registry_connection is not None:
+            source["schema_registry"] = _section(
+                schema_registry_connection, path="source.schema_registry", reveal=reveal
+            )
     if clickhouse_connection is not None:
         sink = data.get("sink")
         if isinstance(sink, dict):
@@ -102,12 +110,17 @@ def parse(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineSpec:
     """Validate a client's spec with the connections merged in. Raises SpecError (paths like `sink.table`)."""
     if not isinstance(spec, Mapping):
         raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
     data = merge_connections(
-        spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        spec,
+        name=name,
+        kafka_connection=kafka_connection,
+        clickhouse_connection=clickhouse_connection,
+        schema_registry_connection=schema_registry_connection,
     )
     # Checking a draft before it has a name: the name is checked when the pipeline is saved.
     data.setdefault("name", UNNAMED)
@@ -129,7 +142,11 @@ def to_stored(parsed: PipelineSpec) -> dict[str, Any]:
 
 
 def with_connections(
-    stored: Mapping[str, Any], *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+    stored: Mapping[str, Any],
+    *,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> dict[str, Any]:
     """The job's spec: the stored spec with the real secrets from the connections (validated again).
 
@@ -138,20 +155,32 @@ def with_connections(
     """
     kafka_connection.client_settings()
     clickhouse_connection.client_settings()
+    if schema_registry_connection is not None:
+        schema_registry_connection.client_settings()
     data = merge_connections(
-        stored, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection, reveal=True
+        stored,
+        kafka_connection=kafka_connection,
+        clickhouse_connection=clickhouse_connection,
+        schema_registry_connection=schema_registry_connection,
+        reveal=True,
     )
     return parse_spec(data).to_dict(reveal_secrets=True)
 
 
 def check_live(
-    parsed: PipelineSpec, *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+    parsed: PipelineSpec,
+    *,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> None:
-    """Check the spec against the systems: topics exist; an existing target table has the mapped columns
-    with compatible types and every column that needs a value is mapped. Raises SpecError with paths;
-    KafkaClientError / ClickHouseClientError when a system cannot be asked.
+    """Check the spec against the systems: topics exist; with a schema registry, each topic's value subject has
+    Avro versions and every field is in one of them; an existing target table has the mapped columns with
+    compatible types and every column that needs a value is mapped. Raises SpecError with paths;
+    KafkaClientError / ClickHouseClientError / SchemaRegistryClientError when a system cannot be asked.
     """
-    from webapp.connections import clickhouse_client, kafka_client
+    from spark_jobs.schema_registry import registry_field_issues
+    from webapp.connections import clickhouse_client, kafka_client, registry_client
     from webapp.pipelines.mapping import writable
 
     issues: list[SpecIssue] = []
@@ -159,6 +188,13 @@ def check_live(
     for i, topic in enumerate(parsed.source.topics):
         if topic not in topics:
             issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
+    if schema_registry_connection is not None and parsed.source.uses_registry:
+        registry = schema_registry_connection.client_settings()
+        subjects = {}
+        for topic in parsed.source.topics:
+            found = registry_client.topic_schemas(registry, topic)
+            subjects[found.subject] = found.versions
+        issues += registry_field_issues(parsed.source.fields, subjects)
 
     sink = parsed.sink
     settings = clickhouse_connection.client_settings()
