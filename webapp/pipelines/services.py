@@ -175,7 +175,10 @@ def pipeline_update(
     new_name = pipeline.name if name is None else name
     new_kafka = kafka_connection or pipeline.kafka_connection
     new_clickhouse = clickhouse_connection or pipeline.clickhouse_connection
+    base_spec = pipeline.spec if spec is None else spec
     new_registry = schema_registry_connection or pipeline.schema_registry_connection
+    if schema_registry_connection is None and _source_format(base_spec) != "avro":
+        new_registry = None  # the spec no longer reads Avro: the registry it used is let go
     _check_connections(
         owner=pipeline.owner,
         kafka_connection=new_kafka,
@@ -184,7 +187,6 @@ def pipeline_update(
     )
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
-    base_spec = pipeline.spec if spec is None else spec
     stored = stored_specs.to_stored(
         pipeline_validate(
             spec=base_spec,
@@ -218,6 +220,11 @@ def pipeline_update(
     if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
+
+
+def _source_format(spec: Mapping[str, Any] | None) -> Any:
+    source = spec.get("source") if isinstance(spec, Mapping) else None
+    return source.get("format", "json") if isinstance(source, Mapping) else "json"
 
 
 def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:

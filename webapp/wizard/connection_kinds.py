@@ -1,4 +1,4 @@
-"""The wizard's view of the two kinds of connection: `webapp.connections.kinds` plus the wizard's forms.
+"""The wizard's view of the kinds of connection: `webapp.connections.kinds` plus the wizard's forms.
 
 Steps 1 and 6, their "Test connection" partials and the connections page do the same things with either
 kind; they take one of these instead of naming each function and form.
@@ -26,11 +26,16 @@ KAFKA = ConnectionKind(**vars(kinds.KAFKA), choice_form=forms.KafkaChoiceForm, n
 CLICKHOUSE = ConnectionKind(
     **vars(kinds.CLICKHOUSE), choice_form=forms.ClickHouseChoiceForm, new_form=forms.ClickHouseConnectionForm
 )
+SCHEMA_REGISTRY = ConnectionKind(
+    **vars(kinds.SCHEMA_REGISTRY),
+    choice_form=forms.SchemaRegistryChoiceForm,
+    new_form=forms.SchemaRegistryConnectionForm,
+)
 
 
 def connection_kind(slug: str) -> ConnectionKind:
     """The kind named in a URL; Http404 for any other."""
-    for kind in (KAFKA, CLICKHOUSE):
+    for kind in (KAFKA, CLICKHOUSE, SCHEMA_REGISTRY):
         if kind.slug == slug:
             return kind
     raise Http404("No such kind of connection.")
@@ -58,6 +63,10 @@ def test_error_field(kind: ConnectionKind, message: str) -> str | None:
         if "security protocol" in lowered or "sasl" in lowered:
             return "security_protocol"
         return "bootstrap_servers"
+    if kind.slug == SCHEMA_REGISTRY.slug:
+        if "certificate" in lowered or "tls" in lowered:
+            return "ssl_ca_pem"
+        return "url"
     if "database" in lowered:
         return "database"
     if "https" in lowered or "certificate" in lowered:

@@ -86,7 +86,12 @@ def complete_spec(data: Mapping[str, Any], *, name: str, starting_offsets: str |
 
 
 def edit_draft_data(
-    spec: Mapping[str, Any], *, kafka_connection_id: int, clickhouse_connection_id: int, name: str
+    spec: Mapping[str, Any],
+    *,
+    kafka_connection_id: int,
+    clickhouse_connection_id: int,
+    name: str,
+    schema_registry_connection_id: int | None = None,
 ) -> dict[str, Any]:
     """The first draft data for editing a pipeline: its stored spec without the connection details."""
     partial = copy.deepcopy(dict(spec))
@@ -94,12 +99,14 @@ def edit_draft_data(
     partial.pop("name", None)
     source, sink = partial.get("source") or {}, partial.get("sink") or {}
     source.pop("kafka", None)
+    source.pop("schema_registry", None)  # from the pipeline's registry connection, as `kafka` is
     if sink:
         sink["clickhouse"] = {"database": (sink.get("clickhouse") or {}).get("database") or "default"}
     field_of = {c.get("column"): c.get("field") for c in sink.get("columns") or []}
     return {
         SPEC_KEY: partial,
         "kafka": {"connection_id": kafka_connection_id},
+        "schema-registry": {"connection_id": schema_registry_connection_id},
         "clickhouse": {
             "connection_id": clickhouse_connection_id,
             "order_by": [field_of.get(column, column) for column in sink.get("order_by") or []],

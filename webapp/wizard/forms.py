@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 
 from spark_jobs.spec import DEDUP_WINDOWS, STATE_STORES
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
@@ -59,6 +59,10 @@ class KafkaChoiceForm(_ConnectionChoiceForm):
 
 
 class ClickHouseChoiceForm(_ConnectionChoiceForm):
+    pass
+
+
+class SchemaRegistryChoiceForm(_ConnectionChoiceForm):
     pass
 
 
@@ -129,11 +133,53 @@ class ClickHouseConnectionForm(forms.ModelForm):
         self.fields["password"].required = False
 
 
+class SchemaRegistryConnectionForm(forms.ModelForm):
+    """The fields of a new schema registry connection; the connections service validates and saves it."""
+
+    class Meta:
+        model = SchemaRegistryConnection
+        fields = SchemaRegistryConnection.EDITABLE_FIELDS
+        widgets = {
+            "password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+            "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+        }
+        help_texts = {"url": "The Confluent-compatible API, e.g. https://registry:8081 (Apicurio: …/apis/ccompat/v7)"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("prefix", "new")
+        super().__init__(*args, **kwargs)
+        offer_configured_defaults(self, {"url": settings.SCHEMA_REGISTRY_URL}, kwargs.get("initial"))
+        self.fields["name"].widget.attrs["placeholder"] = "e.g. Production registry"
+        self.fields["password"].required = False
+
+
+FORMAT_CHOICES = [("json", "JSON"), ("avro", "Avro, schemas in a schema registry")]
+
+
 class SampleForm(forms.Form):
     count = forms.IntegerField(label="Events", min_value=1, max_value=500, initial=20)
     position = forms.ChoiceField(
         label="From", choices=[("newest", "Newest"), ("oldest", "Oldest")], initial="newest", widget=forms.RadioSelect
     )
+    format = forms.ChoiceField(label="Format", choices=FORMAT_CHOICES, initial="json", widget=forms.RadioSelect)
+    schema_registry = forms.ModelChoiceField(
+        label="Schema registry",
+        queryset=SchemaRegistryConnection.objects.none(),
+        required=False,
+        empty_label="Choose a schema registry…",
+    )
+
+    def __init__(self, *args, registries=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if registries is not None:
+            self.fields["schema_registry"].queryset = registries
+        self.fields["schema_registry"].optional_hint = False  # needed for Avro (checked in clean())
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("format") == "avro" and not cleaned.get("schema_registry"):
+            self.add_error("schema_registry", "Avro events need the schema registry that holds their schemas.")
+        return cleaned
 
 
 class DedupForm(forms.Form):

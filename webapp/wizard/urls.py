@@ -36,6 +36,7 @@ urlpatterns = [
     path("pipelines/<int:pk>/<str:action>/", pipeline_pages.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),
     path("connections/", connection_views.connection_list, name="connection_list"),
+    path("connections/<str:kind>/new/", connection_views.connection_new, name="connection_new"),
     path("connections/<str:kind>/<int:pk>/", connection_views.connection_edit, name="connection_edit"),
     path("connections/<str:kind>/<int:pk>/test/", connection_views.connection_test, name="connection_test"),
     path("connections/<str:kind>/<int:pk>/delete/", connection_views.connection_delete, name="connection_delete"),

@@ -28,6 +28,7 @@ from webapp.wizard.steps.common import (
     initial_from,
     kafka_connection_of,
     schema_fields,
+    schema_registry_connection_of,
 )
 
 
@@ -51,6 +52,7 @@ def review_context(
     """The spec built from the draft, checked by the pipelines service, with each problem's step."""
     kafka = kafka_connection_of(request, draft)
     clickhouse = clickhouse_connection_of(request, draft)
+    registry = schema_registry_connection_of(request, draft)
     spec = draft_spec.complete_spec(draft.data, name=name or "unnamed", starting_offsets=starting_offsets)
     issues: list[dict[str, str]] = []
     warning = ""
@@ -70,6 +72,7 @@ def review_context(
                 name=name or "unnamed",
                 kafka_connection=kafka,
                 clickhouse_connection=clickhouse,
+                schema_registry_connection=registry,
                 check_live=live,
             )
         except specmod.SpecError as exc:
@@ -80,7 +83,11 @@ def review_context(
         stored_specs.to_stored(parsed)
         if parsed is not None
         else stored_specs.merge_connections(
-            spec, name=name or "unnamed", kafka_connection=kafka, clickhouse_connection=clickhouse
+            spec,
+            name=name or "unnamed",
+            kafka_connection=kafka,
+            clickhouse_connection=clickhouse,
+            schema_registry_connection=registry,
         )
     )
     if not name:
@@ -97,6 +104,7 @@ def review_context(
         "live_warning": warning,
         "kafka_connection": kafka,
         "clickhouse_connection": clickhouse,
+        "schema_registry_connection": registry,
         "summary": review_summary(draft),
     }
 
@@ -153,6 +161,7 @@ def review_submit(request, draft):
     if context["issues"] or context["name_issues"]:
         return context
     kafka, clickhouse = context["kafka_connection"], context["clickhouse_connection"]
+    registry = context["schema_registry_connection"]
     # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
     checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
     try:
@@ -165,6 +174,7 @@ def review_submit(request, draft):
                     spec=context["spec"],
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
+                    schema_registry_connection=registry,
                     note="edited in the wizard",
                     checkpoint=checkpoint,
                 )
@@ -174,6 +184,7 @@ def review_submit(request, draft):
                     name=name,
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
+                    schema_registry_connection=registry,
                     spec=context["spec"],
                     note="created in the wizard",
                 )
