@@ -48,7 +48,7 @@ def avro_order(i: int, **extra: Any) -> dict:
         "order_id": str(uuid.UUID(int=9000 + i, version=4)),
         "qty": i,
         "price": Decimal("12.50") + i,
-        "paid_at": dt.datetime(2026, 11, 1, 12, i, tzinfo=dt.UTC),
+        "paid_at": dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
         "day": dt.date(2026, 11, 1),
         "status": "PAID" if i % 2 else "NEW",
         "tags": ["a", "b"],

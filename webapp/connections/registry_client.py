@@ -92,25 +92,37 @@ def schemas_by_id(
     settings: SchemaRegistryConnectionSpec, ids: Iterable[int], *, timeout: float = DEFAULT_TIMEOUT
 ) -> dict[int, str]:
     """The Avro schema text of each id the registry has (ids it lacks, or not Avro, are left out)."""
+    return _schemas(settings, ids, timeout)[0]
+
+
+def _schemas(
+    settings: SchemaRegistryConnectionSpec, ids: Iterable[int], timeout: float
+) -> tuple[dict[int, str], dict[int, str]]:
+    """(Avro schema text by id, why each other id cannot be read: "is a PROTOBUF schema, not Avro")."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     found: dict[int, str] = {}
+    unreadable: dict[int, str] = {}
     wanted = sorted(set(ids))
     if not wanted:
-        return found
+        return found, unreadable
     with registry_client(settings, timeout=timeout) as client:
         for schema_id in wanted:
             try:
                 schema = client.get_schema(schema_id)
             except SchemaRegistryError as exc:
                 if exc.http_status_code == 404:
+                    unreadable[schema_id] = f"schema id {schema_id} is not in the registry"
                     continue
                 raise SchemaRegistryClientError(_sentence(explain(exc, settings, f"schema id {schema_id}"))) from None
             except Exception as exc:
                 raise SchemaRegistryClientError(_sentence(explain(exc, settings, f"schema id {schema_id}"))) from None
-            if (schema.schema_type or "AVRO").upper() == "AVRO":
+            kind = (schema.schema_type or "AVRO").upper()
+            if kind == "AVRO":
                 found[schema_id] = schema.schema_str
-    return found
+            else:
+                unreadable[schema_id] = f"schema id {schema_id} is a {kind} schema; ClearFlow reads Avro"
+    return found, unreadable
 
 
 def _sentence(error: Exception) -> str:
@@ -171,7 +183,7 @@ def decode_events(
     is not in the wire format, or whose schema the registry lacks, keeps its text and gets `decode_error`
     (the job would send it to the dead letters with that reason)."""
     ids = [wire_schema_id(event.raw) for event in events]
-    schemas = schemas_by_id(settings, [i for i in ids if i is not None], timeout=timeout)
+    schemas, unreadable = _schemas(settings, [i for i in ids if i is not None], timeout)
     decoded, bad = [], 0
     for event, schema_id in zip(events, ids, strict=True):
         raw = event.raw
@@ -182,7 +194,7 @@ def decode_events(
         schema = schemas.get(schema_id)
         if schema is None:
             bad += 1
-            reason = f"schema id {schema_id} is not in the registry"
+            reason = unreadable.get(schema_id, f"schema id {schema_id} is not in the registry")
             decoded.append(replace(event, is_json=False, schema_id=schema_id, decode_error=reason))
             continue
         try:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.pipelines import apis, table_dedup_apis
+from webapp.pipelines import apis, schema_change_apis, table_dedup_apis
 
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
@@ -10,6 +10,16 @@ urlpatterns = [
     path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
     path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
     path("<int:pk>/table-dedup/", table_dedup_apis.TableDedupEnableApi.as_view(), name="pipeline-table-dedup"),
+    path(
+        "<int:pk>/schema-changes/",
+        schema_change_apis.PipelineSchemaChangesApi.as_view(),
+        name="pipeline-schema-changes",
+    ),
+    path(
+        "<int:pk>/schema-changes/add-column/",
+        schema_change_apis.PipelineAddColumnApi.as_view(),
+        name="pipeline-schema-changes-add-column",
+    ),
     path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),
     path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),
     path("<int:pk>/stop/", apis.PipelineStopApi.as_view(), name="pipeline-stop"),

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from webapp.pipelines import schema_change_views
 from webapp.wizard import (
     connection_views,
     dedup_views,
@@ -32,6 +33,16 @@ urlpatterns = [
         "pipelines/<int:pk>/table-dedup/apply/",
         table_dedup_views.pipeline_table_dedup_apply,
         name="pipeline_table_dedup_apply",
+    ),
+    path(
+        "pipelines/<int:pk>/schema-changes/",
+        schema_change_views.pipeline_schema_changes,
+        name="pipeline_schema_changes",
+    ),
+    path(
+        "pipelines/<int:pk>/schema-changes/add-column/",
+        schema_change_views.pipeline_schema_change_add_column,
+        name="pipeline_schema_change_add_column",
     ),
     path("pipelines/<int:pk>/<str:action>/", pipeline_pages.pipeline_action, name="pipeline_action"),
     path("pipelines/new/", views.wizard_new, name="wizard_new"),

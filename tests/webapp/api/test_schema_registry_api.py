@@ -261,3 +261,29 @@ def test_avro_without_a_registry_or_schema_is_refused(api, kafka_conn, ch_conn, 
     assert response.status_code == 400
     assert "source.schema_registry" in json.dumps(response.json())
     assert not Pipeline.objects.exists()
+
+
+def test_a_protobuf_event_is_named_as_such_not_decoded(
+    api, kafka_conn, registry_conn, kafka_bootstrap, schema_registry_url
+):
+    """Protobuf is not read (no spark-protobuf for this Spark): a sampled Protobuf event says so in words."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from spark_jobs.avro_schema import wire_format
+    from tests.webapp.conftest import produce_records
+
+    topic = f"proto_{uuid.uuid4().hex[:8]}"
+    proto = 'syntax = "proto3";\nmessage Order { string order_id = 1; }\n'
+    schema_id = SchemaRegistryClient({"url": schema_registry_url}).register_schema(
+        f"{topic}-value", Schema(proto, "PROTOBUF")
+    )
+    produce_records(kafka_bootstrap, topic, [wire_format(schema_id, b"\x00\x0a\x03abc")])
+    response = api.post(
+        f"{KAFKA}{kafka_conn.pk}/sample/",
+        {"topics": [topic], "schema_registry_connection": registry_conn["id"]},
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    [event] = response.json()
+    assert event["schema_id"] == schema_id
+    assert event["decode_error"] == f"schema id {schema_id} is a PROTOBUF schema; ClearFlow reads Avro"
