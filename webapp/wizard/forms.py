@@ -161,7 +161,10 @@ class SampleForm(forms.Form):
     position = forms.ChoiceField(
         label="From", choices=[("newest", "Newest"), ("oldest", "Oldest")], initial="newest", widget=forms.RadioSelect
     )
-    format = forms.ChoiceField(label="Format", choices=FORMAT_CHOICES, initial="json", widget=forms.RadioSelect)
+    # Not required: a form posted without it (an older page) reads JSON, as before there was a choice.
+    format = forms.ChoiceField(
+        label="Format", choices=FORMAT_CHOICES, initial="json", required=False, widget=forms.RadioSelect
+    )
     schema_registry = forms.ModelChoiceField(
         label="Schema registry",
         queryset=SchemaRegistryConnection.objects.none(),
@@ -177,7 +180,8 @@ class SampleForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        if cleaned.get("format") == "avro" and not cleaned.get("schema_registry"):
+        cleaned["format"] = cleaned.get("format") or "json"
+        if cleaned["format"] == "avro" and not cleaned.get("schema_registry"):
             self.add_error("schema_registry", "Avro events need the schema registry that holds their schemas.")
         return cleaned
 
