@@ -1,4 +1,5 @@
 # ClearFlow: `make up` starts the local stack, `make test` runs every test. Both install what is missing.
+# `make test-fast` runs the tests that need no service (marked `fast`), in seconds; `make test` runs them first.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 JAVA_PROJECTS := $(shell find localstack/schema-registry -type f -not -path '*/target/*' | sort)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py $(JAVA_PROJECTS) | sha1sum | cut -c1-12)
 
-.PHONY: up test lint demo-data install system-deps clean
+.PHONY: up down status test test-fast lint demo-data install system-deps clean
 
 install: $(STAMP)
 
@@ -25,12 +26,24 @@ system-deps:
 up: PURPOSE = up
 # The start banner counts from here (install and system checks included), not from the first service.
 up: export CLEARFLOW_UP_STARTED_AT := $(shell date +%s.%N)
-up: install system-deps
-	@$(PY) -m localstack up
+# Ctrl-C stops the stack and its pipeline jobs (they resume at the next start). DETACH=1 runs it in the
+# background: `make status` tells what runs, `make down` stops it.
+# system-deps first: what cannot be installed is named within seconds, before pip installs anything.
+up: system-deps install
+	@$(PY) -m localstack up $(if $(DETACH),--detach)
+
+down status:
+	@test -x $(PY) || { echo "clearflow: not installed here yet; \`make up\` installs and starts it"; exit 0; } \
+		&& $(PY) -m localstack $@
+
+# pytest exits 5 when a tier has no test among PYTEST_ARGS (e.g. a service-tier folder): not a failure here.
+test-fast: install
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test: PURPOSE = test
-test: install system-deps lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: system-deps install lint
+	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(PY) -m ruff check .

@@ -25,20 +25,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+from bench_pipeline import REPO, JobProcess, bench_spec, job_argv, log
 
 
 def make_events(n: int, dup_ratio: float) -> list[bytes]:
@@ -128,116 +122,6 @@ def raw_consume_rate(bootstrap: str, topic: str, partitions: int, expected: int)
     return count / elapsed
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a process and of its children it has reaped (utime, stime, cutime, cstime)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def _component(pid: int) -> str:
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        argv = f.read().split(b"\0")
-    if argv and argv[0].endswith(b"java"):
-        return "jvm"
-    if b"pyspark.daemon" in argv:
-        return "python_workers"
-    return "python_driver"
-
-
-def _descendants(root_pid: int) -> list[int]:
-    """The job's process tree: the runner, Spark's JVM and the Python workers (PySpark's worker daemon puts
-    itself in a process group of its own, so the tree is followed by parent pid, not by group)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [root_pid]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return tree
-
-
-def sample_tree(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
-    """RSS summed over the job's process tree; records each member's latest CPU time in `cpu`."""
-    total = 0
-    for pid in _descendants(root_pid):
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            # Classified at every sample: Spark's launcher script becomes the JVM by exec, keeping its pid.
-            cpu[pid] = (_component(pid), cpu_seconds(pid))
-        except (OSError, ProcessLookupError):
-            continue
-    return total
-
-
-class JobProcess:
-    """A job process (its own session) whose process tree is sampled for peak RSS and CPU time per component."""
-
-    def __init__(self, argv: list[str], log_file: Path, env: dict[str, str], services: dict[str, int]) -> None:
-        self.peak = 0
-        self.cpu: dict[int, tuple[str, float]] = {}
-        self.services = services
-        self._services_before = {name: cpu_seconds(pid) for name, pid in services.items()}
-        self._out = open(log_file, "wb")  # noqa: SIM115 - closed in wait()
-        self.process = subprocess.Popen(
-            argv, cwd="/", stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True, env=env
-        )
-        self._stop = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, sample_tree(self.process.pid, self.cpu))
-            time.sleep(0.25)
-
-    def wait(self, timeout: float = 3600) -> int:
-        try:
-            code = self.process.wait(timeout=timeout)
-        finally:
-            self._stop.set()
-            self._sampler.join()
-            self._out.close()
-        return code
-
-    def cpu_by_component(self) -> dict[str, float]:
-        result: dict[str, float] = {}
-        for kind, seconds in self.cpu.values():
-            result[kind] = result.get(kind, 0.0) + seconds
-        for name, pid in self.services.items():
-            result[name] = cpu_seconds(pid) - self._services_before[name]
-        return {k: round(v, 1) for k, v in sorted(result.items())}
-
-
-def job_argv(spec_file: Path, checkpoint: Path, spark_conf: list[str], *, ceiling: bool = False) -> list[str]:
-    program = [str(REPO / "bench" / "ingest_ceiling.py")] if ceiling else ["-m", "spark_jobs.run"]
-    return [
-        sys.executable,
-        *program,
-        "--spec",
-        str(spec_file),
-        "--checkpoint",
-        str(checkpoint),
-        "--master",
-        "local[2]",
-        "--shuffle-partitions",
-        "2",
-        "--conf",
-        "spark.ui.enabled=false",
-        *[arg for item in spark_conf for arg in ("--conf", item)],
-    ]
-
-
 def metrics_records(text: str) -> list[dict]:
     return [
         json.loads(line.split("clearflow.metrics ", 1)[1])
@@ -293,56 +177,6 @@ def run_job(
         "wall_s_including_spark_start": wall,
         "peak_rss_mb": job.peak / 2**20,
         "cpu_s_by_component": job.cpu_by_component(),
-    }
-
-
-FIELDS = [
-    {"path": "event_id", "type": "string"},
-    {"path": "user.id", "type": "uuid"},
-    {"path": "email", "type": "string"},
-    {"path": "amount", "type": "float"},
-    {"path": "created_at", "type": "datetime"},
-]
-COLUMNS = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "user.id", "column": "user_id", "type": "UUID"},
-    {"field": "email", "column": "email", "type": "String"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-]
-
-
-def bench_spec(
-    *,
-    topic: str,
-    bootstrap: str,
-    clickhouse: tuple[str, int],
-    dedup: bool,
-    max_records_per_batch: int,
-    state_store: str = "memory",
-    extra_columns: tuple[dict, ...] = (),
-) -> dict:
-    """The benchmark's pipeline: 5 fields, dedup on event_id (1h window, ingestion time) or none."""
-    kind = "dedup" if dedup else "nodedup"
-    return {
-        "version": 1,
-        "name": f"bench-{kind}-{uuid.uuid4().hex[:6]}",
-        "source": {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "topics": [topic],
-            "starting_offsets": "earliest",
-            "fields": FIELDS,
-            "max_records_per_batch": max_records_per_batch,
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": state_store}
-        if dedup
-        else None,
-        "sink": {
-            "clickhouse": {"host": clickhouse[0], "port": clickhouse[1]},
-            "table": f"bench_{kind}_{uuid.uuid4().hex[:6]}",
-            "order_by": ["event_id"],
-            "columns": [*COLUMNS, *extra_columns],
-        },
     }
 
 

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine_bench import JobProcess, bench_spec, job_argv
+from bench_pipeline import JobProcess, bench_spec, job_argv
 
 WARMUP_SECONDS = 20
 DUP_RATIO = 0.10

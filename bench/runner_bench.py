@@ -187,7 +187,7 @@ def run(args: argparse.Namespace, work: Path, env: dict, bootstrap: str, ch_port
     log(f"watcher, {args.defined} defined, 0 running: {idle_cpu:.2f} CPU s per minute")
 
     def table_rows(p: Pipeline) -> int:
-        table = p.spec["sink"]["table"]
+        table = p.spec.sink.table
         return ch.command(f"SELECT count() FROM `{table}`") if ch.command(f"EXISTS TABLE `{table}`") else 0
 
     to_running, to_row = [], []

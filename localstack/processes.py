@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,13 +124,14 @@ class ProcessGroup:
     def exited(self) -> list[RunningService]:
         return [service for service in self.services if service.process.poll() is not None]
 
-    def stop_all(self, timeout: float = 20.0) -> None:
-        """Stop every child, newest first, within `timeout` seconds in total."""
-        for service in reversed(self.services):
+    def stop(self, names: Collection[str], timeout: float = 20.0) -> None:
+        """Stop the children named, all at once, within `timeout` seconds (SIGTERM, then SIGKILL to the group)."""
+        chosen = [service for service in reversed(self.services) if service.name in names]
+        for service in chosen:
             if service.process.poll() is None:
                 _signal_group(service.process, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        for service in reversed(self.services):
+        for service in chosen:
             remaining = max(0.1, deadline - time.monotonic())
             try:
                 service.process.wait(timeout=remaining)
@@ -138,7 +139,11 @@ class ProcessGroup:
                 _signal_group(service.process, signal.SIGKILL)
                 service.process.wait(timeout=5)
             _signal_group(service.process, signal.SIGKILL)
-        self.services.clear()
+        self.services = [service for service in self.services if service not in chosen]
+
+    def stop_all(self, timeout: float = 20.0) -> None:
+        """Stop every child, newest first, within `timeout` seconds in total."""
+        self.stop({service.name for service in self.services}, timeout=timeout)
 
     def __enter__(self) -> ProcessGroup:
         return self
@@ -352,7 +357,7 @@ def schema_registry(*, host: str = "127.0.0.1", port: int = 8081, data_dir: Path
             f"-Dquarkus.http.port={port}",
             f"-Dquarkus.datasource.jdbc.url=jdbc:h2:file:{data_dir / 'registry'}",
             "-Dquarkus.log.level=WARN",
-            "-Dquarkus.log.category.\"io.quarkus\".level=INFO",
+            '-Dquarkus.log.category."io.quarkus".level=INFO',
             "-jar",
             str(jars.registry_runner()),
         ],

@@ -1,11 +1,16 @@
 """`make up`: the whole local stack in the foreground, on real services, with embedded defaults.
 
 Starts what is local and not already running: the Apache Kafka broker, ClickHouse, the schema registry
-(Apicurio, Confluent-compatible API), Redis (only if none answers), then the web app (gunicorn), a Celery
-worker and Celery beat. Addresses come from the same environment variables docker-compose.yml sets; an
-address that is not on this machine is used as it is (point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no
-local broker starts).
-Ctrl-C or SIGTERM stops every child within 30 s.
+(Apicurio, Confluent-compatible API), Redis (only if none answers), then the web app (gunicorn), a Celery worker
+and Celery beat. Addresses come from the same environment variables docker-compose.yml sets; an address that is
+not on this machine is used as it is (point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no local broker
+starts).
+
+The stack owns the pipeline jobs its worker starts. Ctrl-C, SIGTERM (`make down`) or a closed terminal (SIGHUP)
+stop, in this order: beat, the worker and the web app (so nothing starts a job meanwhile); every pipeline job
+(SIGTERM: it finishes its micro-batch; SIGKILL after JOB_STOP_TIMEOUT_SECONDS), recorded as stopped with the
+stack, so the next start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and
+Redis, which the jobs needed until their last batch.
 """
 
 from __future__ import annotations
@@ -22,11 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from localstack import processes
+from localstack import processes, run_state
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# Stopping: first what may start or restart jobs, then the jobs, then what they read and write.
+APP_TIER = ("beat", "worker", "web")
+APP_STOP_TIMEOUT_SECONDS = 15
+JOB_STOP_TIMEOUT_SECONDS = 30
 STOP_TIMEOUT_SECONDS = 25
+# Set for the stack `make up DETACH=1` starts in the background (its banner says how to stop it).
+DETACHED_VARIABLE = "CLEARFLOW_UP_DETACHED"
 
 
 class StackError(RuntimeError):
@@ -228,16 +239,36 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
         ),
         processes.ServiceDef(
             name="worker",
-            argv=[str(bin_dir / "celery"), "-A", "worker.celery", "worker", "--loglevel", "INFO",
-                  "--concurrency", "2", "--hostname", "clearflow@%h", "-Q", "pipelines,celery"],
+            argv=[
+                str(bin_dir / "celery"),
+                "-A",
+                "worker.celery",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "2",
+                "--hostname",
+                "clearflow@%h",
+                "-Q",
+                "pipelines,celery",
+            ],
             cwd=REPO_ROOT,
             ready=_celery_answers,
             ready_timeout=60,
         ),
         processes.ServiceDef(
             name="beat",
-            argv=[str(bin_dir / "celery"), "-A", "worker.celery", "beat", "--loglevel", "INFO",
-                  "--schedule", str(config.var_dir / "run" / "celerybeat-schedule")],
+            argv=[
+                str(bin_dir / "celery"),
+                "-A",
+                "worker.celery",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(config.var_dir / "run" / "celerybeat-schedule"),
+            ],
             cwd=REPO_ROOT,
             ready=lambda: True,
         ),
@@ -283,8 +314,8 @@ def up() -> int:
     # gunicorn's workers share one cache (login throttles, the health answer), as docker-compose sets it up.
     redis_url = urlsplit(os.environ.get("REDIS_URL", f"redis://{config.redis_host}:{config.redis_port}/0"))
     os.environ.setdefault("CLEARFLOW_CACHE_URL", redis_url._replace(path="/3").geturl())
-    signal.signal(signal.SIGTERM, _raise_stop)
-    signal.signal(signal.SIGINT, _raise_stop)
+    for stop_signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # SIGHUP: the terminal closed
+        signal.signal(stop_signal, _raise_stop)
     log_dir = config.var_dir / "log"
     log_dir.mkdir(parents=True, exist_ok=True)
     lock_fd = -1
@@ -308,6 +339,7 @@ def up() -> int:
         for definition in definitions:
             service = group.start(definition)
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
+            _record_stack(config, group, started)
         _print_banner(config, seconds=time.time() - started, since=command)
         reported: set[str] = set()
         while True:
@@ -323,17 +355,103 @@ def up() -> int:
         _say("stopping")
         return 0
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for stop_signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a second Ctrl-C must not cut this short
+            signal.signal(stop_signal, signal.SIG_IGN)
+        group.stop(APP_TIER, timeout=APP_STOP_TIMEOUT_SECONDS)
+        stopped_jobs = stop_pipeline_jobs()
+        if stopped_jobs:
+            _say(stopped_jobs)
         group.stop_all(timeout=STOP_TIMEOUT_SECONDS)
+        run_state.remove_stack(config.var_dir)
+        run_state.write_last_stop(config.var_dir, {"at": time.time(), "pipeline_jobs": stopped_jobs})
         with contextlib.suppress(OSError):
             os.close(lock_fd)
         _say("stopped")
 
 
+def _record_stack(config: StackConfig, group: processes.ProcessGroup, started: float) -> None:
+    """What runs, for `make status` and `make down` in another shell."""
+    services = []
+    for service in group.services:
+        with contextlib.suppress(OSError, ValueError):
+            services.append(
+                {
+                    "name": service.name,
+                    "pid": service.process.pid,
+                    "log": str(service.log_path),
+                    "address": _address_of(config, service.name),
+                }
+            )
+    run_state.write_stack(
+        config.var_dir, {"pid": os.getpid(), "started_at": started, "url": config.url, "services": services}
+    )
+
+
+def _address_of(config: StackConfig, name: str) -> str:
+    return {
+        "kafka": f"{config.kafka_host}:{config.kafka_port}",
+        "clickhouse": f"http://{config.clickhouse_host}:{config.clickhouse_port}",
+        "redis": f"{config.redis_host}:{config.redis_port}",
+        "web": config.url,
+    }.get(name, "")
+
+
+def stop_pipeline_jobs() -> str:
+    """Stop every pipeline job this stack started, recorded as stopped with the stack (`worker.reconciler.
+    stop_stack_jobs`); what to tell the user ("" when none ran)."""
+    try:
+        import django
+
+        quiet_django_logs()
+        django.setup()
+        from worker.reconciler import stop_stack_jobs
+
+        result = stop_stack_jobs(timeout=JOB_STOP_TIMEOUT_SECONDS)
+    except Exception as error:  # never leave jobs behind: stop the processes even without the web app's code
+        _say(f"could not record the pipeline jobs' stop ({error}); stopping their processes")
+        from worker import jobs
+
+        run_root = Path(os.environ.get("CLEARFLOW_RUN_ROOT") or Path(os.environ["CLEARFLOW_VAR_DIR"]) / "runs")
+        handles = jobs.find_jobs(run_root)
+        for handle in handles:
+            jobs.mark_stopped_with_stack(handle.run_dir)
+        stopped = jobs.stop_jobs(handles, timeout=JOB_STOP_TIMEOUT_SECONDS)
+        return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False)
+    return stop_summary(result.jobs, result.forced, recorded=result.recorded)
+
+
+def quiet_django_logs() -> None:
+    """The stack's own messages only: apps say hello at INFO when Django starts in this process."""
+    import logging
+
+    logging.getLogger("axes").setLevel(logging.WARNING)
+
+
+def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
+    if count == 0:
+        return ""
+    words = (
+        f"stopped {count} pipeline job{'s' if count != 1 else ''}; "
+        f"{'they resume' if count != 1 else 'it resumes'} on the next `make up`"
+    )
+    if forced:
+        words += (
+            f" ({forced} did not stop within {JOB_STOP_TIMEOUT_SECONDS} s and {'were' if forced != 1 else 'was'} "
+            "killed: the last micro-batch is replayed, exactly once)"
+        )
+    if not recorded:
+        words += " (the database did not answer: the next start records how they ended)"
+    return words
+
+
 def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
     password_file = config.var_dir / "secrets" / "admin_password"
     password = os.environ.get("ADMIN_PASSWORD") or password_file.read_text().strip()
+    stop = (
+        "Stop: `make down`. What runs: `make status`."
+        if os.environ.get(DETACHED_VARIABLE)
+        else "Stop: Ctrl-C (or `make down`). What runs: `make status`."
+    )
     print(
         f"""
   ClearFlow is up, {seconds:.0f} s after {since} started.
@@ -346,7 +464,7 @@ def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
     Schemas     {config.registry_url}  (Confluent-compatible schema registry)
     Logs        {config.var_dir / "log"}/
 
-  Demo events: `make demo-data` in another terminal. Stop: Ctrl-C.
+  Demo events: `make demo-data` in another terminal. {stop}
 """,
         flush=True,
     )

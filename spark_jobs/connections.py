@@ -11,6 +11,10 @@ with the functions below, one per client library:
 - `clickhouse_connect_kwargs(clickhouse, ca_cert=...)`: clickhouse-connect (the web app and the job's writer);
 - `schema_registry_client_conf(registry, ca_file=...)`: confluent-kafka's SchemaRegistryClient.
 
+A pipeline spec names its connections' details in `source.kafka` and `sink.clickhouse`; the web app stores specs
+with them filled in from saved connections, and pipeline files (the `clearflow` command) leave them out.
+`spec_with_connections` and `spec_without_connections` move between the two forms.
+
 Adding a connection setting: a field here, its line in the function(s) above, and the Django model's field
 with its migration. Secrets are `SecretStr` (masked in `repr`); the functions return them in clear, so their
 results are never logged. No Spark and no Django import here.
@@ -21,7 +25,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any, Literal, TypeVar
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -31,6 +36,23 @@ ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# Kafka's security settings, and which go with which protocol: the spec checks them, the web app's saved
+# connection offers them as choices and says which field is missing.
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SECURITY_PROTOCOLS: tuple[str, ...] = get_args(SecurityProtocol)
+SASL_MECHANISMS: tuple[str, ...] = get_args(SaslMechanism)
+SASL_SETTINGS = ("sasl_mechanism", "sasl_username", "sasl_password")  # all needed by a SASL_* protocol
+TLS_FILES = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem")  # only with SSL or SASL_SSL
+
+
+def protocol_uses_sasl(protocol: str) -> bool:
+    return protocol.startswith("SASL_")
+
+
+def protocol_uses_ssl(protocol: str) -> bool:
+    return protocol in ("SSL", "SASL_SSL")
+
 
 class KafkaConnectionSpec(BaseModel):
     """A Kafka cluster: brokers, security protocol, SASL credentials, TLS certificates (PEM)."""
@@ -38,8 +60,8 @@ class KafkaConnectionSpec(BaseModel):
     model_config = _STRICT
 
     bootstrap_servers: str = Field(min_length=1)
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
     # Specs written before the names matched the saved connection's say `username` / `password`.
     sasl_username: str | None = Field(default=None, validation_alias=AliasChoices("sasl_username", "username"))
     sasl_password: SecretStr | None = Field(default=None, validation_alias=AliasChoices("sasl_password", "password"))
@@ -60,7 +82,7 @@ class KafkaConnectionSpec(BaseModel):
     @model_validator(mode="after")
     def _security(self) -> KafkaConnectionSpec:
         if self.uses_sasl:
-            missing = [name for name in ("sasl_mechanism", "sasl_username", "sasl_password") if not getattr(self, name)]
+            missing = [name for name in SASL_SETTINGS if not getattr(self, name)]
             if missing:
                 raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
         if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
@@ -69,11 +91,11 @@ class KafkaConnectionSpec(BaseModel):
 
     @property
     def uses_sasl(self) -> bool:
-        return self.security_protocol.startswith("SASL_")
+        return protocol_uses_sasl(self.security_protocol)
 
     @property
     def uses_ssl(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
+        return protocol_uses_ssl(self.security_protocol)
 
 
 class SchemaRegistryConnectionSpec(BaseModel):
@@ -163,6 +185,57 @@ def connection_dict(connection: BaseModel, *, reveal_secrets: bool) -> dict[str,
         if isinstance(value, SecretStr):
             secret = value.get_secret_value()
             data[name] = secret if reveal_secrets or not secret else SECRET_MASK
+    return data
+
+
+# -- a pipeline spec's connection sections ------------------------------------------------------------------
+
+# `sink.clickhouse.database` is the pipeline's target database, not a detail of the connection (whose `database`
+# is only the default a new pipeline starts from).
+PIPELINE_DATABASE = "database"
+
+
+def spec_with_connections(
+    spec: Mapping[str, Any],
+    *,
+    kafka: Mapping[str, Any] | None = None,
+    clickhouse: Mapping[str, Any] | None = None,
+    schema_registry: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A copy of `spec` (a pipeline spec's JSON) with `source.kafka` set to `kafka` and `sink.clickhouse` to
+    `clickhouse` (sections as `connection_dict` writes them), when given. A `sink.clickhouse.database` the spec
+    gives is kept. Sections that are not objects are left for the spec's validation to report. Only the levels it
+    changes are copied (the top, `source`, `sink`): `spec` is left as it was, and a large one costs no deep copy."""
+    data: dict[str, Any] = dict(spec)
+    source, sink = data.get("source"), data.get("sink")
+    if kafka is not None and isinstance(source, dict):
+        data["source"] = source = {**source, "kafka": dict(kafka)}
+    if schema_registry is not None and isinstance(source, dict):
+        data["source"] = {**source, "schema_registry": dict(schema_registry)}
+    if clickhouse is not None and isinstance(sink, dict):
+        given = sink.get("clickhouse")
+        database = given.get(PIPELINE_DATABASE) if isinstance(given, dict) else None
+        section = dict(clickhouse)
+        if isinstance(database, str) and database:
+            section[PIPELINE_DATABASE] = database
+        data["sink"] = {**sink, "clickhouse": section}
+    return data
+
+
+def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `spec` without what its connections give: no `source.kafka`, and of `sink.clickhouse` only
+    `database` (the part of a spec a pipeline file holds, and what says whether two versions differ). Only the
+    levels it changes are copied."""
+    data: dict[str, Any] = dict(spec)
+    source, sink = data.get("source"), data.get("sink")
+    if isinstance(source, dict):
+        data["source"] = {k: v for k, v in source.items() if k not in ("kafka", "schema_registry")}
+    if isinstance(sink, dict) and "clickhouse" in sink:
+        section = sink["clickhouse"]
+        if isinstance(section, dict) and PIPELINE_DATABASE in section:
+            data["sink"] = {**sink, "clickhouse": {PIPELINE_DATABASE: section[PIPELINE_DATABASE]}}
+        else:
+            data["sink"] = {k: v for k, v in sink.items() if k != "clickhouse"}
     return data
 
 
@@ -298,6 +371,7 @@ def write_ca_file(pem: str) -> str:
 
 __all__ = [
     "KAFKA_SECRET_OPTIONS",
+    "PIPELINE_DATABASE",
     "SECRET_MASK",
     "ClickHouseConnectionSpec",
     "KafkaConnectionSpec",
@@ -309,5 +383,7 @@ __all__ = [
     "librdkafka_config",
     "schema_registry_client_conf",
     "secret_fields",
+    "spec_with_connections",
+    "spec_without_connections",
     "write_ca_file",
 ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from spark_jobs.avro_schema import SchemaField, fields_by_path
-from spark_jobs.metrics import JSON_SAMPLE_EVERY
+from spark_jobs.protocol import JSON_SAMPLE_EVERY
 from spark_jobs.spec import PipelineSpec
 
 ChangeKind = Literal["new", "removed", "retyped"]

@@ -22,7 +22,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.avro_decode import SCHEMA_ID
-from spark_jobs.metrics import FIELDS_OBSERVATION, JSON_SAMPLE_EVERY
+from spark_jobs.metrics import FIELDS_OBSERVATION
+from spark_jobs.protocol import JSON_SAMPLE_EVERY
 
 SCHEMA_ID_COUNT = "schema_id_"  # + id: events of that writer schema in the batch
 

@@ -1,15 +1,14 @@
 """One metrics record per micro-batch: published to Redis and logged as one JSON line.
 
-Redis keys (documented in docs/pipeline-spec.md; the worker and the web app read them):
-- `clearflow:metrics:<pipeline name>`          STRING, JSON of the latest record;
-- `clearflow:metrics:<pipeline name>:recent`   LIST of JSON records, newest first, at most RECENT_LIMIT;
-- `clearflow:metrics:<pipeline name>:history`  SORTED SET of JSON records scored by the batch's start (unix
-  ms): the time series the API and the charts read, trimmed to HISTORY_MAX_RECORDS and HISTORY_MAX_AGE_S;
-- `clearflow:metrics:<pipeline name>:totals`   HASH of running sums (TOTAL_FIELDS, `batches`, `since`);
-- `clearflow:heartbeat:<pipeline name>`        STRING, epoch seconds of the last progress or idle event (also
-  when no data came), so the worker can tell a stalled job from an idle one.
+The record (`BatchMetrics`) and its Redis keys are declared in `spark_jobs.protocol` (the worker and the web app
+read them): the latest record, the recent list, the history (a sorted set by batch start), the running totals,
+and the heartbeat (also when no data came, so the worker can tell a stalled job from an idle one).
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
+A batch counts once: `counted_key` (the query id and its newest COUNTED_KEEP batch ids) remembers the batches
+the totals hold; it is read under WATCH and written in the same transaction, so a batch Spark runs again after a
+crash (the same id of the same query) updates the latest record only, never the totals, the series or the recent
+list twice.
 History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipeline's keys do not linger.
 """
 
@@ -19,41 +18,33 @@ import json
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from spark_jobs.protocol import (
+    COUNTED_KEEP,
+    HEARTBEAT_EVERY_SECONDS,
+    HEARTBEAT_TTL_SECONDS,
+    HISTORY_MAX_AGE_S,
+    HISTORY_MAX_RECORDS,
+    RECENT_LIMIT,
+    TOTAL_FIELDS,
+    BatchMetrics,
+    counted_key,
+    heartbeat_key,
+    history_key,
+    latest_key,
+    recent_key,
+    totals_key,
+)
+
 log = logging.getLogger("clearflow.metrics")
 
-KEY_PREFIX = "clearflow:metrics:"
-RECENT_LIMIT = 100
-# About 5.5 MB of Redis per pipeline at most (measured: 10,000 records with two partitions of lag): 2.8 hours
-# at one batch per second, a week at one batch per minute.
-HISTORY_MAX_RECORDS = 10_000
-HISTORY_MAX_AGE_S = 7 * 24 * 3600
-TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
 # The observed metric of the fields the events carry (`spark_jobs.field_watch`): events per Avro writer schema
 # id, or the JSON keys no field covers in a sample of one event in JSON_SAMPLE_EVERY (by offset).
 FIELDS_OBSERVATION = "cf_fields"
-JSON_SAMPLE_EVERY = 16
-
-
-def latest_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}"
-
-
-def recent_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:recent"
-
-
-def history_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:history"
-
-
-def totals_key(pipeline: str) -> str:
-    return f"{KEY_PREFIX}{pipeline}:totals"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -65,47 +56,6 @@ def timestamp_ms(timestamp: str) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
-
-
-def heartbeat_key(pipeline: str) -> str:
-    return f"clearflow:heartbeat:{pipeline}"
-
-
-HEARTBEAT_EVERY_SECONDS = 5.0
-HEARTBEAT_TTL_SECONDS = 24 * 3600
-
-
-@dataclass
-class BatchMetrics:
-    pipeline: str
-    batch_id: int
-    timestamp: str  # ISO 8601 UTC, when the micro-batch started
-    input_rows: int
-    duplicates_dropped: int
-    rows_written: int
-    dead_letters: int
-    filtered_out: int
-    batch_duration_ms: int
-    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
-    total_lag: int = 0
-    state_rows: int = 0
-    state_memory_bytes: int = 0
-    late_rows_dropped: int = 0
-    input_rows_per_second: float = 0.0
-    processed_rows_per_second: float = 0.0
-    insert_ms_max: int = 0
-    # What the events carried (FIELDS_OBSERVATION): Avro events per writer schema id; for JSON, the keys no field
-    # covers seen in the sample, and how many sampled events there were and carried one (sample: 1 in
-    # `sample_every` by offset).
-    events_by_schema_id: dict[str, int] = field(default_factory=dict)
-    unmapped_keys: list[str] = field(default_factory=list)
-    sampled_events: int = 0
-    sampled_with_unmapped: int = 0
-    sample_every: int = JSON_SAMPLE_EVERY
-    version: int = 1
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
 
 
 def _offsets(text: Any) -> dict[str, dict[str, int]]:
@@ -151,6 +101,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
         **_fields_seen(progress),
+        query_id=str(progress.get("id") or ""),
     )
 
 
@@ -225,13 +176,24 @@ class MetricsPublisher:
         log.info("%s", line)
         if not self.redis_url:
             return
-        try:
-            pipe = self._client().pipeline(transaction=True)
+        counted_at = counted_key(self.pipeline)
+
+        def write(pipe: Any) -> None:
+            counted = _counted_batches(pipe.get(counted_at), record.query_id)
+            pipe.multi()
             pipe.set(latest_key(self.pipeline), line)
+            if record.batch_id in counted:  # a replay
+                return
             pipe.lpush(recent_key(self.pipeline), line)
             pipe.ltrim(recent_key(self.pipeline), 0, RECENT_LIMIT - 1)
             self._add_to_history(pipe, record, line)
-            pipe.execute()
+            batches = sorted({*counted, record.batch_id})[-COUNTED_KEEP:]
+            counted_now = json.dumps({"query": record.query_id, "batches": batches})
+            pipe.set(counted_at, counted_now, ex=self.history_max_age_s)
+
+        try:
+            # WATCHed: a concurrent writer (there is none in normal operation) makes this run again.
+            self._client().transaction(write, counted_at)
         except Exception as exc:
             self._redis = None
             self._warn(exc)
@@ -250,6 +212,15 @@ class MetricsPublisher:
         pipe.hsetnx(totals, "since", record.timestamp)
         pipe.expire(history, self.history_max_age_s)
         pipe.expire(totals, self.history_max_age_s)
+
+
+def _counted_batches(raw: bytes | str | None, query_id: str) -> list[int]:
+    """The batch ids of `query_id` the totals already hold ([] for another query: a new checkpoint)."""
+    try:
+        counted = json.loads(raw) if raw else {}
+        return [int(b) for b in counted.get("batches", [])] if counted.get("query") == query_id else []
+    except (ValueError, TypeError, AttributeError):
+        return []
 
 
 class SinkStats:

@@ -3,8 +3,8 @@
 Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m --jars JARS
 $(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory, where
 JARS is Spark's Kafka connector: `",".join(spark_jobs.jars.connector_jars())`.
-SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes: 0 stopped or caught up,
-1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
+SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`spark_jobs.protocol.ExitCode`):
+0 stopped or caught up, 1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from spark_jobs.protocol import STARTED_LINE, ExitCode
 
 if TYPE_CHECKING:
     from spark_jobs.spec import PipelineSpec
@@ -72,10 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         spec = parse_spec(spec_path.read_text())
     except OSError as exc:
         log.error("cannot read the spec %s: %s", spec_path, exc)
-        return 2
+        return ExitCode.INVALID_SPEC
     except SpecError as exc:
         log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
-        return 2
+        return ExitCode.INVALID_SPEC
 
     checkpoint = args.checkpoint or default_checkpoint(spec.name)
     if "://" not in checkpoint:
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ConnectorJarsMissing as exc:
         log.error("pipeline %s could not start: %s", spec.name, exc)
-        return 1
+        return ExitCode.FAILED
     spark.sparkContext.setLogLevel("WARN")
 
     stop_requested = threading.Event()
@@ -123,20 +125,22 @@ def main(argv: list[str] | None = None) -> int:
                 )
             except SpecError as exc:
                 log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
-                return 2
+                return ExitCode.INVALID_SPEC
             except RegistryError as exc:
                 log.error("pipeline %s could not start: %s", spec.name, exc)
-                return 1
+                return ExitCode.FAILED
             except Exception as exc:
                 log.error("pipeline %s could not start: %s", spec.name, exc)
-                return 1
+                return ExitCode.FAILED
             if not extra_schema_ids:
                 log.info(
-                    "pipeline %s started (query %s, application %s, checkpoint %s)",
-                    spec.name,
-                    query.id,
-                    spark.sparkContext.applicationId,
-                    checkpoint,
+                    "%s",
+                    STARTED_LINE.format(
+                        name=spec.name,
+                        query=query.id,
+                        application=spark.sparkContext.applicationId,
+                        checkpoint=checkpoint,
+                    ),
                 )
                 _log_guarantee(spec)
             failure = _run(query, stop_requested)
@@ -154,12 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         # SIGTERM sent to the whole process group also reaches Spark's JVM, which then shuts down under the
         # running batch. Nothing is lost: the unfinished batch is replayed (idempotently) on restart.
         log.warning("pipeline %s stopped by signal during a micro-batch: %s", spec.name, _root_message(failure))
-        return 0
+        return ExitCode.STOPPED
     if failure is not None:
         log.error("pipeline %s failed: %s", spec.name, _root_message(failure))
-        return 1
+        return ExitCode.FAILED
     log.info("pipeline %s stopped", spec.name)
-    return 0
+    return ExitCode.STOPPED
 
 
 def _run(query: object, stop_requested: threading.Event) -> BaseException | None:

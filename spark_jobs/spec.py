@@ -67,7 +67,7 @@ RESERVED_PREFIXES = ("_kafka_", "_cf_")
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
-# The dedup windows the wizard offers and the dedup advisor recommends from (any other valid window can be typed).
+# The dedup windows the wizard offers and key advice recommends from (any other valid window can be typed).
 DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1m", "1 minute"),
     ("5m", "5 minutes"),
@@ -201,7 +201,7 @@ class SourceSpec(BaseModel):
     # format avro without a registry: the writer schema of every record (JSON text of an Avro record schema).
     avro_schema: str | None = None
     fields: list[FieldSpec] = Field(min_length=1)
-    # Upper bound on Kafka records read per micro-batch (admission control). Not in the contract.
+    # Upper bound on Kafka records read per micro-batch (admission control). Optional, with a default.
     max_records_per_batch: int = Field(default=500_000, ge=1, le=50_000_000)
 
     @field_validator("topics")
@@ -227,7 +227,7 @@ class DedupSpec(BaseModel):
     time: Literal["ingestion", "event"] = "ingestion"
     event_time_field: str | None = None
     # Where Spark keeps the dedup state: "memory" (JVM heap, fastest), "rocksdb" (off-heap, for large
-    # windows), "auto" (rocksdb for windows over 1h). Not in the contract; frozen in the checkpoint.
+    # windows), "auto" (rocksdb for windows over 1h). Optional, with a default; frozen in the checkpoint.
     state_store: StateStore = "auto"
 
     @field_validator("window")
@@ -300,7 +300,7 @@ class SinkSpec(BaseModel):
     engine: Literal["MergeTree", "ReplacingMergeTree"] = "MergeTree"
     order_by: list[str] = Field(default_factory=list)
     columns: list[ColumnSpec] = Field(min_length=1)
-    # Dead letters go to `<table>_dlq` in the same database unless named here. Not in the contract.
+    # Dead letters go to `<table>_dlq` in the same database unless named here. Optional.
     dlq_table: str | None = None
     # How many recent inserts (not a time span, unlike `dedup.window`) a table ClearFlow creates remembers to
     # drop a replayed one: its `non_replicated_deduplication_window`. Called `deduplication_window` before;

@@ -1,9 +1,13 @@
-"""Real services for the tests, started once per session on free ports in temporary directories.
+"""Real services for the tests, started once per session on free ports in temporary directories, and the guard of
+the fast tier.
 
 Every fixture here starts the real thing (Apache Kafka, chDB's ClickHouse HTTP server, Apicurio's schema
 registry, redis-server)
 through `localstack.processes`, the same code `make up` uses, and stops it at the end of the session.
 PostgreSQL is the machine's own server (pytest-django creates and drops a `test_` database).
+
+Two tiers (`tests/tiers.py`): a test marked `fast` needs no service and runs in `make test-fast`; the hooks below
+fail a fast test that asks for a service fixture, opens a network connection or starts a process.
 """
 
 from __future__ import annotations
@@ -19,7 +23,25 @@ import pytest
 
 from localstack import processes
 from tests.kafka_security import BrokerSecurity, create_scram_users
+from tests.tiers import no_services, services_asked
 from tests.tls_proxy import TlsEndpoint, TlsProxy
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("fast") is not None and (asked := services_asked(item)):
+        pytest.fail(f"marked fast but asks for {', '.join(asked)}: remove the fast mark", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In a fast test, a network connection or a new process fails the test (`tests.tiers.no_services`)."""
+    if request.node.get_closest_marker("fast") is None:
+        yield
+        return
+    with no_services() as reached:
+        yield
+    if reached:
+        pytest.fail(f"marked fast but {'; '.join(reached)}: remove the fast mark", pytrace=False)
 
 
 @dataclass(frozen=True)
@@ -117,8 +139,9 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
 @pytest.fixture
 def celery_app(redis_url: str) -> Iterator[object]:
-    """The web app's Celery client pointed at the session's Redis (so dispatch reaches the test's worker)."""
-    from worker.celery import app
+    """The web app's Celery client pointed at the session's Redis (so what the services send reaches the test's
+    worker)."""
+    from webapp.core.queue import app
 
     saved = (app.conf.broker_url, app.conf.result_backend)
     app.conf.broker_url = app.conf.result_backend = redis_url

@@ -28,6 +28,7 @@ def settings_variables() -> set[str]:
     return names
 
 
+@pytest.mark.fast
 def test_the_settings_read_variables_through_the_one_env_reader() -> None:
     assert {"DATABASE_URL", "REDIS_URL", "KAFKA_BOOTSTRAP_SERVERS", "CLICKHOUSE_HOST", "DJANGO_SECRET_KEY"} <= (
         settings_variables()
@@ -36,6 +37,7 @@ def test_the_settings_read_variables_through_the_one_env_reader() -> None:
         assert "os.environ" not in path.read_text() or path.name in {"env.py", "wsgi.py", "asgi.py"}, path
 
 
+@pytest.mark.fast
 def test_every_variable_the_settings_read_is_set_for_every_app_service(compose: dict) -> None:
     for name in APP_SERVICES:
         environment = compose["services"][name]["environment"]
@@ -43,12 +45,14 @@ def test_every_variable_the_settings_read_is_set_for_every_app_service(compose: 
         assert not missing, f"{name} lacks {sorted(missing)}"
 
 
+@pytest.mark.fast
 def test_the_local_stack_uses_the_same_variable_names(compose: dict) -> None:
     read_by_make_up = set(re.findall(r'env\.get\("([A-Z0-9_]+)"', (REPO / "localstack" / "up.py").read_text()))
     local_only = {"WEB_BIND"}  # gunicorn's bind address is the command line in compose
     assert read_by_make_up - local_only <= set(compose["services"]["web"]["environment"])
 
 
+@pytest.mark.fast
 def test_images_are_official_and_pinned(compose: dict) -> None:
     images = [service["image"] for service in compose["services"].values() if "build" not in service]
     images = [image for image in images if not image.startswith("clearflow/")]
@@ -61,6 +65,7 @@ def test_images_are_official_and_pinned(compose: dict) -> None:
         assert tag and tag != "latest" and re.match(r"\d", tag), f"{image} is not pinned to a version"
 
 
+@pytest.mark.fast
 def test_secrets_come_from_the_environment_never_literals(compose: dict) -> None:
     for service in compose["services"].values():
         environment = service.get("environment") or {}
@@ -70,6 +75,7 @@ def test_secrets_come_from_the_environment_never_literals(compose: dict) -> None
     assert "${POSTGRES_PASSWORD:?" in compose["services"]["web"]["environment"]["DATABASE_URL"]
 
 
+@pytest.mark.fast
 def test_nginx_serves_static_files_and_proxies_to_the_web_app(compose: dict) -> None:
     nginx = compose["services"]["nginx"]
     config_mount = next(volume for volume in nginx["volumes"] if "conf" in volume)

@@ -1,4 +1,5 @@
-"""The Celery application. Tasks live in `worker.tasks`; the beat schedule in `worker.schedule`."""
+"""The worker's Celery application: the project's one app (`webapp.core.queue.app`, which the web app sends
+with) plus the tasks (`worker.tasks`), the beat schedule (`worker.schedule`) and the task outcome counters."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+from webapp.core.queue import app
 
-app = Celery("clearflow")
-app.config_from_object("django.conf:settings", namespace="CELERY")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
 app.autodiscover_tasks(["worker"])
 
 import worker.monitoring  # noqa: E402, F401 - connects the task outcome counters
@@ -20,3 +20,6 @@ def _schedule(sender: Celery, **_: object) -> None:
     from worker.schedule import beat_schedule
 
     sender.conf.beat_schedule = beat_schedule()
+
+
+__all__ = ["app"]

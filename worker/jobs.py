@@ -15,7 +15,6 @@ never on a command line; log tails are redacted before they leave this module.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,16 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import connector_jars
-from worker.jobwrap import EXIT_CODE_NAME, LOG_NAME
+from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
+from spark_jobs.spec import PipelineSpec
 
-SPEC_NAME = "spec.json"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# Exit codes of spark_jobs.run: 2 means the spec is invalid, so a restart cannot help.
-EXIT_INVALID_SPEC = 2
-# What the runner logs once the streaming query has started (spark_jobs/run.py).
-_STARTED = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
 _ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
 REDACTED = "**********"
 
@@ -52,13 +49,14 @@ class JobLaunch:
     run_dir: Path
     checkpoint: str
     master: str
-    spec: Mapping[str, Any]
+    spec: PipelineSpec
     redis_url: str | None = None
     driver_memory: str = "1g"
     trigger_interval: str = "1 second"
     spark_conf: tuple[str, ...] = ()
     submit_args: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    lease_seconds: float = 0.0  # the term of the run's lease in Redis (worker.leases); 0: no lease
 
 
 @dataclass(frozen=True)
@@ -86,14 +84,14 @@ def is_cluster(master: str) -> bool:
     return master.startswith("spark://")
 
 
-def write_spec(run_dir: Path, spec: Mapping[str, Any]) -> Path:
-    """Write the spec (it holds secrets) readable by this user only, created so from the start (no window)."""
+def write_spec(run_dir: Path, spec: PipelineSpec) -> Path:
+    """Write the spec with its secrets, readable by this user only, created so from the start (no window)."""
     run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = run_dir / SPEC_NAME
+    path = run_dir / RunFiles.SPEC
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
-        json.dump(spec, handle)
+        handle.write(spec.to_json(reveal_secrets=True))
     return path
 
 
@@ -162,7 +160,8 @@ def start_job(launch: JobLaunch) -> JobHandle:
         env["CLEARFLOW_REDIS_URL"] = launch.redis_url  # may hold a password: not on the command line
     command = [
         sys.executable, "-m", "worker.jobwrap",
-        "--run-dir", str(launch.run_dir), "--spec", str(spec_path), "--",
+        "--run-dir", str(launch.run_dir), "--spec", str(spec_path),
+        "--lease-seconds", str(launch.lease_seconds if launch.redis_url else 0), "--",
         *job_command(launch, spec_path),
     ]  # fmt: skip
     launcher = subprocess.run(
@@ -177,7 +176,7 @@ def start_job(launch: JobLaunch) -> JobHandle:
         process_started=psutil.Process(pid).create_time(),
         host=this_host(),
         run_dir=str(launch.run_dir),
-        log_path=str(launch.run_dir / LOG_NAME),
+        log_path=str(launch.run_dir / RunFiles.LOG),
     )
 
 
@@ -200,7 +199,7 @@ def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -
     if _process(pid, process_started) is not None:
         return JobState(alive=True)
     try:
-        return JobState(alive=False, exit_code=int((Path(run_dir) / EXIT_CODE_NAME).read_text().strip()))
+        return JobState(alive=False, exit_code=int((Path(run_dir) / RunFiles.EXIT_CODE).read_text().strip()))
     except (OSError, ValueError):
         return JobState(alive=False)
 
@@ -252,8 +251,79 @@ def memory_bytes(*, pid: int | None, process_started: float | None) -> int:
     return total
 
 
+def find_jobs(run_root: Path) -> list[JobHandle]:
+    """The job supervisors running on this host whose run directory is under `run_root`: every job started with
+    that run root (by any worker of a stack), whatever the database says."""
+    root = run_root.resolve()
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline", "create_time"]):
+        command = process.info["cmdline"] or []
+        if "worker.jobwrap" not in command or "--run-dir" not in command:
+            continue
+        if process.info["pid"] != _group_of(process.info["pid"]):
+            continue  # the launcher half of the fork, about to exit
+        index = command.index("--run-dir") + 1
+        run_dir = Path(command[index]) if index < len(command) else None
+        if run_dir is None or not run_dir.resolve().is_relative_to(root):
+            continue
+        found.append(
+            JobHandle(
+                pid=process.info["pid"],
+                process_started=process.info["create_time"],
+                host=this_host(),
+                run_dir=str(run_dir),
+                log_path=str(run_dir / RunFiles.LOG),
+            )
+        )
+    return found
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def mark_stopped_with_stack(run_dir: str) -> None:
+    """Note in the run directory that the stack stops this job (read back by `stopped_with_stack`)."""
+    with contextlib.suppress(OSError):
+        (Path(run_dir) / RunFiles.STOPPED_WITH_STACK).write_text(f"{time.time():.3f}\n")
+
+
+def stopped_with_stack(run_dir: str) -> bool:
+    return bool(run_dir) and (Path(run_dir) / RunFiles.STOPPED_WITH_STACK).exists()
+
+
+@dataclass(frozen=True)
+class StopResult:
+    handle: JobHandle
+    forced: bool  # SIGKILL after the timeout (the cut micro-batch is replayed at the next start)
+
+
+def stop_jobs(handles: Iterable[JobHandle], *, timeout: float) -> list[StopResult]:
+    """Stop jobs on this host all at once: SIGTERM (each finishes its micro-batch), SIGKILL to the groups of those
+    still running after `timeout` seconds; then whatever is left of each group (Spark's Python workers) is
+    killed too. Returns once every one is gone."""
+    handles = [h for h in handles if _process(h.pid, h.process_started) is not None]
+    for handle in handles:
+        request_stop(pid=handle.pid, process_started=handle.process_started)
+    deadline = time.monotonic() + timeout
+    results = []
+    for handle in handles:
+        remaining = max(0.0, deadline - time.monotonic())
+        forced = not wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=remaining)
+        if forced:
+            force_kill(pid=handle.pid, process_started=handle.process_started)
+            wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=10)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(handle.pid, signal.SIGKILL)  # the supervisor led its own group: only its leftovers remain
+        results.append(StopResult(handle, forced))
+    return results
+
+
 def remove_spec(run_dir: str) -> None:
-    (Path(run_dir) / SPEC_NAME).unlink(missing_ok=True)
+    (Path(run_dir) / RunFiles.SPEC).unlink(missing_ok=True)
 
 
 def remove_checkpoint(checkpoint: str) -> bool:
@@ -267,23 +337,23 @@ def remove_checkpoint(checkpoint: str) -> bool:
     return True
 
 
-def secret_values(spec: Any) -> list[str]:
-    """The secret strings in a job spec (passwords, private keys), to redact from what leaves the worker."""
+def secret_values(spec: PipelineSpec) -> list[str]:
+    """The secrets of a job spec (its `SecretStr` fields: passwords, private keys), to redact from what leaves
+    the worker."""
     found: list[str] = []
-    if isinstance(spec, Mapping):
-        for key, value in spec.items():
-            lowered = str(key).lower()
-            if (
-                isinstance(value, str)
-                and value
-                and ("password" in lowered or "secret" in lowered or lowered.endswith("key_pem") or "token" in lowered)
-            ):
-                found.append(value)
-            else:
-                found.extend(secret_values(value))
-    elif isinstance(spec, list):
-        for item in spec:
-            found.extend(secret_values(item))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, SecretStr):
+            if node.get_secret_value():
+                found.append(node.get_secret_value())
+        elif isinstance(node, BaseModel):
+            for name in type(node).model_fields:
+                walk(getattr(node, name))
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+
+    walk(spec)
     return found
 
 
@@ -321,13 +391,18 @@ def log_size(log_path: str) -> int:
 
 def started_application(log_path: str) -> str | None:
     """The Spark application id once the job logged that its streaming query started, else None."""
-    found = _STARTED.findall(log_tail(log_path, lines=400))
+    found = STARTED_LINE_RE.findall(log_tail(log_path, lines=400))
     return found[-1] if found else None
 
 
 def failure_reason(log_tail_text: str, exit_code: int | None) -> str:
     """Why a job ended, for a person: the runner's own error line (e.g. ClickHouse's message), else the last
     error-looking line, then the exit code."""
+    if exit_code == ExitCode.LEASE_LOST:
+        return (
+            "The job stopped itself: it could not renew its lease in Redis, so a worker on another host may have "
+            f"taken the pipeline over (exit code {exit_code})."
+        )
     lines = [line for line in log_tail_text.splitlines() if line.strip()]
     runner_errors = [line for line in lines if " ERROR clearflow.run " in line]
     chosen = runner_errors[-1].split(" ERROR clearflow.run ", 1)[1] if runner_errors else None

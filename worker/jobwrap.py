@@ -9,6 +9,10 @@ SIGTERM is passed on to the job's Python driver only (not to the whole group: Sp
 the running micro-batch), so the job can finish its batch. A forced stop is SIGKILL to the whole group, done by
 the worker (`worker.jobs.force_kill`).
 
+With `--lease-seconds` (and CLEARFLOW_REDIS_URL in the environment) it also holds the run's lease in Redis
+(`worker.leases`), through which workers on other hosts watch and stop the job; it stops its own job when it
+cannot renew the lease.
+
 No Django here: this module runs beside every job.
 """
 
@@ -16,15 +20,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-LOG_NAME = "job.log"
-EXIT_CODE_NAME = "exit_code"
+from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
+from worker import leases
 
 
 def _driver(child: subprocess.Popen) -> int:
@@ -42,26 +50,159 @@ def _driver(child: subprocess.Popen) -> int:
     return child.pid
 
 
-def _supervise(run_dir: Path, spec: Path | None, command: list[str]) -> int:
-    with open(run_dir / LOG_NAME, "ab", buffering=0) as log:
-        log.write(f"clearflow: job starting (supervisor pid {os.getpid()})\n".encode())
+def _kill_tree(child: subprocess.Popen) -> None:
+    """SIGKILL to the job and everything it started (not to this supervisor: it still records the exit)."""
+    import psutil
+
+    try:
+        members = [*psutil.Process(child.pid).children(recursive=True), psutil.Process(child.pid)]
+    except psutil.Error:
+        return
+    for member in members:
+        with contextlib.suppress(psutil.Error):
+            member.kill()
+
+
+class LeaseHolder:
+    """Holds the run's lease in Redis (see `worker.leases`): renews it, passes on stop requests from workers on
+    other hosts, finds the Spark application id in the log, and stops the job when the lease cannot be renewed."""
+
+    def __init__(
+        self, *, redis_url: str, run_dir: Path, term_seconds: float, log_path: Path, identity: dict[str, Any]
+    ) -> None:
+        self.redis_url = redis_url
+        self.identity = identity  # host, pid, started: written at every renewal (the first one may fail)
+        self.run_dir = run_dir
+        self.term = term_seconds
+        self.log_path = log_path
+        self.renew_every = max(0.5, term_seconds / leases.RENEWALS_PER_TERM)
+        self.renewed_at = time.monotonic()  # the start counts as a renewal: the fence clock starts now
+        self.application: str | None = None
+        self._log_offset = 0
+        self._stopping = False
+        self.fenced = False  # it stopped its job because the lease could not be renewed
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            import redis
+
+            timeout = max(1.0, min(5.0, self.renew_every / 2))
+            self._client = redis.Redis.from_url(self.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        return self._client
+
+    def renew(self) -> str | None:
+        """Extend the lease; the stop request found in it, if any. Raises on a Redis error."""
+        if self.application is None:
+            self.application = self._find_application()
+        fields = {**self.identity, "renewed": f"{time.time():.3f}"}
+        if self.application:
+            fields["application"] = self.application
+        try:
+            request = leases.write(self.client(), self.run_dir, term_seconds=self.term, **fields)
+        except Exception:
+            self._client = None
+            raise
+        self.renewed_at = time.monotonic()
+        return request
+
+    def _find_application(self) -> str | None:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_offset)
+                chunk = log.read(1024 * 1024)
+        except OSError:
+            return None
+        whole_lines = chunk[: chunk.rfind(b"\n") + 1]  # the rest is read again next time
+        self._log_offset += len(whole_lines)
+        found = STARTED_LINE_RE.findall(whole_lines.decode("utf-8", errors="replace"))
+        return found[-1] if found else None
+
+    def tick(self, *, stop: Callable[[], None], kill: Callable[[], None], say: Callable[[str], None]) -> None:
+        """One renewal: act on a stop request, or on a lease that could not be renewed for too long."""
+        try:
+            request = self.renew()
+        except Exception as exc:
+            lost_for = time.monotonic() - self.renewed_at
+            if lost_for >= self.term * leases.FENCE_KILL_AT:
+                self.fenced = True
+                say(f"the lease could not be renewed for {lost_for:.0f} s ({exc}): killing the job")
+                kill()
+            elif lost_for >= self.term * leases.FENCE_STOP_AT and not self._stopping:
+                self._stopping = self.fenced = True
+                say(
+                    f"the lease could not be renewed for {lost_for:.0f} s ({exc}): stopping the job, since a worker "
+                    "on another host may start this pipeline again once the lease expires"
+                )
+                stop()
+            return
+        if request == leases.STOP_KILL:
+            say("a worker asked to kill the job")
+            kill()
+        elif request == leases.STOP_TERM and not self._stopping:
+            self._stopping = True
+            say("a worker asked to stop the job")
+            stop()
+
+    def end(self, *, exit_code: int, log_tail: str) -> None:
+        with contextlib.suppress(Exception):
+            leases.end(self.client(), self.run_dir, exit_code=exit_code, ended=time.time(), log_tail=log_tail)
+
+
+def _spec_secrets(spec: Path | None) -> list[str]:
+    """The secret values in the spec file (read before it is removed), to redact from the log tail it records."""
+    if spec is None:
+        return []
+    try:
+        from worker.jobs import secret_values
+
+        return secret_values(json.loads(spec.read_text()))
+    except (OSError, ValueError, ImportError):
+        return []
+
+
+def _log_tail(log_path: Path, secrets: list[str], lines: int = 200) -> str:
+    try:
+        from worker.jobs import log_tail
+
+        return log_tail(str(log_path), lines=lines, secrets=secrets)
+    except ImportError:
+        return ""
+
+
+def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: LeaseHolder | None) -> int:
+    secrets = _spec_secrets(spec) if lease is not None else []
+    with open(run_dir / RunFiles.LOG, "ab", buffering=0) as log:
+
+        def say(message: str) -> None:
+            log.write(f"clearflow: {message}\n".encode())
+
+        say(f"job starting (supervisor pid {os.getpid()})")
         child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
-        def forward(signum: int, _frame: object) -> None:
+        def stop() -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(_driver(child), signal.SIGTERM)
 
-        signal.signal(signal.SIGTERM, forward)
-        signal.signal(signal.SIGINT, forward)
-        code = child.wait()
-        log.write(
-            f"clearflow: job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n".encode()
-        )
-    tmp = run_dir / f".{EXIT_CODE_NAME}.tmp"
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop())
+        signal.signal(signal.SIGINT, lambda _signum, _frame: stop())
+        while True:
+            try:
+                code = child.wait(timeout=lease.renew_every if lease is not None else None)
+                break
+            except subprocess.TimeoutExpired:
+                assert lease is not None
+                lease.tick(stop=stop, kill=lambda: _kill_tree(child), say=say)
+        if lease is not None and lease.fenced:
+            code = ExitCode.LEASE_LOST
+        say(f"job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    tmp = run_dir / f".{RunFiles.EXIT_CODE}.tmp"
     tmp.write_text(str(code))
-    os.replace(tmp, run_dir / EXIT_CODE_NAME)
+    os.replace(tmp, run_dir / RunFiles.EXIT_CODE)
     if spec is not None:
         spec.unlink(missing_ok=True)
+    if lease is not None:
+        lease.end(exit_code=code, log_tail=_log_tail(run_dir / RunFiles.LOG, secrets))
     return code
 
 
@@ -73,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m worker.jobwrap")
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--spec", type=Path)
+    parser.add_argument("--lease-seconds", type=float, default=0.0, help="hold the run's lease in Redis (0: none)")
     args = parser.parse_args(argv[:split])
     command = argv[split + 1 :]
 
@@ -88,16 +230,38 @@ def main(argv: list[str] | None = None) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    lease = _take_lease(args.run_dir, args.lease_seconds)
     os.write(write_end, f"{os.getpid()}\n".encode())
     os.close(write_end)
     try:
-        code = _supervise(args.run_dir, args.spec, command)
+        code = _supervise(args.run_dir, args.spec, command, lease)
     except BaseException:
-        code = 70
-        (args.run_dir / EXIT_CODE_NAME).write_text(str(code))
+        code = ExitCode.WRAPPER_FAILED
+        (args.run_dir / RunFiles.EXIT_CODE).write_text(str(code))
         if args.spec is not None:
             args.spec.unlink(missing_ok=True)
     os._exit(code)
+
+
+def _take_lease(run_dir: Path, term_seconds: float) -> LeaseHolder | None:
+    """Write the lease before the pid is reported (so a worker that records the run finds it); a Redis that does
+    not answer now is retried at each renewal (and the job stops itself if it never answers)."""
+    redis_url = os.environ.get("CLEARFLOW_REDIS_URL")
+    if term_seconds <= 0 or not redis_url:
+        return None
+    import psutil
+
+    identity = {"host": socket.gethostname(), "pid": os.getpid(), "started": f"{psutil.Process().create_time():.3f}"}
+    lease = LeaseHolder(
+        redis_url=redis_url,
+        run_dir=run_dir,
+        term_seconds=term_seconds,
+        log_path=run_dir / RunFiles.LOG,
+        identity=identity,
+    )
+    with contextlib.suppress(Exception):
+        lease.renew()
+    return lease
 
 
 if __name__ == "__main__":

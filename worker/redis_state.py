@@ -1,5 +1,6 @@
-"""The worker's side of `webapp.pipelines.runtime`: it publishes job log tails and the watcher's tick to Redis
-and reads the jobs' heartbeats. One client per worker process, created on first use (never at import)."""
+"""The worker's Redis: it publishes job log tails and the watcher's tick, and reads the jobs' heartbeats (keys in
+`spark_jobs.protocol`; the web app reads them in `webapp.pipelines.runtime`). One client per worker process,
+created on first use (never at import)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from webapp.pipelines import runtime
+from spark_jobs import protocol
 from worker import jobs
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,8 @@ _secrets: dict[str, list[str]] = {}  # job name -> secret values to redact from 
 _published_size: dict[int, int] = {}  # run id -> log size at the last publication
 
 
-def _redis() -> Any:
+def client() -> Any:
+    """This worker process's Redis client (the stack's Redis: leases, heartbeats, logs)."""
     global _client
     if _client is None:
         import redis
@@ -31,14 +33,14 @@ def _redis() -> Any:
 
 def beat_ticked() -> None:
     try:
-        _redis().set(runtime.WATCHER_TICK_KEY, f"{time.time():.3f}")
+        client().set(protocol.WATCHER_TICK_KEY, f"{time.time():.3f}")
     except Exception as exc:
         log.warning("could not record the watcher's tick: %s", exc)
 
 
 def heartbeat_at(job_name: str) -> datetime | None:
     try:
-        raw = _redis().get(runtime.heartbeat_key(job_name))
+        raw = client().get(protocol.heartbeat_key(job_name))
     except Exception as exc:
         log.warning("could not read the heartbeat of %s: %s", job_name, exc)
         return None  # Redis down: no heartbeat seen, the run's own start time counts
@@ -70,6 +72,6 @@ def publish_log(job_name: str, run: Any, *, text: str | None = None) -> None:
         _published_size[run.pk] = size
         text = jobs.log_tail(run.log_path, lines=200, secrets=_secrets.get(job_name) or secrets_of(run.pipeline))
     try:
-        _redis().set(runtime.job_log_key(job_name), text, ex=runtime.JOB_LOG_TTL_SECONDS)
+        client().set(protocol.job_log_key(job_name), text, ex=protocol.JOB_LOG_TTL_SECONDS)
     except Exception as exc:
         log.warning("could not publish the log of %s: %s", job_name, exc)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from spark_jobs.protocol import Task
+
 
 def beat_schedule() -> dict[str, dict]:
     interval = settings.PIPELINE_WATCH_INTERVAL_SECONDS
@@ -11,17 +13,17 @@ def beat_schedule() -> dict[str, dict]:
     audit_interval = settings.AUDIT_INTERVAL_SECONDS
     return {
         "pipelines-watch": {
-            "task": "clearflow.pipelines_watch",
+            "task": Task.PIPELINES_WATCH,
             "schedule": interval,
             "options": {"queue": settings.PIPELINE_QUEUE, "expires": interval},
         },
         "alerts-evaluate": {
-            "task": "clearflow.alerts_evaluate",
+            "task": Task.ALERTS_EVALUATE,
             "schedule": alerts_interval,
             "options": {"queue": settings.ALERT_QUEUE, "expires": alerts_interval},
         },
         "audits-schedule": {
-            "task": "clearflow.audits_schedule",
+            "task": Task.AUDITS_SCHEDULE,
             "schedule": audit_interval,
             "options": {"expires": audit_interval},
         },

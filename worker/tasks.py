@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers that fetch by id and call the supervisor (which calls the services).
+"""Celery tasks: thin wrappers that fetch by id and call the reconciler (which calls the services).
 
 Policy on the decorator: the pipeline tasks go to the pipeline queue (settings.PIPELINE_QUEUE, routed by name),
 are acknowledged late (a worker lost mid-task means the task runs again: `reconcile` is idempotent), and are
@@ -6,7 +6,8 @@ not retried: the watcher's next tick picks up anything left undone.
 
 The duplicate audit's tasks go to the default queue: `audits_schedule` (beat) fans out one
 `audit_table_check` per audited table; a check is retried only on transient ClickHouse errors (network,
-overload), with backoff; its last attempt stores the error as the table's result instead.
+overload), with backoff; its last attempt stores the error as the table's result instead. `audit_pipeline`
+(sent by the supervisor when a pipeline's query starts) checks its table at once, before the next round.
 
 The alerts' tasks go to settings.ALERT_QUEUE: `alerts_evaluate` (beat) fires, re-notifies and resolves; each
 delivery is its own `alert_deliver`, retried with backoff on transient errors only (its decorator says so).
@@ -18,40 +19,41 @@ from typing import Any
 
 from django.conf import settings
 
+from spark_jobs.protocol import Task
 from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 
 
-@app.task(name="clearflow.ping")
+@app.task(name=Task.PING)
 def ping() -> str:
     return "pong"
 
 
-@app.task(name="clearflow.pipeline_reconcile", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINE_RECONCILE, acks_late=True, ignore_result=True)
 def pipeline_reconcile(*, pipeline_id: int) -> None:
     """Deploy, stop or redeploy: act on the pipeline's status now (the watcher would, a few seconds later)."""
-    from worker import supervisor
+    from worker import reconciler
 
-    supervisor.reconcile_until_settled(pipeline_id)
+    reconciler.reconcile_until_settled(pipeline_id)
 
 
-@app.task(name="clearflow.pipelines_watch", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINES_WATCH, acks_late=True, ignore_result=True)
 def pipelines_watch() -> int:
     """The watcher (beat, every few seconds): one pass over every pipeline that may need something."""
-    from worker import supervisor
+    from worker import reconciler
 
-    return supervisor.watch()
+    return reconciler.watch()
 
 
-@app.task(name="clearflow.pipeline_job_discard", acks_late=True, ignore_result=True)
+@app.task(name=Task.PIPELINE_JOB_DISCARD, acks_late=True, ignore_result=True)
 def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_checkpoint: bool) -> None:
     """A deleted pipeline's job is stopped (gracefully, forced after the timeout); its checkpoint removed if asked."""
-    from worker import supervisor
+    from worker import reconciler
 
-    supervisor.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+    reconciler.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
 
 
-@app.task(name="clearflow.alerts_evaluate", acks_late=True, ignore_result=True)
+@app.task(name=Task.ALERTS_EVALUATE, acks_late=True, ignore_result=True)
 def alerts_evaluate() -> int:
     """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,
     re-notify, resolve. Compare-and-set state changes make an overlapping second run harmless."""
@@ -61,7 +63,7 @@ def alerts_evaluate() -> int:
 
 
 @app.task(
-    name="clearflow.alert_deliver",
+    name=Task.ALERT_DELIVER,
     bind=True,
     acks_late=True,
     ignore_result=True,
@@ -83,7 +85,7 @@ def alert_deliver(self, *, delivery_id: int) -> None:
 AUDIT_MAX_RETRIES = 3
 
 
-@app.task(name="clearflow.audits_schedule", acks_late=True, ignore_result=True)
+@app.task(name=Task.AUDITS_SCHEDULE, acks_late=True, ignore_result=True)
 def audits_schedule() -> int:
     """Beat: keep running pipelines' audited tables in step, prune old results, one check per table."""
     from django.conf import settings
@@ -101,7 +103,30 @@ def audits_schedule() -> int:
     return len(ids)
 
 
-@app.task(name="clearflow.audit_table_check", bind=True, acks_late=True, ignore_result=True)
+@app.task(name=Task.AUDIT_PIPELINE, acks_late=True, ignore_result=True)
+def audit_pipeline(*, pipeline_id: int) -> None:
+    """A pipeline's query has started: give it its audited table and check it now when the table has no result
+    since its last change (a first deploy, or new keys), instead of at the next round."""
+    from django.conf import settings
+
+    from webapp.audits import selectors, services
+    from webapp.pipelines.models import Pipeline
+
+    pipeline = (
+        Pipeline.objects.select_related("clickhouse_connection", "deployed_version", "current_version")
+        .filter(pk=pipeline_id)
+        .first()
+    )
+    if pipeline is None:  # deleted since
+        return
+    audited_table = services.audited_table_sync_pipeline(pipeline=pipeline)
+    if audited_table is not None and selectors.audit_due_at_start(audited_table=audited_table):
+        audit_table_check.apply_async(
+            kwargs={"audited_table_id": audited_table.pk}, expires=settings.AUDIT_INTERVAL_SECONDS
+        )
+
+
+@app.task(name=Task.AUDIT_TABLE_CHECK, bind=True, acks_late=True, ignore_result=True)
 def audit_table_check(self: Any, *, audited_table_id: int) -> None:
     """Count the duplicate keys of one audited table (each window) and store the results."""
     from django.conf import settings

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline
 from webapp.alerts import services
 from webapp.alerts.models import AlertChannel, AlertRule
@@ -24,7 +25,7 @@ def test_rules_channels_and_history_in_the_browser(page: Page, live_server, redi
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     user = get_user_model().objects.create_user("alice", password="alice-pass-123")
     pipeline = make_pipeline(user, name="payments")
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="The job exited.")
+    walk_to(pipeline, PipelineStatus.FAILED, message="The job exited.")
     services.alerts_evaluate()
 
     page.set_default_timeout(20_000)

@@ -1,4 +1,4 @@
-"""Mistakes are caught where they are made, and what was typed is kept (issue 12), in Chromium against the real
+"""Mistakes are caught where they are made, and what was typed is kept, in Chromium against the real
 broker and ClickHouse: a connection that does not answer is not saved (unless "Save anyway") and the step stays,
 with the error next to the field; entering the name again works; the configured addresses are offered; the
 edited schema and an empty-topic answer survive a reload and a failed Next."""

@@ -64,7 +64,7 @@ def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic, celery_app
 ):
-    # celery_app: Deploy dispatches to the test's Redis (alone, this test found no broker at the default address).
+    # celery_app: Deploy sends its task to the test's Redis (alone, this test found no broker at the default address).
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")
     settings.REDIS_URL = redis_url
     page.set_default_timeout(20_000)
@@ -197,16 +197,16 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     expect(page.locator("#metrics-charts canvas")).to_have_count(6)  # uPlot drew the charts
     shot(page, "09-pipeline")
     assert pipeline.status == "deploy_requested"
-    assert pipeline.spec["source"]["topics"] == [demo_topic]
-    assert pipeline.spec["dedup"] == {
+    assert pipeline.stored_spec["source"]["topics"] == [demo_topic]
+    assert pipeline.stored_spec["dedup"] == {
         "keys": ["event_id"],
         "window": "6h",
         "time": "ingestion",
         "event_time_field": None,
         "state_store": "auto",
     }
-    assert pipeline.spec["filter"] == "age >= 18"
-    assert pipeline.spec["sink"]["engine"] == "ReplacingMergeTree"
+    assert pipeline.stored_spec["filter"] == "age >= 18"
+    assert pipeline.stored_spec["sink"]["engine"] == "ReplacingMergeTree"
 
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Pipelines").click()
     expect(page.locator("#pipelines")).to_contain_text("Deploying")
@@ -312,7 +312,6 @@ def test_edit_a_pipeline_into_an_existing_table(
     shot(page, "edit-09-pipeline-v2")
     pipeline.refresh_from_db()
     assert pipeline.current_version.number == 2
-    assert pipeline.spec["sink"]["table"] == table and pipeline.spec["sink"]["create_table"] is False
-    assert {"field": "address.country", "column": "country", "type": "LowCardinality(String)"} in pipeline.spec["sink"][
-        "columns"
-    ]
+    sink = pipeline.stored_spec["sink"]
+    assert sink["table"] == table and sink["create_table"] is False
+    assert {"field": "address.country", "column": "country", "type": "LowCardinality(String)"} in sink["columns"]

@@ -15,7 +15,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +23,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from localstack.processes import ProcessGroup, ServiceDef, free_port, tcp_open, wait_until
+from localstack.processes import ProcessGroup, ServiceDef, tcp_open, wait_until
 from localstack.up import StackConfig, service_definitions
+from tests.localstack.stack_env import stack_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,20 +70,8 @@ def _pid_alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     var_dir = tmp_path_factory.mktemp("stack-var")
-    ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web", "registry")}
-    database = f"clearflow_stack_{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "CLEARFLOW_VAR_DIR": str(var_dir),
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{ports['kafka']}",
-        "CLICKHOUSE_HOST": "127.0.0.1",
-        "CLICKHOUSE_PORT": str(ports["clickhouse"]),
-        "REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
-        "WEB_BIND": f"127.0.0.1:{ports['web']}",
-        "SCHEMA_REGISTRY_URL": f"http://127.0.0.1:{ports['registry']}/apis/ccompat/v7",
-        "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    made = stack_env(var_dir, database_prefix="clearflow_stack")
+    env, ports, database = made.env, made.ports, made.database
     # As the Makefile exports it: `make up` began 30 s before (installing), so the banner counts those too.
     launched_at = time.time()
     env["CLEARFLOW_UP_STARTED_AT"] = f"{launched_at - 30:.3f}"

@@ -9,6 +9,8 @@ import pytest
 
 from spark_jobs.conversion import MISSING, convert, event_time_outcome, key_outcome, lookup
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("value", "field_type", "column_type"),

@@ -344,6 +344,7 @@ def test_check_columns_finds_the_same_dead_letters_before_dedup(spark):
     assertDataFrameEqual(actual, expected)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("field_type", "column_type", "needs"),
     [("int", "Int64", False), ("int", "UInt8", True), ("uuid", "String", False), ("json", "JSON", True)],

@@ -8,7 +8,6 @@ contract is used, so this holds whichever Kafka reader the engine has.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import uuid
 from pathlib import Path
@@ -16,7 +15,9 @@ from pathlib import Path
 import pytest
 from engine_helpers import JOB_TIMEOUT, event, job_command, produce
 
+from spark_jobs.spec import PipelineSpec
 from tests.kafka_security import MODES
+from worker.jobs import write_spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db]
 
@@ -47,11 +48,9 @@ def _stored_spec(topic: str, table: str) -> dict:
     }
 
 
-def _run_job(job_spec: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    spec_file = tmp_path / "spec.json"
-    # The job reads its secrets from this file, never from its command line.
-    spec_file.touch(mode=0o600)
-    spec_file.write_text(json.dumps(job_spec))
+def _run_job(job_spec: PipelineSpec, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    # The job reads its secrets from this file (written as the worker writes it), never from its command line.
+    spec_file = write_spec(tmp_path, job_spec)
     return subprocess.run(
         job_command(spec_file, tmp_path / "checkpoint", "--driver-memory", "1g", "--available-now"),
         cwd="/",
@@ -89,8 +88,8 @@ def test_a_pipeline_reads_through_the_secured_listener(
     )
 
     job_spec = pipeline_job_spec(pipeline=pipeline)
-    assert job_spec["source"]["kafka"]["bootstrap_servers"] == connection["bootstrap_servers"]
-    assert job_spec["source"]["kafka"]["security_protocol"] == connection["security_protocol"]
+    assert job_spec.source.kafka.bootstrap_servers == connection["bootstrap_servers"]
+    assert job_spec.source.kafka.security_protocol == connection["security_protocol"]
     finished = _run_job(job_spec, tmp_path)
 
     assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]

@@ -37,6 +37,7 @@ class _Address:
     host, port = "127.0.0.1", 8123
 
 
+@pytest.mark.fast
 def test_connector_jars_come_from_the_install():
     jars = connector_jars()
     names = [Path(j).name for j in jars]
@@ -45,6 +46,7 @@ def test_connector_jars_come_from_the_install():
     assert any(n.startswith("kafka-clients-") for n in names)
 
 
+@pytest.mark.fast
 def test_sasl_and_pem_settings_map_onto_kafka_options():
     key = _private_key("TraditionalOpenSSL")  # "EC PRIVATE KEY": librdkafka reads it, Kafka's PEM store does not
     options = kafka_options(
@@ -69,6 +71,7 @@ def test_sasl_and_pem_settings_map_onto_kafka_options():
     assert options["kafka.ssl.keystore.key"].startswith("-----BEGIN PRIVATE KEY-----")  # PKCS#8
 
 
+@pytest.mark.fast
 def test_plaintext_has_no_security_options():
     assert kafka_options(_connection()) == {
         "kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -76,6 +79,7 @@ def test_plaintext_has_no_security_options():
     }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("option", SECRET_OPTIONS)
 def test_spark_redacts_every_secret_option(option):
     assert re.search(REDACTION_REGEX.removeprefix("(?i)"), option, re.IGNORECASE)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
 from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, with_retries
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 
 def test_metrics_record_from_progress():

@@ -1,11 +1,13 @@
 """The exactly-once rule for a target table, from what system.tables says (pure: no ClickHouse needed here;
-tests/webapp/pipelines/test_table_dedup.py runs it against the real server)."""
+tests/webapp/pipelines/test_exactly_once.py runs it against the real server)."""
 
 from __future__ import annotations
 
 import pytest
 
 from spark_jobs.exactly_once import insert_dedup_of_table, table_settings
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 
 def check(engine: str, engine_full: str, window: int = 1000):

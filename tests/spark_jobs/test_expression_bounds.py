@@ -8,6 +8,8 @@ import pytest
 from spark_jobs.expressions import expression_error
 from spark_jobs.regex_safety import regex_problem
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 KNOWN = ["email", "name", "tags", "amount", "n"]
 
 

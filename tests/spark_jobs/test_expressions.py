@@ -8,6 +8,8 @@ from spark_jobs import spec as S
 from spark_jobs.expressions import MAX_EXPRESSION_LENGTH, expression_error
 from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("expression", "named"),

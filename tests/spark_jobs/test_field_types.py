@@ -8,6 +8,8 @@ import pytest
 from spark_jobs import field_types as ft
 from spark_jobs.spec import FieldSpec, SpecError, parse_spec
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("value", "expected"),

@@ -10,6 +10,8 @@ import pytest
 from spark_jobs import spec as S
 from spark_jobs.connections import librdkafka_config
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 
 def valid_spec() -> dict:
     return {

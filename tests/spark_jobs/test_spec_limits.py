@@ -13,6 +13,8 @@ from spark_jobs import limits as L
 from spark_jobs import spec as S
 from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
 
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "pipeline-spec.md"
 
 
@@ -73,7 +75,7 @@ def test_each_cap_is_refused_with_its_name_and_path(limit):
     _over(limit, data)
     errors = errors_of(data)
     assert len(errors) == 1, errors
-    (path, message), = errors.items()
+    ((path, message),) = errors.items()
     expected_path = {"name_length": "source.fields[0].path", "type_length": "sink.columns[0].type"}
     assert path == expected_path.get(limit.name, limit.paths[0].replace("[]", ""))
     assert f"(cap: {limit.name})" in message and f"at most {limit.maximum:,}" in message

@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+from webapp.pipelines.services import pipeline_create
 
 ORDER_COUNT = 30
 ORDER_PARTITIONS = 2
@@ -203,3 +204,47 @@ def orders_spec(topic: str, database: str, *, create_table: bool = False) -> dic
             ],
         },
     }
+
+
+# Pages: a logged-in browser client, and the connections and draft pipelines their tests use.
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def kafka_connection(owner, kafka_bootstrap):
+    return kafka_connection_create(owner=owner, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
+
+
+@pytest.fixture
+def clickhouse_connection(owner, clickhouse_server):
+    return clickhouse_connection_create(
+        owner=owner, data={"name": "local-ch", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    )
+
+
+@pytest.fixture
+def create_pipeline(owner, kafka_connection, clickhouse_connection):
+    """Makes a draft pipeline of the owner's with a one-field spec (topic t into default.t), by name."""
+
+    def create(name: str):
+        return pipeline_create(
+            owner=owner,
+            name=name,
+            kafka_connection=kafka_connection,
+            clickhouse_connection=clickhouse_connection,
+            spec={
+                "source": {"topics": ["t"], "fields": [{"path": "a", "type": "string"}]},
+                "sink": {
+                    "clickhouse": {"database": "default"},
+                    "table": "t",
+                    "columns": [{"field": "a", "column": "a", "type": "String"}],
+                },
+            },
+        )
+
+    return create

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.pipeline_states import walk_to
 from tests.spark_jobs.engine_helpers import wait_for
 from tests.webapp.alerts.conftest import make_pipeline
 from tests.webapp.audits.conftest import create_pipeline_table, insert_orders, order_key
@@ -58,7 +59,7 @@ def alert_worker(celery_worker, worker_env, smtp):
 
 def fail_through_the_watcher(pipeline: Pipeline) -> None:
     """Deploying with no version to run: the worker's watcher fails the pipeline ("No version to run.")."""
-    assert pipeline.transition(from_statuses=[S.DRAFT], to_status=S.DEPLOY_REQUESTED)
+    walk_to(pipeline, S.DEPLOY_REQUESTED)
     wait_for(lambda: Pipeline.objects.get(pk=pipeline.pk).status == S.FAILED, timeout=60)
 
 
@@ -97,7 +98,7 @@ def test_a_failed_pipeline_alerts_once_renotifies_and_resolves(owner, alert_work
     assert smtp.subjects()[1].startswith("[STILL FIRING since ")
 
     # It recovers (stopped by its owner): one "resolved" on every channel.
-    assert pipeline.transition(from_statuses=[S.FAILED], to_status=S.STOPPED, message="Stopped.")
+    walk_to(pipeline, S.STOPPED, message="Stopped.")
     wait_for(lambda: len(webhooks.on("/hook/zq-secret")) == 3 and len(smtp.messages) == 3, timeout=30)
     resolved = webhooks.on("/hook/zq-secret")[2].body
     assert (resolved["event"], resolved["status"]) == ("resolved", "resolved")
@@ -165,7 +166,7 @@ def test_duplicates_found_by_the_audit_alert_once_and_resolve_when_removed(
         clickhouse_connection=ch_conn,
         spec=orders_spec("orders", table.database, create_table=True),
     )
-    assert pipeline.transition(from_statuses=[S.DRAFT], to_status=S.RUNNING)
+    walk_to(pipeline, S.RUNNING)
     alert_worker.start()
 
     clean = wait_for(lambda: latest_result_for_pipeline(pipeline_id=pipeline.pk), timeout=90)

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from localstack.processes import free_port
+from tests.pipeline_states import walk_to
 from tests.spark_jobs.engine_helpers import wait_for
 from tests.webapp.audits.conftest import create_pipeline_table, insert_orders
 from tests.webapp.conftest import orders_spec
@@ -42,7 +43,7 @@ def test_the_beat_audits_a_running_pipelines_table(
         clickhouse_connection=ch_conn,
         spec=orders_spec(topic, table.database, create_table=True),
     )
-    assert pipeline.transition(from_statuses=[PipelineStatus.DRAFT], to_status=PipelineStatus.RUNNING)
+    walk_to(pipeline, PipelineStatus.RUNNING)
 
     celery_worker.start()
     result = wait_for(lambda: selectors.latest_result_for_pipeline(pipeline_id=pipeline.pk), timeout=90)

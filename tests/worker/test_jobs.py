@@ -3,15 +3,36 @@ SIGTERM passed on, SIGKILL of the group, redacted log tails."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
+from spark_jobs.protocol import RunFiles
+from spark_jobs.spec import PipelineSpec, parse_spec
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs
+
+
+def job_spec(*, kafka: dict | None = None, clickhouse: dict | None = None) -> PipelineSpec:
+    """A job's spec with the given connection settings (secrets in clear, as the worker writes it)."""
+    return parse_spec({
+        "version": 1,
+        "name": "pipeline-1",
+        "source": {
+            "kafka": {"bootstrap_servers": "k:9092", **(kafka or {})},
+            "topics": ["t"],
+            "fields": [{"path": "a", "type": "string"}],
+        },
+        "sink": {
+            "clickhouse": {"host": "ch", **(clickhouse or {})},
+            "table": "t",
+            "columns": [{"field": "a", "column": "a", "type": "String"}],
+        },
+    })  # fmt: skip
+
 
 SLEEPER = (
     "import signal, sys, time\n"
@@ -23,7 +44,7 @@ SLEEPER = (
 
 def start(run_dir: Path, code: str) -> jobs.JobHandle:
     """Start `code` under the supervisor the way start_job does, with a spec file beside it."""
-    spec = jobs.write_spec(run_dir, {"sink": {"clickhouse": {"password": "s3cr3t-value"}}})
+    spec = jobs.write_spec(run_dir, job_spec(clickhouse={"password": "s3cr3t-value"}))
     launcher = subprocess.run(
         [sys.executable, "-m", "worker.jobwrap", "--run-dir", str(run_dir), "--spec", str(spec), "--",
          sys.executable, "-c", code],
@@ -42,7 +63,7 @@ def state(handle: jobs.JobHandle) -> jobs.JobState:
 
 def test_the_job_outlives_its_launcher_and_a_stop_is_passed_to_it(tmp_path):
     handle = start(tmp_path, SLEEPER)
-    spec = tmp_path / jobs.SPEC_NAME
+    spec = tmp_path / RunFiles.SPEC
     assert (spec.stat().st_mode & 0o777) == 0o600
     process = psutil.Process(handle.pid)
     assert process.ppid() != psutil.Process().pid  # not our child: nobody keeps it as a zombie
@@ -74,22 +95,31 @@ def test_a_forced_stop_kills_the_whole_group(tmp_path):
     assert not jobs.force_kill(pid=handle.pid, process_started=handle.process_started)  # gone: nothing to kill
 
 
+@pytest.mark.fast
 def test_a_reused_pid_is_not_taken_for_the_job(tmp_path):
     me = psutil.Process()
     assert jobs.job_state(pid=me.pid, process_started=me.create_time() - 100, run_dir=str(tmp_path)).alive is False
     assert jobs.job_state(pid=me.pid, process_started=me.create_time(), run_dir=str(tmp_path)).alive is True
 
 
+@pytest.mark.fast
 def test_log_tails_and_reasons_never_show_secrets(tmp_path):
-    spec = {
-        "source": {"kafka": {"bootstrap_servers": "k:9092", "password": "kafka-pass", "ssl_key_pem": "-----KEY-----"}},
-        "sink": {"clickhouse": {"host": "ch", "password": "ch-pass-123"}},
-    }
+    spec = job_spec(
+        kafka={
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "PLAIN",
+            "sasl_username": "svc",
+            "sasl_password": "kafka-pass",
+            "ssl_certificate_pem": "-----CERT-----",
+            "ssl_key_pem": "-----KEY-----",
+        },
+        clickhouse={"password": "ch-pass-123"},
+    )
     secrets = jobs.secret_values(spec)
     assert sorted(secrets) == ["-----KEY-----", "ch-pass-123", "kafka-pass"]
     log = tmp_path / "job.log"
     log.write_text("\n".join([f"line {i}" for i in range(300)] + [
-        json.dumps(spec),
+        spec.to_json(reveal_secrets=True),
         "sasl.password=other-secret in a config dump",
         "2026-11-23 10:00:00,000 ERROR clearflow.run pipeline p failed: ClickHouseWriteError: Code: 53. bad type",
     ]))  # fmt: skip

@@ -106,8 +106,10 @@ def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_
     assert detail["current_version"] == 2
     assert {"field": "coupon", "column": "coupon", "type": "Nullable(String)"} in detail["spec"]["sink"]["columns"]
     wait_for(
-        lambda: api.get(f"{URL}{pk}/status/").json()["deployed_version"] == 2
-        and api.get(f"{URL}{pk}/status/").json()["status"] == "running",
+        lambda: (
+            api.get(f"{URL}{pk}/status/").json()["deployed_version"] == 2
+            and api.get(f"{URL}{pk}/status/").json()["status"] == "running"
+        ),
         timeout=JOB_TIMEOUT,
     )
 

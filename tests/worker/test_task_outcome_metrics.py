@@ -6,8 +6,8 @@ import pytest
 import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from spark_jobs.protocol import CELERY_TASKS_KEY
 from tests.spark_jobs.engine_helpers import wait_for
-from webapp.monitoring.counters import TASKS_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +27,7 @@ def ping_successes(client) -> float:
 
 def test_the_workers_task_outcomes_reach_the_scrape(client, settings, celery_worker, celery_app, redis_url):
     settings.CLEARFLOW_METRICS_TOKEN = "worker-test-token"
-    redis.Redis.from_url(redis_url).delete(TASKS_KEY)
+    redis.Redis.from_url(redis_url).delete(CELERY_TASKS_KEY)
     celery_worker.start()
 
     # A connection of its own: kombu's shared pools may hold one that an earlier test's fixture closed.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from spark_jobs.metrics import history_key
+from spark_jobs.protocol import history_key
 from webapp.alerts.models import AlertRule, RuleKind
 from webapp.audits.selectors import latest_pipeline_results
 from webapp.pipelines.metrics import MetricsUnavailableError

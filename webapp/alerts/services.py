@@ -30,7 +30,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from webapp.alerts import dispatch, transports
+from webapp.alerts import transports
 from webapp.alerts.conditions import RULE_PARAMS, Condition, conditions_for, hold_seconds
 from webapp.alerts.errors import DeliveryError
 from webapp.alerts.models import (
@@ -46,6 +46,7 @@ from webapp.alerts.models import (
     RuleState,
 )
 from webapp.connections.network_guard import host_error
+from webapp.core import queue
 from webapp.pipelines.models import Pipeline
 
 logger = logging.getLogger(__name__)
@@ -166,7 +167,7 @@ def alert_channel_delete(*, channel: AlertChannel) -> None:
 
 @transaction.atomic
 def alert_rules_create_defaults(*, pipeline: Pipeline) -> list[AlertRule]:
-    """One rule of each kind with its default parameters (called by `pipeline_create`); existing ones stay."""
+    """One rule of each kind with its default parameters (on `pipelines.hooks.pipeline_created`); existing ones stay."""
     AlertRule.objects.bulk_create(
         [
             AlertRule(
@@ -371,7 +372,7 @@ def _notify(incident: AlertIncident, event: str, text: str) -> AlertNotification
         [AlertDelivery(notification=notification, channel=c, channel_name=c.name) for c in channels]
     )
     for delivery in deliveries:
-        transaction.on_commit(partial(dispatch.deliver, delivery_id=delivery.pk))
+        transaction.on_commit(partial(queue.alert_deliver, delivery_id=delivery.pk))
     logger.info(
         "alert %s: %s %s on pipeline %s, %d deliveries",
         incident.pk, event, incident.kind, incident.pipeline_id, len(deliveries),

@@ -1,4 +1,5 @@
-"""REST API for a user's own API tokens: list, create (the token is in this one answer only), revoke."""
+"""REST API for a user's own API tokens: list, create (the token is in this one answer only), revoke; and who
+the caller is (`me`: user and token, what a command-line client checks when it logs in)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,15 @@ class ApiTokenInput(serializers.Serializer):
     expires_in_days = serializers.IntegerField(
         min_value=1, max_value=3650, required=False, allow_null=True, help_text="Leave out for no expiry."
     )
+    read_only = serializers.BooleanField(
+        default=False, help_text="The token may read everything you may read, and change nothing (403)."
+    )
 
 
 class ApiTokenOutput(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "created", "expiry", "last_used"]
+        fields = ["id", "name", "read_only", "created", "expiry", "last_used"]
 
 
 class ApiTokenCreatedOutput(ApiTokenOutput):
@@ -51,7 +55,10 @@ class ApiTokenListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = validated_input(ApiTokenInput, request.data)
         token, text = tokens.api_token_create(
-            user=request.user, name=data["name"], expires_in_days=data.get("expires_in_days")
+            user=request.user,
+            name=data["name"],
+            expires_in_days=data.get("expires_in_days"),
+            read_only=data["read_only"],
         )
         token.token = text
         return Response(ApiTokenCreatedOutput(token).data, status=status.HTTP_201_CREATED)
@@ -66,3 +73,20 @@ class ApiTokenDetailApi(APIView):
             raise Http404 from None
         tokens.api_token_revoke(token=token)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeOutput(serializers.Serializer):
+    username = serializers.CharField()
+    token = ApiTokenOutput(allow_null=True, help_text="The API token of this request; null for a browser session.")
+
+
+class MeApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="me_retrieve",
+        description="Who is calling: the user, and the API token used (its name, whether it is read-only).",
+        responses={200: MeOutput, **ERROR_RESPONSES},
+    )
+    def get(self, request: Request) -> Response:
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        return Response(MeOutput({"username": request.user.get_username(), "token": token}).data)

@@ -41,3 +41,12 @@ def validated_input(serializer_class: type[serializers.Serializer], data: Any, *
         raise serializers.ValidationError(errors)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+class NameQuery(serializers.Serializer):
+    """`?name=`: a list narrowed to the object of that name (names are unique per owner), for clients that know
+    their objects by name (pipeline files, `clearflow`)."""
+
+    name = serializers.CharField(
+        max_length=100, required=False, allow_blank=True, help_text="Only the one of this name (unique per owner)."
+    )

@@ -2,6 +2,7 @@
 
 Only the token's SHA-512 digest and its first characters (`token_key`, knox's lookup index) are stored; the
 token itself is shown once, when created. The primary key is a plain id, so URLs never carry the digest.
+A read-only token reads everything its user may read and changes nothing (`webapp.api.permissions.TokenMayWrite`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ class ApiToken(AbstractAuthToken):
     digest = models.CharField(max_length=CONSTANTS.DIGEST_LENGTH, unique=True)
     name = models.CharField(max_length=100)
     last_used = models.DateTimeField(null=True, blank=True)
+    read_only = models.BooleanField(default=False, help_text="Reads only: every change is refused (403).")
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.permissions import SAFE_METHODS
 
 # Answers any operation can give, whatever its view: the one exception handler makes them all the Error shape.
 _COMMON = {
@@ -13,8 +15,11 @@ _COMMON = {
     "406": "The Accept header (or `?format=`) asks for a type the operation does not answer.",
     "429": "Too many requests; see Retry-After.",
 }
-# A browser session (cookie) that changes something must send its CSRF token (an API token needs none).
-_UNSAFE = {"403": "A session without its CSRF token (send the X-CSRFToken header), or not allowed."}
+# A change may be refused with 403: a read-only API token (webapp.api.permissions.TokenMayWrite), or a browser
+# session (cookie) without its CSRF token (an API token needs none). Views that only read say so (`reads_only`).
+_WRITES = {"403": "A read-only API token, or a session without its CSRF token (send the X-CSRFToken header)."}
+_SESSION_CSRF = {"403": "A session without its CSRF token (send the X-CSRFToken header), or not allowed."}
+_PATH_PARAMETER = re.compile(r"\{\w+\}")
 _WITH_BODY = {
     "400": "Bad input: each problem with its field path.",
     "413": "The request body is too large.",
@@ -41,15 +46,23 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
 def document_common_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: every operation documents the errors every view can answer."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    # Views that take a body but only read (validate, diff) say so with `reads_only = True`. The schema names path
+    # parameters its own way ({pk} becomes {id}): paths are compared without their names.
+    reads_only = {
+        (_PATH_PARAMETER.sub("{}", path), method.upper())
+        for path, _, method, callback in generator.endpoints or ()
+        if getattr(getattr(callback, "cls", None), "reads_only", False)
+    }
     for path, item in result.get("paths", {}).items():
         if not path.startswith("/api/v1/") or path == "/api/v1/health":
             continue
+        shape = _PATH_PARAMETER.sub("{}", path)
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             extra = dict(_COMMON)
-            if method.lower() in ("post", "put", "patch", "delete"):
-                extra.update(_UNSAFE)
+            if method.upper() not in SAFE_METHODS:
+                extra.update(_SESSION_CSRF if (shape, method.upper()) in reads_only else _WRITES)
             if "requestBody" in operation:
                 extra.update(_WITH_BODY)
             for status, description in extra.items():

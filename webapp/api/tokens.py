@@ -28,15 +28,18 @@ def api_token_get(*, user: AbstractBaseUser, pk: int) -> ApiToken:
 
 
 @transaction.atomic
-def api_token_create(*, user: AbstractBaseUser, name: str, expires_in_days: int | None = None) -> tuple[ApiToken, str]:
-    """A new token for `user`; returns the model and the token text, which is never available again."""
+def api_token_create(
+    *, user: AbstractBaseUser, name: str, expires_in_days: int | None = None, read_only: bool = False
+) -> tuple[ApiToken, str]:
+    """A new token for `user` (`read_only`: it may read, never change); returns the model and the token text,
+    which is never available again."""
     name = (name or "").strip()
     if not name:
         raise ValidationError({"name": "Give the token a name, e.g. the script or machine that uses it."})
     if api_token_list(user=user).count() >= MAX_TOKENS_PER_USER:
         raise ValidationError({"name": f"You have {MAX_TOKENS_PER_USER} tokens; revoke one first."})
     expiry = timedelta(days=expires_in_days) if expires_in_days else None
-    token, text = ApiToken.objects.create(user=user, expiry=expiry, name=name[:100])
+    token, text = ApiToken.objects.create(user=user, expiry=expiry, name=name[:100], read_only=read_only)
     return token, text
 
 

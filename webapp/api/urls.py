@@ -1,22 +1,21 @@
-"""Everything under /api/v1/ (health is served by webapp.health at /api/v1/health)."""
+"""Everything under /api/v1/: each app's API routes (`<app>/api_urls.py`), the tokens, the schema and its docs.
+Health is served by webapp.health at /api/v1/health."""
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from webapp.api import apis
-from webapp.audits import urls as audit_urls
 
 app_name = "api"
 
 urlpatterns = [
-    path("connections/", include("webapp.connections.urls")),
-    path("pipelines/", include("webapp.pipelines.urls")),
-    path("pipelines/", include("webapp.pipelines.observe_urls")),
+    path("connections/", include("webapp.connections.api_urls")),
+    path("pipelines/", include("webapp.pipelines.api_urls")),
     path("", include("webapp.alerts.api_urls")),
-    path("pipelines/", include(audit_urls.pipeline_urlpatterns)),
-    path("audits/", include(audit_urls.urlpatterns)),
+    path("", include("webapp.audits.api_urls")),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
+    path("me/", apis.MeApi.as_view(), name="me"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -18,6 +18,9 @@ class ApiTokenForm(forms.Form):
     expires_in_days = forms.IntegerField(
         min_value=1, max_value=3650, required=False, label="Expires in (days)", help_text="Empty: never."
     )
+    read_only = forms.BooleanField(
+        required=False, label="Read only", help_text="It can read everything you can, and change nothing."
+    )
 
 
 @login_required
@@ -41,6 +44,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     name=form.cleaned_data["name"],
                     expires_in_days=form.cleaned_data["expires_in_days"],
+                    read_only=form.cleaned_data["read_only"],
                 )
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():

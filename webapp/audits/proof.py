@@ -51,7 +51,7 @@ class HourSums:
 
 
 def hourly_sums(records: Iterable[dict[str, Any]], *, hours: int = HOURS_SHOWN) -> list[HourSums]:
-    """The records (fields of `spark_jobs.metrics.BatchMetrics`, with `t_ms`) summed per UTC hour, newest
+    """The records (fields of `spark_jobs.protocol.BatchMetrics`, with `t_ms`) summed per UTC hour, newest
     hour first, at most `hours` of them."""
     by_hour: dict[int, HourSums] = {}
     for record in records:

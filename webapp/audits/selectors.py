@@ -77,6 +77,14 @@ def audited_table_ids_due() -> list[int]:
     return list(AuditedTable.objects.filter(running).order_by("id").values_list("id", flat=True))
 
 
+def audit_due_at_start(*, audited_table: AuditedTable) -> bool:
+    """Whether a pipeline's table, as its job starts, has no check since it was added or last changed (new
+    keys, another table): then it is checked at once instead of at the next round."""
+    return not AuditResult.objects.filter(
+        audited_table=audited_table, checked_at__gte=audited_table.updated_at
+    ).exists()
+
+
 def latest_pipeline_results() -> dict[int, AuditResult]:
     """pipeline id -> its newest 1-hour check, for every pipeline that has one (what `/metrics` reports)."""
     results: dict[int, AuditResult] = {}

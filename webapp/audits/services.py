@@ -9,7 +9,6 @@ the page, the API and the alerts see a failing audit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -21,7 +20,7 @@ from django.utils import timezone
 
 from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.sink import INGESTED_AT_COLUMN, INGESTED_AT_TYPE
-from spark_jobs.spec import parse_window
+from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.audits import queries
 from webapp.audits.models import AuditedTable, AuditResult
 from webapp.connections import clickhouse_client
@@ -88,32 +87,27 @@ def audited_table_delete(*, audited_table: AuditedTable) -> None:
     audited_table.delete()
 
 
-def pipeline_audit_target(spec: Mapping[str, Any], *, default_database: str) -> dict[str, Any] | None:
-    """What to audit for a pipeline's stored spec: its table, the columns its dedup keys map to, and the
-    ingestion-time column (or, for a table ClearFlow did not create, a mapped Kafka timestamp if there is
-    one). None when the spec has no dedup keys or a key is not written to any column: nothing to check."""
-    sink, dedup = spec.get("sink") or {}, spec.get("dedup") or {}
-    keys = dedup.get("keys") or []
-    if not keys or not sink.get("table"):
+def pipeline_audit_target(spec: PipelineSpec) -> dict[str, Any] | None:
+    """What to audit for a pipeline's spec: its table, the columns its dedup keys map to, and the ingestion-time
+    column (or, for a table ClearFlow did not create, a mapped Kafka timestamp if there is one). None when the
+    spec has no dedup keys or a key is not written to any column: nothing to check."""
+    sink, dedup = spec.sink, spec.dedup
+    if dedup is None:
         return None
     column_of: dict[str, str] = {}
-    for column in sink.get("columns") or []:
-        column_of.setdefault(column.get("field"), column.get("column"))
-    if any(key not in column_of for key in keys):
+    for column in sink.columns:
+        column_of.setdefault(column.field, column.column)
+    if any(key not in column_of for key in dedup.keys):
         return None
     time_column = INGESTED_AT_COLUMN
-    if sink.get("create_table") is False and "_kafka_timestamp" in column_of:
+    if not sink.create_table and "_kafka_timestamp" in column_of:
         time_column = column_of["_kafka_timestamp"]
-    try:
-        window = parse_window(dedup.get("window") or "1h")
-    except ValueError:
-        window = None
     return {
-        "database": (sink.get("clickhouse") or {}).get("database") or default_database,
-        "table": sink["table"],
-        "key_columns": [column_of[key] for key in keys],
+        "database": sink.clickhouse.database,
+        "table": sink.table,
+        "key_columns": [column_of[key] for key in dedup.keys],
         "time_column": time_column,
-        "extra_window_seconds": window,
+        "extra_window_seconds": dedup.window_seconds,
     }
 
 
@@ -122,7 +116,10 @@ def audited_table_sync_pipeline(*, pipeline: Pipeline) -> AuditedTable | None:
     """Create or update the pipeline's own audited table from the spec it runs (None: nothing to audit)."""
     version = pipeline.deployed_version or pipeline.current_version
     connection = pipeline.clickhouse_connection
-    target = pipeline_audit_target(version.spec if version else {}, default_database=connection.database)
+    try:
+        target = pipeline_audit_target(version.spec) if version else None
+    except SpecError:  # a spec today's rules refuse: its pipeline cannot run either
+        target = None
     if target is None:
         return None
     wanted = {"owner_id": pipeline.owner_id, "connection_id": connection.pk, **target}

@@ -1,15 +1,14 @@
-"""API routes under /api/v1/audits/ (and the pipeline's latest audit under /api/v1/pipelines/)."""
+"""The Audits pages and the pipeline page's proof partial."""
 
 from django.urls import path
 
-from webapp.audits import apis
+from webapp.audits import views
+
+app_name = "audits"
 
 urlpatterns = [
-    path("", apis.AuditedTableListCreateApi.as_view(), name="audits"),
-    path("<int:pk>/", apis.AuditedTableDetailApi.as_view(), name="audit"),
-    path("<int:pk>/results/", apis.AuditResultListApi.as_view(), name="audit-results"),
-]
-
-pipeline_urlpatterns = [
-    path("<int:pk>/audit/", apis.PipelineAuditApi.as_view(), name="pipeline-audit"),
+    path("audits/", views.audit_list, name="audit_list"),
+    path("audits/<int:pk>/", views.audit_detail, name="audit_detail"),
+    path("audits/<int:pk>/delete/", views.audit_delete, name="audit_delete"),
+    path("pipelines/<int:pk>/proof/", views.pipeline_proof, name="pipeline_proof"),
 ]

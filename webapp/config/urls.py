@@ -1,10 +1,10 @@
+"""The root URLconf: each app's pages (`<app>/urls.py`), the API (`webapp.api.urls`), login and the admin."""
+
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
-
-from webapp.api import views as api_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,11 +15,14 @@ urlpatterns = [
     path("", include("webapp.monitoring.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("account/tokens/", api_views.token_list, name="account_tokens"),
-    # Before the wizard's: its `pipelines/<pk>/<action>/` would take `pipelines/<pk>/alerts/`.
-    path("", include("webapp.alerts.urls")),
-    path("", include("webapp.audits.ui_urls")),
+    path("", include("webapp.api.page_urls")),
+    path("", include("webapp.connections.urls")),
+    # Before the pipeline pages: their `pipelines/<pk>/<action>/` would take `pipelines/<pk>/edit/` (the wizard's),
+    # `pipelines/<pk>/alerts/` and `pipelines/<pk>/proof/`.
     path("", include("webapp.wizard.urls")),
+    path("", include("webapp.alerts.urls")),
+    path("", include("webapp.audits.urls")),
+    path("", include("webapp.pipelines.urls")),
 ]
 
 handler400 = "webapp.api.fallbacks.bad_request"

@@ -1,5 +1,6 @@
 """REST API for connections and what they hold (one view per action; the view validates, calls one
-service or selector, serializes the result). Secrets are write-only: outputs say only whether one is set.
+service or selector, serializes the result). Secrets are write-only: outputs say only whether one is set, and a
+diff says only whether one would change.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from rest_framework.views import APIView
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import validated_input
+from webapp.api.inputs import NameQuery, validated_input
+from webapp.api.outputs import ChangeOutput
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
@@ -63,6 +65,12 @@ class KafkaConnectionOutput(serializers.ModelSerializer):
     class Meta:
         model = KafkaConnection
         fields = _output_fields(KafkaConnection, {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"})
+
+
+class ConnectionDiffOutput(serializers.Serializer):
+    exists = serializers.BooleanField(help_text="You have a connection of this name: saving would change it.")
+    id = serializers.IntegerField(allow_null=True)
+    changes = ChangeOutput(many=True, help_text="Fields that would change; a secret's values are never shown.")
 
 
 class KafkaClusterInfoOutput(serializers.Serializer):
@@ -220,7 +228,8 @@ class _ConnectionListCreateApi(APIView):
     kind: _ApiKind
 
     def get(self, request: Request) -> Response:
-        connections = self.kind.list(user=request.user)
+        query = validated_input(NameQuery, request.query_params)
+        connections = self.kind.list(user=request.user, name=query.get("name"))
         return Response(self.kind.output(connections, many=True).data)
 
     def post(self, request: Request) -> Response:
@@ -248,6 +257,18 @@ class _ConnectionDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class _ConnectionDiffApi(APIView):
+    kind: _ApiKind
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
+    def post(self, request: Request) -> Response:
+        data = validated_input(self.kind.input, request.data)
+        diff = selectors.connection_changes(model=self.kind.model, owner=request.user, data=data)
+        connection = diff.connection
+        output = {"exists": connection is not None, "id": getattr(connection, "pk", None), "changes": diff.changes}
+        return Response(ConnectionDiffOutput(output).data)
+
+
 class _ConnectionTestApi(APIView):
     kind: _ApiKind
 
@@ -272,7 +293,10 @@ class _ConnectionTestUnsavedApi(APIView):
 
 @extend_schema_view(
     get=extend_schema(
-        tags=KAFKA_TAG, operation_id="kafka_connections_list", responses=KafkaConnectionOutput(many=True)
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_list",
+        parameters=[NameQuery],
+        responses={200: KafkaConnectionOutput(many=True), **ERROR_RESPONSES},
     ),
     post=extend_schema(
         tags=KAFKA_TAG,
@@ -282,6 +306,21 @@ class _ConnectionTestUnsavedApi(APIView):
     ),
 )
 class KafkaConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _KAFKA
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_connections_diff",
+        request=KafkaConnectionInput,
+        description="What saving these settings under their `name` would do, without saving anything: "
+        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
+        "A secret left out is kept; a secret's values are never returned.",
+        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
+    )
+)
+class KafkaConnectionDiffApi(_ConnectionDiffApi):
     kind = _KAFKA
 
 
@@ -401,7 +440,10 @@ def _with_registry(request: Request, data: dict) -> dict:
 
 @extend_schema_view(
     get=extend_schema(
-        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_list", responses=ClickHouseConnectionOutput(many=True)
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_list",
+        parameters=[NameQuery],
+        responses={200: ClickHouseConnectionOutput(many=True), **ERROR_RESPONSES},
     ),
     post=extend_schema(
         tags=CLICKHOUSE_TAG,
@@ -411,6 +453,21 @@ def _with_registry(request: Request, data: dict) -> dict:
     ),
 )
 class ClickHouseConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _CLICKHOUSE
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=CLICKHOUSE_TAG,
+        operation_id="clickhouse_connections_diff",
+        request=ClickHouseConnectionInput,
+        description="What saving these settings under their `name` would do, without saving anything: "
+        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
+        "A password left out is kept; a secret's values are never returned.",
+        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
+    )
+)
+class ClickHouseConnectionDiffApi(_ConnectionDiffApi):
     kind = _CLICKHOUSE
 
 

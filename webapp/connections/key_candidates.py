@@ -1,4 +1,4 @@
-"""Key candidates for the dedup advisor: fields whose values look like identifiers, with their duplicates.
+"""Key candidates for key advice: fields whose values look like identifiers, with their duplicates.
 
 The first PROBE_EVENTS events have every scalar field (up to three levels deep) counted and classified; then
 the identifier-like ones (uuid-like, named like an id, or nearly unique; not text with spaces, dates,

@@ -21,10 +21,16 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 
 from spark_jobs.connections import (
+    SASL_MECHANISMS,
+    SASL_SETTINGS,
+    SECURITY_PROTOCOLS,
+    TLS_FILES,
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,
     SchemaRegistryConnectionSpec,
     connection_from_values,
+    protocol_uses_sasl,
+    protocol_uses_ssl,
     secret_fields,
 )
 from webapp.connections import network_guard
@@ -126,18 +132,11 @@ class SpecBackedConnection(TimeStampedModel):
         return self.to_spec()
 
 
-class KafkaSecurityProtocol(models.TextChoices):
-    PLAINTEXT = "PLAINTEXT", "PLAINTEXT"
-    SSL = "SSL", "SSL"
-    SASL_PLAINTEXT = "SASL_PLAINTEXT", "SASL_PLAINTEXT"
-    SASL_SSL = "SASL_SSL", "SASL_SSL"
-
-
-class KafkaSaslMechanism(models.TextChoices):
-    NONE = "", "None"
-    PLAIN = "PLAIN", "PLAIN"
-    SCRAM_SHA_256 = "SCRAM-SHA-256", "SCRAM-SHA-256"
-    SCRAM_SHA_512 = "SCRAM-SHA-512", "SCRAM-SHA-512"
+# The choices are the spec's (`spark_jobs.connections`); "" is "no SASL mechanism" in a text column.
+SECURITY_PROTOCOL_CHOICES = [(protocol, protocol) for protocol in SECURITY_PROTOCOLS]
+SASL_MECHANISM_CHOICES = [("", "None"), *((mechanism, mechanism) for mechanism in SASL_MECHANISMS)]
+# How `clean()` names what a SASL_* protocol needs (the list of settings is the spec's SASL_SETTINGS).
+_SASL_WORDS = {"sasl_mechanism": "a SASL mechanism", "sasl_username": "a user name", "sasl_password": "a password"}
 
 
 class KafkaConnection(SpecBackedConnection):
@@ -149,10 +148,8 @@ class KafkaConnection(SpecBackedConnection):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kafka_connections")
     name = models.CharField(max_length=100)
     bootstrap_servers = models.CharField(max_length=1000, validators=[bootstrap_validator])
-    security_protocol = models.CharField(
-        max_length=20, choices=KafkaSecurityProtocol.choices, default=KafkaSecurityProtocol.PLAINTEXT
-    )
-    sasl_mechanism = models.CharField(max_length=20, choices=KafkaSaslMechanism.choices, blank=True, default="")
+    security_protocol = models.CharField(max_length=20, choices=SECURITY_PROTOCOL_CHOICES, default="PLAINTEXT")
+    sasl_mechanism = models.CharField(max_length=20, choices=SASL_MECHANISM_CHOICES, blank=True, default="")
     sasl_username = models.CharField(max_length=255, blank=True, default="")
     sasl_password = EncryptedTextField(blank=True, default="")
     ssl_ca_pem = models.TextField("CA certificate (PEM)", blank=True, default="")
@@ -169,11 +166,11 @@ class KafkaConnection(SpecBackedConnection):
 
     @property
     def uses_sasl(self) -> bool:
-        return self.security_protocol in (KafkaSecurityProtocol.SASL_PLAINTEXT, KafkaSecurityProtocol.SASL_SSL)
+        return protocol_uses_sasl(self.security_protocol)
 
     @property
     def uses_ssl(self) -> bool:
-        return self.security_protocol in (KafkaSecurityProtocol.SSL, KafkaSecurityProtocol.SASL_SSL)
+        return protocol_uses_ssl(self.security_protocol)
 
     @property
     def has_sasl_password(self) -> bool:
@@ -186,16 +183,14 @@ class KafkaConnection(SpecBackedConnection):
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if self.uses_sasl:
-            if not self.sasl_mechanism:
-                errors["sasl_mechanism"] = f"{self.security_protocol} needs a SASL mechanism."
-            if not self.sasl_username:
-                errors["sasl_username"] = f"{self.security_protocol} needs a user name."
-            if not self.sasl_password:
-                errors["sasl_password"] = f"{self.security_protocol} needs a password."
+            for name in SASL_SETTINGS:
+                if not getattr(self, name):
+                    errors[name] = f"{self.security_protocol} needs {_SASL_WORDS[name]}."
         elif self.sasl_mechanism:
-            errors["sasl_mechanism"] = "A SASL mechanism needs security protocol SASL_PLAINTEXT or SASL_SSL."
+            sasl = " or ".join(p for p in SECURITY_PROTOCOLS if protocol_uses_sasl(p))
+            errors["sasl_mechanism"] = f"A SASL mechanism needs security protocol {sasl}."
         if not self.uses_ssl:
-            for name in ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem"):
+            for name in TLS_FILES:
                 if getattr(self, name):
                     errors[name] = "Certificates and keys need security protocol SSL or SASL_SSL."
         if self.ssl_key_pem and not self.ssl_certificate_pem:

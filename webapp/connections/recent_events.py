@@ -1,4 +1,4 @@
-"""Read the most recent events of some topics, a bounded number, within a deadline (for the dedup advisor).
+"""Read the most recent events of some topics, a bounded number, within a deadline (for key advice).
 
 `RecentEvents(settings, topics=..., max_events=N, deadline=t).batches()` yields lists of confluent-kafka
 messages: at most N in all, spread over every partition of the topics (each partition gets an equal share of

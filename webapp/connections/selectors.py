@@ -7,9 +7,10 @@ server fails, and `KafkaTopicNotFoundError` / `ClickHouseNotFoundError` (API 404
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
@@ -17,10 +18,18 @@ from django.shortcuts import get_object_or_404
 
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.core.changes import Change
+
+Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
 
 
-def kafka_connection_list(*, user: AbstractBaseUser) -> QuerySet[KafkaConnection]:
-    return KafkaConnection.objects.filter(owner=user).order_by("name", "id")
+def _named(connections: QuerySet[Connection], name: str | None) -> QuerySet[Connection]:
+    return connections if name is None else connections.filter(name=name)
+
+
+def kafka_connection_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[KafkaConnection]:
+    """The user's Kafka connections by name (only the one called `name`, when given)."""
+    return _named(KafkaConnection.objects.filter(owner=user), name).order_by("name", "id")
 
 
 def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:
@@ -28,20 +37,55 @@ def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:
     return get_object_or_404(kafka_connection_list(user=user), pk=_int_pk(pk))
 
 
-def clickhouse_connection_list(*, user: AbstractBaseUser) -> QuerySet[ClickHouseConnection]:
-    return ClickHouseConnection.objects.filter(owner=user).order_by("name", "id")
+def clickhouse_connection_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[ClickHouseConnection]:
+    """The user's ClickHouse connections by name (only the one called `name`, when given)."""
+    return _named(ClickHouseConnection.objects.filter(owner=user), name).order_by("name", "id")
 
 
 def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseConnection:
     return get_object_or_404(clickhouse_connection_list(user=user), pk=_int_pk(pk))
 
 
-def schema_registry_connection_list(*, user: AbstractBaseUser) -> QuerySet[SchemaRegistryConnection]:
-    return SchemaRegistryConnection.objects.filter(owner=user).order_by("name", "id")
+def schema_registry_connection_list(
+    *, user: AbstractBaseUser, name: str | None = None
+) -> QuerySet[SchemaRegistryConnection]:
+    """The user's schema registry connections by name (only the one called `name`, when given)."""
+    return _named(SchemaRegistryConnection.objects.filter(owner=user), name).order_by("name", "id")
 
 
 def schema_registry_connection_get(*, user: AbstractBaseUser, pk: Any) -> SchemaRegistryConnection:
     return get_object_or_404(schema_registry_connection_list(user=user), pk=_int_pk(pk))
+
+
+@dataclass(frozen=True)
+class ConnectionChanges:
+    """What saving a connection's settings under its name would do: create it, or change these fields."""
+
+    connection: KafkaConnection | ClickHouseConnection | None  # the saved one of that name; None: it would be new
+    changes: list[Change] = field(default_factory=list)  # a secret's change has `secret` set and no values
+
+
+def connection_changes(
+    *, model: type[Connection], owner: AbstractBaseUser, data: Mapping[str, Any]
+) -> ConnectionChanges:
+    """Compare `data` (the fields a user sets, with `name`) with the owner's connection of that name, as the
+    services would save it: validated the same way (Django's ValidationError by field). A secret given as None or
+    left out stays as it is, as in an update; secrets are compared here and never returned."""
+    existing = _named(model.objects.filter(owner=owner), data["name"]).first()
+    proposed = copy.copy(existing) if existing is not None else model(owner=owner)
+    for name in model.EDITABLE_FIELDS:
+        if name in data and not (name in model.SECRET_FIELDS and data[name] is None):
+            setattr(proposed, name, data[name])
+    proposed.full_clean(exclude=["owner"], validate_constraints=False)
+    if existing is None:
+        return ConnectionChanges(connection=None)
+    changes = []
+    for name in model.EDITABLE_FIELDS:
+        old, new = getattr(existing, name), getattr(proposed, name)
+        if old != new:
+            secret = name in model.SECRET_FIELDS
+            changes.append(Change(name, None if secret else old, None if secret else new, secret=secret))
+    return ConnectionChanges(connection=existing, changes=changes)
 
 
 def _int_pk(pk: Any) -> int:

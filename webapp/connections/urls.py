@@ -1,45 +1,15 @@
+"""The connections pages (new Kafka and ClickHouse connections are made in the wizard's steps 1 and 6)."""
+
 from django.urls import path
 
-from webapp.connections import apis, dedup_apis
+from webapp.connections import views
+
+app_name = "connections"
 
 urlpatterns = [
-    path("kafka/", apis.KafkaConnectionListCreateApi.as_view(), name="kafka-connections"),
-    path("kafka/test/", apis.KafkaConnectionTestUnsavedApi.as_view(), name="kafka-connection-test-unsaved"),
-    path("kafka/<int:pk>/", apis.KafkaConnectionDetailApi.as_view(), name="kafka-connection"),
-    path("kafka/<int:pk>/test/", apis.KafkaConnectionTestApi.as_view(), name="kafka-connection-test"),
-    path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
-    path("kafka/<int:pk>/sample/", apis.KafkaSampleApi.as_view(), name="kafka-sample"),
-    path("kafka/<int:pk>/infer-schema/", apis.KafkaInferSchemaApi.as_view(), name="kafka-infer-schema"),
-    path("kafka/<int:pk>/dedup-analysis/", dedup_apis.KafkaDedupAnalysisApi.as_view(), name="kafka-dedup-analysis"),
-    path("clickhouse/", apis.ClickHouseConnectionListCreateApi.as_view(), name="clickhouse-connections"),
-    path(
-        "clickhouse/test/", apis.ClickHouseConnectionTestUnsavedApi.as_view(), name="clickhouse-connection-test-unsaved"
-    ),
-    path("clickhouse/<int:pk>/", apis.ClickHouseConnectionDetailApi.as_view(), name="clickhouse-connection"),
-    path("clickhouse/<int:pk>/test/", apis.ClickHouseConnectionTestApi.as_view(), name="clickhouse-connection-test"),
-    path("clickhouse/<int:pk>/databases/", apis.ClickHouseDatabaseListApi.as_view(), name="clickhouse-databases"),
-    path(
-        "clickhouse/<int:pk>/databases/<str:database>/tables/",
-        apis.ClickHouseTableListApi.as_view(),
-        name="clickhouse-tables",
-    ),
-    path(
-        "clickhouse/<int:pk>/databases/<str:database>/tables/<str:table>/columns/",
-        apis.ClickHouseColumnListApi.as_view(),
-        name="clickhouse-columns",
-    ),
-    path("schema-registry/", apis.SchemaRegistryConnectionListCreateApi.as_view(), name="schema-registry-connections"),
-    path(
-        "schema-registry/test/",
-        apis.SchemaRegistryConnectionTestUnsavedApi.as_view(),
-        name="schema-registry-connection-test-unsaved",
-    ),
-    path(
-        "schema-registry/<int:pk>/", apis.SchemaRegistryConnectionDetailApi.as_view(), name="schema-registry-connection"
-    ),
-    path(
-        "schema-registry/<int:pk>/test/",
-        apis.SchemaRegistryConnectionTestApi.as_view(),
-        name="schema-registry-connection-test",
-    ),
+    path("connections/", views.connection_list, name="list"),
+    path("connections/<str:kind>/new/", views.connection_new, name="new"),
+    path("connections/<str:kind>/<int:pk>/", views.connection_edit, name="edit"),
+    path("connections/<str:kind>/<int:pk>/test/", views.connection_test, name="test"),
+    path("connections/<str:kind>/<int:pk>/delete/", views.connection_delete, name="delete"),
 ]

@@ -59,8 +59,8 @@ def check_celery() -> str:
     Beat sends the watcher to the pipeline queue and a worker consuming that queue runs it, so one fresh tick proves
     both without a broadcast: a worker busy with jobs answers `inspect` late, and the check must not flap under load.
     """
+    from webapp.core.queue import app
     from webapp.pipelines.runtime import watcher_tick
-    from worker.celery import app
 
     stale = settings.PIPELINE_BEAT_STALE_SECONDS
     with app.connection_for_write() as connection:

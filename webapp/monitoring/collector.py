@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from spark_jobs.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
 from webapp.alerts.selectors import alert_firing_list
 from webapp.audits.selectors import latest_pipeline_results
 from webapp.monitoring import counters
@@ -146,8 +147,8 @@ def _app_series() -> Iterator[Metric]:
     )
     try:
         with metrics_store() as client:
-            request_counts = counters.read_counts(client, counters.REQUESTS_KEY)
-            task_counts = counters.read_counts(client, counters.TASKS_KEY)
+            request_counts = counters.read_counts(client, HTTP_REQUESTS_KEY)
+            task_counts = counters.read_counts(client, CELERY_TASKS_KEY)
     except MetricsUnavailableError:
         return
     for (view, status), count in sorted(request_counts.items()):

@@ -15,11 +15,10 @@ from typing import Any
 
 from django.conf import settings
 
+from spark_jobs.protocol import CELERY_TASKS_KEY, COUNTER_LABEL_SEPARATOR, HTTP_REQUESTS_KEY
+
 logger = logging.getLogger(__name__)
 
-REQUESTS_KEY = "clearflow:app:http_requests"
-TASKS_KEY = "clearflow:app:celery_tasks"
-_SEPARATOR = "\t"
 
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
@@ -46,7 +45,7 @@ def _increment(key: str, *labels: str) -> None:
     if now < _paused_until.get(url, 0.0):
         return
     try:
-        _redis().hincrby(key, _SEPARATOR.join(labels), 1)
+        _redis().hincrby(key, COUNTER_LABEL_SEPARATOR.join(labels), 1)
     except Exception as exc:  # any Redis or connection error: the request or task goes on
         _paused_until[url] = now + PAUSE_AFTER_ERROR_S
         if now - _warned_at > 60:
@@ -55,16 +54,16 @@ def _increment(key: str, *labels: str) -> None:
 
 
 def count_request(*, view: str, status: int) -> None:
-    _increment(REQUESTS_KEY, view, str(status))
+    _increment(HTTP_REQUESTS_KEY, view, str(status))
 
 
 def count_task(*, task: str, outcome: str) -> None:
-    _increment(TASKS_KEY, task, outcome)
+    _increment(CELERY_TASKS_KEY, task, outcome)
 
 
 def read_counts(client: Any, key: str) -> dict[tuple[str, ...], int]:
     """The hash at `key` as {labels: count}, with the client the caller holds."""
     counts = {}
     for field, value in client.hgetall(key).items():
-        counts[tuple(field.decode().split(_SEPARATOR))] = int(value)
+        counts[tuple(field.decode().split(COUNTER_LABEL_SEPARATOR))] = int(value)
     return counts

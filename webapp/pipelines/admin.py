@@ -30,7 +30,7 @@ class PipelineVersionInline(admin.TabularInline):
 
     @admin.display(description="spec")
     def spec_json(self, obj: PipelineVersion) -> str:
-        return format_html("<pre style='max-height:20em;overflow:auto'>{}</pre>", json.dumps(obj.spec, indent=2))
+        return format_html("<pre style='max-height:20em;overflow:auto'>{}</pre>", json.dumps(obj.stored_spec, indent=2))
 
 
 class PipelineTransitionInline(admin.TabularInline):

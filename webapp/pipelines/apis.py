@@ -1,4 +1,5 @@
-"""REST API for pipelines: CRUD with the spec JSON, validate, deploy, stop, resume, status, versions."""
+"""REST API for pipelines: CRUD with the spec JSON, find by name, validate, deploy, stop, resume, status,
+versions (the diff of a spec against the current version: `diff_apis`)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,17 @@ from spark_jobs.field_types import FIELD_TYPE_CHOICES
 from spark_jobs.limits import FIELDS, size_issues
 from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import validated_input
+from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import selectors, services, table_dedup, type_fit
-from webapp.pipelines.mapping import SourceField
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.table_dedup_apis import (
+from webapp.pipelines import exactly_once, selectors, services, type_fit
+from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
     delivery_data,
     validation_data,
 )
+from webapp.pipelines.mapping import SourceField
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -164,7 +165,10 @@ class MappingInput(serializers.Serializer):
     clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
     database = serializers.CharField(max_length=255, required=False)
     table = serializers.CharField(
-        max_length=255, required=False, help_text="An existing table; leave out to get columns for a new table."
+        max_length=255,
+        required=False,
+        help_text="An existing table (its columns are matched), or the name of one to create (columns are proposed, "
+        "as when it is left out).",
     )
     order_by = serializers.ListField(
         child=serializers.CharField(max_length=500),
@@ -192,6 +196,9 @@ class MappingOutput(serializers.Serializer):
     columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
     unmapped_required = serializers.ListField(child=serializers.CharField())
     unmapped_fields = serializers.ListField(child=serializers.CharField())
+    create_table = serializers.BooleanField(
+        help_text="True when the table does not exist yet: the columns are proposed for it (spec.sink.create_table)."
+    )
 
 
 class ValidationOutput(serializers.Serializer):
@@ -243,7 +250,7 @@ class PipelineStatusOutput(serializers.ModelSerializer):
 
 
 class PipelineOutput(PipelineStatusOutput):
-    spec = serializers.JSONField(allow_null=True)
+    spec = serializers.JSONField(source="stored_spec", allow_null=True)
 
     class Meta:
         model = Pipeline
@@ -268,13 +275,14 @@ class PipelineOutput(PipelineStatusOutput):
 
 class PipelineVersionOutput(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.get_username", allow_null=True, default=None)
+    spec = serializers.JSONField(source="stored_spec")
 
     class Meta:
         model = PipelineVersion
         fields = ["number", "spec", "note", "created_by", "created_at"]
 
 
-def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
     out = {}
     for name, getter in (
@@ -291,9 +299,16 @@ def _connections(request: Request, data: dict[str, Any]) -> dict[str, Any]:
 
 
 class PipelineListCreateApi(APIView):
-    @extend_schema(tags=TAG, operation_id="pipelines_list", responses=PipelineOutput(many=True))
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_list",
+        parameters=[NameQuery],
+        responses={200: PipelineOutput(many=True), **ERROR_RESPONSES},
+    )
     def get(self, request: Request) -> Response:
-        return Response(PipelineOutput(selectors.pipeline_list(user=request.user), many=True).data)
+        query = validated_input(NameQuery, request.query_params)
+        pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"))
+        return Response(PipelineOutput(pipelines, many=True).data)
 
     @extend_schema(
         tags=TAG,
@@ -303,7 +318,7 @@ class PipelineListCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineCreateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_create(owner=request.user, **data)
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
@@ -321,7 +336,7 @@ class PipelineDetailApi(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
-        pipeline.delivery = delivery_data(*table_dedup.pipeline_insert_dedup(pipeline=pipeline))
+        pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
@@ -334,7 +349,7 @@ class PipelineDetailApi(APIView):
     def patch(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineUpdateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         pipeline = services.pipeline_update(pipeline=pipeline, user=request.user, **data)
         return Response(PipelineOutput(pipeline).data)
 
@@ -365,6 +380,8 @@ class PipelineVersionListApi(APIView):
 
 
 class PipelineSpecValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate_spec",
@@ -374,24 +391,27 @@ class PipelineSpecValidateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
-        data.update(_connections(request, data))
+        data.update(connections_of(request, data))
         return Response(ValidationOutput(_validated(**data)).data)
 
 
 class PipelineMappingApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_mapping_suggest",
         description=(
             "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
-            "incompatible types and required columns left unmapped, or for a new table with default types."
+            "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
+            "does not exist yet in the database) with default types."
         ),
         request=MappingInput,
         responses={200: MappingOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request) -> Response:
         data = validated_input(MappingInput, request.data)
-        connections = _connections(request, data)
+        connections = connections_of(request, data)
         suggestion = selectors.pipeline_mapping_suggest(
             fields=[SourceField(**f) for f in data["fields"]],
             clickhouse_connection=connections.get("clickhouse_connection"),
@@ -403,6 +423,8 @@ class PipelineMappingApi(APIView):
 
 
 class PipelineValidateApi(APIView):
+    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate",
@@ -414,7 +436,7 @@ class PipelineValidateApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
         result = _validated(
-            spec=pipeline.spec or {},
+            spec=pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
             schema_registry_connection=pipeline.schema_registry_connection,

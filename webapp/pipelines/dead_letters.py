@@ -112,7 +112,7 @@ def dead_letter_table(*, pipeline: Pipeline) -> DeadLetterTable:
     if version is None:
         raise ConflictError("The pipeline has no spec.")
     try:
-        sink = specmod.parse_spec(version.spec).sink
+        sink = version.spec.sink
     except specmod.SpecError:
         raise ConflictError("The pipeline's spec is not valid: fix it to see its dead letters.") from None
     return DeadLetterTable(database=sink.clickhouse.database, table=sink.dead_letter_table, job_name=pipeline.job_name)

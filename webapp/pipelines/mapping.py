@@ -45,6 +45,7 @@ class MappingSuggestion:
     columns: list[ColumnMapping]
     unmapped_required: list[str] = field(default_factory=list)  # existing columns that need a value
     unmapped_fields: list[str] = field(default_factory=list)
+    create_table: bool = False  # the columns are proposed for a table yet to be created
 
 
 def column_name_for(path: str) -> str:
@@ -101,7 +102,7 @@ def suggest_mapping(
             )
             for source in fields
         ]
-        return MappingSuggestion(columns=mapped)
+        return MappingSuggestion(columns=mapped, create_table=True)
 
     by_key = {_key(source.path): source for source in fields}
     mapped, used = [], set()

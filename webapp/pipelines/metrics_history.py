@@ -21,13 +21,13 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.metrics import (
+from spark_jobs.metrics import timestamp_ms
+from spark_jobs.protocol import (
     HISTORY_MAX_AGE_S,
     HISTORY_MAX_RECORDS,
     TOTAL_FIELDS,
     history_key,
     latest_key,
-    timestamp_ms,
     totals_key,
 )
 from webapp.pipelines.metrics import MetricsUnavailableError

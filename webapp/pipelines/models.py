@@ -1,37 +1,30 @@
 """Pipelines and their versions.
 
-A pipeline's spec lives in `PipelineVersion.spec`: every edit adds a version and keeps the old ones;
-`Pipeline.current_version` points at the newest, `Pipeline.deployed_version` at the one last handed to the
-worker. The stored spec never holds secrets: the connections are foreign keys, and their addresses and
-credentials are put into the job's spec only when it is built for the worker (`pipeline_job_spec`).
+A pipeline's spec lives in `PipelineVersion.spec`, a `PipelineSpec` (`webapp.pipelines.spec_field`): every edit
+adds a version and keeps the old ones; `Pipeline.current_version` points at the newest,
+`Pipeline.deployed_version` at the one last handed to the worker. The stored spec never holds secrets: the
+connections are foreign keys, and their addresses and credentials are put into the job's spec only when it is
+built for the worker (`pipeline_job_spec`).
 
-Status changes go through `Pipeline.transition()` (compare-and-set), never through `save()`; each one is
-recorded as a `PipelineTransition`. Every attempt to run a pipeline's job is a `PipelineRun`.
-
-Statuses: the issue's words are deploying -> running -> stopping -> stopped, and failed. The stored values
-stay `deploy_requested` and `stop_requested` (API clients and existing rows use them); their labels are
-"Deploying" and "Stopping".
+Status changes go through `Pipeline.transition(action)` (compare-and-set, allowed only as the lifecycle's
+table says: `webapp.pipelines.lifecycle`), never through `save()`; each one is recorded as a
+`PipelineTransition`. Every attempt to run a pipeline's job is a `PipelineRun`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from webapp.core.models import TimeStampedModel
+from webapp.pipelines.lifecycle import Action, PipelineStatus, next_status
+from webapp.pipelines.spec_field import PipelineSpecField
 
-
-class PipelineStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    DEPLOY_REQUESTED = "deploy_requested", "Deploying"
-    RUNNING = "running", "Running"
-    STOP_REQUESTED = "stop_requested", "Stopping"
-    STOPPED = "stopped", "Stopped"
-    FAILED = "failed", "Failed"
+if TYPE_CHECKING:
+    from spark_jobs.spec import PipelineSpec
 
 
 class Pipeline(TimeStampedModel):
@@ -85,21 +78,26 @@ class Pipeline(TimeStampedModel):
         return f"pipeline-{self.pk}"
 
     @property
-    def spec(self) -> dict[str, Any] | None:
-        """The current version's spec JSON (without secrets)."""
+    def spec(self) -> PipelineSpec | None:
+        """The current version's spec (secrets masked). SpecError when today's rules refuse the stored one."""
         return self.current_version.spec if self.current_version_id else None
 
-    def transition(self, *, from_statuses: Iterable[str], to_status: str, message: str = "", **extra: Any) -> bool:
-        """Compare-and-set: move to `to_status` only if the row's status is one of `from_statuses`.
+    @property
+    def stored_spec(self) -> dict[str, Any] | None:
+        """The current version's spec JSON as stored, for showing it (also when today's rules refuse it)."""
+        return self.current_version.stored_spec if self.current_version_id else None
+
+    def transition(self, action: Action, *, message: str = "", **extra: Any) -> bool:
+        """Compare-and-set: apply `action` if the lifecycle's table allows it from the row's status.
 
         Returns whether this call made the change; on success the instance is refreshed from the row and the
         change is recorded as a `PipelineTransition` (from, to, reason). `extra` sets more columns in the same
         UPDATE (e.g. deployed_version, deploy_requested_at).
         """
-        allowed = {str(status) for status in from_statuses}
         for _ in range(3):  # the status read below may change under us: then read again
             current = Pipeline.objects.filter(pk=self.pk).values_list("status", flat=True).first()
-            if current is None or current not in allowed:
+            to_status = None if current is None else next_status(current, action)
+            if to_status is None:
                 if current is not None:
                     self.refresh_from_db()
                 return False
@@ -119,12 +117,16 @@ class Pipeline(TimeStampedModel):
 class PipelineVersion(models.Model):
     pipeline = models.ForeignKey(Pipeline, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    spec = models.JSONField()
+    spec = PipelineSpecField()
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     note = models.CharField(max_length=255, blank=True, default="")
+    # Mapped fields whose values the owner accepted to see in the dead-letter table although the sample showed
+    # none of them fits (the wizard's "accept dead letters" boxes): kept so that an edit shows them ticked again.
+    # Not part of the spec: the job sends what does not fit to the dead letters either way.
+    accept_dead_letters = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["pipeline_id", "-number"]
@@ -132,6 +134,11 @@ class PipelineVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pipeline.name} v{self.number}"
+
+    @property
+    def stored_spec(self) -> dict[str, Any]:
+        """The spec JSON as stored, for showing it (also when today's rules refuse it)."""
+        return self._meta.get_field("spec").value_from_object(self)
 
 
 class PipelineTransition(models.Model):
@@ -156,6 +163,8 @@ class RunOutcome(models.TextChoices):
     STOPPED = "stopped", "Stopped"
     FAILED = "failed", "Failed"
     REPLACED = "replaced", "Replaced by a new version"
+    # The local stack stopped (`make up` ended): the pipeline stays deployed and starts again with the stack.
+    STACK_STOPPED = "stack_stop", "Stopped with the stack"
 
 
 class PipelineRun(models.Model):

@@ -1,10 +1,8 @@
-"""What the worker publishes about running jobs in Redis, and how the web app reads it.
+"""What the worker publishes about running jobs in Redis, read by the web app (keys in `spark_jobs.protocol`).
 
-- `clearflow:joblog:<job name>`: the last lines of the job's log, secrets already redacted by the worker
-  (the web app may run on another host than the job, so it never reads the log file itself);
-- `clearflow:heartbeat:<job name>`: epoch seconds of the job's last progress or idle event (set by the job,
-  `spark_jobs.metrics`);
-- `clearflow:watcher:tick`: epoch seconds of the watcher's last run (health: has beat ticked?).
+- the job's log tail (`job_log_key`), secrets already redacted by the worker: the web app may run on another
+  host than the job, so it never reads the log file itself;
+- the watcher's last tick (`WATCHER_TICK_KEY`): health asks whether beat ticks.
 """
 
 from __future__ import annotations
@@ -13,19 +11,10 @@ import logging
 
 from django.conf import settings
 
-from spark_jobs.metrics import heartbeat_key
+from spark_jobs.protocol import WATCHER_TICK_KEY, job_log_key
 from webapp.pipelines.metrics import MetricsUnavailableError
 
 logger = logging.getLogger(__name__)
-
-WATCHER_TICK_KEY = "clearflow:watcher:tick"
-JOB_LOG_TTL_SECONDS = 7 * 24 * 3600
-
-__all__ = ["JOB_LOG_TTL_SECONDS", "WATCHER_TICK_KEY", "heartbeat_key", "job_log", "job_log_key", "watcher_tick"]
-
-
-def job_log_key(job_name: str) -> str:
-    return f"clearflow:joblog:{job_name}"
 
 
 def _client():

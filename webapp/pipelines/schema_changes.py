@@ -13,7 +13,6 @@ event is lost or written twice across the change; events written before it keep 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from spark_jobs.clickhouse_types import parse_clickhouse_type
 from spark_jobs.field_changes import FieldChange, field_changes
 from spark_jobs.field_types import default_clickhouse_type
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import metrics_history, services, stored_specs
+from webapp.pipelines import metrics_history, services
 from webapp.pipelines.mapping import column_name_for
 from webapp.pipelines.models import Pipeline
 
@@ -75,9 +74,9 @@ def pipeline_schema_changes(*, pipeline: Pipeline) -> list[SchemaChange]:
     """The fields the events carry that the current version does not read, and the fields it reads that the newest
     writer schema changed, from the metrics history. MetricsUnavailableError when Redis does not answer;
     SchemaRegistryClientError when the registry cannot be asked."""
-    if not pipeline.spec:
+    if pipeline.spec is None:
         return []
-    spec = stored_specs.parse(pipeline.spec, **_connections(pipeline))
+    spec = services.pipeline_validate(spec=pipeline.spec, **_connections(pipeline))
     records = metrics_history.pipeline_metrics_history(pipeline=pipeline, limit=metrics_history.MAX_LIMIT).records
     changes = field_changes(spec, _writer_schemas(pipeline, spec, records), records)
     return [_proposed(change) for change in changes]
@@ -99,7 +98,7 @@ def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, pat
     found = next((c for c in pipeline_schema_changes(pipeline=pipeline) if c.kind == "new" and c.path == path), None)
     if found is None or found.column is None or found.column_type is None:
         raise ValidationError({"path": f"No new field `{path}` is seen in the pipeline's events."})
-    parsed = stored_specs.parse(pipeline.spec, **_connections(pipeline))
+    parsed = services.pipeline_validate(spec=pipeline.spec, **_connections(pipeline))
     sink = parsed.sink
     settings = pipeline.clickhouse_connection.client_settings()
     database, table = sink.clickhouse.database, sink.table
@@ -118,10 +117,10 @@ def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, pat
             "pipeline's mapping step, or rename that column.",
             extra={"column": found.column},
         )
-    spec = copy.deepcopy(pipeline.spec)
-    spec["source"]["fields"].append({"path": path, "type": found.field_type or JSON_KEY_TYPE})
-    spec["sink"]["columns"].append({"field": path, "column": found.column, "type": found.column_type})
-    services.pipeline_validate(spec=spec, **_connections(pipeline))  # SpecError before anything changes
+    data = parsed.to_dict()
+    data["source"]["fields"].append({"path": path, "type": found.field_type or JSON_KEY_TYPE})
+    data["sink"]["columns"].append({"field": path, "column": found.column, "type": found.column_type})
+    spec = services.pipeline_validate(spec=data, **_connections(pipeline))  # SpecError before anything changes
     clickhouse_client.add_column(
         settings,
         database=database,

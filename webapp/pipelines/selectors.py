@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -10,20 +12,27 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from spark_jobs.connections import spec_without_connections
+from spark_jobs.spec import SpecError
 from webapp.connections import clickhouse_client
-from webapp.connections.models import ClickHouseConnection
-from webapp.pipelines import metrics, runtime
+from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.core.changes import Change, json_changes
+from webapp.pipelines import metrics, runtime, stored_specs
+from webapp.pipelines.lifecycle import JOB_WANTED
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.spec_field import load_spec, stored_json
 
 
-def pipeline_list(*, user: AbstractBaseUser) -> QuerySet[Pipeline]:
-    """The user's pipelines by name, with their connections and current version loaded."""
-    return (
-        Pipeline.objects.filter(owner=user)
-        .select_related("kafka_connection", "clickhouse_connection", "current_version", "deployed_version")
-        .order_by("name", "id")
-    )
+def pipeline_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[Pipeline]:
+    """The user's pipelines by name (only the one called `name`, when given), with their connections and
+    current version loaded."""
+    pipelines = Pipeline.objects.filter(owner=user)
+    if name is not None:
+        pipelines = pipelines.filter(name=name)
+    return pipelines.select_related(
+        "kafka_connection", "clickhouse_connection", "current_version", "deployed_version"
+    ).order_by("name", "id")
 
 
 def pipeline_get(*, user: AbstractBaseUser, pk: Any) -> Pipeline:
@@ -47,6 +56,60 @@ def pipeline_version_get(*, pipeline: Pipeline, number: Any) -> PipelineVersion:
     return get_object_or_404(pipeline_version_list(pipeline=pipeline), number=number)
 
 
+@dataclass(frozen=True)
+class PipelineChanges:
+    """What saving a spec (and connections) as the pipeline's new version would change."""
+
+    changes: list[Change] = field(default_factory=list)  # paths `kafka_connection`, `clickhouse_connection`, `spec.…`
+    redeploys: bool = False  # the pipeline runs or is being deployed: saving the change redeploys it
+    checkpoint_problems: list[str] = field(default_factory=list)  # why the change cannot use the checkpoint
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+def _comparable(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored spec as it would be stored today (old field names read), without its connections' details: those
+    belong to the connections, and a version made before a connection was edited still holds the old ones."""
+    with contextlib.suppress(SpecError):  # a spec from before a rule existed is compared as it is
+        stored = load_spec(stored).to_dict()
+    return spec_without_connections(stored)
+
+
+def pipeline_changes(
+    *,
+    pipeline: Pipeline,
+    spec: Mapping[str, Any],
+    kafka_connection: KafkaConnection | None = None,
+    clickhouse_connection: ClickHouseConnection | None = None,
+) -> PipelineChanges:
+    """Compare `spec` (a client's spec, as `services.pipeline_update` takes it) and the connections with the
+    pipeline's current version. Raises SpecError for a spec that update would refuse."""
+    kafka = kafka_connection or pipeline.kafka_connection
+    clickhouse = clickhouse_connection or pipeline.clickhouse_connection
+    parsed = stored_specs.parse(spec, name=pipeline.name, kafka_connection=kafka, clickhouse_connection=clickhouse)
+    changes = [
+        Change(name, old.name, new.name)
+        for name, old, new in (
+            ("kafka_connection", pipeline.kafka_connection, kafka),
+            ("clickhouse_connection", pipeline.clickhouse_connection, clickhouse),
+        )
+        if old.pk != new.pk
+    ]
+    changes += json_changes(_comparable(pipeline.stored_spec or {}), _comparable(stored_json(parsed)), "spec")
+    problems: list[str] = []
+    if changes and pipeline.deployed_version is not None and pipeline.runs.exists():
+        try:
+            deployed = pipeline.deployed_version.spec
+        except SpecError as exc:
+            problems = [f"the deployed version's spec no longer reads ({exc.errors[0]})"]
+        else:
+            problems = stored_specs.checkpoint_incompatibilities(deployed, parsed)
+    redeploys = bool(changes) and pipeline.status in JOB_WANTED
+    return PipelineChanges(changes=changes, redeploys=redeploys, checkpoint_problems=problems)
+
+
 def pipeline_mapping_suggest(
     *,
     fields: Sequence[SourceField],
@@ -56,19 +119,28 @@ def pipeline_mapping_suggest(
     order_by: Sequence[str] = (),
 ) -> MappingSuggestion:
     """Columns for the fields: into an existing `database.table` (read from ClickHouse), or for a new table
-    (ORDER BY the fields `order_by`) when `table` is None. Raises ClickHouseNotFoundError /
-    ClickHouseClientError for the existing table."""
+    (ORDER BY the fields `order_by`) when `table` is None or does not exist yet (the create-table path, as in
+    the wizard; `create_table` says which). Raises ClickHouseClientError when ClickHouse cannot tell (down,
+    refused), ClickHouseNotFoundError for a database that does not exist."""
     columns = None
     if table is not None and clickhouse_connection is not None:
-        columns = clickhouse_client.list_columns(
-            clickhouse_connection.client_settings(), database=database or clickhouse_connection.database, table=table
-        )
+        in_database = database or clickhouse_connection.database
+        try:
+            columns = clickhouse_client.list_columns(
+                clickhouse_connection.client_settings(), database=in_database, table=table
+            )
+        except clickhouse_client.ClickHouseNotFoundError:
+            # The job creates the table (spec.sink.create_table), but not its database: that must exist.
+            if in_database not in clickhouse_client.list_databases(clickhouse_connection.client_settings()):
+                raise clickhouse_client.ClickHouseNotFoundError(
+                    f"The database {in_database} does not exist: create it, or choose another."
+                ) from None
     return suggest_mapping(fields, columns, order_by=order_by)
 
 
 def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:
     """Up to `limit` recent metrics records of the pipeline's Spark job, oldest first; `[]` before the first
-    batch. Each is a JSON object with the fields of `spark_jobs.metrics.BatchMetrics` (`input_rows`,
+    batch. Each is a JSON object with the fields of `spark_jobs.protocol.BatchMetrics` (`input_rows`,
     `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
     return metrics.recent_records(pipeline.job_name, limit=limit)
 

@@ -1,18 +1,23 @@
 """Writes and state changes of pipelines (HackSoft services: keyword-only, typed, atomic).
 
+The spec travels typed (`spark_jobs.spec.PipelineSpec`): a client's JSON is parsed once where it comes in (a
+`Mapping` given for `spec` is such JSON: `stored_specs.parse`), the version stores it (`PipelineVersion.spec`) and
+the worker gets it back with the connections' secrets (`pipeline_job_spec`).
+
 Raises:
 - `django.core.exceptions.ValidationError` for bad field values (name taken, a connection that is not
   the owner's), keyed by field name;
 - `spark_jobs.spec.SpecError` for a bad spec, with `.errors` = [(path, message), ...];
 - `webapp.core.exceptions.ConflictError` (API 409) when the pipeline's status does not allow the action.
 
-Status changes are compare-and-set (`Pipeline.transition`), so two requests (or a request and the worker)
-never both win. The worker hears about deploy/stop through `webapp.pipelines.dispatch`, on commit.
+Status changes are compare-and-set (`Pipeline.transition(action)`, allowed as `webapp.pipelines.lifecycle`'s
+table says), so two requests (or a request and the worker) never both win. The worker hears about deploy/stop
+through `webapp.core.queue`, on commit; other apps hear about a new pipeline through `webapp.pipelines.hooks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -24,16 +29,15 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
-from webapp.alerts.services import alert_rules_create_defaults
+from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.core import queue
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import dispatch, stored_specs
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
+from webapp.pipelines import hooks, stored_specs
+from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
+from webapp.pipelines.spec_field import stored_json
 
-S = PipelineStatus
-DEPLOYABLE = (S.DRAFT, S.DEPLOY_REQUESTED, S.RUNNING, S.STOPPED, S.FAILED)
-RESUMABLE = (S.STOPPED, S.FAILED)
-ACTIVE = (S.DEPLOY_REQUESTED, S.RUNNING, S.STOP_REQUESTED)
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
@@ -67,14 +71,15 @@ def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -
 
 def pipeline_validate(
     *,
-    spec: Mapping[str, Any],
+    spec: PipelineSpec | Mapping[str, Any],
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     schema_registry_connection: SchemaRegistryConnection | None = None,
     check_live: bool = False,
-) -> stored_specs.PipelineSpec:
-    """Parse and check a spec; return the typed `PipelineSpec` or raise `SpecError` with every problem.
+) -> PipelineSpec:
+    """Check a spec (a `PipelineSpec`, or a client's JSON, parsed here); return the typed `PipelineSpec` or raise
+    `SpecError` with every problem.
 
     `source.kafka` and `sink.clickhouse` (except its `database`) are filled from the connections when
     given, and `source.schema_registry` from `schema_registry_connection`; `name` (when given) replaces the
@@ -84,28 +89,39 @@ def pipeline_validate(
     come in the same SpecError, with spec paths. Unreachable systems raise KafkaClientError /
     ClickHouseClientError instead.
     """
-    parsed = stored_specs.parse(
-        spec,
-        name=name,
-        kafka_connection=kafka_connection,
-        clickhouse_connection=clickhouse_connection,
-        schema_registry_connection=schema_registry_connection,
-    )
+    connections = {
+        "kafka_connection": kafka_connection,
+        "clickhouse_connection": clickhouse_connection,
+        "schema_registry_connection": schema_registry_connection,
+    }
+    if not isinstance(spec, PipelineSpec):
+        parsed = stored_specs.parse(spec, name=name, **connections)
+    elif kafka_connection is not None and clickhouse_connection is not None:
+        parsed = stored_specs.with_connection_sections(spec, name=name, **connections)
+    else:
+        parsed = spec if name is None else spec.model_copy(update={"name": name})
     if check_live and kafka_connection is not None and clickhouse_connection is not None:
-        stored_specs.check_live(
-            parsed,
-            kafka_connection=kafka_connection,
-            clickhouse_connection=clickhouse_connection,
-            schema_registry_connection=schema_registry_connection,
-        )
+        stored_specs.check_live(parsed, **connections)
     return parsed
 
 
 def _add_version(
-    *, pipeline: Pipeline, spec: dict[str, Any], user: AbstractBaseUser | None, note: str
+    *,
+    pipeline: Pipeline,
+    spec: PipelineSpec,
+    user: AbstractBaseUser | None,
+    note: str,
+    accept_dead_letters: Sequence[str] = (),
 ) -> PipelineVersion:
     last = pipeline.versions.aggregate(last=Max("number"))["last"] or 0
-    version = PipelineVersion(pipeline=pipeline, number=last + 1, spec=spec, created_by=user, note=note)
+    version = PipelineVersion(
+        pipeline=pipeline,
+        number=last + 1,
+        spec=spec,
+        created_by=user,
+        note=note,
+        accept_dead_letters=sorted(set(accept_dead_letters)),
+    )
     version.full_clean(exclude=["pipeline", "created_by"])
     version.save()
     return version
@@ -118,11 +134,13 @@ def pipeline_create(
     name: str,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
-    spec: Mapping[str, Any],
+    spec: PipelineSpec | Mapping[str, Any],
     schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
+    accept_dead_letters: Sequence[str] = (),
 ) -> Pipeline:
-    """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets)."""
+    """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets) and the
+    fields whose dead letters the owner accepted (`accept_dead_letters`, kept with the version)."""
     connections = {
         "kafka_connection": kafka_connection,
         "clickhouse_connection": clickhouse_connection,
@@ -130,7 +148,7 @@ def pipeline_create(
     }
     _check_connections(owner=owner, **connections)
     _check_name(owner=owner, name=name, exclude_pk=None)
-    stored = stored_specs.to_stored(pipeline_validate(spec=spec, name=name, **connections))
+    validated = pipeline_validate(spec=spec, name=name, **connections)
     pipeline = Pipeline(owner=owner, name=name, **connections)
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     try:
@@ -138,10 +156,11 @@ def pipeline_create(
             pipeline.save()
     except IntegrityError:  # a concurrent request took the name between the check and the insert
         raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
-    pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=owner, note=note or "created")
+    pipeline.current_version = _add_version(
+        pipeline=pipeline, spec=validated, user=owner, note=note or "created", accept_dead_letters=accept_dead_letters
+    )
     pipeline.save(update_fields=["current_version", "updated_at"])
-    # Every pipeline starts with the default alert rules (docs/alerts.md); the owner edits them on its alerts page.
-    alert_rules_create_defaults(pipeline=pipeline)
+    hooks.pipeline_created.send(sender=Pipeline, pipeline=pipeline)
     return pipeline
 
 
@@ -151,14 +170,17 @@ def pipeline_update(
     pipeline: Pipeline,
     user: AbstractBaseUser,
     name: str | None = None,
-    spec: Mapping[str, Any] | None = None,
+    spec: PipelineSpec | Mapping[str, Any] | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
     checkpoint: str | None = None,
+    accept_dead_letters: Sequence[str] | None = None,
 ) -> Pipeline:
     """Change what is given. A changed spec (or name, or connection) makes a new version; old ones stay.
+    `accept_dead_letters` (None: as before) goes with the new version, or onto the current one when nothing
+    else changed.
 
     A running (or deploying) pipeline is redeployed with the new version; when the change makes its checkpoint
     unusable, ConflictError asks for `checkpoint` ("keep" or "fresh", see `pipeline_deploy`) and nothing is saved.
@@ -179,34 +201,32 @@ def pipeline_update(
     new_registry = schema_registry_connection or pipeline.schema_registry_connection
     if schema_registry_connection is None and _source_format(base_spec) != "avro":
         new_registry = None  # the spec no longer reads Avro: the registry it used is let go
-    _check_connections(
-        owner=pipeline.owner,
-        kafka_connection=new_kafka,
-        clickhouse_connection=new_clickhouse,
-        schema_registry_connection=new_registry,
-    )
+    connections = {
+        "kafka_connection": new_kafka,
+        "clickhouse_connection": new_clickhouse,
+        "schema_registry_connection": new_registry,
+    }
+    _check_connections(owner=pipeline.owner, **connections)
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
-    stored = stored_specs.to_stored(
-        pipeline_validate(
-            spec=base_spec,
-            name=new_name,
-            kafka_connection=new_kafka,
-            clickhouse_connection=new_clickhouse,
-            schema_registry_connection=new_registry,
-        )
-    )
+    validated = pipeline_validate(spec=base_spec, name=new_name, **connections)
     pipeline.name = new_name
     pipeline.kafka_connection = new_kafka
     pipeline.clickhouse_connection = new_clickhouse
     pipeline.schema_registry_connection = new_registry
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
-    changed_connections = (new_kafka.pk, new_clickhouse.pk, new_registry.pk if new_registry else None) != (
-        old_connections
-    )
-    new_version = stored != pipeline.spec or changed_connections
+    new_ids = (new_kafka.pk, new_clickhouse.pk, new_registry.pk if new_registry else None)
+    changed_connections = new_ids != old_connections
+    new_version = changed_connections or not _stores_as(validated, pipeline.current_version)
+    current = pipeline.current_version
+    accepted = (current.accept_dead_letters if current else []) if accept_dead_letters is None else accept_dead_letters
     if new_version:
-        pipeline.current_version = _add_version(pipeline=pipeline, spec=stored, user=user, note=note or "edited")
+        pipeline.current_version = _add_version(
+            pipeline=pipeline, spec=validated, user=user, note=note or "edited", accept_dead_letters=accepted
+        )
+    elif current is not None and sorted(set(accepted)) != current.accept_dead_letters:
+        current.accept_dead_letters = sorted(set(accepted))
+        current.save(update_fields=["accept_dead_letters"])
     pipeline.save(
         update_fields=[
             "name",
@@ -217,14 +237,26 @@ def pipeline_update(
             "updated_at",
         ]
     )
-    if new_version and pipeline.status in (S.RUNNING, S.DEPLOY_REQUESTED):
+    if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
 
 
-def _source_format(spec: Mapping[str, Any] | None) -> Any:
+def _source_format(spec: PipelineSpec | Mapping[str, Any] | None) -> Any:
+    if isinstance(spec, PipelineSpec):
+        return spec.source.format
     source = spec.get("source") if isinstance(spec, Mapping) else None
     return source.get("format", "json") if isinstance(source, Mapping) else "json"
+
+
+def _stores_as(spec: PipelineSpec, version: PipelineVersion | None) -> bool:
+    """Whether `version` already stores `spec` (secrets masked on both sides, as the column keeps them)."""
+    if version is None:
+        return False
+    try:
+        return stored_json(spec) == stored_json(version.spec)
+    except SpecError:  # the stored one no longer reads: anything valid is a change
+        return False
 
 
 def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
@@ -233,7 +265,11 @@ def pipeline_checkpoint_problems(*, pipeline: Pipeline) -> list[str]:
     deployed, current = pipeline.deployed_version, pipeline.current_version
     if deployed is None or current is None or deployed.pk == current.pk or not pipeline.runs.exists():
         return []
-    return stored_specs.checkpoint_incompatibilities(deployed.spec, current.spec)
+    try:
+        deployed_spec = deployed.spec
+    except SpecError as exc:
+        return [f"the deployed version's spec no longer reads ({exc.errors[0]})"]
+    return stored_specs.checkpoint_incompatibilities(deployed_spec, current.spec)
 
 
 def _locked(pipeline: Pipeline) -> Pipeline:
@@ -277,8 +313,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
     version = pipeline.current_version
     fresh = checkpoint == "fresh"
     if not pipeline.transition(
-        from_statuses=DEPLOYABLE,
-        to_status=S.DEPLOY_REQUESTED,
+        Action.DEPLOY,
         message=f"Deploy of version {version.number} requested by {user.get_username()}"
         + (", starting fresh (checkpoint removed)." if fresh else "."),
         deployed_version=version,
@@ -287,7 +322,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
         reset_checkpoint=fresh or pipeline.reset_checkpoint,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be deployed now.")
-    transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
+    transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
 
@@ -303,22 +338,16 @@ def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     pipeline = _locked(pipeline)
     by = f"by {user.get_username()}"
     has_job = _active_run(pipeline) is not None
-    if not has_job and pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED], to_status=S.STOPPED, message=f"Deploy withdrawn {by}.", restart_at=None
-    ):
+    if not has_job and pipeline.transition(Action.WITHDRAW, message=f"Deploy withdrawn {by}.", restart_at=None):
         return pipeline
     if (
         not has_job
         and pipeline.restart_at is not None
-        and pipeline.transition(
-            from_statuses=[S.FAILED], to_status=S.STOPPED, message=f"Stopped {by} (restart cancelled).", restart_at=None
-        )
+        and pipeline.transition(Action.CANCEL_RESTART, message=f"Stopped {by} (restart cancelled).", restart_at=None)
     ):
         return pipeline
-    if pipeline.transition(
-        from_statuses=[S.RUNNING, S.DEPLOY_REQUESTED], to_status=S.STOP_REQUESTED, message=f"Stop requested {by}."
-    ):
-        transaction.on_commit(lambda: dispatch.stop_requested(pipeline_id=pipeline.pk))
+    if pipeline.transition(Action.STOP, message=f"Stop requested {by}."):
+        transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
         return pipeline
     raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be stopped.")
 
@@ -331,14 +360,13 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     if version is None:
         raise ConflictError("The pipeline was never deployed: deploy it instead.")
     if not pipeline.transition(
-        from_statuses=RESUMABLE,
-        to_status=S.DEPLOY_REQUESTED,
+        Action.RESUME,
         message=f"Resume of version {version.number} requested by {user.get_username()}.",
         deploy_requested_at=timezone.now(),
         restart_at=None,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be resumed.")
-    transaction.on_commit(lambda: dispatch.deploy_requested(pipeline_id=pipeline.pk, version_id=version.pk))
+    transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
 
@@ -357,7 +385,7 @@ def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser, remove_checkp
     locked.delete()
     if job is not None or remove_checkpoint:
         transaction.on_commit(
-            lambda: dispatch.job_discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
+            lambda: queue.pipeline_job_discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
         )
 
 
@@ -366,32 +394,35 @@ def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> 
     """Start over: remove the checkpoint of a pipeline that is not running (its next start reads again from the
     spec's starting offsets, with empty dedup state). Rows already in ClickHouse stay."""
     pipeline = _locked(pipeline)
-    if pipeline.status in ACTIVE or _active_run(pipeline) is not None:
+    if pipeline.status in JOB_ACTIVE or _active_run(pipeline) is not None:
         raise ConflictError("Stop the pipeline before removing its checkpoint.")
     Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=True, updated_at=timezone.now())
     pipeline.refresh_from_db()
-    transaction.on_commit(lambda: dispatch.job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True))
+    transaction.on_commit(
+        lambda: queue.pipeline_job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True)
+    )
     return pipeline
 
 
-def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = None) -> dict[str, Any]:
-    """The spec the Spark job runs: the stored spec with the connections' addresses and secrets put in.
+def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = None) -> PipelineSpec:
+    """The spec the Spark job runs: the version's spec named `Pipeline.job_name`, with the connections' addresses
+    and secrets put in.
 
     For the worker only (it writes this to the job's spec file); never return it from the API or log it.
     """
     version = version or pipeline.deployed_version or pipeline.current_version
     if version is None:
         raise ConflictError("The pipeline has no spec.")
-    job_spec = stored_specs.with_connections(
+    return stored_specs.with_connections(
         version.spec,
+        name=pipeline.job_name,
         kafka_connection=pipeline.kafka_connection,
         clickhouse_connection=pipeline.clickhouse_connection,
         schema_registry_connection=pipeline.schema_registry_connection,
     )
-    return {**job_spec, "name": pipeline.job_name}
 
 
-# -- the worker's writes (worker.supervisor calls these with the pipeline's row locked) ----------------------
+# -- the worker's writes (worker.reconciler calls these with the pipeline's row locked) ----------------------
 
 
 def pipeline_run_create(*, pipeline: Pipeline, version: PipelineVersion, attempt: int, **where: Any) -> PipelineRun:
@@ -413,9 +444,7 @@ def pipeline_run_running(*, pipeline: Pipeline, run: PipelineRun, spark_app_id: 
     number = run.version.number if run.version else "?"
     restart = f" (restart {run.attempt - 1})" if run.attempt > 1 else ""
     pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED],
-        to_status=S.RUNNING,
-        message=f"Version {number} running{restart}, Spark application {spark_app_id}.",
+        Action.JOB_STARTED, message=f"Version {number} running{restart}, Spark application {spark_app_id}."
     )
 
 
@@ -439,7 +468,20 @@ def pipeline_run_end(*, run: PipelineRun, outcome: str, exit_code: int | None, r
 
 def pipeline_job_stopped(*, pipeline: Pipeline, forced: bool) -> None:
     how = "forced after the stop timeout (the cut micro-batch is replayed on resume)" if forced else "gracefully"
-    pipeline.transition(from_statuses=[S.STOP_REQUESTED], to_status=S.STOPPED, message=f"Stopped {how}.")
+    pipeline.transition(Action.JOB_STOPPED, message=f"Stopped {how}.")
+
+
+def pipeline_job_interrupted(*, pipeline: Pipeline, reason: str) -> None:
+    """The job was stopped with the platform around it (the local stack stopping), neither by a person nor by a
+    failure: the pipeline stays deployed ("deploying"), so the worker starts it again from its checkpoint as soon
+    as it runs again. Not a failure toward the restart limit, and the limit's count starts again, as after a
+    resume."""
+    pipeline.transition(
+        Action.JOB_INTERRUPTED,
+        message=reason,
+        deploy_requested_at=timezone.now(),
+        restart_at=None,
+    )
 
 
 def restart_delay(failures: int) -> float:
@@ -466,16 +508,9 @@ def pipeline_job_failed(*, pipeline: Pipeline, reason: str, restartable: bool = 
         delay = restart_delay(failures)
         message = f"{reason} Restarting in {delay:.0f} s (restart {failures} of {limit})."
         restart_at = now + timedelta(seconds=delay)
-    pipeline.transition(
-        from_statuses=[S.DEPLOY_REQUESTED, S.RUNNING], to_status=S.FAILED, message=message, restart_at=restart_at
-    )
+    pipeline.transition(Action.JOB_FAILED, message=message, restart_at=restart_at)
 
 
 def pipeline_restart(*, pipeline: Pipeline) -> bool:
     """A planned automatic restart is due: failed -> deploying (from the checkpoint). Whether it was made."""
-    return pipeline.transition(
-        from_statuses=[S.FAILED],
-        to_status=S.DEPLOY_REQUESTED,
-        message="Restarting from the checkpoint.",
-        restart_at=None,
-    )
+    return pipeline.transition(Action.RESTART, message="Restarting from the checkpoint.", restart_at=None)

@@ -1,13 +1,13 @@
-"""Pipeline specs as the web app stores them: the bridge between a pipeline's saved connections and
-`spark_jobs.spec` (the engine's spec module, no Spark import). Validation with the connections merged in,
-the stored (secret-free) JSON, the job's spec with real secrets, the live checks against Kafka and
-ClickHouse, and whether a new version can continue from the old one's checkpoint.
+"""Pipeline specs and a pipeline's saved connections: the bridge between the web app and `spark_jobs.spec` (the
+engine's spec module, no Spark import).
 
-A spec as clients send it may leave out `source.kafka`, `source.schema_registry` (format avro) and the
-host/credentials of `sink.clickhouse`: they come from the pipeline's saved connections. `merge_connections`
-puts them in (secrets as `SECRET_MASK` for validation and storage, real values only in `with_connections` for
-the job's spec file), so the stored JSON never holds a secret. `sink.clickhouse.database` is the pipeline's
-choice and is kept when given.
+- `parse`: a spec as a client sends it (JSON, the edge) -> `PipelineSpec`. It may leave out `source.kafka` and
+  the host/credentials of `sink.clickhouse`: they come from the pipeline's saved connections
+  (`merge_connections`, secrets masked). `sink.clickhouse.database` is the pipeline's choice and is kept.
+- `with_connection_sections`: a typed spec with the connections' sections put in (masked: what is stored).
+- `with_connections`: the job's spec, with the connections' real secrets (only for the job's spec file).
+- `check_live`: the checks against Kafka and ClickHouse; `checkpoint_incompatibilities`: whether a new version
+  can continue from the old one's checkpoint.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from spark_jobs.connections import connection_dict
+from spark_jobs.connections import connection_dict, spec_with_connections
 from spark_jobs.spec import (
     SPEC_VERSION,
-    DedupSpec,
     PipelineSpec,
     SpecError,
     SpecIssue,
@@ -30,6 +29,8 @@ from spark_jobs.spec import (
 
 if TYPE_CHECKING:
     from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+
+    AnyConnection = KafkaConnection | ClickHouseConnection | SchemaRegistryConnection
 
 UNNAMED = "unnamed"
 
@@ -42,18 +43,16 @@ __all__ = [
     "merge_connections",
     "name_error",
     "parse",
-    "to_stored",
+    "with_connection_sections",
     "with_connections",
 ]
 
 
-def _section(
-    connection: KafkaConnection | ClickHouseConnection | SchemaRegistryConnection, *, path: str, reveal: bool
-) -> dict[str, Any]:
-    """The connection's spec section (`connection.to_spec()`): every field the job needs, secrets masked
-    unless `reveal`. A connection saved before a rule of the spec existed gets SpecError at `path`."""
+def _connection_spec(connection: AnyConnection, *, path: str, now: bool = False) -> Any:
+    """The connection's spec section (`connection.to_spec()`; with `now`, `client_settings()`: the network guard
+    first). A connection saved before a rule of the spec existed gets SpecError at `path`."""
     try:
-        section = connection.to_spec()
+        return connection.client_settings() if now else connection.to_spec()
     except pydantic.ValidationError as exc:
         issues = []
         for error in exc.errors(include_url=False, include_input=False):
@@ -62,7 +61,11 @@ def _section(
                 SpecIssue(where, f"connection '{connection.name}': {error['msg'].removeprefix('Value error, ')}")
             )
         raise SpecError(issues) from None
-    return connection_dict(section, reveal_secrets=reveal)
+
+
+def _section(connection: AnyConnection, *, path: str) -> dict[str, Any]:
+    """The connection's spec section as JSON, secrets masked."""
+    return connection_dict(_connection_spec(connection, path=path), reveal_secrets=False)
 
 
 def merge_connections(
@@ -72,36 +75,24 @@ def merge_connections(
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     schema_registry_connection: SchemaRegistryConnection | None = None,
-    reveal: bool = False,
 ) -> dict[str, Any]:
-    """A copy of `spec` with `version`, `name` and the connection sections filled in from the models.
+    """A copy of a client's spec JSON with `version`, `name` and the connection sections (secrets masked) filled
+    in from the models.
 
-    Only the levels it changes are copied (the top, `source`, `sink`): the client's spec is left as it was, and
-    a large one (thousands of fields, refused by the spec's caps) costs no deep copy on the way."""
-    data: dict[str, Any] = dict(spec)
-    data.setdefault("version", SPEC_VERSION)
+    Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
+    is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
+    data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
     if name is not None:
         data["name"] = name
-    source = data.get("source")
-    if isinstance(source, dict) and (kafka_connection is not None or schema_registry_connection is not None):
-        data["source"] = source = dict(source)
-        if kafka_connection is not None:
-            source["kafka"] = _section(kafka_connection, path="source.kafka", reveal=reveal)
-        if schema_registry_connection is not None:
-            source["schema_registry"] = _section(
-                schema_registry_connection, path="source.schema_registry", reveal=reveal
-            )
-    if clickhouse_connection is not None:
-        sink = data.get("sink")
-        if isinstance(sink, dict):
-            data["sink"] = sink = dict(sink)
-            given = sink.get("clickhouse")
-            database = given.get("database") if isinstance(given, dict) else None
-            section = _section(clickhouse_connection, path="sink.clickhouse", reveal=reveal)
-            if isinstance(database, str) and database:
-                section["database"] = database  # the pipeline's target database, not the connection's default
-            sink["clickhouse"] = section
-    return data
+    # A section is read from its connection only where the spec has a place for it (else validation says so).
+    kafka = clickhouse = registry = None
+    if kafka_connection is not None and isinstance(spec.get("source"), dict):
+        kafka = _section(kafka_connection, path="source.kafka")
+    if schema_registry_connection is not None and isinstance(spec.get("source"), dict):
+        registry = _section(schema_registry_connection, path="source.schema_registry")
+    if clickhouse_connection is not None and isinstance(spec.get("sink"), dict):
+        clickhouse = _section(clickhouse_connection, path="sink.clickhouse")
+    return spec_with_connections(data, kafka=kafka, clickhouse=clickhouse, schema_registry=registry)
 
 
 def parse(
@@ -112,7 +103,8 @@ def parse(
     clickhouse_connection: ClickHouseConnection | None = None,
     schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineSpec:
-    """Validate a client's spec with the connections merged in. Raises SpecError (paths like `sink.table`)."""
+    """A client's spec JSON, validated with the connections merged in: where a spec enters as JSON (the API, the
+    wizard's finished draft), it is parsed here once. Raises SpecError (paths like `sink.table`)."""
     if not isinstance(spec, Mapping):
         raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
     data = merge_connections(
@@ -136,35 +128,64 @@ def name_error(name: str) -> str | None:
     return None  # pragma: no cover - a spec with only a name is never valid
 
 
-def to_stored(parsed: PipelineSpec) -> dict[str, Any]:
-    """The JSON kept in `PipelineVersion.spec`: secrets masked."""
-    return parsed.to_dict(reveal_secrets=False)
+def _with_sections(
+    spec: PipelineSpec, kafka: Any, clickhouse: Any, name: str | None, registry: Any = None
+) -> PipelineSpec:
+    """`spec` with these connection sections (each already a validated spec model) and `name`; the target
+    database stays the pipeline's. Nothing else changes, so nothing needs checking again."""
+    clickhouse = clickhouse.model_copy(update={"database": spec.sink.clickhouse.database})
+    source = {"kafka": kafka, **({"schema_registry": registry} if registry is not None else {})}
+    return spec.model_copy(
+        update={
+            "source": spec.source.model_copy(update=source),
+            "sink": spec.sink.model_copy(update={"clickhouse": clickhouse}),
+            **({"name": name} if name is not None else {}),
+        }
+    )
 
 
-def with_connections(
-    stored: Mapping[str, Any],
+def with_connection_sections(
+    spec: PipelineSpec,
     *,
+    name: str | None = None,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
     schema_registry_connection: SchemaRegistryConnection | None = None,
-) -> dict[str, Any]:
-    """The job's spec: the stored spec with the real secrets from the connections (validated again).
+) -> PipelineSpec:
+    """`spec` with the connections' current sections, secrets masked (what is stored), and `name` when given.
+    SpecError for a connection saved before a rule of the spec existed."""
+    kafka = _masked(_connection_spec(kafka_connection, path="source.kafka"))
+    clickhouse = _masked(_connection_spec(clickhouse_connection, path="sink.clickhouse"))
+    registry = None
+    if schema_registry_connection is not None:
+        registry = _masked(_connection_spec(schema_registry_connection, path="source.schema_registry"))
+    return _with_sections(spec, kafka, clickhouse, name, registry)
+
+
+def _masked(section: Any) -> Any:
+    """A connection section with its secrets as `SECRET_MASK` (an empty one stays empty)."""
+    return type(section).model_validate(connection_dict(section, reveal_secrets=False))
+
+
+def with_connections(
+    spec: PipelineSpec,
+    *,
+    name: str,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
+) -> PipelineSpec:
+    """The job's spec: `spec` named `name`, with the connections' real secrets. Only for the job's spec file.
 
     Raises ForbiddenAddressError when a connection's host resolves into a forbidden network (checked now, at
     deploy time, as DNS may have changed since the connection was saved).
     """
-    kafka_connection.client_settings()
-    clickhouse_connection.client_settings()
+    kafka = _connection_spec(kafka_connection, path="source.kafka", now=True)
+    clickhouse = _connection_spec(clickhouse_connection, path="sink.clickhouse", now=True)
+    registry = None
     if schema_registry_connection is not None:
-        schema_registry_connection.client_settings()
-    data = merge_connections(
-        stored,
-        kafka_connection=kafka_connection,
-        clickhouse_connection=clickhouse_connection,
-        schema_registry_connection=schema_registry_connection,
-        reveal=True,
-    )
-    return parse_spec(data).to_dict(reveal_secrets=True)
+        registry = _connection_spec(schema_registry_connection, path="source.schema_registry", now=True)
+    return _with_sections(spec, kafka, clickhouse, name, registry)
 
 
 def check_live(
@@ -251,33 +272,23 @@ def check_live(
         raise SpecError(issues)
 
 
-def checkpoint_incompatibilities(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[str]:
     """Why a job of spec `new` cannot continue from the checkpoint of spec `old` ([] when it can).
 
     The checkpoint holds the Kafka offsets per topic and the dedup state, whose layout follows the dedup keys
     and time mode. Filters, computed fields, the mapping and the table do not live in it.
     """
     reasons = []
-    old_source, new_source = old.get("source") or {}, new.get("source") or {}
-    if sorted(old_source.get("topics") or []) != sorted(new_source.get("topics") or []):
+    if sorted(old.source.topics) != sorted(new.source.topics):
         reasons.append("the topics changed (the checkpoint keeps offsets per topic)")
-    old_dedup, new_dedup = old.get("dedup"), new.get("dedup")
-    if bool(old_dedup) != bool(new_dedup):
+    old_dedup, new_dedup = old.dedup, new.dedup
+    if (old_dedup is None) != (new_dedup is None):
         reasons.append("deduplication was switched " + ("on" if new_dedup else "off"))
-    elif old_dedup and new_dedup:
-        if list(old_dedup.get("keys") or []) != list(new_dedup.get("keys") or []):
+    elif old_dedup is not None and new_dedup is not None:
+        if old_dedup.keys != new_dedup.keys:
             reasons.append("the dedup keys changed (the dedup state is kept by key)")
-        old_time = (old_dedup.get("time"), old_dedup.get("event_time_field"))
-        new_time = (new_dedup.get("time"), new_dedup.get("event_time_field"))
-        if old_time != new_time:
+        if (old_dedup.time, old_dedup.event_time_field) != (new_dedup.time, new_dedup.event_time_field):
             reasons.append("the dedup time (ingestion or event time field) changed")
-        if _rocksdb(old_dedup) != _rocksdb(new_dedup):
+        if old_dedup.use_rocksdb != new_dedup.use_rocksdb:
             reasons.append("the dedup state store changed")
     return reasons
-
-
-def _rocksdb(dedup: Mapping[str, Any]) -> bool | None:
-    try:
-        return DedupSpec.model_validate(dict(dedup)).use_rocksdb
-    except ValueError:
-        return None

@@ -1,31 +1,37 @@
+"""The pipeline pages (server-rendered, htmx partials): the list (home), a pipeline's page and its live parts.
+
+Editing a pipeline is the wizard's (`webapp.wizard.urls`: `pipelines/new/`, `pipelines/<pk>/edit/`).
+"""
+
 from django.urls import path
 
-from webapp.pipelines import apis, schema_change_apis, table_dedup_apis
+from webapp.pipelines import observe_views, schema_change_views, views
+
+app_name = "pipelines"
 
 urlpatterns = [
-    path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
-    path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
-    path("mapping/", apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
-    path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
-    path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
-    path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
-    path("<int:pk>/table-dedup/", table_dedup_apis.TableDedupEnableApi.as_view(), name="pipeline-table-dedup"),
+    path("", views.pipeline_list, name="list"),
+    path("pipelines/<int:pk>/", views.pipeline_detail, name="detail"),
+    path("pipelines/<int:pk>/spec.json", views.pipeline_spec_download, name="spec_download"),
+    path("pipelines/<int:pk>/run-state/", views.pipeline_run_state, name="run_state"),
+    path("pipelines/<int:pk>/table-dedup/", views.pipeline_exactly_once, name="exactly_once"),
+    path("pipelines/<int:pk>/table-dedup/apply/", views.pipeline_exactly_once_apply, name="exactly_once_apply"),
+    path("pipelines/<int:pk>/metrics/", observe_views.pipeline_metrics, name="metrics"),
+    path("pipelines/<int:pk>/dead-letters/", observe_views.dead_letter_list, name="dead_letters"),
     path(
-        "<int:pk>/schema-changes/",
-        schema_change_apis.PipelineSchemaChangesApi.as_view(),
-        name="pipeline-schema-changes",
+        "pipelines/<int:pk>/dead-letters/download/",
+        observe_views.dead_letter_download_view,
+        name="dead_letters_download",
     ),
+    path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
+    path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
+    path("pipelines/<int:pk>/schema-changes/", schema_change_views.pipeline_schema_changes, name="schema_changes"),
     path(
-        "<int:pk>/schema-changes/add-column/",
-        schema_change_apis.PipelineAddColumnApi.as_view(),
-        name="pipeline-schema-changes-add-column",
+        "pipelines/<int:pk>/schema-changes/add-column/",
+        schema_change_views.pipeline_schema_change_add_column,
+        name="schema_change_add_column",
     ),
-    path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),
-    path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),
-    path("<int:pk>/stop/", apis.PipelineStopApi.as_view(), name="pipeline-stop"),
-    path("<int:pk>/resume/", apis.PipelineResumeApi.as_view(), name="pipeline-resume"),
-    path("<int:pk>/runs/", apis.PipelineRunListApi.as_view(), name="pipeline-runs"),
-    path("<int:pk>/history/", apis.PipelineHistoryApi.as_view(), name="pipeline-history"),
-    path("<int:pk>/log/", apis.PipelineLogApi.as_view(), name="pipeline-log"),
-    path("<int:pk>/checkpoint/reset/", apis.PipelineCheckpointResetApi.as_view(), name="pipeline-checkpoint-reset"),
+    # Last: any other word is an action (deploy, stop, resume, delete, reset-checkpoint; others are a 404). The
+    # root URLconf includes the other apps' `pipelines/<pk>/...` pages (edit, alerts, proof) before these.
+    path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="action"),
 ]

@@ -1,7 +1,7 @@
 """Resumable wizard state: one draft per user for a new pipeline, and one per pipeline being edited.
 
-`data` holds what the user entered, never a secret: a partial pipeline spec in the spec's own words
-(`data["spec"]`, see `webapp.wizard.draft_spec`) and, per step, what a spec has no place for
+`data` holds what the user entered, never a secret: a partial pipeline spec (`data["spec"]`, read as
+`WizardDraft.spec`, a typed `webapp.wizard.draft_spec.DraftSpec`) and, per step, what a spec has no place for
 (`data["kafka"]["connection_id"]`, the sampled events, ...). A new connection is saved (encrypted) by the
 connections service when its step is submitted and the draft keeps only its id. `step` is where the user
 is; `reached` is the furthest step they may open.
@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from webapp.wizard.draft_spec import spec_value
+from webapp.wizard.draft_spec import SPEC_KEY, DraftSection, load_draft_spec
 from webapp.wizard.steps import SLUGS
 
 
@@ -49,9 +49,17 @@ class WizardDraft(models.Model):
         value = self.data.get(slug)
         return value if isinstance(value, dict) else {}
 
-    def spec_value(self, path: str, default: Any = None) -> Any:
-        """The partial spec's value at a dotted path, e.g. `draft.spec_value("source.topics", [])`."""
-        return spec_value(self.data, path, default)
+    @property
+    def spec(self) -> DraftSection:
+        """The partial spec, typed (`draft_spec.DraftSpec`): `draft.spec.source.topics`, `draft.spec.dedup`.
+        To change it, a step edits a copy (`draft.spec.model_copy(deep=True)`) and saves that
+        (`services.draft_save_step(spec=...)`)."""
+        raw = self.data.get(SPEC_KEY)
+        cached: tuple[Any, DraftSection] | None = self.__dict__.get("_spec_cache")
+        if cached is None or cached[0] is not raw:
+            cached = (raw, load_draft_spec(raw))
+            self.__dict__["_spec_cache"] = cached
+        return cached[1]
 
     @property
     def reached_index(self) -> int:

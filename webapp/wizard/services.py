@@ -1,20 +1,19 @@
 """Writes on wizard drafts: create or resume, save a step, move between steps, discard.
 
-The draft is the wizard's memory: every submitted step is stored (in the spec's own words in the partial
-spec `data["spec"]`, what a spec has no place for in `data[step]`, and what was typed into a step, not yet
+The draft is the wizard's memory: every submitted step is stored (the typed partial spec, `draft.spec`, as
+JSON in `data["spec"]`, what a spec has no place for in `data[step]`, and what was typed into a step, not yet
 valid, in `data["_raw"][step]`: kept as it is typed, on Back and on a failed Next), so a reload, Back or a
 later visit shows it again. See `webapp.wizard.draft_spec`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
-from webapp.wizard.draft_spec import SPEC_KEY, partial_spec, with_changes
+from webapp.wizard.draft_spec import SPEC_KEY, DraftSection
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps import SLUGS, step_index
 
@@ -53,17 +52,17 @@ def draft_save_step(
     draft: WizardDraft,
     step: str,
     values: dict[str, Any] | None = None,
-    spec_changes: Mapping[str, Any] | None = None,
+    spec: DraftSection | None = None,
     advance: bool,
 ) -> WizardDraft:
-    """Store a step's validated input: `spec_changes` (dotted spec paths -> values, see
-    `draft_spec.with_changes`) into the draft's partial spec, and `values` (what the spec has no place for)
-    as the step's own section; with `advance`, move on to the next step (and unlock it)."""
+    """Store a step's validated input: `spec` (the draft's partial spec with what the step changed) and
+    `values` (what the spec has no place for) as the step's own section; with `advance`, move on to the next
+    step (and unlock it)."""
     data = dict(draft.data)
     if values is not None:
         data[step] = values
-    if spec_changes:
-        data[SPEC_KEY] = with_changes(partial_spec(data), spec_changes)
+    if spec is not None:
+        data[SPEC_KEY] = spec.to_dict()
     raw = dict(data.get(RAW_KEY) or {})
     raw.pop(step, None)
     data[RAW_KEY] = raw
@@ -84,17 +83,17 @@ def draft_update_section(
     draft: WizardDraft,
     step: str,
     changes: dict[str, Any] | None = None,
-    spec_changes: Mapping[str, Any] | None = None,
+    spec: DraftSection | None = None,
 ) -> WizardDraft:
-    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample), and `spec_changes`
-    into the partial spec, without moving."""
+    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample), and store `spec` (the
+    draft's partial spec, changed), without moving."""
     data = dict(draft.data)
     if changes:
         section = dict(data.get(step) or {})
         section.update(changes)
         data[step] = section
-    if spec_changes:
-        data[SPEC_KEY] = with_changes(partial_spec(data), spec_changes)
+    if spec is not None:
+        data[SPEC_KEY] = spec.to_dict()
     draft.data = data
     draft.save(update_fields=["data", "updated_at"])
     return draft

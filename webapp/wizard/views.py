@@ -1,4 +1,4 @@
-"""The eight-step wizard's pages and its htmx partials (the pipeline pages are in `pipeline_pages`).
+"""The eight-step wizard's pages and its htmx partials (the pipeline pages are the pipelines app's).
 
 Plain function views: they find the user's objects through selectors (someone else's is a 404), call
 services, and render a page or, for htmx requests, a small partial template.
@@ -19,11 +19,12 @@ from django.utils.datastructures import MultiValueDict
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.connections import selectors as conn_selectors
+from webapp.connections.forms import connection_data
 from webapp.core.exceptions import ApplicationError
+from webapp.core.responses import json_attachment
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.wizard import draft_spec
-from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind, connection_data
-from webapp.wizard.pipeline_pages import json_attachment
+from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -39,6 +40,9 @@ from webapp.wizard.steps import review as review_step
 from webapp.wizard.steps import sample as sample_step
 from webapp.wizard.steps import transform as transform_step
 from webapp.wizard.steps.handlers import HANDLERS
+
+# The "Test connection" answer, the connections page's own partial.
+CONNECTION_TEST_PARTIAL = "connections/partials/connection_test.html"
 
 
 def step_url(draft, step: str) -> str:
@@ -62,11 +66,12 @@ def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Edit an existing pipeline through the same steps (resuming an edit already under way)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     initial = draft_spec.edit_draft_data(
-        pipeline.spec or {},
+        pipeline.stored_spec or {},
         kafka_connection_id=pipeline.kafka_connection_id,
         clickhouse_connection_id=pipeline.clickhouse_connection_id,
         schema_registry_connection_id=pipeline.schema_registry_connection_id,
         name=pipeline.name,
+        accept_dead_letters=pipeline.current_version.accept_dead_letters if pipeline.current_version else (),
     )
     draft = draft_get_or_create(user=request.user, pipeline=pipeline, initial_data=initial)
     return redirect(step_url(draft, draft.step))
@@ -80,8 +85,8 @@ def wizard_discard(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft_discard(draft=draft)
     messages.success(request, "The draft was discarded.")
     if pipeline_id:
-        return redirect("wizard:pipeline_detail", pk=pipeline_id)
-    return redirect("wizard:pipeline_list")
+        return redirect("pipelines:detail", pk=pipeline_id)
+    return redirect("pipelines:list")
 
 
 @login_required
@@ -180,19 +185,19 @@ def _connection_test(request: HttpRequest, kind: ConnectionKind) -> HttpResponse
     context: dict = {"kind": kind.slug}
     if not choice.is_valid():
         context["error"] = "Choose a saved connection first, or enter a new one."
-        return _partial(request, "connection_test.html", context)
+        return render(request, CONNECTION_TEST_PARTIAL, context)
     if choice.cleaned_data["source"] == "saved":
         connection = choice.cleaned_data["connection"]
     else:
         post = request.POST.copy()
         post["new-name"] = post.get("new-name") or "untitled"  # a name is only needed to save it
-        new = kind.new_form(post)
+        new = kind.form(post)
         if not new.is_valid():
             context["error"] = "Fill in the connection fields first."
             context["field_errors"] = [
                 f"{new.fields[n].label}: {e[0]}" for n, e in new.errors.items() if n in new.fields
             ]
-            return _partial(request, "connection_test.html", context)
+            return render(request, CONNECTION_TEST_PARTIAL, context)
         data = connection_data(new)
         data["name"] = data.get("name") or "untitled"
         try:
@@ -202,14 +207,14 @@ def _connection_test(request: HttpRequest, kind: ConnectionKind) -> HttpResponse
             context["field_errors"] = [
                 f"{new.fields[n].label if n in new.fields else n}: {m[0]}" for n, m in exc.message_dict.items()
             ]
-            return _partial(request, "connection_test.html", context)
+            return render(request, CONNECTION_TEST_PARTIAL, context)
     try:
         info = kind.test(connection=connection)
     except ApplicationError as exc:
         context["error"] = exc.message
     else:
         context["info"] = info
-    return _partial(request, "connection_test.html", context)
+    return render(request, CONNECTION_TEST_PARTIAL, context)
 
 
 @login_required
@@ -220,7 +225,7 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
     query = (request.GET.get("q") or "").strip().lower()
     selected = request.GET.getlist("topics")
     if "loaded" not in request.GET:
-        selected = selected or draft.spec_value("source.topics", [])
+        selected = selected or (draft.spec.source.topics or [])
     connection = step_common.kafka_connection_of(request, draft)
     context: dict = {"selected": selected, "query": query}
     if connection is None:
@@ -252,7 +257,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         "events": draft.section("sample").get("events", []),
     }
     connection = step_common.kafka_connection_of(request, draft)
-    topics = draft.spec_value("source.topics", [])
+    topics = draft.spec.source.topics or []
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
         return _partial(request, "sample_area.html", context)
@@ -330,7 +335,7 @@ def clickhouse_tables(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     connection = step_common.clickhouse_connection_of(request, draft)
     database = request.GET.get("database") or ""
-    selected = request.GET.get("table") or draft.spec_value("sink.table") or ""
+    selected = request.GET.get("table") or draft.spec.sink.table or ""
     context: dict = {"database": database, "selected": selected}
     if connection is None:
         context["error"] = "Choose a ClickHouse connection first."
@@ -387,7 +392,7 @@ def draft_spec_download(request: HttpRequest, draft_id: int) -> HttpResponse:
         request,
         draft,
         name,
-        request.GET.get("starting_offsets") or draft.spec_value("source.starting_offsets") or "earliest",
+        request.GET.get("starting_offsets") or draft.spec.source.starting_offsets or "earliest",
         live=False,
     )
     return json_attachment(json.loads(context["spec_json"]), f"{name}.json")

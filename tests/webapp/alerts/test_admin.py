@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline
 from tests.webapp.conftest import raw_column
 from webapp.alerts import services
@@ -53,7 +54,7 @@ def test_a_forbidden_host_is_shown_next_to_the_field(admin_client, owner):
 
 def test_rules_and_incidents_are_listed(admin_client, owner):
     pipeline = make_pipeline(owner)
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="boom")
     services.alerts_evaluate()
     incident = AlertIncident.objects.get()
     for url in (

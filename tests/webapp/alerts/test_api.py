@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline
 from webapp.alerts import services
 from webapp.alerts.models import AlertChannel, AlertRule
@@ -94,7 +95,7 @@ def test_rules_of_a_pipeline_are_listed_and_edited(api, owner):
 def test_history_lists_incidents_with_their_notifications(api, owner):
     pipeline = make_pipeline(owner)
     services.alert_channel_create(owner=owner, data={"name": "ops", "kind": "email", "email_to": "ops@example.com"})
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="boom")
     services.alerts_evaluate()
     incidents = api.get("/api/v1/alerts/incidents/").json()
     assert len(incidents) == 1
@@ -118,7 +119,7 @@ def test_history_lists_incidents_with_their_notifications(api, owner):
 
 def test_an_outsider_sees_nothing_and_changes_nothing(api, other_api, owner, hook):
     pipeline = make_pipeline(owner)
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="boom")
     services.alerts_evaluate()
     incident_id = api.get("/api/v1/alerts/incidents/").json()[0]["id"]
     for url in (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline
 from webapp.alerts import services
 from webapp.pipelines.models import PipelineStatus
@@ -28,11 +29,11 @@ def test_a_firing_rule_is_a_series_until_it_resolves(client, owner, settings, re
     settings.REDIS_URL = redis_url
     pipeline = make_pipeline(owner, name="watched")
     assert firing_samples(client) == []
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="boom")
     services.alerts_evaluate()
     assert firing_samples(client) == [
         {"pipeline_id": str(pipeline.pk), "pipeline": "watched", "owner": "owner", "rule": "pipeline_failed"}
     ]
-    assert pipeline.transition(from_statuses=["failed"], to_status=PipelineStatus.STOPPED)
+    walk_to(pipeline, PipelineStatus.STOPPED)
     services.alerts_evaluate()
     assert firing_samples(client) == []

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline, rule
 from webapp.alerts import services
 from webapp.alerts.models import AlertChannel
@@ -91,7 +92,7 @@ def test_rules_page_edits_a_rule_and_shows_errors_in_place(logged_in, owner):
 
 def test_history_and_the_pipeline_page_show_a_firing_alert(logged_in, owner):
     pipeline = make_pipeline(owner)
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="zq boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="zq boom")
     services.alerts_evaluate()
     history = logged_in.get("/alerts/").content.decode()
     assert "Pipeline failed" in history and "zq boom" in history and "firing" in history
@@ -104,7 +105,7 @@ def test_history_and_the_pipeline_page_show_a_firing_alert(logged_in, owner):
 def test_another_user_gets_404_and_nobody_gets_the_login_page(client, owner, other):
     pipeline = make_pipeline(owner)
     channel = services.alert_channel_create(owner=owner, data={"name": "m", "kind": "email", "email_to": "a@b.example"})
-    assert pipeline.transition(from_statuses=["draft"], to_status=PipelineStatus.FAILED, message="zq boom")
+    walk_to(pipeline, PipelineStatus.FAILED, message="zq boom")
     services.alerts_evaluate()
     owned = [
         f"/pipelines/{pipeline.pk}/alerts/",

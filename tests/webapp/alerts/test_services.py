@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from spark_jobs.metrics import BatchMetrics, MetricsPublisher, history_key, latest_key, totals_key
+from tests.pipeline_states import walk_to
 from tests.webapp.alerts.conftest import make_pipeline, rule
 from tests.webapp.conftest import raw_column
 from webapp.alerts import services
@@ -45,7 +46,7 @@ def channels(owner):
 
 
 def fail(pipeline, message: str = "The job exited with code 1.") -> None:
-    assert pipeline.transition(from_statuses=[pipeline.status], to_status=S.FAILED, message=message)
+    walk_to(pipeline, S.FAILED, message=message)
 
 
 def notifications(pipeline) -> list[str]:
@@ -85,7 +86,7 @@ def test_a_failed_pipeline_fires_once_renotifies_and_resolves(pipeline, channels
     assert services.alerts_evaluate(now=now + timedelta(minutes=62)).renotified == 0
     assert notifications(pipeline) == ["firing", "renotify"]
 
-    assert pipeline.transition(from_statuses=[S.FAILED], to_status=S.DEPLOY_REQUESTED)
+    walk_to(pipeline, S.DEPLOY_REQUESTED)
     assert services.alerts_evaluate(now=now + timedelta(minutes=63)).resolved == 1
     assert services.alerts_evaluate(now=now + timedelta(minutes=64)).resolved == 0
     assert notifications(pipeline) == ["firing", "renotify", "resolved"]
@@ -146,7 +147,7 @@ def running(pipeline, redis_url, settings):
     client = redis.Redis.from_url(redis_url)
     name = pipeline.job_name
     client.delete(history_key(name), totals_key(name), latest_key(name))
-    assert pipeline.transition(from_statuses=[S.DRAFT], to_status=S.RUNNING)
+    walk_to(pipeline, S.RUNNING)
     # Running for an hour already (the "no events" rule waits for its minutes after a start).
     type(pipeline).objects.filter(pk=pipeline.pk).update(status_changed_at=timezone.now() - timedelta(hours=1))
     return pipeline
@@ -236,7 +237,7 @@ def test_a_stopped_pipeline_resolves_its_metric_alerts(running, redis_url):
     now = timezone.now().replace(microsecond=0)
     publish(running, redis_url, at=now - timedelta(hours=1))
     services.alerts_evaluate(now=now)
-    assert running.transition(from_statuses=[S.RUNNING], to_status=S.STOPPED)
+    walk_to(running, S.STOPPED)
     assert services.alerts_evaluate(now=now + timedelta(seconds=30)).resolved == 1
 
 

@@ -68,6 +68,7 @@ def refused(response, url: str) -> bool:
 URLS = sorted({(concrete_url(route), pattern) for route, pattern in walk(get_resolver().url_patterns)}, key=str)
 
 
+@pytest.mark.fast
 def test_every_route_is_built_into_a_url_that_reaches_it():
     for url, pattern in URLS:
         assert resolve(url).func == pattern.callback, url

@@ -44,12 +44,14 @@ def test_a_saved_connection_is_checked_again_when_used(api, owner, settings, kaf
 
 
 def test_a_job_spec_is_not_built_for_a_forbidden_host(owner, settings, kafka_conn, ch_conn):
+    from tests.webapp.conftest import orders_spec
     from webapp.connections.network_guard import ForbiddenAddressError
-    from webapp.pipelines.stored_specs import with_connections
+    from webapp.pipelines.stored_specs import parse, with_connections
 
+    spec = parse(orders_spec("t", "db"), name="p", kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
     settings.CLEARFLOW_FORBIDDEN_NETWORKS = ["127.0.0.0/8", "::1/128"]
     with pytest.raises(ForbiddenAddressError):
-        with_connections({}, kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
+        with_connections(spec, name="p", kafka_connection=kafka_conn, clickhouse_connection=ch_conn)
 
 
 def test_connection_tests_are_rate_limited_per_user(api, other_api, settings):

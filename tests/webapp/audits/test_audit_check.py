@@ -28,8 +28,8 @@ def test_a_pipelines_audited_table_comes_from_its_spec(audited_pipeline, pipelin
     again = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
     assert (again.pk, again.updated_at) == (audited.pk, audited.updated_at)
     # A new deployed spec (another dedup window) updates it.
-    spec = dict(audited_pipeline.spec)
-    spec["dedup"] = {**spec["dedup"], "window": "2h"}
+    spec = audited_pipeline.spec
+    spec = spec.model_copy(update={"dedup": spec.dedup.model_copy(update={"window": "2h"})})
     version = audited_pipeline.versions.create(number=2, spec=spec)
     audited_pipeline.current_version = version
     assert services.audited_table_sync_pipeline(pipeline=audited_pipeline).windows == [3600, 7200]

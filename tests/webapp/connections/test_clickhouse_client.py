@@ -55,6 +55,7 @@ def test_wrong_password_and_unreachable_server(settings_):
         clickhouse_client.check_connection(ClickHouseConnectionSpec(host="127.0.0.1", port=free_port()), timeout=2)
 
 
+@pytest.mark.fast
 def test_quote_ident():
     assert quote_ident("orders") == "`orders`"
     assert quote_ident("a`b\\c") == "`a\\`b\\\\c`"

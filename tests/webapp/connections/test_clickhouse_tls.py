@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 
 from spark_jobs import sink
-from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import orders_spec
 from webapp.pipelines import services
 
@@ -70,7 +69,8 @@ def test_the_job_gets_the_tls_settings_that_passed_the_test_and_writes_through_h
     # The job's spec, as the worker writes it for the job.
     from webapp.pipelines.models import Pipeline
 
-    job = services.pipeline_job_spec(pipeline=Pipeline.objects.get(pk=created.json()["id"]))
+    spec = services.pipeline_job_spec(pipeline=Pipeline.objects.get(pk=created.json()["id"]))
+    job = spec.to_dict(reveal_secrets=True)  # as the worker writes it for the job
     section = job["sink"]["clickhouse"]
     assert section["secure"] is True and section["verify"] is True
     assert section["ssl_ca_pem"] == ca
@@ -78,7 +78,6 @@ def test_the_job_gets_the_tls_settings_that_passed_the_test_and_writes_through_h
     assert section["database"] == database
 
     # The job's writer reaches the server through HTTPS with exactly that: create the tables, insert rows.
-    spec = parse_spec(job)
     conn = job["sink"]["clickhouse"]  # what the job hands its executors: the spec's section, secrets included
     table_spec = sink.TableSpec(
         database=database,

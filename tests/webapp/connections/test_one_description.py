@@ -3,7 +3,9 @@ their fields (secrets encrypted), and every setting a user saves reaches the pip
 
 from __future__ import annotations
 
+import pydantic
 import pytest
+from django.core.exceptions import ValidationError
 
 from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
 from spark_jobs.spec import SECRET_MASK
@@ -21,6 +23,7 @@ from webapp.pipelines import services
 BOOKKEEPING = {"id", "owner", "name", "created_at", "updated_at"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("model", "spec"),
     [
@@ -35,6 +38,26 @@ def test_the_model_stores_exactly_the_spec_fields_and_encrypts_its_secrets(model
     assert ("name", *spec.model_fields) == model.EDITABLE_FIELDS
     encrypted = {f.name for f in model._meta.concrete_fields if isinstance(f, EncryptedTextField)}
     assert encrypted == set(model.SECRET_FIELDS) and encrypted
+
+
+@pytest.mark.fast
+def test_the_models_choices_and_security_rules_are_the_specs():
+    from typing import get_args
+
+    fields = KafkaConnectionSpec.model_fields
+    choices = {
+        name: [value for value, _ in KafkaConnection._meta.get_field(name).choices]
+        for name in ("security_protocol", "sasl_mechanism")
+    }
+    assert choices["security_protocol"] == list(get_args(fields["security_protocol"].annotation))
+    assert choices["sasl_mechanism"] == ["", *get_args(get_args(fields["sasl_mechanism"].annotation)[0])]
+    # What a SASL protocol needs, as the model says it field by field and the spec says it at once.
+    bare = KafkaConnection(name="k", bootstrap_servers="10.0.0.1:9092", security_protocol="SASL_SSL")
+    with pytest.raises(ValidationError) as caught:
+        bare.clean()
+    assert set(caught.value.message_dict) == {"sasl_mechanism", "sasl_username", "sasl_password"}
+    with pytest.raises(pydantic.ValidationError, match="SASL_SSL needs sasl_mechanism, sasl_username, sasl_password"):
+        KafkaConnectionSpec(bootstrap_servers="k:9092", security_protocol="SASL_SSL")
 
 
 @pytest.fixture
@@ -77,7 +100,7 @@ def test_every_kafka_and_clickhouse_setting_reaches_the_job_and_secrets_only_the
         owner=owner, name="p", kafka_connection=kafka, clickhouse_connection=ch, spec=orders_spec(topics.orders, "db")
     )
 
-    job = services.pipeline_job_spec(pipeline=pipeline)
+    job = services.pipeline_job_spec(pipeline=pipeline).to_dict(reveal_secrets=True)  # the job's spec file
     assert job["source"]["kafka"] == {
         "bootstrap_servers": "broker1:9093,broker2:9093",
         "security_protocol": "SASL_SSL",
@@ -98,7 +121,7 @@ def test_every_kafka_and_clickhouse_setting_reaches_the_job_and_secrets_only_the
         "verify": False,
         "ssl_ca_pem": ca.certificate_pem,
     }
-    stored = pipeline.spec
+    stored = pipeline.stored_spec
     assert stored["source"]["kafka"]["sasl_password"] == stored["source"]["kafka"]["ssl_key_pem"] == SECRET_MASK
     assert stored["sink"]["clickhouse"]["password"] == SECRET_MASK
     for secret in ("kafka-pw", client.key_pem, "ch-pw"):
@@ -137,7 +160,7 @@ def test_every_schema_registry_setting_reaches_the_job_and_its_password_only_the
         spec=spec,
     )
 
-    job = services.pipeline_job_spec(pipeline=pipeline)
+    job = services.pipeline_job_spec(pipeline=pipeline).to_dict(reveal_secrets=True)  # the job's spec file
     assert job["source"]["schema_registry"] == {
         "url": "https://registry.internal:8443/apis/ccompat/v7",
         "username": "reader",
@@ -145,7 +168,7 @@ def test_every_schema_registry_setting_reaches_the_job_and_its_password_only_the
         "verify": True,
         "ssl_ca_pem": ca.certificate_pem,
     }
-    stored = pipeline.spec
+    stored = pipeline.stored_spec
     assert stored["source"]["schema_registry"]["password"] == SECRET_MASK
     assert "registry-pw" not in str(stored)
     assert raw_column(SchemaRegistryConnection._meta.db_table, "password", registry.pk).startswith("fernet:")

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import pytest
+
 from webapp.connections.schema import infer_schema, value_type
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 
 def by_path(values):

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import webapp
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 TEMPLATES = sorted(Path(webapp.__file__).parent.rglob("templates/**/*.html"))
 

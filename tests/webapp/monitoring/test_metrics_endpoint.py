@@ -11,8 +11,8 @@ import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from spark_jobs.metrics import BatchMetrics, MetricsPublisher, history_key, latest_key, totals_key
+from spark_jobs.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
 from tests.webapp.conftest import orders_spec
-from webapp.monitoring.counters import REQUESTS_KEY, TASKS_KEY
 from webapp.pipelines import services
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,7 @@ def test_the_apps_own_requests_and_task_outcomes_are_counted(client, pipeline, r
     from worker.tasks import ping
 
     store = redis.Redis.from_url(redis_url)
-    store.delete(REQUESTS_KEY, TASKS_KEY)
+    store.delete(HTTP_REQUESTS_KEY, CELERY_TASKS_KEY)
     client.get("/health")
     client.get("/no-such-page")
     # The signal a worker sends after the task (tests/worker/test_task_outcome_metrics.py runs a real one);

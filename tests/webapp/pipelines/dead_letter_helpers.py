@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from spark_jobs import sink
 from spark_jobs.connections import connection_dict
-from spark_jobs.spec import parse_spec
 from webapp.pipelines import services
 
 _BATCH_IDS = itertools.count()  # each call is a new micro-batch (a repeated insert token would be deduplicated)
@@ -28,7 +27,7 @@ class Event:
 
 def write_dead_letters(pipeline, events: list[Event]) -> None:
     """Insert `events` as the pipeline's dead letters of one micro-batch (creating the table if needed)."""
-    spec = parse_spec(services.pipeline_job_spec(pipeline=pipeline))
+    spec = services.pipeline_job_spec(pipeline=pipeline)
     conn = connection_dict(spec.sink.clickhouse, reveal_secrets=True)
     table_spec = sink.TableSpec(
         database=spec.sink.clickhouse.database,

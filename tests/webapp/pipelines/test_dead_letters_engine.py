@@ -11,7 +11,6 @@ import uuid
 import pytest
 
 from spark_jobs.pipeline import build_session, start_query, stop_query
-from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec, produce_records
 from webapp.pipelines import services
 
@@ -35,7 +34,7 @@ def spark():
 
 def run_job(spark, pipeline, checkpoint) -> None:
     """The job over everything in the topic so far (availableNow), from the pipeline's own job spec."""
-    spec = parse_spec(services.pipeline_job_spec(pipeline=pipeline))
+    spec = services.pipeline_job_spec(pipeline=pipeline)
     query = start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
     try:
         query.awaitTermination(300)

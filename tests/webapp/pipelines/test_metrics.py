@@ -31,7 +31,7 @@ def pipeline(owner, kafka_conn, ch_conn, topics, clickhouse_target, redis_url, s
 
 def job_name(pipeline) -> str:
     """The name the worker hands the job, which the job publishes its metrics under."""
-    return services.pipeline_job_spec(pipeline=pipeline)["name"]
+    return services.pipeline_job_spec(pipeline=pipeline).name
 
 
 def batch(batch_id: int) -> BatchMetrics:

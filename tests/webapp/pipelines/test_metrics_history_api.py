@@ -99,8 +99,8 @@ def test_retention_keeps_the_newest_records_within_the_age_limit(api, pipeline, 
     assert [r["batch_id"] for r in api.get(url(pipeline)).json()["records"]] == [3, 4, 5]
 
     by_age = MetricsPublisher(pipeline.job_name, redis_url, history_max_age_s=90)
-    by_age.publish(batch(0, minute=2))  # 10:02:00: 10:00:03..05 are more than 90 s older
-    assert [r["timestamp"] for r in api.get(url(pipeline)).json()["records"]] == ["2026-11-23T10:02:00.000Z"]
+    by_age.publish(batch(6, minute=2))  # 10:02:06: 10:00:03..05 are more than 90 s older
+    assert [r["timestamp"] for r in api.get(url(pipeline)).json()["records"]] == ["2026-11-23T10:02:06.000Z"]
     assert 0 < redis.Redis.from_url(redis_url).ttl(history_key(pipeline.job_name)) <= 90
 
 

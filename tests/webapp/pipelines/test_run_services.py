@@ -52,7 +52,7 @@ def test_editing_the_dedup_keys_of_a_running_pipeline_asks_keep_or_fresh_and_sav
     assert body["extra"]["checkpoint_choices"] == ["keep", "fresh"]
     assert pipeline.versions.count() == 1  # nothing written
 
-    with mock.patch("webapp.pipelines.dispatch.deploy_requested") as hook:
+    with mock.patch("webapp.core.queue.pipeline_reconcile") as hook:
         fresh = api.patch(f"{URL}{pipeline.pk}/", {"spec": changed, "checkpoint": "fresh"}, format="json")
     assert fresh.status_code == 200, fresh.json()
     assert fresh.json()["status"] == "deploy_requested" and fresh.json()["deployed_version"] == 2
@@ -138,7 +138,7 @@ def test_delete_of_a_running_pipeline_stops_its_job_and_reset_needs_confirmation
 ):
     run = running(pipeline)
     assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {"confirm": True}, format="json").status_code == 409
-    with mock.patch("webapp.pipelines.dispatch.job_discard") as hook, django_capture_on_commit_callbacks(execute=True):
+    with mock.patch("webapp.core.queue.pipeline_job_discard") as hook, django_capture_on_commit_callbacks(execute=True):
         assert api.delete(f"{URL}{pipeline.pk}/?remove_checkpoint=false").status_code == 204
     hook.assert_called_once_with(
         job_name=f"pipeline-{pipeline.pk}",

@@ -32,7 +32,7 @@ def pipeline(owner, kafka_conn, ch_conn, spec):
 def test_create_stores_version_one_with_connections_filled_in(pipeline, kafka_bootstrap, clickhouse_target):
     assert pipeline.status == S.DRAFT
     assert pipeline.current_version.number == 1
-    stored = pipeline.spec
+    stored = pipeline.stored_spec
     assert stored["name"] == "orders"
     assert stored["version"] == 1
     assert stored["source"]["kafka"]["bootstrap_servers"] == kafka_bootstrap
@@ -55,11 +55,13 @@ def test_secrets_go_only_into_the_job_spec(owner, spec, clickhouse_server):
     pipeline = services.pipeline_create(
         owner=owner, name="p", kafka_connection=kafka, clickhouse_connection=ch, spec=spec
     )
-    assert "kafka-pw" not in str(pipeline.spec) and "ch-pw" not in str(pipeline.spec)
-    assert pipeline.spec["source"]["kafka"]["sasl_password"] == SECRET_MASK
+    pipeline.refresh_from_db()
+    assert "kafka-pw" not in str(pipeline.stored_spec) and "ch-pw" not in str(pipeline.stored_spec)
+    assert pipeline.stored_spec["source"]["kafka"]["sasl_password"] == SECRET_MASK
     job = services.pipeline_job_spec(pipeline=pipeline)
-    assert job["source"]["kafka"]["sasl_password"] == "kafka-pw"
-    assert job["sink"]["clickhouse"]["password"] == "ch-pw"
+    assert job.source.kafka.sasl_password.get_secret_value() == "kafka-pw"
+    assert job.sink.clickhouse.password.get_secret_value() == "ch-pw"
+    assert job.name == pipeline.job_name
 
 
 def test_invalid_spec_raises_with_paths_and_writes_nothing(owner, kafka_conn, ch_conn, spec):
@@ -95,22 +97,22 @@ def test_update_makes_a_new_version_and_keeps_the_old(owner, pipeline, spec):
     updated = services.pipeline_update(pipeline=pipeline, user=owner, spec=spec, note="longer window")
     assert updated.current_version.number == 2
     assert [v.number for v in updated.versions.all()] == [2, 1]
-    assert updated.versions.get(number=1).spec["dedup"]["window"] == "1h"
-    assert updated.spec["dedup"]["window"] == "2h"
+    assert updated.versions.get(number=1).spec.dedup.window == "1h"
+    assert updated.spec.dedup.window == "2h"
 
     same = services.pipeline_update(pipeline=updated, user=owner, spec=spec)
     assert same.current_version.number == 2  # nothing changed: no new version
 
     renamed = services.pipeline_update(pipeline=same, user=owner, name="orders-v2")
     assert renamed.current_version.number == 3
-    assert renamed.spec["name"] == "orders-v2"
+    assert renamed.spec.name == "orders-v2"
 
 
 def test_deploy_stop_resume_delete(owner, pipeline, django_capture_on_commit_callbacks):
-    with mock.patch("webapp.pipelines.dispatch.deploy_requested") as hook:
+    with mock.patch("webapp.core.queue.pipeline_reconcile") as hook:
         with django_capture_on_commit_callbacks(execute=True):
             services.pipeline_deploy(pipeline=pipeline, user=owner)
-        hook.assert_called_once_with(pipeline_id=pipeline.pk, version_id=pipeline.current_version.pk)
+        hook.assert_called_once_with(pipeline_id=pipeline.pk)
     pipeline.refresh_from_db()
     assert pipeline.status == S.DEPLOY_REQUESTED
     assert pipeline.deployed_version == pipeline.current_version
@@ -134,7 +136,7 @@ def test_deploy_stop_resume_delete(owner, pipeline, django_capture_on_commit_cal
 
 def test_stop_of_a_running_pipeline_asks_the_worker(owner, pipeline, django_capture_on_commit_callbacks):
     Pipeline.objects.filter(pk=pipeline.pk).update(status=S.RUNNING)
-    with mock.patch("webapp.pipelines.dispatch.stop_requested") as hook:
+    with mock.patch("webapp.core.queue.pipeline_reconcile") as hook:
         with django_capture_on_commit_callbacks(execute=True):
             services.pipeline_stop(pipeline=pipeline, user=owner)
         hook.assert_called_once_with(pipeline_id=pipeline.pk)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spark_jobs.spec import parse_spec
 from webapp.pipelines import type_fit
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 EVENTS = [{"id": f"e{i}", "n": str(i) if i < 3 else "n/a", "user": {"age": i}} for i in range(4)] + [
     {"id": "e9", "n": None},  # null: written as the column default, never counted against the field

@@ -19,7 +19,7 @@ DRAFT_URLS = [
     ("wizard:kafka_test", {}, "post"),
     ("wizard:topic_list", {}, "get"),
     ("wizard:sample_fetch", {}, "post"),
-    ("wizard:dedup_analysis", {}, "post"),
+    ("wizard:key_advice", {}, "post"),
     ("wizard:transform_check", {}, "post"),
     ("wizard:clickhouse_test", {}, "post"),
     ("wizard:clickhouse_tables", {}, "get"),
@@ -28,11 +28,11 @@ DRAFT_URLS = [
     ("wizard:keep_input", {"step": "kafka"}, "post"),
 ]
 PIPELINE_URLS = [
-    ("wizard:pipeline_detail", {}, "get"),
-    ("wizard:pipeline_spec_download", {}, "get"),
+    ("pipelines:detail", {}, "get"),
+    ("pipelines:spec_download", {}, "get"),
     ("wizard:wizard_edit", {}, "get"),
-    ("wizard:pipeline_action", {"action": "deploy"}, "post"),
-    ("wizard:pipeline_metrics", {}, "get"),
+    ("pipelines:action", {"action": "deploy"}, "post"),
+    ("pipelines:metrics", {}, "get"),
 ]
 
 
@@ -95,19 +95,19 @@ def test_anonymous_cannot_open_pipelines(client, pipeline, name, kwargs, method)
 
 def test_the_owner_sees_the_pipeline_and_others_do_not_list_it(client, owner, other, pipeline):
     client.force_login(owner)
-    assert "signups" in client.get(reverse("wizard:pipeline_list")).content.decode()
-    page = client.get(reverse("wizard:pipeline_detail", kwargs={"pk": pipeline.pk}))
+    assert "signups" in client.get(reverse("pipelines:list")).content.decode()
+    page = client.get(reverse("pipelines:detail", kwargs={"pk": pipeline.pk}))
     assert page.status_code == 200 and "&quot;table&quot;: &quot;signups&quot;" in page.content.decode()
-    download = client.get(reverse("wizard:pipeline_spec_download", kwargs={"pk": pipeline.pk}))
+    download = client.get(reverse("pipelines:spec_download", kwargs={"pk": pipeline.pk}))
     assert download["Content-Disposition"] == 'attachment; filename="signups.json"'
     assert download.json()["sink"]["table"] == "signups"
     client.force_login(other)
-    assert "signups" not in client.get(reverse("wizard:pipeline_list")).content.decode()
+    assert "signups" not in client.get(reverse("pipelines:list")).content.decode()
 
 
 def test_the_owner_can_deploy_from_the_pipeline_page(client, owner, pipeline):
     client.force_login(owner)
-    response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "deploy"}))
+    response = client.post(reverse("pipelines:action", kwargs={"pk": pipeline.pk, "action": "deploy"}))
     assert response.status_code == 302
     pipeline.refresh_from_db()
     assert pipeline.status == "deploy_requested"
@@ -127,7 +127,7 @@ def test_each_user_has_their_own_new_draft(client, owner, other):
 def test_discarding_a_draft_starts_over(client, owner, draft):
     client.force_login(owner)
     response = client.post(reverse("wizard:discard", kwargs={"draft_id": draft.pk}))
-    assert response.status_code == 302 and response.url == reverse("wizard:pipeline_list")
+    assert response.status_code == 302 and response.url == reverse("pipelines:list")
     assert not WizardDraft.objects.filter(pk=draft.pk).exists()
 
 
@@ -161,12 +161,12 @@ def test_the_owner_can_delete_a_deploying_pipeline_and_the_outsider_cannot(clien
     from webapp.pipelines.models import Pipeline
 
     client.force_login(owner)
-    client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "deploy"}))
+    client.post(reverse("pipelines:action", kwargs={"pk": pipeline.pk, "action": "deploy"}))
     assert Pipeline.objects.get(pk=pipeline.pk).status == "deploy_requested"
     client.force_login(other)
-    response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}))
+    response = client.post(reverse("pipelines:action", kwargs={"pk": pipeline.pk, "action": "delete"}))
     assert response.status_code == 404 and Pipeline.objects.filter(pk=pipeline.pk).exists()
     client.force_login(owner)
-    response = client.post(reverse("wizard:pipeline_action", kwargs={"pk": pipeline.pk, "action": "delete"}))
-    assert response.status_code == 302 and response.url == reverse("wizard:pipeline_list")
+    response = client.post(reverse("pipelines:action", kwargs={"pk": pipeline.pk, "action": "delete"}))
+    assert response.status_code == 302 and response.url == reverse("pipelines:list")
     assert not Pipeline.objects.filter(pk=pipeline.pk).exists()

@@ -34,7 +34,7 @@ def registry_connection(owner, schema_registry_url):
 
 
 def new_registry_url() -> str:
-    return reverse("wizard:connection_new", kwargs={"kind": "schema-registry"})
+    return reverse("connections:new", kwargs={"kind": "schema-registry"})
 
 
 def test_a_schema_registry_is_added_tested_and_listed_on_the_connections_page(
@@ -44,15 +44,15 @@ def test_a_schema_registry_is_added_tested_and_listed_on_the_connections_page(
     response = owner_client.post(new_registry_url(), {**form, "next": "/connections/"})
     assert response.status_code == 302, alerts(response)
     connection = SchemaRegistryConnection.objects.get(name="apicurio")
-    html = owner_client.get(reverse("wizard:connection_list")).content.decode()
+    html = owner_client.get(reverse("connections:list")).content.decode()
     assert 'id="schema-registry-connections"' in html and schema_registry_url in html
 
-    test_url = reverse("wizard:connection_test", kwargs={"kind": "schema-registry", "pk": connection.pk})
+    test_url = reverse("connections:test", kwargs={"kind": "schema-registry", "pk": connection.pk})
     html = owner_client.post(test_url).content.decode()
     assert 'id="connection-ok"' in html and "subject" in html, html
 
     html = owner_client.get(
-        reverse("wizard:connection_edit", kwargs={"kind": "schema-registry", "pk": connection.pk})
+        reverse("connections:edit", kwargs={"kind": "schema-registry", "pk": connection.pk})
     ).content.decode()
     assert schema_registry_url in html
 
@@ -70,7 +70,7 @@ def test_an_unreachable_registry_is_not_saved_unless_asked_and_its_password_neve
     assert response.status_code == 302
     saved = SchemaRegistryConnection.objects.get(name="down")
     assert saved.password == SECRET
-    assert SECRET not in owner_client.get(reverse("wizard:connection_list")).content.decode()
+    assert SECRET not in owner_client.get(reverse("connections:list")).content.decode()
 
 
 def fetch(client, draft, **extra):
@@ -178,9 +178,9 @@ def test_the_walk_ends_in_a_pipeline_that_reads_avro_through_the_registry(
     assert response.status_code == 302, alerts(response)
     pipeline = Pipeline.objects.get(owner=owner, name="avro-orders")
     assert pipeline.schema_registry_connection_id == registry_connection.pk
-    assert pipeline.spec["source"]["format"] == "avro"
-    assert pipeline.spec["source"]["schema_registry"]["url"] == registry_connection.url
-    assert "coupon" in [f["path"] for f in pipeline.spec["source"]["fields"]]
+    assert pipeline.stored_spec["source"]["format"] == "avro"
+    assert pipeline.stored_spec["source"]["schema_registry"]["url"] == registry_connection.url
+    assert "coupon" in [f["path"] for f in pipeline.stored_spec["source"]["fields"]]
 
     # Editing through the wizard keeps the format and the registry.
     owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))

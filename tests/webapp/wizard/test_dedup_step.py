@@ -7,6 +7,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from webapp.wizard.draft_spec import load_draft_spec
 from webapp.wizard.services import draft_get_or_create, draft_save_step
 
 pytestmark = pytest.mark.django_db
@@ -39,8 +40,9 @@ def busy_topic(kafka_bootstrap) -> str:
 def test_a_large_state_recommends_rocksdb(owner, owner_client, kafka_connection, busy_topic):
     draft = draft_get_or_create(user=owner)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_connection.pk}, advance=True)
-    draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": [busy_topic]}, advance=True)
-    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    topics = load_draft_spec({"source": {"topics": [busy_topic]}})
+    draft_save_step(draft=draft, step="topics", spec=topics, advance=True)
+    url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
     # The newest 50,000 events span about a second (with the copy): 50,000 keys a second, kept for a minute,
     # about 236 B each: some 700 MB, more than the in-memory store should hold.

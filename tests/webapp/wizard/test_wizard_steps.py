@@ -257,7 +257,7 @@ def walk_to_dedup(client, kafka_connection, topic):
 
 def test_dedup_analysis_measures_the_topic_and_recommends_a_window(owner_client, kafka_connection, users_topic):
     draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
-    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
     assert f'<b id="scanned-count">{EVENT_COUNT}</b>' in html  # the whole topic, not a sample
     assert f'<b id="dup-count">{DUPLICATES}</b>' in html
@@ -277,7 +277,7 @@ def test_dedup_analysis_measures_the_topic_and_recommends_a_window(owner_client,
 
 def test_dedup_analysis_of_an_empty_topic(owner_client, kafka_connection, empty_topic):
     draft = walk_to_sample(owner_client, kafka_connection, empty_topic)
-    url = reverse("wizard:dedup_analysis", kwargs={"draft_id": draft.pk})
+    url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
     assert "The topics hold no events" in html
 
@@ -324,7 +324,7 @@ def test_the_draft_resumes_at_its_step(owner_client, kafka_connection, users_top
     # An earlier step opens with what was saved in it.
     html = owner_client.get(step_url(draft, "kafka")).content.decode()
     assert f'<option value="{kafka_connection.pk}" selected>' in html
-    html = owner_client.get(reverse("wizard:pipeline_list")).content.decode()
+    html = owner_client.get(reverse("pipelines:list")).content.decode()
     assert "Continue where you left off" in html
 
 
@@ -438,14 +438,14 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     )
     assert response.status_code == 302
     pipeline = Pipeline.objects.get(owner=owner, name="signups-pipeline")
-    assert response.url == reverse("wizard:pipeline_detail", kwargs={"pk": pipeline.pk})
+    assert response.url == reverse("pipelines:detail", kwargs={"pk": pipeline.pk})
     assert pipeline.status == PipelineStatus.DEPLOY_REQUESTED
-    assert pipeline.spec["dedup"]["keys"] == ["event_id"]
-    assert pipeline.spec["sink"]["order_by"] == ["event_id"]
+    assert pipeline.spec.dedup.keys == ["event_id"]
+    assert pipeline.spec.sink.order_by == ["event_id"]
     assert not WizardDraft.objects.filter(pk=draft.pk).exists()
     html = owner_client.get(response.url).content.decode()
     assert "Deploying" in html and "signups-pipeline" in html
-    assert owner_client.get(reverse("wizard:pipeline_list")).content.decode().count("signups-pipeline") == 1
+    assert owner_client.get(reverse("pipelines:list")).content.decode().count("signups-pipeline") == 1
 
     # Edit through the same steps: every step opens with the stored values; saving makes version 2.
     response = owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))
@@ -463,7 +463,7 @@ def test_full_walk_creates_a_deploy_requested_pipeline_and_edit_makes_a_version(
     assert response.status_code == 302, alerts(response)
     pipeline.refresh_from_db()
     assert pipeline.current_version.number == 2
-    assert pipeline.spec["dedup"]["window"] == "6h"
+    assert pipeline.spec.dedup.window == "6h"
     assert pipeline.versions.count() == 2
 
 
@@ -518,7 +518,7 @@ def test_existing_table_columns_are_shown_and_the_mapping_flags_problems(
         owner_client,
         draft,
         "clickhouse",
-        # The table has no non_replicated_deduplication_window: the user accepts at-least-once (test_table_dedup).
+        # The table has no non_replicated_deduplication_window: the user accepts at-least-once (test_exactly_once_step).
         {"database": "default", "table_mode": "existing", "table": table, "accept_at_least_once": "on"},
     )
     assert response.status_code == 302, alerts(response)

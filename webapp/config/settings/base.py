@@ -133,7 +133,10 @@ REST_FRAMEWORK = {
     # JSON out too: the schema documents JSON answers (the Swagger page is the API's browser), so no operation
     # answers HTML; a client that accepts neither gets a documented 406.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "webapp.api.permissions.TokenMayWrite",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shlex
 
-from webapp.config.env import env_bool, env_float, env_int, env_str, var_dir
+from spark_jobs.protocol import PIPELINE_TASKS_ROUTE
+from webapp.config.env import EnvError, env_bool, env_float, env_int, env_str, var_dir
 
 VAR_DIR = var_dir()
 
@@ -55,6 +56,11 @@ PIPELINE_RESTART_BACKOFF_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF", 5.0)
 PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX", 300.0)
 PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
 PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
+# Workers on other hosts watch a job through its lease in Redis (worker.leases), renewed by the job's supervisor;
+# a job that cannot renew it for half this time stops itself, and one whose lease expired counts as lost.
+PIPELINE_LEASE_SECONDS = env_float("CLEARFLOW_JOB_LEASE", 120.0)
+if PIPELINE_LEASE_SECONDS < 3:  # renewed every sixth of it: shorter would stop jobs on every slow renewal
+    raise EnvError(f"CLEARFLOW_JOB_LEASE must be at least 3 (seconds), got {PIPELINE_LEASE_SECONDS:g}")
 # Beat is reported down when its last tick (a Redis key the watcher sets) is older than this.
 PIPELINE_BEAT_STALE_SECONDS = env_float("CLEARFLOW_BEAT_STALE", 60.0)
 # Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
@@ -65,7 +71,7 @@ SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
 SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
 
-CELERY_TASK_ROUTES = {"clearflow.pipeline*": {"queue": PIPELINE_QUEUE}}
+CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 
 # Alerts (docs/alerts.md). The beat task evaluates every rule this often; each delivery is its own task on

@@ -20,7 +20,7 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
 from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
-from webapp.wizard.steps.table_dedup import ACCEPT_FIELD, table_dedup_problem
+from webapp.wizard.steps.exactly_once import ACCEPT_FIELD, exactly_once_problem
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
@@ -55,28 +55,27 @@ def table_mode(request: HttpRequest, draft: WizardDraft) -> str:
     chosen = draft.section("clickhouse").get("table_mode")
     if chosen in ("existing", "new"):
         return chosen
-    table = draft.spec_value("sink.table") or ""
-    if not table:
+    sink = draft.spec.sink
+    if not sink.table:
         return "new"
-    if not draft.spec_value("sink.create_table", True):
+    if sink.create_table is False:
         return "existing"
-    database = draft.spec_value("sink.clickhouse.database") or "default"
-    return "existing" if _table_exists(request, draft, database, table) else "new"
+    database = sink.clickhouse.database or "default"
+    return "existing" if _table_exists(request, draft, database, sink.table) else "new"
 
 
 def _destination_initial(request: HttpRequest, draft: WizardDraft) -> dict[str, Any]:
     """The table step's form values from the partial spec."""
     initial: dict[str, Any] = {}
-    database = draft.spec_value("sink.clickhouse.database")
-    if database:
-        initial["database"] = database
-    table = draft.spec_value("sink.table") or ""
+    sink = draft.spec.sink
+    if sink.clickhouse.database:
+        initial["database"] = sink.clickhouse.database
     mode = table_mode(request, draft)
     initial["table_mode"] = mode
-    if table:
-        initial["table" if mode == "existing" else "new_table"] = table
-    if draft.spec_value("sink.engine"):
-        initial["engine"] = draft.spec_value("sink.engine")
+    if sink.table:
+        initial["table" if mode == "existing" else "new_table"] = sink.table
+    if sink.engine:
+        initial["engine"] = sink.engine
     initial["order_by"] = draft.section("clickhouse").get("order_by") or []
     return initial
 
@@ -91,7 +90,7 @@ def clickhouse_show(request, draft, source):
     initial = initial_from(source, forms.DestinationForm) if source else _destination_initial(request, draft)
     initial.setdefault("database", connection.database or "default")
     if not initial.get("new_table"):
-        topics = draft.spec_value("source.topics", [])
+        topics = draft.spec.source.topics or []
         initial["new_table"] = re.sub(r"[^A-Za-z0-9_]", "_", topics[0]) if topics else "events"
     context.update({"phase": "destination", "form": _destination_form(draft, initial=initial)})
     return context
@@ -99,7 +98,7 @@ def clickhouse_show(request, draft, source):
 
 def order_by_columns(draft: WizardDraft, fields: list[str]) -> list[str]:
     """The ORDER BY as spec column names: each field's column in the mapping (its default name before)."""
-    column_of = {c.get("field"): c.get("column") for c in draft.spec_value("sink.columns") or []}
+    column_of = {c.field: c.column for c in draft.spec.sink.columns or []}
     return [column_of.get(path) or column_name_for(path) for path in fields]
 
 
@@ -122,17 +121,13 @@ def clickhouse_submit(request, draft):
     data = form.cleaned_data
     existing = data["table_mode"] == "existing"
     table = data["table"] if existing else data["new_table"]
-    previous = (
-        draft.spec_value("sink.clickhouse.database"),
-        draft.spec_value("sink.table"),
-        table_mode(request, draft),
-    )
+    previous = (draft.spec.sink.clickhouse.database, draft.spec.sink.table, table_mode(request, draft))
     try:
         if existing:
             columns = conn_selectors.clickhouse_column_list(
                 connection=connection, database=data["database"], table=table
             )
-            problem = table_dedup_problem(
+            problem = exactly_once_problem(
                 draft=draft,
                 connection=connection,
                 database=data["database"],
@@ -162,17 +157,20 @@ def clickhouse_submit(request, draft):
         "columns": columns_to_store(columns),
         "order_by": order_by,
     }
-    changes: dict[str, Any] = {"sink.clickhouse.database": data["database"], "sink.table": table}
+    spec = draft.spec.model_copy(deep=True)
+    sink = spec.sink
     # The pipeline's own table (its job created it): how it was created stays in the spec.
-    own_table = existing and previous[1] == table and draft.spec_value("sink.create_table", True)
+    own_table = existing and previous[1] == table and sink.create_table is not False
+    sink.clickhouse.database = data["database"]
+    sink.table = table
     if not own_table:
-        changes["sink.create_table"] = not existing
-        changes["sink.order_by"] = [] if existing else order_by_columns(draft, order_by)
+        sink.create_table = not existing
+        sink.order_by = [] if existing else order_by_columns(draft, order_by)
         if not existing:
-            changes["sink.engine"] = data["engine"] or "MergeTree"
+            sink.engine = data["engine"] or "MergeTree"
     if previous != (data["database"], table, data["table_mode"]):
-        changes["sink.columns"] = ...  # another table: the mapping step maps again
-    draft_save_step(draft=draft, step="clickhouse", values=values, spec_changes=changes, advance=True)
+        sink.unset("columns")  # another table: the mapping step maps again
+    draft_save_step(draft=draft, step="clickhouse", values=values, spec=spec, advance=True)
     return None
 
 
@@ -193,7 +191,7 @@ def stored_columns(draft: WizardDraft) -> list[ColumnInfo]:
 
 def ensure_columns(request: HttpRequest, draft: WizardDraft) -> str | None:
     """An edited pipeline's draft has no table mode nor column list for its table yet: ask ClickHouse once."""
-    table = draft.spec_value("sink.table")
+    table = draft.spec.sink.table
     section = draft.section("clickhouse")
     if "table_mode" not in section:
         draft_update_section(draft=draft, step="clickhouse", changes={"table_mode": table_mode(request, draft)})
@@ -205,7 +203,7 @@ def ensure_columns(request: HttpRequest, draft: WizardDraft) -> str | None:
         return "The ClickHouse connection is gone: choose one in step 6."
     try:
         columns = conn_selectors.clickhouse_column_list(
-            connection=connection, database=draft.spec_value("sink.clickhouse.database") or "default", table=table
+            connection=connection, database=draft.spec.sink.clickhouse.database or "default", table=table
         )
     except ApplicationError as exc:
         return exc.message

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 
@@ -40,31 +39,21 @@ def initial_from(source: MultiValueDict | None, form_class: type, prefix: str | 
     return initial
 
 
-def add_validation_errors(form: Any, error: ValidationError) -> None:
-    """Put a service's ValidationError next to the form's fields (unknown keys become form errors)."""
-    if hasattr(error, "error_dict"):
-        for name, messages in error.message_dict.items():
-            form.add_error(name if name in form.fields else None, messages)
-    else:
-        form.add_error(None, error.messages)
-
-
 def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     """The spec's `source.fields`, each with the sample step's notes that a spec has no place for: sometimes
     missing (`nullable`), added by hand (`manual`: kept when a new sample is fetched), example values. A field
     without notes (an edited pipeline's) counts as added by hand."""
     notes = draft.section("sample").get("notes") or {}
     fields = []
-    for field in draft.spec_value("source.fields", []) or []:
-        if isinstance(field, dict) and "path" in field:
-            note = notes.get(field["path"]) or {"manual": True}
-            fields.append({"nullable": False, "manual": False, "examples": [], **note, **field})
+    for field in draft.spec.source.fields or []:
+        note = notes.get(field.path) or {"manual": True}
+        fields.append({"nullable": False, "manual": False, "examples": [], **note, **field.model_dump()})
     return fields
 
 
 def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
-    """The spec's `transforms` (computed fields: name, expression, type)."""
-    return [t for t in draft.spec_value("transforms", []) or [] if isinstance(t, dict)]
+    """The spec's `transforms` (computed fields: name, expression, type), as the step's rows."""
+    return [t.model_dump() for t in draft.spec.transforms or []]
 
 
 def _connection_of(request: HttpRequest, draft: WizardDraft, kind: ConnectionKind):
@@ -87,7 +76,7 @@ def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
 
 def schema_registry_connection_of(request: HttpRequest, draft: WizardDraft):
     """The registry the sample step chose for Avro events (None for JSON, or when it was deleted since)."""
-    if draft.spec_value("source.format", "json") != "avro":
+    if draft.spec.source.format != "avro":
         return None
     return _connection_of(request, draft, SCHEMA_REGISTRY)
 

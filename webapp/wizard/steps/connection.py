@@ -13,12 +13,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from webapp.core.exceptions import ApplicationError
-from webapp.wizard.connection_kinds import ConnectionKind, connection_data, test_error_field
+from webapp.connections.forms import SAVE_ANYWAY, connection_data
+from webapp.core.forms import add_validation_errors
+from webapp.wizard.connection_kinds import ConnectionKind
 from webapp.wizard.services import SAVED_HERE_KEY, draft_note_saved_connection
-from webapp.wizard.steps.common import add_validation_errors, initial_from
-
-SAVE_ANYWAY = "save_anyway"
+from webapp.wizard.steps.common import initial_from
 
 
 def connection_step_forms(request, draft, source, kind: ConnectionKind, post=None):
@@ -26,7 +25,7 @@ def connection_step_forms(request, draft, source, kind: ConnectionKind, post=Non
     stored = draft.section(kind.slug)
     if post is not None:
         choice = kind.choice_form(post, connections=connections)
-        new = kind.new_form(post)
+        new = kind.form(post)
     else:
         initial = {
             "source": "saved" if stored.get("connection_id") else None,
@@ -37,7 +36,7 @@ def connection_step_forms(request, draft, source, kind: ConnectionKind, post=Non
             initial.update({"source": "saved", "connection": connections[0].pk})  # the only one: preselected
         initial.update(initial_from(source, kind.choice_form))
         choice = kind.choice_form(initial=initial, connections=connections)
-        new = kind.new_form(initial=initial_from(source, kind.new_form, prefix="new"))
+        new = kind.form(initial=initial_from(source, kind.form, prefix="new"))
     return choice, new
 
 
@@ -54,7 +53,7 @@ def submit_connection(request, draft, kind: ConnectionKind):
         return None, failed
     data = connection_data(new)
     if request.POST.get("action") != SAVE_ANYWAY:
-        outcome = test_before_saving(request.user, kind, data, new)
+        outcome = kind.test_before_saving(request.user, data, new)
         if outcome == "unreachable":
             failed["save_anyway"] = {"secrets_typed": any(data.get(name) for name in kind.secrets)}
         if outcome != "ok":
@@ -70,21 +69,6 @@ def submit_connection(request, draft, kind: ConnectionKind):
         add_validation_errors(new, exc)
         return None, failed
     return connection, None
-
-
-def test_before_saving(user: Any, kind: ConnectionKind, data: dict[str, Any], form: Any) -> str:
-    """Test the connection `data` describes: "ok"; "unreachable" (the test's error is put next to the field that
-    caused it); or "invalid" (not even a valid connection: the service's errors are put next to the fields)."""
-    try:
-        kind.test(connection=kind.build(owner=user, data=data))
-    except ValidationError as exc:
-        add_validation_errors(form, exc)
-        return "invalid"
-    except ApplicationError as exc:
-        field = test_error_field(kind, exc.message)
-        form.add_error(field if field in form.fields else None, exc.message)
-        return "unreachable"
-    return "ok"
 
 
 def _saved_here(request, draft, kind: ConnectionKind, *, name: str):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from spark_jobs import spec as specmod
 from webapp.wizard import forms
-from webapp.wizard.draft_spec import SPEC_KEY
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
@@ -28,21 +29,20 @@ def _dedup_form(draft, data=None, initial=None, window_chosen=True):
 
 def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
     """The form's values for the spec's `dedup` (None: off); {} when the step was never saved."""
-    if "dedup" not in (draft.data.get(SPEC_KEY) or {}):
+    if not draft.spec.is_set("dedup"):
         return {}
-    dedup = draft.spec_value("dedup")
-    if not isinstance(dedup, dict):
+    dedup = draft.spec.dedup
+    if dedup is None:
         return {"enabled": "off"}
-    window = dedup.get("window") or "1h"
     presets = {value for value, _ in forms.WINDOW_PRESETS}
     return {
         "enabled": "on",
-        "keys": dedup.get("keys") or [],
-        "window": window if window in presets else "custom",
-        "custom_window": "" if window in presets else window,
-        "time_basis": "event_time" if dedup.get("time") == "event" else "ingestion",
-        "event_time_field": dedup.get("event_time_field") or "",
-        "state_store": dedup.get("state_store") or "auto",
+        "keys": dedup.keys,
+        "window": dedup.window if dedup.window in presets else "custom",
+        "custom_window": "" if dedup.window in presets else dedup.window,
+        "time_basis": "event_time" if dedup.time == "event" else "ingestion",
+        "event_time_field": dedup.event_time_field or "",
+        "state_store": dedup.state_store,
     }
 
 
@@ -51,7 +51,7 @@ def dedup_show(request, draft, source):
     chosen = bool(initial)
     if not initial:
         initial = {"enabled": "on", "window": "1h", "time_basis": "ingestion"}
-    # The figures come from the dedup advisor, loaded by the page (webapp/wizard/dedup_views.py).
+    # The figures come from key advice, loaded by the page (webapp/wizard/key_advice_views.py).
     return {"form": _dedup_form(draft, initial=initial, window_chosen=chosen)}
 
 
@@ -61,8 +61,9 @@ def dedup_submit(request, draft):
     if not form.is_valid():
         return context
     data = form.cleaned_data
+    spec = draft.spec.model_copy(deep=True)
     if data["enabled"] == "off":
-        changes: dict[str, Any] = {"dedup": None}
+        spec.dedup = None
     else:
         window = data["custom_window"].strip() if data["window"] == "custom" else data["window"]
         try:
@@ -74,13 +75,18 @@ def dedup_submit(request, draft):
         event_time_field = data["event_time_field"] if event_time else ""
         if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
             return context
-        # Field by field, so that a dedup setting this step does not show stays as it was.
-        changes = {
-            "dedup.keys": data["keys"],
-            "dedup.window": window,
-            "dedup.time": "event" if event_time else "ingestion",
-            "dedup.event_time_field": data["event_time_field"] if event_time else None,
-            "dedup.state_store": data["state_store"] or "auto",
+        # Over what was there, so that a dedup setting this step does not show stays as it was.
+        shown = {
+            "keys": data["keys"],
+            "window": window,
+            "time": "event" if event_time else "ingestion",
+            "event_time_field": data["event_time_field"] if event_time else None,
+            "state_store": data["state_store"] or "auto",
         }
-    draft_save_step(draft=draft, step="dedup", spec_changes=changes, advance=True)
+        try:
+            spec.dedup = specmod.DedupSpec.model_validate({**(spec.dedup.model_dump() if spec.dedup else {}), **shown})
+        except PydanticValidationError as exc:
+            form.add_error(None, "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()))
+            return context
+    draft_save_step(draft=draft, step="dedup", spec=spec, advance=True)
     return None

@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from spark_jobs import spec as specmod
 from webapp.connections.clickhouse_client import ColumnInfo
-from webapp.pipelines.mapping import ColumnMapping, SourceField, check_column, suggest_mapping, writable
+from webapp.pipelines.mapping import SourceField, check_column, suggest_mapping, writable
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.clickhouse import ensure_columns, source_fields, stored_columns
@@ -47,7 +49,7 @@ def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow]
     order_by = draft.section("clickhouse").get("order_by") or []
     fields = _source_fields(draft)
     types = {f.path: f.type for f in fields}
-    stored = draft.spec_value("sink.columns")
+    stored = draft.spec.sink.columns
     rows: list[MappingRow] = []
     if post is not None:
         for raw in form_rows(post, "m", ("field", "column", "type")):
@@ -61,7 +63,7 @@ def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow]
         proposed = {
             m.field: m for m in suggest_mapping(fields, None if new_table else columns, order_by=order_by).columns
         }
-        chosen = {m["field"]: m for m in stored} if isinstance(stored, list) else None
+        chosen = {m.field: m for m in stored} if stored is not None else None
         for i, f in enumerate(fields):
             meta = f.path in specmod.KAFKA_METADATA_FIELDS
             mapped = proposed.get(f.path) if chosen is None else chosen.get(f.path)
@@ -70,8 +72,8 @@ def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow]
                 include = False
             else:
                 include = mapped is not None and (chosen is not None or not new_table or not meta)
-            column = (mapped.column if isinstance(mapped, ColumnMapping) else mapped["column"]) if mapped else ""
-            kind = (mapped.type if isinstance(mapped, ColumnMapping) else mapped["type"]) if mapped else ""
+            column = mapped.column if mapped else ""  # a ColumnMapping (proposed) or the spec's ColumnSpec
+            kind = mapped.type if mapped else ""
             rows.append(MappingRow(str(i), f.path, f.type, column, kind, include=include))
     if not new_table:
         column_types = {c.name: c.type for c in columns}
@@ -173,17 +175,24 @@ def mapping_submit(request, draft):
     context = _mapping_context(rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
     if not ok or fit_problems:
         return context
-    mapped = [{"field": r.field, "column": r.column, "type": r.type} for r in rows if r.include and r.column]
-    changes: dict[str, Any] = {"sink.columns": mapped}
-    if draft.spec_value("sink.create_table", True):
+    spec = draft.spec.model_copy(deep=True)
+    sink = spec.sink
+    try:
+        sink.columns = [
+            specmod.ColumnSpec(field=r.field, column=r.column, type=r.type) for r in rows if r.include and r.column
+        ]
+    except PydanticValidationError as exc:  # a column type the spec does not read: say so, keep what was typed
+        context["problems"] = [*context["problems"], *(_problem_text(str(e["msg"])) for e in exc.errors())]
+        return context
+    if sink.create_table is not False:
         # The ORDER BY is chosen as fields on the table step; the spec names their columns.
-        column_of = {m["field"]: m["column"] for m in mapped}
+        column_of = {c.field: c.column for c in sink.columns}
         order_by = draft.section("clickhouse").get("order_by") or []
-        changes["sink.order_by"] = [column_of[path] for path in order_by if path in column_of]
+        sink.order_by = [column_of[path] for path in order_by if path in column_of]
     # Which fields the user accepted dead letters for: no spec field, the wizard's own note.
     values = {"accept_dead_letters": sorted({r.field for r in rows if r.include and r.column and r.field in accepted})}
     advance = request.POST.get("action") != "check"
-    draft_save_step(draft=draft, step="mapping", values=values, spec_changes=changes, advance=advance)
+    draft_save_step(draft=draft, step="mapping", values=values, spec=spec, advance=advance)
     if not advance:
         return {**context, "mapping_ok": True, "status": 200}
     return None

@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 
 from spark_jobs import spec as specmod
 from webapp.core.exceptions import ApplicationError
+from webapp.core.forms import add_validation_errors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines import stored_specs
 from webapp.wizard import draft_spec, forms
@@ -23,7 +24,6 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_discard, draft_update_section
 from webapp.wizard.steps import SLUGS, STEPS
 from webapp.wizard.steps.common import (
-    add_validation_errors,
     clickhouse_connection_of,
     initial_from,
     kafka_connection_of,
@@ -35,8 +35,8 @@ from webapp.wizard.steps.common import (
 def _default_name(draft: WizardDraft) -> str:
     if draft.pipeline_id:
         return draft.pipeline.name
-    topics = draft.spec_value("source.topics", [])
-    table = draft.spec_value("sink.table") or "clickhouse"
+    topics = draft.spec.source.topics or []
+    table = draft.spec.sink.table or "clickhouse"
     base = f"{topics[0] if topics else 'events'}-to-{table}"
     return re.sub(r"[^A-Za-z0-9_.-]", "-", base)[:100]
 
@@ -49,11 +49,12 @@ def _spec_issues(error: specmod.SpecError) -> list[dict[str, str]]:
 def review_context(
     request: HttpRequest, draft: WizardDraft, name: str, starting_offsets: str, live: bool
 ) -> dict[str, Any]:
-    """The spec built from the draft, checked by the pipelines service, with each problem's step."""
+    """The spec built from the draft, checked by the pipelines service (`parsed`: the typed spec to save, None
+    while there are problems), with each problem's step."""
     kafka = kafka_connection_of(request, draft)
     clickhouse = clickhouse_connection_of(request, draft)
     registry = schema_registry_connection_of(request, draft)
-    spec = draft_spec.complete_spec(draft.data, name=name or "unnamed", starting_offsets=starting_offsets)
+    spec = draft_spec.complete_spec(draft.spec, name=name or "unnamed", starting_offsets=starting_offsets)
     issues: list[dict[str, str]] = []
     warning = ""
     parsed = None
@@ -80,7 +81,7 @@ def review_context(
         except ApplicationError as exc:
             warning = f"Could not check against the live systems: {exc.message}"
     shown = (
-        stored_specs.to_stored(parsed)
+        parsed.to_dict()
         if parsed is not None
         else stored_specs.merge_connections(
             spec,
@@ -97,7 +98,7 @@ def review_context(
         issue["step_title"] = steps_by_slug[issue["step"]].title
         issue["step_number"] = SLUGS.index(issue["step"]) + 1
     return {
-        "spec": spec,
+        "parsed": parsed,
         "spec_json": json.dumps(shown, indent=2),
         "issues": [i for i in issues if i["path"] != "name"],
         "name_issues": [i["message"] for i in issues if i["path"] == "name"],
@@ -110,18 +111,19 @@ def review_context(
 
 
 def review_summary(draft: WizardDraft) -> dict[str, Any]:
+    spec = draft.spec
     return {
-        "topics": draft.spec_value("source.topics", []),
+        "topics": spec.source.topics or [],
         "field_count": len(schema_fields(draft)),
-        "dedup": draft.spec_value("dedup"),
-        "filter": draft.spec_value("filter") or "",
-        "computed": draft.spec_value("transforms") or [],
-        "database": draft.spec_value("sink.clickhouse.database"),
-        "table": draft.spec_value("sink.table"),
+        "dedup": spec.dedup,
+        "filter": spec.filter or "",
+        "computed": spec.transforms or [],
+        "database": spec.sink.clickhouse.database,
+        "table": spec.sink.table,
         "table_mode": draft.section("clickhouse").get("table_mode"),
-        "engine": draft.spec_value("sink.engine") or "MergeTree",
-        "order_by": draft.spec_value("sink.order_by") or [],
-        "columns": draft.spec_value("sink.columns") or [],
+        "engine": spec.sink.engine or "MergeTree",
+        "order_by": spec.sink.order_by or [],
+        "columns": spec.sink.columns or [],
     }
 
 
@@ -129,7 +131,7 @@ def review_show(request, draft, source):
     stored = draft.section("review")
     initial = initial_from(source, forms.ReviewForm) if source else {}
     initial.setdefault("name", stored.get("name") or _default_name(draft))
-    initial.setdefault("starting_offsets", draft.spec_value("source.starting_offsets") or "earliest")
+    initial.setdefault("starting_offsets", draft.spec.source.starting_offsets or "earliest")
     form = forms.ReviewForm(initial=initial)
     context = review_context(request, draft, initial["name"], initial["starting_offsets"], live=True)
     return {"form": form, **context}
@@ -151,9 +153,9 @@ def review_submit(request, draft):
         }
     name = form.cleaned_data["name"].strip()
     starting = form.cleaned_data["starting_offsets"]
-    draft_update_section(
-        draft=draft, step="review", changes={"name": name}, spec_changes={"source.starting_offsets": starting}
-    )
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.starting_offsets = starting
+    draft_update_section(draft=draft, step="review", changes={"name": name}, spec=spec)
     context = review_context(request, draft, name, starting, live=True)
     context["form"] = form
     for message in context["name_issues"]:
@@ -164,6 +166,7 @@ def review_submit(request, draft):
     registry = context["schema_registry_connection"]
     # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
     checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
+    accepted = draft.section("mapping").get("accept_dead_letters") or []
     try:
         with transaction.atomic():
             if draft.pipeline_id:
@@ -171,12 +174,13 @@ def review_submit(request, draft):
                     pipeline=draft.pipeline,
                     user=request.user,
                     name=name,
-                    spec=context["spec"],
+                    spec=context["parsed"],
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
                     schema_registry_connection=registry,
                     note="edited in the wizard",
                     checkpoint=checkpoint,
+                    accept_dead_letters=accepted,
                 )
             else:
                 pipeline = pipeline_services.pipeline_create(
@@ -185,8 +189,9 @@ def review_submit(request, draft):
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
                     schema_registry_connection=registry,
-                    spec=context["spec"],
+                    spec=context["parsed"],
                     note="created in the wizard",
+                    accept_dead_letters=accepted,
                 )
             if action == "deploy" and pipeline.status != "deploy_requested":  # an edit may have redeployed it
                 pipeline = pipeline_services.pipeline_deploy(
@@ -207,4 +212,4 @@ def review_submit(request, draft):
         messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.")
     else:
         messages.success(request, f"Pipeline {pipeline.name} saved (not deployed).")
-    return redirect("wizard:pipeline_detail", pk=pipeline.pk)
+    return redirect("pipelines:detail", pk=pipeline.pk)

@@ -83,7 +83,7 @@ def _known_fields(draft: WizardDraft) -> list[dict[str, Any]]:
 def format_initial(draft: WizardDraft) -> dict[str, Any]:
     """The format and schema registry the draft has (an edited pipeline's, or chosen before)."""
     return {
-        "format": draft.spec_value("source.format", "json"),
+        "format": draft.spec.source.format or "json",
         "schema_registry": draft.section(SCHEMA_REGISTRY.slug).get("connection_id"),
     }
 
@@ -109,18 +109,17 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "schema_versions": section.get("schema_versions", []),
         "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
-        "topics": draft.spec_value("source.topics", []),
+        "topics": draft.spec.source.topics or [],
     }
 
 
 def save_format(draft: WizardDraft, form: forms.SampleForm) -> None:
     """The chosen format into the spec (`source.format`) and the registry into the draft (its connection)."""
     registry = form.cleaned_data.get("schema_registry") if form.cleaned_data.get("format") == "avro" else None
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.format = form.cleaned_data["format"]
     draft_update_section(
-        draft=draft,
-        step=SCHEMA_REGISTRY.slug,
-        changes={"connection_id": registry.pk if registry else None},
-        spec_changes={"source.format": form.cleaned_data["format"]},
+        draft=draft, step=SCHEMA_REGISTRY.slug, changes={"connection_id": registry.pk if registry else None}, spec=spec
     )
 
 
@@ -145,8 +144,9 @@ def sample_submit(request, draft):
             r["path"]: {"nullable": r["nullable"], "manual": r["manual"], "examples": r["examples"]} for r in rows
         },
     }
-    fields = [{"path": r["path"], "type": r["type"]} for r in rows]
-    draft_save_step(draft=draft, step="sample", values=values, spec_changes={"source.fields": fields}, advance=True)
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.fields = [specmod.FieldSpec(path=r["path"], type=r["type"]) for r in rows]
+    draft_save_step(draft=draft, step="sample", values=values, spec=spec, advance=True)
     return None
 
 

@@ -11,7 +11,7 @@ from webapp.wizard.steps.common import kafka_connection_of
 
 
 def topics_show(request, draft, source):
-    selected = source.getlist("topics") if source else draft.spec_value("source.topics", [])
+    selected = source.getlist("topics") if source else (draft.spec.source.topics or [])
     return {"selected": selected, "connection": kafka_connection_of(request, draft)}
 
 
@@ -34,8 +34,10 @@ def topics_submit(request, draft):
     if missing:
         context["error"] = f"No such topic on this cluster: {', '.join(missing)}."
         return context
-    previous = draft.spec_value("source.topics", [])
-    draft_save_step(draft=draft, step="topics", spec_changes={"source.topics": selected}, advance=True)
+    previous = draft.spec.source.topics or []
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.topics = selected
+    draft_save_step(draft=draft, step="topics", spec=spec, advance=True)
     if previous and previous != selected:
         # Another topic means another sample: the old one is dropped, the hand-edited schema is kept.
         draft_update_section(draft=draft, step="sample", changes={"events": [], "fetched_at": None})

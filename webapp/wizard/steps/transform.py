@@ -90,7 +90,7 @@ def transform_show(request, draft, source):
         context = check_transform(draft, source)
         context["checked"] = False
         return context
-    form = forms.TransformForm(initial={"filter": draft.spec_value("filter") or ""})
+    form = forms.TransformForm(initial={"filter": draft.spec.filter or ""})
     rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(computed_fields(draft))]
     return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPE_CHOICES}
 
@@ -100,9 +100,10 @@ def transform_submit(request, draft):
     context["checked"] = True
     if not context["ok"]:
         return context
-    changes = {
-        "filter": context["form"].cleaned_data["filter"].strip() or None,
-        "transforms": [{"name": r["name"], "expression": r["expression"], "type": r["type"]} for r in context["rows"]],
-    }
-    draft_save_step(draft=draft, step="transform", spec_changes=changes, advance=True)
+    spec = draft.spec.model_copy(deep=True)
+    spec.filter = context["form"].cleaned_data["filter"].strip() or None
+    spec.transforms = [
+        specmod.TransformSpec(name=r["name"], expression=r["expression"], type=r["type"]) for r in context["rows"]
+    ]
+    draft_save_step(draft=draft, step="transform", spec=spec, advance=True)
     return None

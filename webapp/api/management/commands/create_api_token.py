@@ -17,11 +17,17 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--name", default="command line", help="what uses the token")
         parser.add_argument("--expires-in-days", type=int, default=None)
+        parser.add_argument("--read-only", action="store_true", help="the token may read, never change")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             user = get_user_model().objects.get_by_natural_key(options["username"])
         except get_user_model().DoesNotExist:
             raise CommandError(f"no user {options['username']!r}") from None
-        _, text = api_token_create(user=user, name=options["name"], expires_in_days=options["expires_in_days"])
+        _, text = api_token_create(
+            user=user,
+            name=options["name"],
+            expires_in_days=options["expires_in_days"],
+            read_only=options["read_only"],
+        )
         self.stdout.write(text)

@@ -1,0 +1,5 @@
+"""`python -m clearflow`: the same as the `clearflow` command."""
+
+from clearflow.cli import run
+
+run()

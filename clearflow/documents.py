@@ -1,0 +1,415 @@
+"""Pipeline files: YAML or JSON documents of three kinds, read, checked and turned into API requests.
+
+    kind: kafka-connection          kind: clickhouse-connection        kind: pipeline
+    name: local-kafka               name: local-clickhouse             name: signups
+    bootstrap_servers: ...          host: ...                          kafka_connection: local-kafka
+                                    password: ${CLICKHOUSE_PASSWORD}   clickhouse_connection: local-clickhouse
+                                                                       spec: {source: ..., dedup: ..., sink: ...}
+
+A connection document holds the fields of the spec's connection model (`spark_jobs.connections`); a field left
+out takes its default, and a secret left out is cleared. Its values may use `${ENV_VAR}` and
+`${ENV_VAR:-default}` (`$$` for a `$`): a secret whose variable is not set (or empty) keeps the value the server
+has. A pipeline document's `spec` is the pipeline spec (`spark_jobs.spec`) without what its connections give
+(`source.kafka`, `sink.clickhouse` but its `database`): it is checked here with the server's own model, and its
+problems carry the API's paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from clearflow.errors import DocumentError, ErrorItem
+from spark_jobs.connections import (
+    PIPELINE_DATABASE,
+    SECRET_MASK,
+    ClickHouseConnectionSpec,
+    KafkaConnectionSpec,
+    connection_dict,
+    connection_from_values,
+    secret_fields,
+    spec_with_connections,
+)
+from spark_jobs.spec import SPEC_VERSION, SpecError, parse_spec
+
+FILE_SUFFIXES = (".yaml", ".yml", ".json")
+# ${VAR}, ${VAR:-default} (used when VAR is unset or empty), and $$ for a literal $.
+_REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class ConnectionKind:
+    kind: str  # the document's `kind`
+    slug: str  # the API's path part: /api/v1/connections/<slug>/
+    label: str
+    model: type[BaseModel]  # the spec's connection model: the document's fields
+    secret_flags: dict[str, str]  # secret field -> the API output's flag that says it is set
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return secret_fields(self.model)
+
+
+KAFKA = ConnectionKind(
+    "kafka-connection",
+    "kafka",
+    "Kafka",
+    KafkaConnectionSpec,
+    {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"},
+)
+CLICKHOUSE = ConnectionKind(
+    "clickhouse-connection", "clickhouse", "ClickHouse", ClickHouseConnectionSpec, {"password": "has_password"}
+)
+CONNECTION_KINDS = {KAFKA.kind: KAFKA, CLICKHOUSE.kind: CLICKHOUSE}
+PIPELINE = "pipeline"
+KINDS = (KAFKA.kind, CLICKHOUSE.kind, PIPELINE)
+
+
+# -- reading files --------------------------------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML without surprises for a config file: a key given twice is an error, and dates stay text."""
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen and key != "<<":
+            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class RawDocument:
+    where: str  # "pipelines/signups.yaml" or "pipelines/all.yaml, document 2"
+    data: Any
+
+
+def _parse_text(text: str, name: str) -> list[RawDocument]:
+    if name.endswith(".json"):
+        try:
+            loaded = [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            raise DocumentError(
+                f"{name} is not valid JSON", errors=[ErrorItem("", f"line {exc.lineno}, column {exc.colno}: {exc.msg}")]
+            ) from None
+    else:
+        try:
+            loaded = [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise DocumentError(f"{name} is not valid YAML", errors=[ErrorItem("", f"{at}{problem}")]) from None
+    flat: list[Any] = []
+    for doc in loaded:
+        flat.extend(doc if isinstance(doc, list) else [doc])  # a JSON array of documents
+    if len(flat) == 1:
+        return [RawDocument(name, flat[0])]
+    return [RawDocument(f"{name}, document {i}", doc) for i, doc in enumerate(flat, 1)]
+
+
+def read_documents(paths: Sequence[str], *, stdin: TextIO | None = None) -> list[RawDocument]:
+    """The documents of files, directories (their .yaml/.yml/.json files, by name) and `-` (standard input)."""
+    documents: list[RawDocument] = []
+    for given in paths:
+        if given == "-":
+            documents += _parse_text((stdin or sys.stdin).read(), "<stdin>")
+            continue
+        path = Path(given)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in FILE_SUFFIXES and p.is_file())
+            if not files:
+                raise DocumentError(f"{given}: no {', '.join(FILE_SUFFIXES)} files in this directory")
+        elif path.is_file():
+            files = [path]
+        else:
+            raise DocumentError(f"{given}: no such file or directory")
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise DocumentError(f"cannot read {file}: {exc}") from None
+            documents += _parse_text(text, str(file))
+    if not documents:
+        raise DocumentError("no documents to apply: the files are empty")
+    return documents
+
+
+# -- the documents -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConnectionDocument:
+    kind: ConnectionKind
+    name: str
+    where: str
+    settings: dict[str, Any]  # every setting but the secrets, validated, as the API takes them ("" for not set)
+    secrets: dict[str, str | None]  # secret -> value; "" not set (cleared); None: its ${VAR} is unset (kept)
+    data: Any  # the document as written, to tell a repeated definition from a different one
+    notes: list[str] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        """The API's connection input: name, settings, and the secrets that have a value to send."""
+        secrets = {name: value for name, value in self.secrets.items() if value is not None}
+        return {"name": self.name, **self.settings, **secrets}
+
+    def spec(self) -> BaseModel:
+        """The spec's connection model, secrets masked (what a pipeline's spec is checked with)."""
+        values = {**self.settings, **{k: SECRET_MASK if v is None else v for k, v in self.secrets.items()}}
+        return _spec_of(self.kind, values)
+
+
+@dataclass(frozen=True)
+class PipelineDocument:
+    name: str
+    where: str
+    kafka_connection: str
+    clickhouse_connection: str
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Documents:
+    connections: list[ConnectionDocument]
+    pipelines: list[PipelineDocument]
+
+    def connection(self, kind: ConnectionKind, name: str) -> ConnectionDocument | None:
+        return next((c for c in self.connections if c.kind is kind and c.name == name), None)
+
+
+def _spec_of(kind: ConnectionKind, values: Mapping[str, Any]) -> BaseModel:
+    """The spec model from stored-style values ("" for "not set" where the spec says None)."""
+    fields = kind.model.model_fields
+    cleaned = {k: None if v == "" and k in fields and fields[k].default is None else v for k, v in values.items()}
+    return connection_from_values(kind.model, cleaned)
+
+
+def _api_settings(model: BaseModel, kind: ConnectionKind) -> dict[str, Any]:
+    """Non-secret settings as the API stores them: None is "" (its text fields are not nullable)."""
+    data = connection_dict(model, reveal_secrets=False)
+    return {k: "" if v is None else v for k, v in data.items() if k not in kind.secrets}
+
+
+def _pydantic_issues(exc: ValidationError, prefix: str = "") -> list[ErrorItem]:
+    issues = []
+    for error in exc.errors(include_url=False, include_input=False):
+        path = prefix
+        for part in error["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        issues.append(ErrorItem(path, error["msg"].removeprefix("Value error, ")))
+    return issues
+
+
+def _interpolate(value: str, env: Mapping[str, str]) -> tuple[str | None, list[str]]:
+    """`value` with ${VAR} replaced: (text, []) or (None, the names of the variables that are not set)."""
+    missing: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, default = match.group(1), match.group(2)
+        if env.get(name):
+            return env[name]
+        if default is not None:
+            return default
+        missing.append(name)  # unset, or set to nothing (an empty secret by accident would clear the saved one)
+        return ""
+
+    text = _REFERENCE.sub(replace, value)
+    return (None, missing) if missing else (text, [])
+
+
+def _where(raw: RawDocument, kind: str, name: str) -> str:
+    return f"{raw.where} ({kind} {name!r})"
+
+
+def _connection_document(
+    raw: RawDocument, kind: ConnectionKind, env: Mapping[str, str], issues: list[ErrorItem]
+) -> ConnectionDocument | None:
+    data = dict(raw.data)
+    data.pop("kind")
+    name = data.pop("name", None)
+    where = _where(raw, kind.kind, str(name))
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or len(name) > 100:
+        message = "give the connection a name (at most 100 characters, no spaces at its ends)"
+        issues.append(ErrorItem("name", message, where))
+        return None
+    values: dict[str, Any] = {}
+    secrets: dict[str, str | None] = {}
+    notes: list[str] = []
+    found: list[ErrorItem] = []
+    for key, value in data.items():
+        if isinstance(value, str):
+            text, missing = _interpolate(value, env)
+            if missing and key in kind.secrets and value.strip() == f"${{{missing[0]}}}":
+                secrets[key] = None  # its variable is not set: the server keeps the secret it has
+                notes.append(f"{key}: ${{{missing[0]}}} is not set, so the saved {key} is kept")
+                continue
+            if missing:
+                names = ", ".join(missing)
+                found.append(ErrorItem(str(key), f"environment variable {names} is not set (or empty)", where))
+                continue
+            if key in kind.secrets and value and "${" not in value:
+                notes.append(f"{key} is written in the file: use ${{ENV_VAR}} to keep it out of version control")
+            value = text
+        if key in kind.secrets:
+            secrets[key] = "" if value is None else value
+        else:
+            values[key] = value
+    for secret in kind.secrets:
+        secrets.setdefault(secret, "")  # left out: not set
+    if found:
+        issues += found
+        return None
+    try:
+        spec = _spec_of(kind, {**values, **{k: SECRET_MASK if v is None else v for k, v in secrets.items()}})
+    except ValidationError as exc:
+        issues += [ErrorItem(i.path, i.message, where) for i in _pydantic_issues(exc)]
+        return None
+    return ConnectionDocument(kind, name, where, _api_settings(spec, kind), secrets, raw.data, notes)
+
+
+_PIPELINE_KEYS = ("kind", "name", "kafka_connection", "clickhouse_connection", "spec")
+
+
+def _pipeline_document(raw: RawDocument, issues: list[ErrorItem]) -> PipelineDocument | None:
+    data = raw.data
+    name = data.get("name")
+    where = _where(raw, PIPELINE, str(name))
+    found = [ErrorItem(str(key), f"unknown field; a pipeline has {', '.join(_PIPELINE_KEYS)}", where) for key in data]
+    found = [item for item in found if item.path not in _PIPELINE_KEYS]
+    for key in ("name", "kafka_connection", "clickhouse_connection"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            wanted = "a name" if key == "name" else "a connection's name"
+            found.append(ErrorItem(key, f"required: {wanted}", where))
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        found.append(ErrorItem("spec", "required: the pipeline spec (source, dedup, sink...)", where))
+    else:
+        found += [ErrorItem(path, message, where) for path, message in _connection_parts(spec, name)]
+    if found:
+        issues += found
+        return None
+    return PipelineDocument(name, where, data["kafka_connection"], data["clickhouse_connection"], spec)
+
+
+def _connection_parts(spec: dict[str, Any], name: Any) -> Iterable[tuple[str, str]]:
+    """Parts of a spec that a pipeline file does not hold: they come from the document's name and connections."""
+    if "name" in spec and spec["name"] != name:
+        yield "spec.name", f"differs from the pipeline's name {name!r}: leave it out"
+    source, sink = spec.get("source"), spec.get("sink")
+    if isinstance(source, dict) and "kafka" in source:
+        yield "spec.source.kafka", "comes from the connection named in kafka_connection: leave it out"
+    clickhouse = sink.get("clickhouse") if isinstance(sink, dict) else None
+    if isinstance(clickhouse, dict):
+        for key in clickhouse:
+            if key != PIPELINE_DATABASE:
+                yield (
+                    f"spec.sink.clickhouse.{key}",
+                    f"comes from the connection named in clickhouse_connection (only {PIPELINE_DATABASE} goes here)",
+                )
+
+
+def parse_documents(raws: Sequence[RawDocument], *, env: Mapping[str, str] | None = None) -> Documents:
+    """Typed documents, or DocumentError listing every problem with its file, document and path."""
+    env = os.environ if env is None else env
+    issues: list[ErrorItem] = []
+    connections: list[ConnectionDocument] = []
+    pipelines: list[PipelineDocument] = []
+    for raw in raws:
+        kind = raw.data.get("kind") if isinstance(raw.data, dict) else None
+        if kind not in KINDS:
+            given = f"kind {kind!r}" if kind is not None else "no kind"
+            issues.append(ErrorItem("kind", f"{given}: each document needs kind {', '.join(KINDS)}", raw.where))
+        elif kind == PIPELINE:
+            if (pipeline := _pipeline_document(raw, issues)) is not None:
+                pipelines.append(pipeline)
+        elif (connection := _connection_document(raw, CONNECTION_KINDS[kind], env, issues)) is not None:
+            connections.append(connection)
+    issues += _repeated(connections, pipelines)
+    if issues:
+        raise DocumentError(_nothing_applied(issues), errors=issues)
+    unique: dict[tuple[str, str], ConnectionDocument] = {}
+    for connection in connections:  # repeated as it is: once
+        unique.setdefault((connection.kind.kind, connection.name), connection)
+    return Documents(list(unique.values()), pipelines)
+
+
+def _repeated(connections: list[ConnectionDocument], pipelines: list[PipelineDocument]) -> list[ErrorItem]:
+    """A pipeline defined twice is an error; a connection repeated as it is (e.g. in two exported files) is not."""
+    issues = []
+    for i, pipeline in enumerate(pipelines):
+        for earlier in pipelines[:i]:
+            if earlier.name == pipeline.name:
+                message = f"pipeline {pipeline.name!r} is defined twice: also in {earlier.where}"
+                issues.append(ErrorItem("name", message, pipeline.where))
+    for i, connection in enumerate(connections):
+        for earlier in connections[:i]:
+            if earlier.kind is connection.kind and earlier.name == connection.name and earlier.data != connection.data:
+                message = f"{connection.kind.kind} {connection.name!r} is defined differently in {earlier.where}"
+                issues.append(ErrorItem("name", message, connection.where))
+    return issues
+
+
+def _nothing_applied(issues: list[ErrorItem]) -> str:
+    count = len(issues)
+    return f"{count} problem{'s' if count != 1 else ''} in the files; nothing was applied."
+
+
+# -- checking a pipeline's spec with the server's model --------------------------------------------------------
+
+
+def api_path(spec_path: str) -> str:
+    """A spec issue's path as the API writes it: under `spec`, except the name (the document's own)."""
+    if spec_path == "name":
+        return "name"
+    if not spec_path:
+        return "spec"
+    return f"spec{spec_path}" if spec_path.startswith("[") else f"spec.{spec_path}"
+
+
+def full_spec(pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel) -> dict[str, Any]:
+    """The spec as the server would check it: version, name and the connections' sections (secrets masked)."""
+    data = {**pipeline.spec, "version": pipeline.spec.get("version", SPEC_VERSION), "name": pipeline.name}
+    return spec_with_connections(
+        data,
+        kafka=connection_dict(kafka, reveal_secrets=False),
+        clickhouse=connection_dict(clickhouse, reveal_secrets=False),
+    )
+
+
+def spec_issues(pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel) -> list[ErrorItem]:
+    """Every problem `spark_jobs.spec` finds in the pipeline's spec, with the API's paths ([] when valid)."""
+    try:
+        parse_spec(full_spec(pipeline, kafka=kafka, clickhouse=clickhouse))
+    except SpecError as exc:
+        return [ErrorItem(api_path(issue.path), issue.message, pipeline.where) for issue in exc.errors]
+    return []
+
+
+def connection_spec_from_api(kind: ConnectionKind, output: Mapping[str, Any]) -> BaseModel:
+    """The spec's connection model of a saved connection, from the API's answer (a secret that is set is masked)."""
+    values = {name: output[name] for name in kind.model.model_fields if name in output}
+    for secret, flag in kind.secret_flags.items():
+        values[secret] = SECRET_MASK if output.get(flag) else ""
+    return _spec_of(kind, values)

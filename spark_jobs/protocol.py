@@ -1,0 +1,215 @@
+"""What the web app, the worker and the job say to each other at run time, declared once.
+
+Three kinds of process share names: the web app (Django), the worker (Celery: tasks, the reconciler, the job
+processes) and the job (`spark_jobs.run`, on a Spark driver). This module is the one place that names
+
+- the Celery tasks (`Task`): the web app sends them by name (`webapp.core.queue`), the worker defines them
+  (`worker.tasks`) and schedules some (`worker.schedule`);
+- the Redis keys: the job's metrics and heartbeat (written by the job, read by the worker and the web app), the
+  job's log tail and the watcher's tick (written by the worker, read by the web app), the app's own counters
+  (written by every web and worker process, read at `/metrics`);
+- the files of a run directory (`RunFiles`): the spec file the worker writes, the log and exit code the job's
+  wrapper (`worker.jobwrap`) writes, and the exit codes and the "started" line of `spark_jobs.run`;
+- the metrics record (`BatchMetrics`): one per micro-batch, as JSON.
+
+No Django, no Spark, nothing but the standard library: the job ships this module with `spark_jobs`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+# -- Celery tasks -------------------------------------------------------------------------------------------
+
+
+class Task(StrEnum):
+    """Every Celery task, by the name it is registered and sent under."""
+
+    PING = "clearflow.ping"
+    # Pipelines (routed to settings.PIPELINE_QUEUE by the `clearflow.pipeline*` route).
+    PIPELINE_RECONCILE = "clearflow.pipeline_reconcile"
+    PIPELINES_WATCH = "clearflow.pipelines_watch"
+    PIPELINE_JOB_DISCARD = "clearflow.pipeline_job_discard"
+    # Alerts (settings.ALERT_QUEUE).
+    ALERTS_EVALUATE = "clearflow.alerts_evaluate"
+    ALERT_DELIVER = "clearflow.alert_deliver"
+    # The duplicate audit (the default queue).
+    AUDITS_SCHEDULE = "clearflow.audits_schedule"
+    AUDIT_TABLE_CHECK = "clearflow.audit_table_check"
+    AUDIT_PIPELINE = "clearflow.audit_pipeline"  # a pipeline's query started: audit its table now if due
+
+
+# The glob that routes every pipeline task to the pipeline queue (Celery's `task_routes`).
+PIPELINE_TASKS_ROUTE = "clearflow.pipeline*"
+
+# -- Redis keys ---------------------------------------------------------------------------------------------
+# `<job>` is the job's name: the spec's `name` in the job's spec file, `Pipeline.job_name` in the web app.
+
+METRICS_KEY_PREFIX = "clearflow:metrics:"
+
+
+def latest_key(job: str) -> str:
+    """STRING: JSON of the latest `BatchMetrics` (written by the job)."""
+    return f"{METRICS_KEY_PREFIX}{job}"
+
+
+def recent_key(job: str) -> str:
+    """LIST: JSON records, newest first, at most RECENT_LIMIT (written by the job)."""
+    return f"{METRICS_KEY_PREFIX}{job}:recent"
+
+
+def history_key(job: str) -> str:
+    """SORTED SET: JSON records scored by the batch's start (unix ms), trimmed to HISTORY_MAX_RECORDS and
+    HISTORY_MAX_AGE_S: the time series the API, the charts and the alerts read (written by the job)."""
+    return f"{METRICS_KEY_PREFIX}{job}:history"
+
+
+def totals_key(job: str) -> str:
+    """HASH: running sums of TOTAL_FIELDS, `batches` and `since` (written by the job)."""
+    return f"{METRICS_KEY_PREFIX}{job}:totals"
+
+
+def counted_key(job: str) -> str:
+    """STRING: JSON {"query": <query id>, "batches": [<batch id>, ...]}, the newest COUNTED_KEEP batch ids the
+    totals hold, so a batch Spark runs again after a crash counts once (written by the job with the totals)."""
+    return f"{METRICS_KEY_PREFIX}{job}:counted"
+
+
+def heartbeat_key(job: str) -> str:
+    """STRING: epoch seconds of the job's last progress or idle event, so the worker can tell a stalled job from
+    an idle one (written by the job, read by the reconciler)."""
+    return f"clearflow:heartbeat:{job}"
+
+
+def job_log_key(job: str) -> str:
+    """STRING: the last lines of the job's log, secrets redacted (written by the worker, read by the web app,
+    which may run on another host than the job)."""
+    return f"clearflow:joblog:{job}"
+
+
+# STRING: epoch seconds of the watcher's last tick (written by the worker, read by the health check).
+WATCHER_TICK_KEY = "clearflow:watcher:tick"
+# HASHes of the app's own counts, `<label>\t<label>` -> count (every web and worker process adds to them).
+HTTP_REQUESTS_KEY = "clearflow:app:http_requests"
+CELERY_TASKS_KEY = "clearflow:app:celery_tasks"
+COUNTER_LABEL_SEPARATOR = "\t"
+
+RECENT_LIMIT = 100
+# About 5.5 MB of Redis per pipeline at most (measured: 10,000 records with two partitions of lag): 2.8 hours
+# at one batch per second, a week at one batch per minute.
+HISTORY_MAX_RECORDS = 10_000
+HISTORY_MAX_AGE_S = 7 * 24 * 3600
+# Spark replays only the batch it was running; the margin costs a few hundred bytes.
+COUNTED_KEEP = 100
+HEARTBEAT_EVERY_SECONDS = 5.0
+HEARTBEAT_TTL_SECONDS = 24 * 3600
+JOB_LOG_TTL_SECONDS = 7 * 24 * 3600
+
+# -- a run directory ----------------------------------------------------------------------------------------
+
+
+class RunFiles:
+    """The files in a job's run directory (one directory per start of a job)."""
+
+    SPEC = "spec.json"  # written by the worker (mode 0600: it holds secrets), removed when the job ends
+    LOG = "job.log"  # the job's output, appended by its wrapper
+    EXIT_CODE = "exit_code"  # written by the wrapper when the job ends
+    # Written before the stack stops the job: the run ended because the stack stopped, not because the job failed
+    # (the pipeline stays deployed and starts again with the stack).
+    STOPPED_WITH_STACK = "stopped_with_stack"
+
+
+class ExitCode:
+    """What `spark_jobs.run` exits with (the wrapper writes it to RunFiles.EXIT_CODE)."""
+
+    STOPPED = 0  # stopped on request, or caught up (--available-now)
+    FAILED = 1  # the query failed; the cause is logged
+    INVALID_SPEC = 2  # the spec is invalid: a restart cannot help
+    WRAPPER_FAILED = 70  # the wrapper itself failed to run the job
+    LEASE_LOST = 75  # stopped because its lease could not be renewed (EX_TEMPFAIL: a restart may work)
+
+
+# The line `spark_jobs.run` logs once the streaming query has started; the worker reads the application id
+# from it to mark the run running.
+STARTED_LINE = "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint})"
+STARTED_LINE_RE = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
+
+# -- the metrics record -------------------------------------------------------------------------------------
+
+# The counts summed in `totals_key` (each a field of BatchMetrics).
+TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
+
+
+# The JSON keys no field reads are looked for in one event in this many (by offset): `spark_jobs.field_watch`.
+JSON_SAMPLE_EVERY = 16
+
+
+@dataclass
+class BatchMetrics:
+    """One micro-batch, as the job publishes it (`spark_jobs.metrics`) and every reader reads it."""
+
+    pipeline: str
+    batch_id: int
+    timestamp: str  # ISO 8601 UTC, when the micro-batch started
+    input_rows: int
+    duplicates_dropped: int
+    rows_written: int
+    dead_letters: int
+    filtered_out: int
+    batch_duration_ms: int
+    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
+    total_lag: int = 0
+    state_rows: int = 0
+    state_memory_bytes: int = 0
+    late_rows_dropped: int = 0
+    input_rows_per_second: float = 0.0
+    processed_rows_per_second: float = 0.0
+    insert_ms_max: int = 0
+    query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
+    # What the events carried (`spark_jobs.metrics.FIELDS_OBSERVATION`): Avro events per writer schema id; for
+    # JSON, the keys no field covers seen in the sample, and how many sampled events there were and carried one
+    # (sample: 1 in `sample_every` by offset).
+    events_by_schema_id: dict[str, int] = field(default_factory=dict)
+    unmapped_keys: list[str] = field(default_factory=list)
+    sampled_events: int = 0
+    sampled_with_unmapped: int = 0
+    sample_every: int = JSON_SAMPLE_EVERY
+    version: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+__all__ = [
+    "CELERY_TASKS_KEY",
+    "COUNTED_KEEP",
+    "COUNTER_LABEL_SEPARATOR",
+    "HEARTBEAT_EVERY_SECONDS",
+    "HEARTBEAT_TTL_SECONDS",
+    "HISTORY_MAX_AGE_S",
+    "HISTORY_MAX_RECORDS",
+    "HTTP_REQUESTS_KEY",
+    "JOB_LOG_TTL_SECONDS",
+    "JSON_SAMPLE_EVERY",
+    "METRICS_KEY_PREFIX",
+    "PIPELINE_TASKS_ROUTE",
+    "RECENT_LIMIT",
+    "STARTED_LINE",
+    "STARTED_LINE_RE",
+    "TOTAL_FIELDS",
+    "WATCHER_TICK_KEY",
+    "BatchMetrics",
+    "ExitCode",
+    "RunFiles",
+    "Task",
+    "counted_key",
+    "heartbeat_key",
+    "history_key",
+    "job_log_key",
+    "latest_key",
+    "recent_key",
+    "totals_key",
+]

@@ -1,0 +1,102 @@
+"""The wizard's dedup step in Chromium: the advisor measures the topic and preselects its window."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Page, expect
+
+from webapp.connections.services import kafka_connection_create
+from webapp.wizard.draft_spec import load_draft_spec
+from webapp.wizard.services import draft_get_or_create, draft_save_step
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "wizard"
+ORIGINALS = 400  # one a second: 400 s of events
+COPIES = 40  # 10% of the originals, each sent again 90 s later -> the smallest window covering it is 5m
+
+
+@pytest.fixture
+def resent_topic(kafka_bootstrap) -> str:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"resent_{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.create_topics([NewTopic(topic, num_partitions=2)]).values():
+        future.result(timeout=10)
+    base_ms = int(datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp() * 1000)
+    records = [(base_ms + i * 1_000, i) for i in range(ORIGINALS)]
+    records += [(base_ms + i * 10_000 + 90_000, i * 10) for i in range(COPIES)]
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for timestamp, i in sorted(records):
+        value = {"event_id": str(uuid.UUID(int=i + 1, version=4)), "plan": ["free", "pro"][i % 2]}
+        producer.produce(topic, value=json.dumps(value).encode(), partition=i % 2, timestamp=timestamp)
+    assert producer.flush(10) == 0
+    return topic
+
+
+def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, kafka_bootstrap, resent_topic):
+    user = get_user_model().objects.create_user("analyst", password="analyst-pass-123")
+    connection = kafka_connection_create(owner=user, data={"name": "local", "bootstrap_servers": kafka_bootstrap})
+    draft = draft_get_or_create(user=user)
+    draft_save_step(draft=draft, step="kafka", values={"connection_id": connection.pk}, advance=True)
+    topics = load_draft_spec({"source": {"topics": [resent_topic]}})
+    draft_save_step(draft=draft, step="topics", spec=topics, advance=True)
+    fields = [{"path": "event_id", "type": "uuid"}, {"path": "plan", "type": "string"}]
+    with_fields = load_draft_spec({"source": {"topics": [resent_topic], "fields": fields}})
+    draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
+    page.set_default_timeout(20_000)
+
+    page.goto(f"{live_server.url}/login/")
+    page.get_by_label("Username").fill("analyst")
+    page.get_by_label("Password").fill("analyst-pass-123")
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
+    expect(page.locator("h1")).to_have_text("Deduplication")
+
+    # Before a key is chosen, the advisor already points at the identifier-like field.
+    expect(page.locator("#key-candidates")).to_contain_text("event_id")
+    expect(page.locator("#id_window")).to_have_value("1h")  # the default, until there is a recommendation
+
+    page.get_by_label("event_id").check()
+    expect(page.locator("#dup-count")).to_have_text(str(COPIES))
+    expect(page.locator("#dup-pct")).to_have_text("9.1")  # 40 of 440
+    expect(page.locator("#delay-max")).to_have_text("1.5 min")
+    expect(page.locator("#recommended-window")).to_have_text("5m")
+    expect(page.locator("#id_window")).to_have_value("5m")  # preselected
+    expect(page.locator("#id_state_store")).to_have_value("auto")  # a small state: no RocksDB advice
+    expect(page.locator("#window-reason")).to_contain_text("5m covers 99.9% of the 40 duplicate delays")
+    expect(page.locator("#delay-histogram .histogram-row")).to_have_count(4)
+    expect(page.locator(".htmx-request")).to_have_count(0)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "04-dedup-advisor.png"), full_page=True)
+
+    # A window the user picks is kept when the figures are measured again.
+    page.locator("#id_window").select_option("1d")
+    page.locator("#measure-again").click()
+    expect(page.locator("#analysis-progress")).to_be_hidden()
+    expect(page.locator("#recommended-window")).to_have_text("5m")
+    expect(page.locator("#id_window")).to_have_value("1d")
+
+    # Cancel stops a measurement in flight.
+    page.route("**/dedup/analysis/", lambda route: None)  # never answered: the request stays in flight
+    page.locator("#measure-again").click()
+    expect(page.locator("#analysis-progress")).to_be_visible()
+    page.locator("#cancel-analysis").click()
+    expect(page.locator("#analysis-cancelled")).to_be_visible()
+    expect(page.locator("#analysis-progress")).to_be_hidden()
+
+    page.unroute("**/dedup/analysis/")
+    page.locator("#next").click()
+    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    draft.refresh_from_db()
+    dedup = draft.data["spec"]["dedup"]
+    assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
+    assert dedup["state_store"] == "auto"

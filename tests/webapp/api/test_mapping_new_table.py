@@ -1,0 +1,62 @@
+"""POST /api/v1/pipelines/mapping/ for a table that does not exist yet proposes its columns, as the wizard's
+"a new table" does (create-table path); an existing table is matched; a missing database is a 404."""
+
+from __future__ import annotations
+
+FIELDS = [
+    {"path": "order_id", "type": "uuid"},
+    {"path": "customer.name", "type": "string", "nullable": True},
+    {"path": "amount", "type": "float"},
+    {"path": "created_at", "type": "datetime"},
+]
+
+
+def test_a_table_to_create_gets_the_columns_proposed_for_a_new_table(api, ch_conn, clickhouse_target):
+    response = api.post(
+        "/api/v1/pipelines/mapping/",
+        {
+            "fields": FIELDS,
+            "clickhouse_connection": ch_conn.pk,
+            "database": clickhouse_target.database,
+            "table": "orders_clean",  # not in the database yet
+            "order_by": ["order_id"],
+        },
+        format="json",
+    )
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["create_table"] is True
+    assert [(c["field"], c["column"], c["type"], c["compatible"]) for c in body["columns"]] == [
+        ("order_id", "order_id", "UUID", True),
+        ("customer.name", "customer_name", "Nullable(String)", True),
+        ("amount", "amount", "Float64", True),
+        ("created_at", "created_at", "DateTime64(3, 'UTC')", True),
+    ]
+    assert body["unmapped_required"] == [] and body["unmapped_fields"] == []
+    # The same proposal as without a table name (and as the wizard's new-table mapping, see test_edit_and_mapping).
+    unnamed = api.post("/api/v1/pipelines/mapping/", {"fields": FIELDS, "order_by": ["order_id"]}, format="json")
+    assert unnamed.json()["columns"] == body["columns"] and unnamed.json()["create_table"] is True
+
+
+def test_an_existing_table_is_matched_and_a_missing_database_is_named(api, ch_conn, clickhouse_target):
+    existing = api.post(
+        "/api/v1/pipelines/mapping/",
+        {
+            "fields": FIELDS,
+            "clickhouse_connection": ch_conn.pk,
+            "database": clickhouse_target.database,
+            "table": "orders",
+        },
+        format="json",
+    ).json()
+    assert existing["create_table"] is False
+    assert existing["unmapped_required"] == ["seq"]  # a column of the table: it was read, not proposed
+
+    missing = api.post(
+        "/api/v1/pipelines/mapping/",
+        {"fields": FIELDS, "clickhouse_connection": ch_conn.pk, "database": "no_such_db", "table": "orders"},
+        format="json",
+    )
+    assert missing.status_code == 404, missing.json()
+    assert "The database no_such_db does not exist" in str(missing.json())

@@ -1,0 +1,134 @@
+"""`POST /api/v1/connections/kafka/{id}/dedup-analysis/`: key advice over the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from pydantic import ValidationError as PydanticValidationError
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from spark_jobs.spec import DEDUP_WINDOWS, FieldSpec
+from webapp.api.errors import ERROR_RESPONSES
+from webapp.api.inputs import validated_input
+from webapp.connections import key_advice, selectors
+from webapp.connections.apis import KAFKA_TAG
+
+
+def _field_path(value: str) -> str:
+    try:
+        FieldSpec(path=value, type="string")
+    except PydanticValidationError as exc:
+        raise serializers.ValidationError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
+    return value
+
+
+class DedupAnalysisInput(serializers.Serializer):
+    topics = serializers.ListField(child=serializers.CharField(max_length=249), min_length=1, max_length=50)
+    keys = serializers.ListField(
+        child=serializers.CharField(max_length=255, validators=[_field_path]),
+        max_length=10,
+        default=list,
+        help_text="The dedup key's field paths (all together make the key). Empty: only the candidates.",
+    )
+    time = serializers.ChoiceField(["ingestion", "event"], default="ingestion")
+    event_time_field = serializers.CharField(
+        max_length=255, allow_null=True, required=False, default=None, validators=[_field_path]
+    )
+    max_events = serializers.IntegerField(
+        min_value=1, max_value=key_advice.MAX_EVENTS_LIMIT, default=key_advice.DEFAULT_MAX_EVENTS
+    )
+    time_budget_seconds = serializers.FloatField(
+        min_value=0.5, max_value=key_advice.MAX_TIME_BUDGET, default=key_advice.DEFAULT_TIME_BUDGET
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["time"] == "event" and not attrs.get("event_time_field"):
+            raise serializers.ValidationError({"event_time_field": "time 'event' needs the event-time field."})
+        return attrs
+
+
+class DelayOutput(serializers.Serializer):
+    p50 = serializers.IntegerField()
+    p99 = serializers.IntegerField()
+    p999 = serializers.IntegerField()
+    max = serializers.IntegerField()
+    count = serializers.IntegerField(help_text="Duplicates whose delay is known.")
+
+
+class HistogramBinOutput(serializers.Serializer):
+    label = serializers.CharField()
+    upper_ms = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField()
+
+
+class KeyCandidateOutput(serializers.Serializer):
+    field = serializers.CharField()
+    events = serializers.IntegerField()
+    missing = serializers.IntegerField()
+    distinct = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    duplicate_share = serializers.FloatField()
+    differing = serializers.IntegerField(
+        help_text="Duplicates whose payload differs from the first event with that value: different events merged."
+    )
+    uuid_like = serializers.BooleanField()
+
+
+class DedupAnalysisOutput(serializers.Serializer):
+    topics = serializers.ListField(child=serializers.CharField())
+    keys = serializers.ListField(child=serializers.CharField())
+    time = serializers.CharField()
+    event_time_field = serializers.CharField(allow_null=True)
+    max_events = serializers.IntegerField()
+    planned = serializers.IntegerField(help_text="Events the scan set out to read.")
+    scanned = serializers.IntegerField()
+    distinct_keys = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    duplicate_share = serializers.FloatField(help_text="duplicates / scanned, 0..1.")
+    missing_keys = serializers.IntegerField()
+    missing_time = serializers.IntegerField()
+    not_json = serializers.IntegerField()
+    span_ms = serializers.IntegerField(allow_null=True)
+    delay_ms = DelayOutput(allow_null=True)
+    histogram = HistogramBinOutput(many=True)
+    recommended_window = serializers.ChoiceField([w for w, _ in DEDUP_WINDOWS], allow_null=True)
+    window_is_lower_bound = serializers.BooleanField()
+    reason = serializers.CharField()
+    estimated_state_bytes = serializers.IntegerField(allow_null=True)
+    state_store = serializers.CharField(allow_null=True)
+    candidates = KeyCandidateOutput(many=True)
+    complete = serializers.BooleanField(help_text="False: the time budget ran out; the figures cover what was read.")
+    elapsed_ms = serializers.IntegerField()
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class KafkaDedupAnalysisApi(APIView):
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_dedup_analysis",
+        request=DedupAnalysisInput,
+        description=(
+            "Read up to `max_events` recent events of the topics (within `time_budget_seconds`) and measure the "
+            "duplicates by `keys`: their share, the delay between an event and its duplicates, the smallest "
+            "offered window covering 99.9% of those delays, the dedup state it implies, and key candidates. "
+            "Nothing is committed."
+        ),
+        responses={200: DedupAnalysisOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+        data = validated_input(DedupAnalysisInput, request.data)
+        result = key_advice.analyze_duplicates(
+            connection.client_settings(),
+            topics=data["topics"],
+            keys=data["keys"],
+            time_basis=data["time"],
+            event_time_field=data.get("event_time_field"),
+            max_events=data["max_events"],
+            time_budget=data["time_budget_seconds"],
+        )
+        return Response(DedupAnalysisOutput(result).data)

@@ -1,0 +1,157 @@
+"""The pipeline pages: the list (home), a pipeline's page with its run state, its spec download, its actions and
+its table's exactly-once check (the metrics and dead letters are in `observe_views`). Editing is the wizard's.
+
+Plain function views: they find the user's objects through selectors (someone else's is a 404), call
+services, and render a page or, for htmx requests, a small partial template.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from spark_jobs import spec as specmod
+from webapp.core.exceptions import ApplicationError
+from webapp.core.responses import json_attachment
+from webapp.pipelines import exactly_once, metrics_history
+from webapp.pipelines import selectors as pipeline_selectors
+from webapp.pipelines import services as pipeline_services
+from webapp.pipelines.models import Pipeline
+
+EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
+
+
+@login_required
+@require_GET
+def pipeline_list(request: HttpRequest) -> HttpResponse:
+    pipelines = list(pipeline_selectors.pipeline_list(user=request.user))
+    throughput = metrics_history.current_throughput(pipelines)
+    for pipeline in pipelines:
+        pipeline.throughput = throughput.get(pipeline.pk)
+    return render(request, "pipelines/pipeline_list.html", {"pipelines": pipelines})
+
+
+@login_required
+@require_GET
+def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
+    spec = _readable_spec(pipeline)
+    return render(
+        request,
+        "pipelines/pipeline_detail.html",
+        {
+            "pipeline": pipeline,
+            "versions": versions,
+            "spec": spec,
+            "spec_json": json.dumps(spec, indent=2),
+            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
+            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
+            "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
+        },
+    )
+
+
+@login_required
+@require_GET
+def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
+    """The partial with the status history, the runs and the job log (refreshed every few seconds)."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    try:
+        log_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=100), ""
+    except ApplicationError as exc:
+        log_lines, log_error = [], exc.message
+    return render(
+        request,
+        "pipelines/partials/pipeline_run_state.html",
+        {
+            "pipeline": pipeline,
+            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
+            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
+            "log_lines": log_lines,
+            "log_error": log_error,
+        },
+    )
+
+
+@login_required
+@require_GET
+def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    return json_attachment(_readable_spec(pipeline), f"{pipeline.name}.json")
+
+
+@login_required
+@require_POST
+def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    kwargs: dict = {}
+    if action == "deploy" and request.POST.get("checkpoint") in ("keep", "fresh"):
+        kwargs["checkpoint"] = request.POST["checkpoint"]
+    if action == "delete":
+        kwargs["remove_checkpoint"] = request.POST.get("remove_checkpoint") == "on"
+    service = {
+        "deploy": pipeline_services.pipeline_deploy,
+        "stop": pipeline_services.pipeline_stop,
+        "resume": pipeline_services.pipeline_resume,
+        "delete": pipeline_services.pipeline_delete,
+        "reset-checkpoint": pipeline_services.pipeline_checkpoint_reset,
+    }.get(action)
+    if service is None:
+        raise Http404("No such action.")
+    try:
+        service(pipeline=pipeline, user=request.user, **kwargs)
+    except (ApplicationError, specmod.SpecError) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+    else:
+        if action == "delete":
+            messages.success(request, f"Pipeline {pipeline.name} deleted; its ClickHouse rows stay.")
+            return redirect("pipelines:list")
+        messages.success(
+            request,
+            {
+                "deploy": "Deploy requested.",
+                "stop": "Stop requested.",
+                "resume": "Resume requested.",
+                "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",
+            }[action],
+        )
+    return redirect("pipelines:detail", pk=pipeline.pk)
+
+
+def _readable_spec(pipeline: Pipeline) -> dict[str, Any]:
+    """The current spec's JSON in the spec module's field order (the database keeps JSON keys in its own order);
+    as stored when today's rules refuse it."""
+    try:
+        return pipeline.spec.to_dict() if pipeline.spec else {}
+    except specmod.SpecError:
+        return pipeline.stored_spec or {}
+
+
+@login_required
+@require_GET
+def pipeline_exactly_once(request: HttpRequest, pk: int) -> HttpResponse:
+    """Does the pipeline's table drop a replayed insert? (htmx partial; the same one the wizard's table step shows)"""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    result, unknown = exactly_once.pipeline_insert_dedup(pipeline=pipeline)
+    return render(request, EXACTLY_ONCE_PARTIAL, {"pipeline": pipeline, "result": result, "error": unknown})
+
+
+@login_required
+@require_POST
+def pipeline_exactly_once_apply(request: HttpRequest, pk: int) -> HttpResponse:
+    """Run the ALTER statement that makes the pipeline's table drop replayed inserts."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    context: dict = {"pipeline": pipeline}
+    try:
+        exactly_once.pipeline_table_dedup_enable(pipeline=pipeline)
+    except ApplicationError as exc:
+        context["apply_error"] = exc.message
+    context["result"], context["error"] = exactly_once.pipeline_insert_dedup(pipeline=pipeline)
+    return render(request, EXACTLY_ONCE_PARTIAL, context)

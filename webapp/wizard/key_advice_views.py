@@ -1,0 +1,103 @@
+"""The wizard's dedup step, live: key advice over the draft's topics (an htmx partial): how many duplicates each
+candidate key finds, how late they come, and the window that covers them (`webapp.connections.key_advice`).
+
+Runs on the step's load and whenever the key fields or the time basis change; the browser shows a
+progress indicator and can cancel (frontend/js/key_advice.js). The page preselects the recommended
+window unless the user chose one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from spark_jobs.spec import parse_window
+from webapp.connections import key_advice as advice
+from webapp.core.exceptions import ApplicationError
+from webapp.wizard.selectors import draft_get
+from webapp.wizard.steps.common import kafka_connection_of
+
+
+def analysis_context(analysis: advice.KeyAdvice) -> dict[str, Any]:
+    """The figures as the partial shows them: percentages, durations in words, histogram bar widths."""
+    delays = analysis.delay_ms
+    tallest = max((b.count for b in analysis.histogram), default=0)
+    window_ms = None
+    if analysis.recommended_window:
+        window_ms = parse_window(analysis.recommended_window) * 1000
+    bins = [
+        {
+            "label": b.label,
+            "count": b.count,
+            "width": round(100 * b.count / tallest, 1) if tallest else 0,
+            "covered": window_ms is not None and b.upper_ms is not None and b.upper_ms <= window_ms,
+        }
+        for b in analysis.histogram
+    ]
+    scanned = analysis.scanned or 1
+    return {
+        "analysis": analysis,
+        "duplicate_pct": round(100 * analysis.duplicate_share, 1),
+        "missing_pct": round(100 * analysis.missing_keys / scanned, 1),
+        "delays": {
+            "p50": advice.human_duration(delays.p50),
+            "p99": advice.human_duration(delays.p99),
+            "max": advice.human_duration(delays.max),
+        }
+        if delays
+        else None,
+        "span": advice.human_duration(analysis.span_ms) if analysis.span_ms else None,
+        "bins": bins,
+        "candidates": [
+            {
+                "field": c.field,
+                "pct": round(100 * c.duplicate_share, 1),
+                "differing": c.differing,
+                "merges": c.differing > 0.5 * c.duplicates if c.duplicates else False,
+                "chosen": [c.field] == analysis.keys,
+            }
+            for c in analysis.candidates
+        ],
+        "max_events": advice.DEFAULT_MAX_EVENTS,
+    }
+
+
+@login_required
+@require_POST
+def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
+    """Measure the duplicates of the draft's topics by the posted key fields and time basis."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    context: dict[str, Any] = {"enabled": request.POST.get("enabled", "on") == "on"}
+    topics = draft.spec.source.topics or []
+    connection = kafka_connection_of(request, draft)
+    if not context["enabled"]:
+        return _render(request, context)
+    if connection is None or not topics:
+        context["error"] = "Choose a Kafka connection and topics first (steps 1 and 2)."
+        return _render(request, context)
+    keys = [k for k in request.POST.getlist("keys") if k]
+    event_time_field = request.POST.get("event_time_field") or None
+    event_basis = request.POST.get("time_basis") == "event_time" and event_time_field is not None
+    try:
+        analysis = advice.analyze_duplicates(
+            connection.client_settings(),
+            topics=topics,
+            keys=keys,
+            time_basis="event" if event_basis else "ingestion",
+            event_time_field=event_time_field if event_basis else None,
+        )
+    except ApplicationError as exc:
+        context["error"] = f"Could not measure the duplicates: {exc.message}"
+        return _render(request, context)
+    context.update(analysis_context(analysis))
+    if request.POST.get("time_basis") == "event_time" and not event_basis:
+        context["time_note"] = "Choose the event-time field to measure the delays by it; shown by Kafka timestamp."
+    return _render(request, context)
+
+
+def _render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+    return render(request, "wizard/partials/key_advice.html", context)

@@ -1,0 +1,331 @@
+"""The reconciler: bring each pipeline's job in line with its status (start, mark running, watch, stop, fail, restart).
+
+`reconcile(pipeline_id)` is the one place that acts, called by the deploy/stop tasks and, every few seconds,
+by the watcher for every pipeline that may need something. It holds the pipeline's row lock while it acts
+(`SELECT ... FOR UPDATE SKIP LOCKED`: a pipeline another worker is busy with is skipped, never started twice;
+the partial unique index on active runs backs that up). It never waits while holding the lock: it returns how
+long the caller may wait for a process to end before calling again. Any worker acts on any run: a job on this
+host through its process, a job on another host through its lease (`worker.job_control`).
+
+`stop_stack_jobs()` is the local stack's last word: it stops every job the stack started and records them as
+stopped with the stack, so they start again with it.
+
+Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services`, and
+which statuses want a job, or have one to watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from spark_jobs.protocol import ExitCode
+from spark_jobs.spec import SpecError
+from webapp.core import queue
+from webapp.pipelines import services
+from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
+from worker import jobs, redis_state
+from worker.job_control import JobControl, control_for
+
+log = logging.getLogger(__name__)
+S = PipelineStatus
+LOG_LINES_IN_REASON = 20
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    """A job the caller may wait for (up to `seconds`) before reconciling again."""
+
+    job: JobControl
+    seconds: float
+
+
+def _control(run: PipelineRun) -> JobControl:
+    return control_for(
+        host=run.host, pid=run.pid, process_started=run.process_started, run_dir=run.run_dir, log_path=run.log_path
+    )
+
+
+def checkpoint_location(job_name: str) -> str:
+    root = settings.CLEARFLOW_CHECKPOINT_ROOT
+    return f"{root.rstrip('/')}/{job_name}" if "://" in root else str(Path(root) / job_name)
+
+
+def reconcile(pipeline_id: int) -> WaitFor | None:
+    with transaction.atomic():
+        pipeline = (
+            Pipeline.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("deployed_version", "kafka_connection", "clickhouse_connection")
+            .filter(pk=pipeline_id)
+            .first()
+        )
+        if pipeline is None:  # deleted, or another worker is acting on it right now
+            return None
+        run = PipelineRun.objects.select_related("version").filter(pipeline=pipeline, ended_at__isnull=True).first()
+        if run is not None:
+            return _reconcile_run(pipeline, run)
+        return _reconcile_idle(pipeline)
+
+
+def reconcile_until_settled(pipeline_id: int, *, rounds: int = 4) -> None:
+    """Reconcile, wait for the process it is stopping (outside the lock), and reconcile again."""
+    for _ in range(rounds):
+        wait = reconcile(pipeline_id)
+        if wait is None:
+            return
+        wait.job.wait_gone(max(0.0, wait.seconds))
+
+
+def watch() -> int:
+    """One watcher tick over every pipeline that may need something. Returns how many were looked at."""
+    redis_state.beat_ticked()
+    now = timezone.now()
+    ids = list(
+        # A job may exist in these; a failed pipeline only when its automatic restart is due.
+        Pipeline.objects.filter(status__in=JOB_ACTIVE)
+        .values_list("pk", flat=True)
+        .union(
+            Pipeline.objects.filter(status=S.FAILED, restart_at__lte=now).values_list("pk", flat=True),
+            PipelineRun.objects.filter(ended_at__isnull=True).values_list("pipeline_id", flat=True),
+        )
+    )
+    for pipeline_id in ids:
+        try:
+            reconcile(pipeline_id)
+        except Exception:  # one broken pipeline must not stop the watcher for the others
+            log.exception("pipeline %s: reconcile failed", pipeline_id)
+    return len(ids)
+
+
+def _reconcile_idle(pipeline: Pipeline) -> WaitFor | None:
+    status = pipeline.status
+    if status == S.DEPLOY_REQUESTED:
+        _start(pipeline)
+    elif status == S.STOP_REQUESTED:
+        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+    elif status == S.RUNNING:
+        services.pipeline_job_failed(pipeline=pipeline, reason="The job is gone (no record of its process).")
+    elif (
+        status == S.FAILED
+        and pipeline.restart_at
+        and pipeline.restart_at <= timezone.now()
+        and services.pipeline_restart(pipeline=pipeline)
+    ):
+        _start(pipeline)
+    return None
+
+
+def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
+    job = _control(run)
+    state = job.state()
+    if not state.alive:
+        _ended(pipeline, run, job, state.exit_code)
+        return None
+    if job.here:  # the log file is on the job's host; elsewhere the job's lease carries its last lines at the end
+        redis_state.publish_log(pipeline.job_name, run)
+    wanted = (
+        pipeline.status == S.DEPLOY_REQUESTED
+        and run.version_id == pipeline.deployed_version_id
+        and not pipeline.reset_checkpoint
+    ) or pipeline.status == S.RUNNING
+    if not wanted:  # stopping, a redeploy of another version, or a status that wants no job
+        return _stop(run, job)
+    now = timezone.now()
+    if run.running_at is None:
+        app_id = job.started_application()
+        if app_id:
+            services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
+            transaction.on_commit(lambda: queue.audit_pipeline(pipeline_id=pipeline.pk))
+        elif _older_than(run.started_at, settings.PIPELINE_START_TIMEOUT_SECONDS, now):
+            _kill(run, job, f"The job did not start within {settings.PIPELINE_START_TIMEOUT_SECONDS:.0f} s.")
+        return None
+    if pipeline.status == S.DEPLOY_REQUESTED:  # the same version deployed again while it ran: nothing to restart
+        services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
+        return None
+    beat = redis_state.heartbeat_at(pipeline.job_name)
+    last = max(filter(None, [run.running_at, beat]))
+    if _older_than(last, settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS, now):
+        _kill(run, job, f"The job sent no heartbeat for {settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS:.0f} s (stalled).")
+    return None
+
+
+def _older_than(moment: datetime, seconds: float, now: datetime) -> bool:
+    return now - moment > timedelta(seconds=seconds)
+
+
+def _stop(run: PipelineRun, job: JobControl) -> WaitFor:
+    """SIGTERM once (the job finishes its micro-batch); SIGKILL to the group once the stop timeout passed."""
+    now = timezone.now()
+    timeout = settings.PIPELINE_STOP_TIMEOUT_SECONDS
+    if run.stop_requested_at is None:
+        job.request_stop()
+        services.pipeline_run_mark(run=run, stop_requested_at=now)
+        return WaitFor(job, timeout)
+    remaining = timeout - (now - run.stop_requested_at).total_seconds()
+    if remaining > 0:
+        return WaitFor(job, remaining)
+    if run.killed_at is None:
+        job.force_kill()
+        services.pipeline_run_mark(run=run, killed_at=now)
+    return WaitFor(job, 10.0)
+
+
+def _kill(run: PipelineRun, job: JobControl, reason: str) -> None:
+    log.warning("pipeline %s run %s: %s Killing it.", run.pipeline_id, run.pk, reason)
+    job.force_kill()
+    services.pipeline_run_mark(run=run, killed_at=timezone.now(), reason=reason)
+
+
+def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int | None) -> None:
+    """The run's job is gone: record how it ended and move the pipeline on."""
+    if job.here:
+        jobs.remove_spec(run.run_dir)
+    tail = job.log_tail(redis_state.secrets_of(pipeline))
+    redis_state.publish_log(pipeline.job_name, run, text=tail)
+    if job.here and jobs.stopped_with_stack(run.run_dir):
+        _ended_with_stack(pipeline, run, exit_code)
+        return
+    stopping = run.stop_requested_at is not None
+    if stopping:
+        outcome = RunOutcome.STOPPED if pipeline.status == S.STOP_REQUESTED else RunOutcome.REPLACED
+        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=run.reason or "stopped")
+        if pipeline.status == S.STOP_REQUESTED:
+            services.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
+        elif pipeline.status == S.DEPLOY_REQUESTED:
+            _start(pipeline)  # the redeploy: the old version is down, start the new one
+        return
+    why = run.reason or job.lost_reason() or jobs.failure_reason(tail, exit_code)
+    last_lines = "\n".join(tail.splitlines()[-LOG_LINES_IN_REASON:])
+    services.pipeline_run_end(
+        run=run, outcome=RunOutcome.FAILED, exit_code=exit_code, reason=f"{why}\n\nLast lines of the log:\n{last_lines}"
+    )
+    if pipeline.status in JOB_WANTED:
+        services.pipeline_job_failed(
+            pipeline=pipeline, reason=f"Failed: {why}", restartable=exit_code != ExitCode.INVALID_SPEC
+        )
+    elif pipeline.status == S.STOP_REQUESTED:
+        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+
+
+STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its checkpoint, at the stack's next start."
+
+
+def _ended_with_stack(pipeline: Pipeline, run: PipelineRun, exit_code: int | None) -> None:
+    """The stack stopped this job (`stop_stack_jobs`): not a failure, nothing to restart now. A stop that was
+    under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it again."""
+    forced = run.killed_at is not None or exit_code is None
+    if pipeline.status == S.STOP_REQUESTED:
+        services.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
+        services.pipeline_job_stopped(pipeline=pipeline, forced=forced)
+        return
+    how = " (forced after the stop timeout: its last micro-batch is replayed)" if forced else ""
+    services.pipeline_run_end(
+        run=run, outcome=RunOutcome.STACK_STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON + how
+    )
+    services.pipeline_job_interrupted(pipeline=pipeline, reason=STACK_STOP_REASON)
+
+
+def _start(pipeline: Pipeline) -> None:
+    version = pipeline.deployed_version
+    if version is None:
+        services.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
+        return
+    since = pipeline.deploy_requested_at or pipeline.created_at
+    attempt = PipelineRun.objects.filter(pipeline=pipeline, started_at__gte=since).count() + 1
+    try:
+        job_spec = services.pipeline_job_spec(pipeline=pipeline, version=version)
+    except SpecError as exc:
+        services.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
+        return
+    checkpoint = checkpoint_location(pipeline.job_name)
+    if pipeline.reset_checkpoint:
+        jobs.remove_checkpoint(checkpoint)
+    run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
+    launch = jobs.JobLaunch(
+        name=pipeline.job_name,
+        run_dir=run_dir,
+        checkpoint=checkpoint,
+        master=settings.SPARK_MASTER,
+        spec=job_spec,
+        redis_url=settings.REDIS_URL,
+        driver_memory=settings.SPARK_DRIVER_MEMORY,
+        trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
+        spark_conf=tuple(settings.SPARK_JOB_CONF),
+        submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
+        lease_seconds=settings.PIPELINE_LEASE_SECONDS,
+    )
+    try:
+        handle = jobs.start_job(launch)
+    except (OSError, RuntimeError) as exc:
+        services.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
+        return
+    redis_state.remember_secrets(pipeline.job_name, jobs.secret_values(job_spec))
+    services.pipeline_run_create(
+        pipeline=pipeline,
+        version=version,
+        attempt=attempt,
+        host=handle.host,
+        pid=handle.pid,
+        process_started=handle.process_started,
+        run_dir=handle.run_dir,
+        log_path=handle.log_path,
+        checkpoint=checkpoint,
+        spark_master=settings.SPARK_MASTER,
+    )
+    log.info("pipeline %s: started version %s (attempt %s, pid %s)", pipeline.pk, version.number, attempt, handle.pid)
+
+
+def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None:
+    """After a delete: stop the job that ran (SIGTERM, SIGKILL after the stop timeout), remove its spec file,
+    and remove the checkpoint if asked. The ClickHouse rows stay."""
+    if job is not None:
+        control = control_for(
+            host=job.get("host") or "",
+            pid=job.get("pid"),
+            process_started=job.get("process_started"),
+            run_dir=job.get("run_dir") or "",
+        )
+        control.request_stop()
+        if not control.wait_gone(settings.PIPELINE_STOP_TIMEOUT_SECONDS):
+            control.force_kill()
+            control.wait_gone(10)
+        if control.here and job.get("run_dir"):
+            jobs.remove_spec(job["run_dir"])
+    if remove_checkpoint:
+        jobs.remove_checkpoint(checkpoint_location(job_name))
+
+
+@dataclass(frozen=True)
+class StackStop:
+    jobs: int  # job processes stopped
+    forced: int  # of which killed after the timeout
+    recorded: bool  # their runs recorded (False: the database did not answer; the next start records them)
+
+
+def stop_stack_jobs(*, timeout: float) -> StackStop:
+    """The local stack stops (its worker and beat already have): stop every job started under its run root, all
+    at once (SIGTERM, SIGKILL after `timeout`), and record each run as stopped with the stack. Their pipelines stay
+    deployed: the next start runs them again from their checkpoints, and it is not counted as a failure."""
+    run_root = Path(settings.CLEARFLOW_RUN_ROOT)
+    handles = jobs.find_jobs(run_root)
+    for handle in handles:
+        jobs.mark_stopped_with_stack(handle.run_dir)  # first: a record written later finds it (also a later start)
+    results = jobs.stop_jobs(handles, timeout=timeout)
+    recorded = True
+    try:
+        open_runs = PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
+        for pipeline_id, run_dir in open_runs.values_list("pipeline_id", "run_dir"):
+            if run_dir and Path(run_dir).resolve().is_relative_to(run_root.resolve()):
+                reconcile(pipeline_id)  # the job is gone: records how it ended (stopped with the stack)
+    except Exception:  # the database is down: the stack's next start records the runs (the marks stay)
+        log.exception("could not record the runs stopped with the stack")
+        recorded = False
+    return StackStop(jobs=len(results), forced=sum(result.forced for result in results), recorded=recorded)
