@@ -4,13 +4,15 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py | sha1sum | cut -c1-12)
+# Maven projects built at install (the local schema registry): a change to one rebuilds it.
+JAVA_PROJECTS := $(shell find localstack/schema-registry -type f -not -path '*/target/*' | sort)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py $(JAVA_PROJECTS) | sha1sum | cut -c1-12)
 
 .PHONY: up down status test test-fast lint demo-data install system-deps clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml localstack/jars.py
+$(STAMP): pyproject.toml localstack/jars.py $(JAVA_PROJECTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[local,dev]'

@@ -42,8 +42,7 @@ def serve(*, host: str, port: int, data_dir: Path) -> None:
     print(f"clickhouse: starting on http://{host}:{port}, data in {data_dir}", flush=True)
     # One call: a second entry into the engine re-initialises it and fails ("initialized twice").
     _chdb.query(
-        "SYSTEM START LISTEN HTTP; "
-        "SELECT sleepEachRow(1) FROM system.numbers SETTINGS max_block_size = 1",
+        "SYSTEM START LISTEN HTTP; SELECT sleepEachRow(1) FROM system.numbers SETTINGS max_block_size = 1",
         "TabSeparated",
         path=str(data_dir),
     )

@@ -19,13 +19,61 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-FIRST_NAMES = ["Ada", "Grace", "Linus", "Margaret", "Alan", "Barbara", "Ken", "Frances", "Dennis", "Radia",
-               "Edsger", "Katherine", "Guido", "Hedy", "Tim", "Annie", "Donald", "Sophie", "Bjarne", "Mary"]
-LAST_NAMES = ["Lovelace", "Hopper", "Torvalds", "Hamilton", "Turing", "Liskov", "Thompson", "Allen", "Ritchie",
-              "Perlman", "Dijkstra", "Johnson", "van Rossum", "Lamarr", "Berners-Lee", "Easley", "Knuth", "Wilson"]
+FIRST_NAMES = [
+    "Ada",
+    "Grace",
+    "Linus",
+    "Margaret",
+    "Alan",
+    "Barbara",
+    "Ken",
+    "Frances",
+    "Dennis",
+    "Radia",
+    "Edsger",
+    "Katherine",
+    "Guido",
+    "Hedy",
+    "Tim",
+    "Annie",
+    "Donald",
+    "Sophie",
+    "Bjarne",
+    "Mary",
+]
+LAST_NAMES = [
+    "Lovelace",
+    "Hopper",
+    "Torvalds",
+    "Hamilton",
+    "Turing",
+    "Liskov",
+    "Thompson",
+    "Allen",
+    "Ritchie",
+    "Perlman",
+    "Dijkstra",
+    "Johnson",
+    "van Rossum",
+    "Lamarr",
+    "Berners-Lee",
+    "Easley",
+    "Knuth",
+    "Wilson",
+]
 DOMAINS = ["example.com", "mail.example.org", "corp.example.net", "example.io"]
-CITIES = [("Berlin", "DE"), ("Lisbon", "PT"), ("Toronto", "CA"), ("Nairobi", "KE"), ("Osaka", "JP"),
-          ("Austin", "US"), ("Lyon", "FR"), ("Krakow", "PL"), ("Bogota", "CO"), ("Pune", "IN")]
+CITIES = [
+    ("Berlin", "DE"),
+    ("Lisbon", "PT"),
+    ("Toronto", "CA"),
+    ("Nairobi", "KE"),
+    ("Osaka", "JP"),
+    ("Austin", "US"),
+    ("Lyon", "FR"),
+    ("Krakow", "PL"),
+    ("Bogota", "CO"),
+    ("Pune", "IN"),
+]
 PLANS = ["free", "pro", "team", "enterprise"]
 # How long the broker may be unreachable before demo-data stops (a broker restart takes a few seconds).
 GIVE_UP_AFTER_SECONDS = 30.0

@@ -1,9 +1,14 @@
 """Java artifacts from Maven Central, resolved once by `make install` into the Python environment.
 
-Two bundles, each a pinned list of Maven coordinates resolved with its runtime dependencies:
+Bundles of pinned Maven coordinates, each resolved with its runtime dependencies:
 - `kafka-broker`: Apache Kafka's broker (KRaft), run with `java` directly by `localstack.processes`;
-- `spark-kafka`: Spark's own Kafka connector for the engine, at the pinned pyspark's version. Jars the pyspark
-  wheel already ships (Scala, Hadoop client, compression codecs) are left out, so Spark never sees two copies.
+- `spark-kafka`: Spark's own Kafka connector and Avro functions (`from_avro`) for the engine, at the pinned
+  pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
+  left out, so Spark never sees two copies.
+
+And one application built by a Maven project of this repository:
+- `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
+  Maven Central artifacts (`localstack/schema-registry/pom.xml`); `registry_runner()` is its jar.
 
 They land in `<sys.prefix>/share/clearflow/jars/<bundle>/` (the venv, or the image's Python), next to the
 packages they belong with, so a job never downloads anything at start. `python -m localstack jars` resolves
@@ -35,8 +40,15 @@ BUNDLES: dict[str, tuple[str, ...]] = {
         "org.slf4j:slf4j-api:2.0.17",
         "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3",
     ),
-    CONNECTOR_BUNDLE: (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",),
+    CONNECTOR_BUNDLE: (
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
+        f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}",
+    ),
 }
+# Applications built from a Maven project here: bundle name -> project directory.
+REGISTRY_BUNDLE = "schema-registry"
+BUILDS: dict[str, Path] = {REGISTRY_BUNDLE: Path(__file__).resolve().parent / "schema-registry"}
+REGISTRY_RUNNER = "schema-registry-1-runner.jar"  # Quarkus's runner jar; its manifest names lib/*.jar
 STAMP = ".resolved"
 
 
@@ -48,8 +60,18 @@ def bundle_dir(name: str) -> Path:
     return jars_root() / name
 
 
+def _project_files(name: str) -> list[Path]:
+    return sorted(path for path in BUILDS[name].rglob("*") if path.is_file() and "target" not in path.parts)
+
+
 def _fingerprint(name: str) -> str:
-    return hashlib.sha256("\n".join(BUNDLES[name]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    if name in BUILDS:
+        for path in _project_files(name):
+            digest.update(str(path.relative_to(BUILDS[name])).encode() + b"\0" + path.read_bytes() + b"\0")
+    else:
+        digest.update("\n".join(BUNDLES[name]).encode())
+    return digest.hexdigest()[:16]
 
 
 def is_resolved(name: str) -> bool:
@@ -66,6 +88,15 @@ def bundle_jars(name: str) -> list[Path]:
 
 def classpath(name: str) -> str:
     return os.pathsep.join(str(path) for path in bundle_jars(name))
+
+
+def registry_runner() -> Path:
+    """The schema registry's runner jar (`java -jar` it); JarsError when it was never built."""
+    if not is_resolved(REGISTRY_BUNDLE):
+        raise JarsError(
+            f"the schema registry ({REGISTRY_BUNDLE!r}) is not built: run `make install` (python -m localstack jars)"
+        )
+    return bundle_dir(REGISTRY_BUNDLE) / REGISTRY_RUNNER
 
 
 def _pom(name: str) -> str:
@@ -100,8 +131,45 @@ def _artifact_name(file_name: str) -> str:
     return stem
 
 
+def _run_maven(name: str, args: list[str]) -> None:
+    result = subprocess.run(["mvn", "-q", "-B", *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        what = BUILDS[name] if name in BUILDS else ", ".join(BUNDLES[name])
+        raise JarsError(f"Maven could not resolve {name} ({what}):\n{tail}")
+
+
+def _install(name: str, out_dir: Path) -> Path:
+    """Stamp `out_dir` and put it in the bundle's place (a half-done resolve leaves nothing behind)."""
+    target = bundle_dir(name)
+    (out_dir / STAMP).write_text(_fingerprint(name) + "\n")
+    if target.exists():
+        shutil.rmtree(target)
+    out_dir.rename(target)
+    return target
+
+
+def build(name: str) -> Path:
+    """Build one application bundle from its Maven project (copied, so the repository gets no target/)."""
+    if shutil.which("mvn") is None:
+        raise JarsError("Maven (mvn) is not installed: apt-get install -y maven")
+    target = bundle_dir(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as work:
+        project = Path(work) / "project"
+        shutil.copytree(BUILDS[name], project, ignore=shutil.ignore_patterns("target"))
+        _run_maven(name, ["-f", str(project / "pom.xml"), "package", "-DskipTests"])
+        out_dir = Path(work) / "bundle"
+        out_dir.mkdir()
+        shutil.move(project / "target" / "lib", out_dir / "lib")
+        shutil.move(project / "target" / REGISTRY_RUNNER, out_dir / REGISTRY_RUNNER)
+        return _install(name, out_dir)
+
+
 def resolve(name: str) -> Path:
     """Resolve one bundle with Maven into its directory (atomically: a half-done resolve leaves nothing)."""
+    if name in BUILDS:
+        return build(name)
     if shutil.which("mvn") is None:
         raise JarsError("Maven (mvn) is not installed: apt-get install -y maven")
     target = bundle_dir(name)
@@ -110,40 +178,28 @@ def resolve(name: str) -> Path:
         work_dir = Path(work)
         (work_dir / "pom.xml").write_text(_pom(name))
         out_dir = work_dir / "jars"
-        result = subprocess.run(
+        _run_maven(
+            name,
             [
-                "mvn",
-                "-q",
-                "-B",
                 "-f",
                 str(work_dir / "pom.xml"),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={out_dir}",
                 "-DincludeScope=runtime",
             ],
-            capture_output=True,
-            text=True,
-            check=False,
         )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-            raise JarsError(f"Maven could not resolve {name} ({', '.join(BUNDLES[name])}):\n{tail}")
         if name == CONNECTOR_BUNDLE:
             shipped = _pyspark_jar_names()
             for jar in out_dir.glob("*.jar"):
                 if _artifact_name(jar.name) in shipped:
                     jar.unlink()
-        (out_dir / STAMP).write_text(_fingerprint(name) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        out_dir.rename(target)
-    return target
+        return _install(name, out_dir)
 
 
 def ensure_all() -> list[str]:
     """Resolve every bundle that is missing or out of date; returns the names resolved now."""
     done = []
-    for name in BUNDLES:
+    for name in [*BUNDLES, *BUILDS]:
         if not is_resolved(name):
             resolve(name)
             done.append(name)

@@ -329,6 +329,44 @@ def kafka_broker(
     )
 
 
+REGISTRY_HEAP = "-Xmx256m"
+# The Confluent-compatible API's root path on the registry: clients are given `http://host:port` + this.
+REGISTRY_API_PATH = "/apis/ccompat/v7"
+
+
+def schema_registry(*, host: str = "127.0.0.1", port: int = 8081, data_dir: Path) -> ServiceDef:
+    """Apicurio Registry (the `schema-registry` bundle) serving the Confluent schema registry API at
+    `http://host:port/apis/ccompat/v7`.
+
+    Schemas are kept in an H2 database file under `data_dir`: a registry started again on the same directory
+    still knows the schema ids that the records in Kafka carry. No authentication (the local stack's default).
+    """
+    from localstack import jars
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    api = f"http://{host}:{port}{REGISTRY_API_PATH}"
+    return ServiceDef(
+        name="schema-registry",
+        argv=[
+            "java",
+            REGISTRY_HEAP,
+            "-Xms64m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dquarkus.http.host={host}",
+            f"-Dquarkus.http.port={port}",
+            f"-Dquarkus.datasource.jdbc.url=jdbc:h2:file:{data_dir / 'registry'}",
+            "-Dquarkus.log.level=WARN",
+            '-Dquarkus.log.category."io.quarkus".level=INFO',
+            "-jar",
+            str(jars.registry_runner()),
+        ],
+        cwd=data_dir,
+        ready=lambda: http_ok(f"{api}/subjects"),
+        ready_timeout=180,  # about 25 s on two busy cores; Quarkus starts slower on a loaded machine
+    )
+
+
 def clickhouse(*, host: str = "127.0.0.1", port: int = 8123, data_dir: Path) -> ServiceDef:
     return ServiceDef(
         name="clickhouse",

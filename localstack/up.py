@@ -1,15 +1,16 @@
 """`make up`: the whole local stack in the foreground, on real services, with embedded defaults.
 
-Starts what is local and not already running: the Apache Kafka broker, ClickHouse, Redis (only if none
-answers), then the web app (gunicorn), a Celery worker and Celery beat. Addresses come from the same
-environment variables docker-compose.yml sets; an address that is not on this machine is used as it is
-(point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no local broker starts).
+Starts what is local and not already running: the Apache Kafka broker, ClickHouse, the schema registry
+(Apicurio, Confluent-compatible API), Redis (only if none answers), then the web app (gunicorn), a Celery worker
+and Celery beat. Addresses come from the same environment variables docker-compose.yml sets; an address that is
+not on this machine is used as it is (point KAFKA_BOOTSTRAP_SERVERS at your own cluster and no local broker
+starts).
 
 The stack owns the pipeline jobs its worker starts. Ctrl-C, SIGTERM (`make down`) or a closed terminal (SIGHUP)
 stop, in this order: beat, the worker and the web app (so nothing starts a job meanwhile); every pipeline job
 (SIGTERM: it finishes its micro-batch; SIGKILL after JOB_STOP_TIMEOUT_SECONDS), recorded as stopped with the
-stack, so the next start runs it again from its checkpoint; then ClickHouse, Kafka and Redis, which the jobs
-needed until their last batch.
+stack, so the next start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and
+Redis, which the jobs needed until their last batch.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class StackConfig:
     web_host: str
     web_port: int
     database_url: str
+    registry_host: str = "127.0.0.1"
+    registry_port: int = 8081
 
     @classmethod
     def from_env(cls) -> StackConfig:
@@ -62,6 +65,7 @@ class StackConfig:
         kafka_host, kafka_port = _host_port(env.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092").split(",")[0])
         redis = urlsplit(env.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
         web_host, web_port = _host_port(env.get("WEB_BIND", "127.0.0.1:8000"))
+        registry = urlsplit(env.get("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:8081{processes.REGISTRY_API_PATH}"))
         return cls(
             var_dir=Path(env.get("CLEARFLOW_VAR_DIR", str(REPO_ROOT / "var"))).resolve(),
             kafka_host=kafka_host,
@@ -73,11 +77,17 @@ class StackConfig:
             web_host=web_host,
             web_port=web_port,
             database_url=env.get("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow"),
+            registry_host=registry.hostname or "127.0.0.1",
+            registry_port=registry.port or 8081,
         )
 
     @property
     def url(self) -> str:
         return f"http://{self.web_host}:{self.web_port}"
+
+    @property
+    def registry_url(self) -> str:
+        return f"http://{self.registry_host}:{self.registry_port}{processes.REGISTRY_API_PATH}"
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -190,6 +200,13 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
         definitions.append(
             processes.clickhouse(
                 host=config.clickhouse_host, port=config.clickhouse_port, data_dir=config.var_dir / "clickhouse"
+            )
+        )
+    if config.registry_host in LOCAL_HOSTS:
+        ensure_port_free("the schema registry", config.registry_host, config.registry_port, "SCHEMA_REGISTRY_URL")
+        definitions.append(
+            processes.schema_registry(
+                host=config.registry_host, port=config.registry_port, data_dir=config.var_dir / "schema-registry"
             )
         )
     if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
@@ -444,6 +461,7 @@ def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
     Health      {config.url}/api/v1/health
     API docs    {config.url}/api/v1/docs/
     Kafka       {config.kafka_host}:{config.kafka_port}      ClickHouse  http://{config.clickhouse_host}:{config.clickhouse_port}
+    Schemas     {config.registry_url}  (Confluent-compatible schema registry)
     Logs        {config.var_dir / "log"}/
 
   Demo events: `make demo-data` in another terminal. {stop}

@@ -1,13 +1,15 @@
 """How to reach Kafka and ClickHouse: the one description, shared by the pipeline spec, the web app and the job.
 
-`KafkaConnectionSpec` and `ClickHouseConnectionSpec` are the spec's `source.kafka` and `sink.clickhouse`.
+`KafkaConnectionSpec`, `SchemaRegistryConnectionSpec` and `ClickHouseConnectionSpec` are the spec's
+`source.kafka`, `source.schema_registry` and `sink.clickhouse`.
 The web app's saved connections (`webapp.connections.models`) store exactly these fields and hand out these
 models (`connection.to_spec()`); its clients, the health check and the job build their clients from them
 with the functions below, one per client library:
 
 - `librdkafka_config(kafka)`: confluent-kafka (the web app's tests, topic lists, samples, replays);
 - `kafka_connector_options(kafka)`: Spark's Kafka connector (the job's Java Kafka client);
-- `clickhouse_connect_kwargs(clickhouse, ca_cert=...)`: clickhouse-connect (the web app and the job's writer).
+- `clickhouse_connect_kwargs(clickhouse, ca_cert=...)`: clickhouse-connect (the web app and the job's writer);
+- `schema_registry_client_conf(registry, ca_file=...)`: confluent-kafka's SchemaRegistryClient.
 
 A pipeline spec names its connections' details in `source.kafka` and `sink.clickhouse`; the web app stores specs
 with them filled in from saved connections, and pipeline files (the `clearflow` command) leave them out.
@@ -96,6 +98,35 @@ class KafkaConnectionSpec(BaseModel):
         return protocol_uses_ssl(self.security_protocol)
 
 
+class SchemaRegistryConnectionSpec(BaseModel):
+    """A Confluent-compatible schema registry over HTTP(S): the API's base URL, basic auth, TLS (private CA)."""
+
+    model_config = _STRICT
+
+    # The API's root, e.g. https://registry.example.com or http://127.0.0.1:8081/apis/ccompat/v7 (Apicurio).
+    url: str = Field(min_length=1)
+    username: str | None = None
+    password: SecretStr | None = None
+    # Checked against the system's CAs, or against `ssl_ca_pem` when given (a private CA).
+    verify: bool = True
+    ssl_ca_pem: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/:@]+(:\d{1,5})?(/[^\s?#]*)?$", value.strip()):
+            raise ValueError(f"invalid registry URL {value!r}: expected http(s)://host[:port][/path]")
+        return value.strip().rstrip("/")
+
+    @model_validator(mode="after")
+    def _auth(self) -> SchemaRegistryConnectionSpec:
+        if bool(self.username) != bool(self.password and self.password.get_secret_value()):
+            raise ValueError("username and password go together (basic auth)")
+        if self.ssl_ca_pem and not self.url.startswith("https://"):
+            raise ValueError("ssl_ca_pem needs an https:// URL")
+        return self
+
+
 class ClickHouseConnectionSpec(BaseModel):
     """A ClickHouse server over HTTP(S): address, credentials, default database, TLS (verify, private CA)."""
 
@@ -165,7 +196,11 @@ PIPELINE_DATABASE = "database"
 
 
 def spec_with_connections(
-    spec: Mapping[str, Any], *, kafka: Mapping[str, Any] | None = None, clickhouse: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any],
+    *,
+    kafka: Mapping[str, Any] | None = None,
+    clickhouse: Mapping[str, Any] | None = None,
+    schema_registry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A copy of `spec` (a pipeline spec's JSON) with `source.kafka` set to `kafka` and `sink.clickhouse` to
     `clickhouse` (sections as `connection_dict` writes them), when given. A `sink.clickhouse.database` the spec
@@ -174,7 +209,9 @@ def spec_with_connections(
     data: dict[str, Any] = dict(spec)
     source, sink = data.get("source"), data.get("sink")
     if kafka is not None and isinstance(source, dict):
-        data["source"] = {**source, "kafka": dict(kafka)}
+        data["source"] = source = {**source, "kafka": dict(kafka)}
+    if schema_registry is not None and isinstance(source, dict):
+        data["source"] = {**source, "schema_registry": dict(schema_registry)}
     if clickhouse is not None and isinstance(sink, dict):
         given = sink.get("clickhouse")
         database = given.get(PIPELINE_DATABASE) if isinstance(given, dict) else None
@@ -192,7 +229,7 @@ def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = dict(spec)
     source, sink = data.get("source"), data.get("sink")
     if isinstance(source, dict):
-        data["source"] = {k: v for k, v in source.items() if k != "kafka"}
+        data["source"] = {k: v for k, v in source.items() if k not in ("kafka", "schema_registry")}
     if isinstance(sink, dict) and "clickhouse" in sink:
         section = sink["clickhouse"]
         if isinstance(section, dict) and PIPELINE_DATABASE in section:
@@ -297,6 +334,33 @@ def clickhouse_connect_kwargs(clickhouse: ClickHouseConnectionSpec, *, ca_cert: 
     }
 
 
+# -- Schema registry: confluent-kafka's SchemaRegistryClient -------------------------------------------------
+
+
+def schema_registry_client_conf(
+    registry: SchemaRegistryConnectionSpec, *, ca_file: str | None, timeout: float | None = None
+) -> dict[str, Any]:
+    """SchemaRegistryClient settings for `registry`, secrets included (never log the result).
+
+    `ca_file` is the path of a file holding `registry.ssl_ca_pem` (`write_ca_file`), which the client reads
+    from a file only; the caller owns the file. `timeout` (seconds) bounds each request and turns the client's
+    retries off (the web app answers a person; the job keeps the client's defaults).
+    """
+    if registry.ssl_ca_pem and not ca_file:
+        raise ValueError("the connection has a CA certificate: pass the path of its file (write_ca_file)")
+    conf: dict[str, Any] = {"url": registry.url}
+    if timeout is not None:
+        conf["timeout"] = timeout
+        conf["max.retries"] = 0
+    if registry.username and registry.password:
+        conf["basic.auth.user.info"] = f"{registry.username}:{registry.password.get_secret_value()}"
+    if registry.ssl_ca_pem:
+        conf["ssl.ca.location"] = ca_file
+    elif not registry.verify:
+        conf["ssl.ca.location"] = False  # httpx: no verification
+    return conf
+
+
 def write_ca_file(pem: str) -> str:
     """`pem` in a new private temporary file (mode 0600, unpredictable name); the caller removes it."""
     handle, path = tempfile.mkstemp(prefix="clearflow-ca-", suffix=".pem")
@@ -311,11 +375,13 @@ __all__ = [
     "SECRET_MASK",
     "ClickHouseConnectionSpec",
     "KafkaConnectionSpec",
+    "SchemaRegistryConnectionSpec",
     "clickhouse_connect_kwargs",
     "connection_dict",
     "connection_from_values",
     "kafka_connector_options",
     "librdkafka_config",
+    "schema_registry_client_conf",
     "secret_fields",
     "spec_with_connections",
     "spec_without_connections",

@@ -46,9 +46,7 @@ class Size:
                 f"{_shown(node)}: its size could grow with the square of the event's values "
                 f"(cap: {EXPRESSION_GROWTH.name}); use a constant for one side"
             )
-        return Size(
-            self.growth * other.constant + other.growth * self.constant, self.constant * other.constant
-        )
+        return Size(self.growth * other.constant + other.growth * self.constant, self.constant * other.constant)
 
     def scaled(self, factor: float) -> Size:
         return Size(self.growth * factor, self.constant * factor)
@@ -283,8 +281,20 @@ def _arithmetic() -> tuple[type, ...]:
     from sqlglot import exp
 
     return (
-        exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Pow, exp.Neg,
-        exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.BitwiseNot,
+        exp.Add,
+        exp.Sub,
+        exp.Mul,
+        exp.Div,
+        exp.IntDiv,
+        exp.Mod,
+        exp.Pow,
+        exp.Neg,
+        exp.BitwiseAnd,
+        exp.BitwiseOr,
+        exp.BitwiseXor,
+        exp.BitwiseLeftShift,
+        exp.BitwiseRightShift,
+        exp.BitwiseNot,
     )
 
 

@@ -110,9 +110,7 @@ LIMITS: tuple[Limit, ...] = (
     VALIDATION_SECONDS,
 )
 # Caps on a count, then on a text's length, checked on the raw spec before anything else is (`size_issues`).
-_SIZE_LIMITS = (
-    FIELDS, TOPICS, DEDUP_KEYS, TRANSFORMS, COLUMNS, ORDER_BY, NAME_LENGTH, TYPE_LENGTH, EXPRESSION_LENGTH
-)
+_SIZE_LIMITS = (FIELDS, TOPICS, DEDUP_KEYS, TRANSFORMS, COLUMNS, ORDER_BY, NAME_LENGTH, TYPE_LENGTH, EXPRESSION_LENGTH)
 
 
 def _values_at(data: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]:

@@ -42,6 +42,9 @@ log = logging.getLogger("clearflow.metrics")
 
 # The name of Spark's observed metric counting the events the filter dropped (`transforms.apply_filter`).
 FILTER_OBSERVATION = "cf_filter"
+# The observed metric of the fields the events carry (`spark_jobs.field_watch`): events per Avro writer schema
+# id, or the JSON keys no field covers in a sample of one event in JSON_SAMPLE_EVERY (by offset).
+FIELDS_OBSERVATION = "cf_fields"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -97,8 +100,23 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
+        **_fields_seen(progress),
         query_id=str(progress.get("id") or ""),
     )
+
+
+def _fields_seen(progress: dict[str, Any]) -> dict[str, Any]:
+    """The batch's FIELDS_OBSERVATION as BatchMetrics fields (nothing when the query does not observe them)."""
+    observed = (progress.get("observedMetrics") or {}).get(FIELDS_OBSERVATION) or {}
+    prefix = "schema_id_"  # spark_jobs.field_watch.SCHEMA_ID_COUNT
+    return {
+        "events_by_schema_id": {
+            name.removeprefix(prefix): int(count or 0) for name, count in observed.items() if name.startswith(prefix)
+        },
+        "unmapped_keys": [str(key) for key in observed.get("unmapped_keys") or []],
+        "sampled_events": int(observed.get("sampled") or 0),
+        "sampled_with_unmapped": int(observed.get("sampled_with_unmapped") or 0),
+    }
 
 
 def _filtered_out(progress: dict[str, Any]) -> int:

@@ -1,6 +1,7 @@
 """Compose the pipeline in one visible place, and start it as a Structured Streaming query.
 
-Kafka -> parse_events -> require_keys -> check_columns -> dedup_time -> drop_duplicates
+Kafka -> parse_events (JSON) | parse_avro (Avro) -> observe fields (field_watch) -> require_keys
+      -> check_columns -> dedup_time -> drop_duplicates
       -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
 """
 
@@ -19,8 +20,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import dedup, transforms
+from spark_jobs import avro_decode, dedup, field_watch, transforms
 from spark_jobs import sink as ch
+from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import connector_jars
 from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
@@ -110,10 +112,44 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
     return ["_cf_value", *metadata]
 
 
-def build_stream(raw: DataFrame, spec: PipelineSpec) -> DataFrame:
+def source_schemas(spec: PipelineSpec, *, extra_ids: set[int] | None = None) -> WriterSchemas | None:
+    """The Avro writer schemas a run decodes with (None for JSON): the pasted schema, or every version of the
+    topics' subjects in the registry (plus `extra_ids`, ids seen in records since). Raises SpecError when
+    `source.fields` names a field no version has, RegistryError when the registry cannot be asked."""
+    source = spec.source
+    if source.format != "avro":
+        return None
+    if source.schema_registry is None:
+        return WriterSchemas({avro_decode.PLAIN_SCHEMA_ID: source.avro_schema or ""}, confluent=False)
+    from spark_jobs.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
+
+    versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in source.topics}
+    issues = registry_field_issues(source.fields, versions)
+    if issues:
+        raise SpecError(issues)
+    return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or ())
+
+
+def parse_source(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None) -> DataFrame:
+    """The format's parse step: typed field columns and `_cf_error`, whatever the records' encoding."""
+    if spec.source.format == "avro":
+        if schemas is None:
+            raise ValueError("an Avro source needs its writer schemas (source_schemas)")
+        return avro_decode.parse_avro(raw, _fields(spec), schemas)
+    return transforms.parse_events(raw, _fields(spec))
+
+
+def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
     """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
     field_types = spec.field_types()
-    df = transforms.parse_events(raw, _fields(spec))
+    if schemas is None and spec.source.format == "avro" and spec.source.schema_registry is None:
+        schemas = source_schemas(spec)
+    df = parse_source(raw, spec, schemas)
+    # Every event, duplicates too, before anything drops one: "seen in N events" counts what came in.
+    if schemas is not None:
+        df = field_watch.observe_schema_ids(df, [*schemas.by_id, *schemas.unreadable])
+    else:
+        df = field_watch.observe_json_keys(df, [f.path for f in spec.source.fields])
     if spec.dedup is not None:
         df = dedup.require_keys(df, spec.dedup.keys)
     df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
@@ -197,13 +233,18 @@ def start_query(
     redis_url: str | None = None,
     trigger: dict[str, Any] | None = None,
     prepare: bool = True,
+    schemas: WriterSchemas | None = None,
 ) -> StreamingQuery:
-    """Check the spec against Spark, prepare ClickHouse, and start the streaming query."""
+    """Check the spec against Spark, prepare ClickHouse, and start the streaming query.
+
+    `schemas`: an Avro source's writer schemas (default: `source_schemas(spec)`, asked of the registry now)."""
     rocksdb = spec.dedup is not None and spec.dedup.use_rocksdb
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER if rocksdb else MEMORY_PROVIDER)
     # RocksDB: commit a changelog per batch instead of uploading snapshots of the whole state each time.
     spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-    stream = build_stream(read_kafka(spark, spec), spec)
+    if schemas is None:
+        schemas = source_schemas(spec)
+    stream = build_stream(read_kafka(spark, spec), spec, schemas)
     if prepare:
         ch.prepare_tables(
             connection_dict(spec.sink.clickhouse, reveal_secrets=True), table_spec(spec), create=spec.sink.create_table

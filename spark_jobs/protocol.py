@@ -143,6 +143,10 @@ STARTED_LINE_RE = re.compile(r"pipeline \S+ started \(query [^,]+, application (
 TOTAL_FIELDS = ("input_rows", "duplicates_dropped", "rows_written", "dead_letters", "filtered_out")
 
 
+# The JSON keys no field reads are looked for in one event in this many (by offset): `spark_jobs.field_watch`.
+JSON_SAMPLE_EVERY = 16
+
+
 @dataclass
 class BatchMetrics:
     """One micro-batch, as the job publishes it (`spark_jobs.metrics`) and every reader reads it."""
@@ -165,6 +169,14 @@ class BatchMetrics:
     processed_rows_per_second: float = 0.0
     insert_ms_max: int = 0
     query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
+    # What the events carried (`spark_jobs.metrics.FIELDS_OBSERVATION`): Avro events per writer schema id; for
+    # JSON, the keys no field covers seen in the sample, and how many sampled events there were and carried one
+    # (sample: 1 in `sample_every` by offset).
+    events_by_schema_id: dict[str, int] = field(default_factory=dict)
+    unmapped_keys: list[str] = field(default_factory=list)
+    sampled_events: int = 0
+    sampled_with_unmapped: int = 0
+    sample_every: int = JSON_SAMPLE_EVERY
     version: int = 1
 
     def to_json(self) -> str:
@@ -181,6 +193,7 @@ __all__ = [
     "HISTORY_MAX_RECORDS",
     "HTTP_REQUESTS_KEY",
     "JOB_LOG_TTL_SECONDS",
+    "JSON_SAMPLE_EVERY",
     "METRICS_KEY_PREFIX",
     "PIPELINE_TASKS_ROUTE",
     "RECENT_LIMIT",

@@ -111,36 +111,48 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, request_stop)
 
     trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
+    from spark_jobs.avro_decode import unloaded_schema_id
+    from spark_jobs.pipeline import source_schemas
+    from spark_jobs.schema_registry import RegistryError
+
+    extra_schema_ids: set[int] = set()
     try:
-        query = start_query(spark, spec, checkpoint=checkpoint, redis_url=args.redis_url, trigger=trigger)
-    except SpecError as exc:
-        log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
-        return ExitCode.INVALID_SPEC
-    except Exception as exc:
-        log.error("pipeline %s could not start: %s", spec.name, exc)
-        return ExitCode.FAILED
-    log.info(
-        "%s",
-        STARTED_LINE.format(
-            name=spec.name, query=query.id, application=spark.sparkContext.applicationId, checkpoint=checkpoint
-        ),
-    )
-
-    _log_guarantee(spec)
-
-    from pyspark.errors import StreamingQueryException
-
-    try:
-        while query.isActive and not stop_requested.is_set():
+        while True:
             try:
-                query.awaitTermination(0.5)
-            except StreamingQueryException:
-                break  # reported below from query.exception()
-        if stop_requested.is_set() and query.isActive:
-            _stop_between_batches(query)
+                schemas = source_schemas(spec, extra_ids=extra_schema_ids)
+                query = start_query(
+                    spark, spec, checkpoint=checkpoint, redis_url=args.redis_url, trigger=trigger, schemas=schemas
+                )
+            except SpecError as exc:
+                log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
+                return ExitCode.INVALID_SPEC
+            except RegistryError as exc:
+                log.error("pipeline %s could not start: %s", spec.name, exc)
+                return ExitCode.FAILED
+            except Exception as exc:
+                log.error("pipeline %s could not start: %s", spec.name, exc)
+                return ExitCode.FAILED
+            if not extra_schema_ids:
+                log.info(
+                    "%s",
+                    STARTED_LINE.format(
+                        name=spec.name,
+                        query=query.id,
+                        application=spark.sparkContext.applicationId,
+                        checkpoint=checkpoint,
+                    ),
+                )
+                _log_guarantee(spec)
+            failure = _run(query, stop_requested)
+            stop_query(spark, query)
+            new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
+            if new_id is None or new_id in extra_schema_ids:
+                break
+            # A schema registered after the run started: the failed batch was not committed, so the query
+            # starts again from the checkpoint with that schema loaded, and no record is lost or written twice.
+            log.info("pipeline %s: records carry Avro schema id %d, new since the start: loading it", spec.name, new_id)
+            extra_schema_ids.add(new_id)
     finally:
-        failure = query.exception()
-        stop_query(spark, query)
         spark.stop()
     if failure is not None and stop_requested.is_set():
         # SIGTERM sent to the whole process group also reaches Spark's JVM, which then shuts down under the
@@ -152,6 +164,20 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.FAILED
     log.info("pipeline %s stopped", spec.name)
     return ExitCode.STOPPED
+
+
+def _run(query: object, stop_requested: threading.Event) -> BaseException | None:
+    """Wait until the query ends or a stop is requested (then stop between batches); its failure, if any."""
+    from pyspark.errors import StreamingQueryException
+
+    while query.isActive and not stop_requested.is_set():  # type: ignore[attr-defined]
+        try:
+            query.awaitTermination(0.5)  # type: ignore[attr-defined]
+        except StreamingQueryException:
+            break  # reported from query.exception()
+    if stop_requested.is_set() and query.isActive:  # type: ignore[attr-defined]
+        _stop_between_batches(query)
+    return query.exception()  # type: ignore[attr-defined]
 
 
 def _log_guarantee(spec: PipelineSpec) -> None:
@@ -210,7 +236,8 @@ def _last_batch_id(query: object) -> int:
 def _root_message(exc: BaseException) -> str:
     """The most useful line of a streaming failure: the ClickHouse or Python error, not the JVM stack."""
     text = str(exc)
-    for marker in ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:", "kafka.common.errors."):
+    markers = ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:", "kafka.common.errors.")
+    for marker in (*markers, "clearflow: unknown Avro schema id"):
         index = text.rfind(marker)
         if index >= 0:
             return text[index:].split("\n")[0]

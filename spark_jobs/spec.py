@@ -13,7 +13,8 @@ Entry points:
   types (`spark_jobs.clickhouse_types`: `parse_clickhouse_type`, `clickhouse_type_error`), and `expression_error`
   (`spark_jobs.expressions`).
 
-The connection sections (`KafkaConnectionSpec`, `ClickHouseConnectionSpec`) live in `spark_jobs.connections`,
+The connection sections (`KafkaConnectionSpec`, `SchemaRegistryConnectionSpec`, `ClickHouseConnectionSpec`) live
+in `spark_jobs.connections`,
 with the functions that turn them into client settings.
 """
 
@@ -38,8 +39,14 @@ from pydantic import (
     model_validator,
 )
 
+from spark_jobs.avro_schema import AvroSchemaError, SchemaField, fields_by_path
 from spark_jobs.clickhouse_types import ClickHouseType, clickhouse_type_error, parse_clickhouse_type
-from spark_jobs.connections import SECRET_MASK, ClickHouseConnectionSpec, KafkaConnectionSpec
+from spark_jobs.connections import (
+    SECRET_MASK,
+    ClickHouseConnectionSpec,
+    KafkaConnectionSpec,
+    SchemaRegistryConnectionSpec,
+)
 from spark_jobs.expressions import KnownNames, expression_error
 from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
 from spark_jobs.limits import VALIDATION_SECONDS, size_issues
@@ -176,13 +183,23 @@ class FieldSpec(BaseModel):
         return value
 
 
+# How record values are encoded. avro: Confluent's wire format with `schema_registry`, or plain Avro bodies of
+# the one `avro_schema` given.
+SourceFormat = Literal["json", "avro"]
+SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
+
+
 class SourceSpec(BaseModel):
     model_config = _STRICT
 
     kafka: KafkaConnectionSpec
     topics: list[str] = Field(min_length=1)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    format: Literal["json"] = "json"
+    format: SourceFormat = "json"
+    # format avro, Confluent wire format: where the writer schemas are (subjects `<topic>-value`).
+    schema_registry: SchemaRegistryConnectionSpec | None = None
+    # format avro without a registry: the writer schema of every record (JSON text of an Avro record schema).
+    avro_schema: str | None = None
     fields: list[FieldSpec] = Field(min_length=1)
     # Upper bound on Kafka records read per micro-batch (admission control). Optional, with a default.
     max_records_per_batch: int = Field(default=500_000, ge=1, le=50_000_000)
@@ -196,6 +213,10 @@ class SourceSpec(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("topics are listed twice")
         return value
+
+    @property
+    def uses_registry(self) -> bool:
+        return self.format == "avro" and self.schema_registry is not None
 
 
 class DedupSpec(BaseModel):
@@ -413,6 +434,56 @@ def expression_issues(
     return issues
 
 
+# A schema's json fields (arrays, maps, unions of several types) are read as their JSON text: as text or json.
+_FROM_SCHEMA_JSON = ("string", "json")
+
+
+def schema_field_issues(
+    fields: Sequence[FieldSpec], known: dict[str, SchemaField], *, where: str = "the Avro schema"
+) -> list[SpecIssue]:
+    """`source.fields` against a schema's fields (`spark_jobs.avro_schema`): a path the schema lacks is an error
+    under `source.fields[i].path`, a type its values cannot be read as under `source.fields[i].type`."""
+    issues = []
+    for i, field in enumerate(fields):
+        found = known.get(field.path)
+        if found is None:
+            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{field.path}' is not in {where}"))
+        elif found.type == "json" and field.type not in _FROM_SCHEMA_JSON:
+            issues.append(
+                SpecIssue(
+                    f"source.fields[{i}].type",
+                    f"field '{field.path}' is {found.describe()} in {where}: read it as string or json, "
+                    f"not {field.type}",
+                )
+            )
+    return issues
+
+
+def _source_issues(source: SourceSpec) -> list[SpecIssue]:
+    if source.format == "json":
+        if source.schema_registry is not None:
+            return [SpecIssue("source.schema_registry", "a schema registry is for format avro; this source is json")]
+        if source.avro_schema is not None:
+            return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is json")]
+        return []
+    if source.schema_registry is not None and source.avro_schema is not None:
+        return [SpecIssue("source.avro_schema", "give a schema registry or an Avro schema, not both")]
+    if source.schema_registry is None and source.avro_schema is None:
+        return [
+            SpecIssue(
+                "source.schema_registry",
+                "format avro needs a schema registry (Confluent wire format) or avro_schema (plain Avro)",
+            )
+        ]
+    if source.avro_schema is not None:
+        try:
+            known = fields_by_path(source.avro_schema)
+        except AvroSchemaError as exc:
+            return [SpecIssue("source.avro_schema", str(exc))]
+        return schema_field_issues(source.fields, known)
+    return []  # checked against the registry when the job starts and when the web app saves the spec
+
+
 def _field_issues(spec: PipelineSpec) -> list[SpecIssue]:
     """Fields listed twice, and a field that is also the parent of another (`user` and `user.id`): one pass
     over the paths and their prefixes, linear in their total length."""
@@ -433,7 +504,7 @@ def _field_issues(spec: PipelineSpec) -> list[SpecIssue]:
 def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix. Every rule is one pass (sets
     and dicts, no list searched per item), so the time grows with the spec's size, not with its square."""
-    issues = _field_issues(spec)
+    issues = _source_issues(spec.source) + _field_issues(spec)
     fields = {f.path: f.type for f in spec.source.fields}
     budget.check("source.fields")
 
@@ -520,6 +591,7 @@ __all__ = [
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "SECRET_MASK",
+    "SOURCE_FORMATS",
     "SPEC_VERSION",
     "STATE_STORES",
     "ClickHouseConnectionSpec",
@@ -530,6 +602,7 @@ __all__ = [
     "FieldType",
     "KafkaConnectionSpec",
     "PipelineSpec",
+    "SchemaRegistryConnectionSpec",
     "SinkSpec",
     "SourceSpec",
     "SpecError",
@@ -545,4 +618,5 @@ __all__ = [
     "parse_clickhouse_type",
     "parse_spec",
     "parse_window",
+    "schema_field_issues",
 ]

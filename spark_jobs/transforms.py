@@ -166,11 +166,11 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
             )
         )
     with_error = parsed.withColumn(ERROR, F.coalesce(*reasons))
-    return with_error.select(*df.columns, *_nest(typed), ERROR)
+    return with_error.select(*df.columns, *nest_paths(typed), ERROR)
 
 
-def _nest(typed: dict[str, Column]) -> list[Column]:
-    """Typed leaves by dotted path -> top-level columns, nested paths as structs."""
+def nest_paths(typed: dict[str, Column]) -> list[Column]:
+    """Typed leaves by dotted path -> top-level columns, nested paths as structs (every format's parse step)."""
     tree: dict = {}
     for path, column in typed.items():
         node = tree

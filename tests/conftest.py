@@ -1,7 +1,8 @@
 """Real services for the tests, started once per session on free ports in temporary directories, and the guard of
 the fast tier.
 
-Every fixture here starts the real thing (Apache Kafka, chDB's ClickHouse HTTP server, redis-server)
+Every fixture here starts the real thing (Apache Kafka, chDB's ClickHouse HTTP server, Apicurio's schema
+registry, redis-server)
 through `localstack.processes`, the same code `make up` uses, and stops it at the end of the session.
 PostgreSQL is the machine's own server (pytest-django creates and drops a `test_` database).
 
@@ -106,6 +107,15 @@ def clickhouse_tls(clickhouse_server: ClickHouseAddress) -> Iterator[TlsEndpoint
     proxy = TlsProxy(clickhouse_server.host, clickhouse_server.port)
     yield proxy.start()
     proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Confluent-compatible API of a real schema registry (Apicurio, no authentication), e.g.
+    "http://127.0.0.1:40125/apis/ccompat/v7"."""
+    port = processes.free_port()
+    service_group.start(processes.schema_registry(port=port, data_dir=tmp_path_factory.mktemp("schema-registry")))
+    return f"http://127.0.0.1:{port}{processes.REGISTRY_API_PATH}"
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ class StackEnv:
 
 
 def stack_env(var_dir: Path, *, database_prefix: str) -> StackEnv:
-    ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web")}
+    ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web", "registry")}
     database = f"{database_prefix}_{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
@@ -29,6 +29,7 @@ def stack_env(var_dir: Path, *, database_prefix: str) -> StackEnv:
         "CLICKHOUSE_PORT": str(ports["clickhouse"]),
         "REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
         "WEB_BIND": f"127.0.0.1:{ports['web']}",
+        "SCHEMA_REGISTRY_URL": f"http://127.0.0.1:{ports['registry']}/apis/ccompat/v7",
         "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
     }
     # Not inherited from a `make test` that runs the tests: a nested make would take itself for a sub-make.

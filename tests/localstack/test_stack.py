@@ -47,7 +47,7 @@ class Stack:
         return self.output_path.read_text()
 
     def child_pids(self) -> dict[str, int]:
-        return {name: int(pid) for name, pid in re.findall(r"clearflow: (\w+) is up \(pid (\d+)", self.output())}
+        return {name: int(pid) for name, pid in re.findall(r"clearflow: ([\w-]+) is up \(pid (\d+)", self.output())}
 
     def health(self) -> tuple[int, dict[str, object]]:
         try:
@@ -87,7 +87,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         )
     stack = Stack(process, env, ports, output_path, launched_at)
     try:
-        assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=120), (
+        # The schema registry (Quarkus) takes 25-60 s of the start on two busy cores.
+        assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=240), (
             stack.output()
         )
         stack.up_at = time.time()
@@ -140,6 +141,27 @@ def test_make_up_exports_its_start_time(tmp_path: Path) -> None:
     assert before - 1 <= started <= time.time()
 
 
+def test_make_up_serves_a_schema_registry_with_the_confluent_api(stack: Stack) -> None:
+    registry = stack.env["SCHEMA_REGISTRY_URL"]
+    assert f"Schemas     {registry}" in stack.output()
+    schema = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
+    body = {"schema": json.dumps(schema)}
+    registered = _registry_call(registry, "POST", "/subjects/stack-orders-value/versions", body)
+    assert json.loads(_registry_call(registry, "GET", f"/schemas/ids/{registered['id']}")["schema"]) == schema
+    assert _registry_call(registry, "GET", "/subjects/stack-orders-value/versions") == [1]
+
+
+def _registry_call(base_url: str, method: str, path: str, body: object | None = None) -> Any:
+    request = urllib.request.Request(
+        base_url + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
 def test_health_names_the_component_that_is_down(stack: Stack) -> None:
     os.kill(stack.child_pids()["kafka"], signal.SIGKILL)
     assert wait_until(lambda: not tcp_open("127.0.0.1", stack.ports["kafka"]), timeout=10)
@@ -164,7 +186,7 @@ def test_a_second_make_up_says_one_is_already_running(stack: Stack) -> None:
 
 def test_stopping_leaves_no_process_and_no_listener(stack: Stack) -> None:
     pids = stack.child_pids()
-    assert set(pids) >= {"clickhouse", "redis", "web", "worker", "beat"}
+    assert set(pids) >= {"clickhouse", "redis", "web", "worker", "beat", "schema-registry"}
     started = time.monotonic()
     stack.process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     stack.process.wait(timeout=30)
@@ -179,13 +201,17 @@ def test_stopping_leaves_no_process_and_no_listener(stack: Stack) -> None:
     assert leftovers == []
 
 
-def _make_up_broker(stack: Stack) -> ServiceDef:
-    """The broker exactly as `make up` defines it for this stack's environment (same var dir, same ports)."""
+def _make_up_service(stack: Stack, name: str) -> ServiceDef:
+    """A service exactly as `make up` defines it for this stack's environment (same var dir, same ports)."""
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in stack.env.items():
-            patch.setenv(name, value)
+        for variable, value in stack.env.items():
+            patch.setenv(variable, value)
         config = StackConfig.from_env()
-    return next(definition for definition in service_definitions(config) if definition.name == "kafka")
+        return next(definition for definition in service_definitions(config) if definition.name == name)
+
+
+def _make_up_broker(stack: Stack) -> ServiceDef:
+    return _make_up_service(stack, "kafka")
 
 
 def _once_ready(ask: Callable[[], Any], timeout: float = 60) -> Any:
@@ -260,3 +286,20 @@ def test_a_missing_prerequisite_is_named_with_the_command_that_installs_it(tmp_p
     assert result.returncode == 1
     assert "missing prerequisites" in result.stdout
     assert "Java 17 for Spark: apt-get install -y openjdk-17-jre-headless" in result.stdout
+
+
+def test_the_schema_registry_keeps_schemas_and_ids_across_a_restart(stack: Stack, tmp_path: Path) -> None:
+    """Records in Kafka carry schema ids: a restarted registry must still resolve them."""
+    if stack.process.poll() is None:
+        stack.process.send_signal(signal.SIGINT)
+        stack.process.wait(timeout=30)
+    registry = stack.env["SCHEMA_REGISTRY_URL"]
+    schema = {"type": "record", "name": "Kept", "fields": [{"name": "n", "type": "long"}]}
+    with ProcessGroup(tmp_path / "first") as first:
+        first.start(_make_up_service(stack, "schema-registry"))
+        body = {"schema": json.dumps(schema)}
+        kept_id = _registry_call(registry, "POST", "/subjects/kept-value/versions", body)["id"]
+    with ProcessGroup(tmp_path / "second") as second:
+        second.start(_make_up_service(stack, "schema-registry"))
+        assert json.loads(_registry_call(registry, "GET", f"/schemas/ids/{kept_id}")["schema"]) == schema
+        assert "kept-value" in _registry_call(registry, "GET", "/subjects")

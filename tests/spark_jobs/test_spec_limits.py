@@ -75,7 +75,7 @@ def test_each_cap_is_refused_with_its_name_and_path(limit):
     _over(limit, data)
     errors = errors_of(data)
     assert len(errors) == 1, errors
-    (path, message), = errors.items()
+    ((path, message),) = errors.items()
     expected_path = {"name_length": "source.fields[0].path", "type_length": "sink.columns[0].type"}
     assert path == expected_path.get(limit.name, limit.paths[0].replace("[]", ""))
     assert f"(cap: {limit.name})" in message and f"at most {limit.maximum:,}" in message

@@ -88,6 +88,15 @@ def topics(kafka_bootstrap: str) -> Topics:
     return names
 
 
+@pytest.fixture(scope="session")
+def avro_topic(kafka_bootstrap: str, schema_registry_url: str) -> str:
+    """Avro orders in the Confluent wire format: 3 of schema version 1, 2 of version 2 (with `coupon`), then one
+    event that is not Avro (tests/webapp/avro_events.py)."""
+    from tests.webapp.avro_events import make_avro_topic
+
+    return make_avro_topic(kafka_bootstrap, schema_registry_url)
+
+
 @dataclass(frozen=True)
 class ClickHouseTarget:
     database: str

@@ -58,4 +58,3 @@ class ApiTokenAuthentication(TokenAuthentication):
             ApiToken.objects.filter(pk=token.pk).update(last_used=now)
             token.last_used = now
         return user, token
-

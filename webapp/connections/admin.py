@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 
 class SecretFieldsForm(forms.ModelForm):
@@ -55,10 +55,20 @@ class ClickHouseConnectionForm(SecretFieldsForm):
         fields = ("owner", *ClickHouseConnection.EDITABLE_FIELDS)
 
 
+class SchemaRegistryConnectionForm(SecretFieldsForm):
+    class Meta:
+        model = SchemaRegistryConnection
+        fields = ("owner", *SchemaRegistryConnection.EDITABLE_FIELDS)
+
+
 class SecretsAdmin(admin.ModelAdmin):
     """Keeps the secrets out of Django's error reports (they would otherwise list the POST data)."""
 
-    @method_decorator(sensitive_post_parameters(*KafkaConnection.SECRET_FIELDS, *ClickHouseConnection.SECRET_FIELDS))
+    @method_decorator(
+        sensitive_post_parameters(
+            *KafkaConnection.SECRET_FIELDS, *ClickHouseConnection.SECRET_FIELDS, *SchemaRegistryConnection.SECRET_FIELDS
+        )
+    )
     def changeform_view(self, *args: Any, **kwargs: Any) -> Any:
         return super().changeform_view(*args, **kwargs)
 
@@ -88,4 +98,17 @@ class ClickHouseConnectionAdmin(SecretsAdmin):
 
     @admin.display(boolean=True, description="password")
     def password_set(self, obj: ClickHouseConnection) -> bool:
+        return obj.has_password
+
+
+@admin.register(SchemaRegistryConnection)
+class SchemaRegistryConnectionAdmin(SecretsAdmin):
+    form = SchemaRegistryConnectionForm
+    list_display = ("name", "owner", "url", "username", "password_set", "updated_at")
+    search_fields = ("name", "url", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("created_at", "updated_at")
+
+    @admin.display(boolean=True, description="password")
+    def password_set(self, obj: SchemaRegistryConnection) -> bool:
         return obj.has_password

@@ -34,4 +34,18 @@ urlpatterns = [
         apis.ClickHouseColumnListApi.as_view(),
         name="clickhouse-columns",
     ),
+    path("schema-registry/", apis.SchemaRegistryConnectionListCreateApi.as_view(), name="schema-registry-connections"),
+    path(
+        "schema-registry/test/",
+        apis.SchemaRegistryConnectionTestUnsavedApi.as_view(),
+        name="schema-registry-connection-test-unsaved",
+    ),
+    path(
+        "schema-registry/<int:pk>/", apis.SchemaRegistryConnectionDetailApi.as_view(), name="schema-registry-connection"
+    ),
+    path(
+        "schema-registry/<int:pk>/test/",
+        apis.SchemaRegistryConnectionTestApi.as_view(),
+        name="schema-registry-connection-test",
+    ),
 ]

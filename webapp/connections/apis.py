@@ -19,16 +19,19 @@ from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.core.exceptions import NotFoundError
 
 KAFKA_TAG = ["Kafka connections"]
 CLICKHOUSE_TAG = ["ClickHouse connections"]
+SCHEMA_REGISTRY_TAG = ["Schema registry connections"]
+ConnectionModel = type[KafkaConnection] | type[ClickHouseConnection] | type[SchemaRegistryConnection]
 
 
 # -- serializers ----------------------------------------------------------------------------------------
 
 
-def _input_meta(model: type[KafkaConnection] | type[ClickHouseConnection]) -> type:
+def _input_meta(model: ConnectionModel) -> type:
     """Input serializers' Meta: the fields a user sets (`EDITABLE_FIELDS`, read from the spec's connection model);
     secrets write-only and taken as typed."""
     return type(
@@ -42,7 +45,7 @@ def _input_meta(model: type[KafkaConnection] | type[ClickHouseConnection]) -> ty
     )
 
 
-def _output_fields(model: type[KafkaConnection] | type[ClickHouseConnection], flags: dict[str, str]) -> list[str]:
+def _output_fields(model: ConnectionModel, flags: dict[str, str]) -> list[str]:
     """Outputs show every setting but the secrets; `flags` names the `has_…` field shown after each secret."""
     fields = ["id"]
     for name in model.EDITABLE_FIELDS:
@@ -87,6 +90,11 @@ class SampleInput(serializers.Serializer):
     topics = serializers.ListField(child=serializers.CharField(max_length=249), min_length=1, max_length=50)
     count = serializers.IntegerField(min_value=1, max_value=500, default=20)
     position = serializers.ChoiceField(["newest", "oldest"], default="newest")
+    schema_registry_connection = serializers.IntegerField(
+        required=False,
+        help_text="Id of one of your schema registry connections: the values are Avro in the Confluent wire format "
+        "(magic byte 0, schema id) and are decoded with the registered schemas.",
+    )
 
 
 class SampledEventOutput(serializers.Serializer):
@@ -98,6 +106,10 @@ class SampledEventOutput(serializers.Serializer):
     value = serializers.JSONField()
     is_json = serializers.BooleanField()
     size = serializers.IntegerField()
+    schema_id = serializers.IntegerField(allow_null=True, help_text="Avro: the writer schema id the event carries.")
+    decode_error = serializers.CharField(
+        allow_null=True, help_text="Avro: why the value could not be decoded (it would go to the dead letters)."
+    )
 
 
 class InferredFieldOutput(serializers.Serializer):
@@ -106,11 +118,24 @@ class InferredFieldOutput(serializers.Serializer):
     nullable = serializers.BooleanField()
     present = serializers.IntegerField()
     examples = serializers.ListField(child=serializers.JSONField())
+    schema_type = serializers.CharField(allow_null=True, help_text="Avro: the type the schema gives.")
+    clickhouse_type = serializers.CharField(allow_null=True, help_text="Avro: the column type proposed.")
+
+
+class SchemaVersionUsedOutput(serializers.Serializer):
+    subject = serializers.CharField(allow_null=True)
+    version = serializers.IntegerField(allow_null=True)
+    schema_id = serializers.IntegerField()
+    events = serializers.IntegerField(help_text="Sampled events written with it.")
 
 
 class InferSchemaOutput(serializers.Serializer):
     sampled = serializers.IntegerField()
     fields = InferredFieldOutput(many=True)
+    schema_versions = SchemaVersionUsedOutput(
+        many=True, default=list, help_text="Avro: the subject versions the sampled events were written with."
+    )
+    undecodable = serializers.IntegerField(default=0, help_text="Avro: sampled events that could not be decoded.")
 
 
 class ClickHouseConnectionInput(serializers.ModelSerializer):
@@ -129,6 +154,24 @@ class ClickHouseServerInfoOutput(serializers.Serializer):
     ok = serializers.BooleanField()
     version = serializers.CharField()
     database_count = serializers.IntegerField()
+
+
+class SchemaRegistryConnectionInput(serializers.ModelSerializer):
+    Meta = _input_meta(SchemaRegistryConnection)
+
+
+class SchemaRegistryConnectionOutput(serializers.ModelSerializer):
+    has_password = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = SchemaRegistryConnection
+        fields = _output_fields(SchemaRegistryConnection, {"password": "has_password"})
+
+
+class SchemaRegistryInfoOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    subject_count = serializers.IntegerField()
+    subjects = serializers.ListField(child=serializers.CharField(), help_text="The first 20, sorted.")
 
 
 class DatabaseOutput(serializers.Serializer):
@@ -152,7 +195,7 @@ class ColumnOutput(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True)
 
 
-# -- connections: the same views for both kinds -----------------------------------------------------------
+# -- connections: the same views for every kind -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -172,6 +215,12 @@ _CLICKHOUSE = _ApiKind(
     input=ClickHouseConnectionInput,
     output=ClickHouseConnectionOutput,
     test_output=ClickHouseServerInfoOutput,
+)
+_SCHEMA_REGISTRY = _ApiKind(
+    **vars(kinds.SCHEMA_REGISTRY),
+    input=SchemaRegistryConnectionInput,
+    output=SchemaRegistryConnectionOutput,
+    test_output=SchemaRegistryInfoOutput,
 )
 
 
@@ -338,7 +387,7 @@ class KafkaSampleApi(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = validated_input(SampleInput, request.data)
+        data = _with_registry(request, validated_input(SampleInput, request.data))
         events = selectors.kafka_event_sample(connection=connection, **data)
         return Response(SampledEventOutput(events, many=True).data)
 
@@ -348,15 +397,42 @@ class KafkaInferSchemaApi(APIView):
         tags=KAFKA_TAG,
         operation_id="kafka_schema_infer",
         request=SampleInput,
-        description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}.",
+        description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}. With a schema "
+        "registry connection the values are decoded from Avro and the fields come from the schema (the newest version "
+        "the sample used), the sample filling in examples.",
         responses={200: InferSchemaOutput, **ERROR_RESPONSES},
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = validated_input(SampleInput, request.data)
-        events = selectors.kafka_event_sample(connection=connection, **data)
-        fields = selectors.schema_infer(values=[event.value for event in events])
-        return Response(InferSchemaOutput({"sampled": len(events), "fields": fields}).data)
+        data = _with_registry(request, validated_input(SampleInput, request.data))
+        registry = data.pop("schema_registry_connection", None)
+        if registry is None:
+            events = selectors.kafka_event_sample(connection=connection, **data)
+            fields = selectors.schema_infer(values=[event.value for event in events])
+            return Response(InferSchemaOutput({"sampled": len(events), "fields": fields}).data)
+        sample = selectors.avro_event_sample(connection=connection, schema_registry_connection=registry, **data)
+        if sample.schema is None:
+            raise NotFoundError(
+                f"The schema registry has no Avro schema for {', '.join(s.subject for s in sample.subjects)}, "
+                "and no sampled event could be decoded."
+            )
+        fields = selectors.schema_infer(values=sample.decoded_values, avro_schema=sample.schema)
+        output = {
+            "sampled": len(sample.events),
+            "fields": fields,
+            "schema_versions": sample.used,
+            "undecodable": sample.undecodable,
+        }
+        return Response(InferSchemaOutput(output).data)
+
+
+def _with_registry(request: Request, data: dict) -> dict:
+    """`data` with the schema registry connection's id replaced by the user's connection (404 if not theirs)."""
+    if data.get("schema_registry_connection") is not None:
+        data["schema_registry_connection"] = selectors.schema_registry_connection_get(
+            user=request.user, pk=data["schema_registry_connection"]
+        )
+    return data
 
 
 # -- ClickHouse -----------------------------------------------------------------------------------------
@@ -473,3 +549,74 @@ class ClickHouseColumnListApi(APIView):
         connection = selectors.clickhouse_connection_get(user=request.user, pk=pk)
         columns = selectors.clickhouse_column_list(connection=connection, database=database, table=table)
         return Response(ColumnOutput(columns, many=True).data)
+
+
+# -- Schema registry ------------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    get=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_list",
+        responses=SchemaRegistryConnectionOutput(many=True),
+    ),
+    post=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_create",
+        description="A Confluent-compatible schema registry: its API's URL (for Apicurio, ending in "
+        "/apis/ccompat/v7), basic auth, TLS (verify, a private CA in PEM).",
+        request=SchemaRegistryConnectionInput,
+        responses={201: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
+    ),
+)
+class SchemaRegistryConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _SCHEMA_REGISTRY
+
+
+@extend_schema_view(
+    get=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_retrieve",
+        responses={200: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
+    ),
+    patch=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_update",
+        description="Change the given fields. The password is changed only when sent; an empty string clears it.",
+        request=SchemaRegistryConnectionInput(partial=True),
+        responses={200: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
+    ),
+    delete=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_delete",
+        responses={204: None, **ERROR_RESPONSES},
+    ),
+)
+class SchemaRegistryConnectionDetailApi(_ConnectionDetailApi):
+    kind = _SCHEMA_REGISTRY
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_test",
+        request=None,
+        description="Ask the registry for its subjects (a few seconds at most). 502 with the reason.",
+        responses={200: SchemaRegistryInfoOutput, **ERROR_RESPONSES},
+    )
+)
+class SchemaRegistryConnectionTestApi(_ConnectionTestApi):
+    kind = _SCHEMA_REGISTRY
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_test_unsaved",
+        request=SchemaRegistryConnectionInput,
+        description="Test connection settings without saving them.",
+        responses={200: SchemaRegistryInfoOutput, **ERROR_RESPONSES},
+    )
+)
+class SchemaRegistryConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
+    kind = _SCHEMA_REGISTRY

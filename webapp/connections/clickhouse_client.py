@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.clickhouse_types import ClickHouseType, quote_ident
 from spark_jobs.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -227,6 +228,49 @@ def list_columns(
             )
             for name, ctype, default_kind, default_expression, in_sorting_key, comment in result.result_rows
         ]
+
+
+def made_by_clearflow(
+    settings: ClickHouseConnectionSpec, *, database: str, table: str, timeout: float = DEFAULT_TIMEOUT
+) -> bool:
+    """Whether the pipeline engine created the table: its tables carry the `_cf_ingested_at` minmax index
+    (`spark_jobs.sink.create_table_sql`), which a table made by hand has no reason to have."""
+    from spark_jobs.sink import INGESTED_AT_INDEX
+
+    with _client(settings, timeout=timeout) as client:
+        result = _query(
+            client,
+            "SELECT count() FROM system.data_skipping_indices"
+            " WHERE database = {db:String} AND table = {t:String} AND name = {i:String}",
+            {"db": database, "t": table, "i": INGESTED_AT_INDEX},
+            settings,
+            timeout,
+        )
+        return bool(result.result_rows[0][0])
+
+
+def add_column(
+    settings: ClickHouseConnectionSpec,
+    *,
+    database: str,
+    table: str,
+    column: str,
+    column_type: ClickHouseType,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """`ALTER TABLE … ADD COLUMN IF NOT EXISTS` (identifiers quoted, the type parsed): rows already there read the
+    type's default (NULL for Nullable); a column of that name already there is left as it is."""
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    sql = (
+        f"ALTER TABLE {quote_ident(database)}.{quote_ident(table)} "
+        f"ADD COLUMN IF NOT EXISTS {quote_ident(column)} {column_type.sql()}"
+    )
+    with _client(settings, timeout=timeout) as client:
+        try:
+            client.command(sql, settings={"log_comment": "clearflow-webapp"})
+        except (ClickHouseError, OSError, ValueError) as exc:
+            raise _client_error(exc, settings, timeout) from None
 
 
 class ClickHouseSession:

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 # The action of "Save anyway": save a connection whose test failed (a cluster that is down for now).
 SAVE_ANYWAY = "save_anyway"
@@ -85,6 +85,26 @@ class ClickHouseConnectionForm(forms.ModelForm):
             kwargs.get("initial"),
         )
         self.fields["name"].widget.attrs["placeholder"] = "e.g. Analytics cluster"
+        self.fields["password"].required = False
+
+
+class SchemaRegistryConnectionForm(forms.ModelForm):
+    """A schema registry's fields (added on the connections page; the wizard's sample step links to it)."""
+
+    class Meta:
+        model = SchemaRegistryConnection
+        fields = SchemaRegistryConnection.EDITABLE_FIELDS
+        widgets = {
+            "password": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+            "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
+        }
+        help_texts = {"url": "The Confluent-compatible API, e.g. https://registry:8081 (Apicurio: …/apis/ccompat/v7)"}
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("prefix", "new")
+        super().__init__(*args, **kwargs)
+        offer_configured_defaults(self, {"url": settings.SCHEMA_REGISTRY_URL}, kwargs.get("initial"))
+        self.fields["name"].widget.attrs["placeholder"] = "e.g. Production registry"
         self.fields["password"].required = False
 
 

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -77,6 +77,11 @@ class SampledEvent:
     value: Any  # the parsed JSON value, or the text itself when `is_json` is False
     is_json: bool
     size: int
+    raw: bytes = field(default=b"", repr=False, compare=False)  # the value's bytes (decoded again for Avro)
+    # Avro in the Confluent wire format (`registry_client.decode_events`): the writer schema id, and why the
+    # value could not be decoded (None when it was).
+    schema_id: int | None = None
+    decode_error: str | None = None
 
 
 # -- errors in plain words ------------------------------------------------------------------------------
@@ -348,6 +353,7 @@ def _decode(message: Any) -> SampledEvent:
         value=value,
         is_json=is_json,
         size=len(raw),
+        raw=raw,
     )
 
 

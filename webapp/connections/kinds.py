@@ -1,4 +1,4 @@
-"""The two kinds of saved connection, each with its model, selectors, services and form, named once.
+"""The three kinds of saved connection, each with its model, selectors, services and form, named once.
 
 The REST API's connection views, the connections pages and the wizard (steps 1 and 6, their "Test connection"
 partials) do the same things with either kind: they take a `ConnectionKind` instead of naming the Kafka or
@@ -16,16 +16,16 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 
 from webapp.connections import forms, selectors, services
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.exceptions import ApplicationError
 from webapp.core.forms import add_validation_errors
 
 
 @dataclass(frozen=True)
 class ConnectionKind:
-    slug: str  # "kafka" | "clickhouse": the URL part, the wizard step
+    slug: str  # "kafka" | "clickhouse" | "schema-registry": the URL part, the wizard step
     label: str
-    model: type[KafkaConnection] | type[ClickHouseConnection]
+    model: type[KafkaConnection] | type[ClickHouseConnection] | type[SchemaRegistryConnection]
     list: Callable[..., Any]  # the `*_connection_list` selector, and so on
     get: Callable[..., Any]
     build: Callable[..., Any]
@@ -70,6 +70,8 @@ class ConnectionKind:
             if "security protocol" in lowered or "sasl" in lowered:
                 return "security_protocol"
             return "bootstrap_servers"
+        if self.slug == "schema-registry":
+            return "ssl_ca_pem" if "certificate" in lowered or "tls" in lowered else "url"
         if "database" in lowered:
             return "database"
         if "https" in lowered or "certificate" in lowered:
@@ -105,11 +107,24 @@ CLICKHOUSE = ConnectionKind(
     test=services.clickhouse_connection_test,
     form=forms.ClickHouseConnectionForm,
 )
+SCHEMA_REGISTRY = ConnectionKind(
+    slug="schema-registry",
+    label="Schema registry",
+    model=SchemaRegistryConnection,
+    list=selectors.schema_registry_connection_list,
+    get=selectors.schema_registry_connection_get,
+    build=services.schema_registry_connection_build,
+    create=services.schema_registry_connection_create,
+    update=services.schema_registry_connection_update,
+    delete=services.schema_registry_connection_delete,
+    test=services.schema_registry_connection_test,
+    form=forms.SchemaRegistryConnectionForm,
+)
 
 
 def connection_kind(slug: str) -> ConnectionKind:
     """The kind named in a URL; Http404 for any other."""
-    for kind in (KAFKA, CLICKHOUSE):
+    for kind in (KAFKA, CLICKHOUSE, SCHEMA_REGISTRY):
         if kind.slug == slug:
             return kind
     raise Http404("No such kind of connection.")

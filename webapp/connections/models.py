@@ -1,8 +1,9 @@
-"""Saved, named connections to a Kafka cluster and to a ClickHouse server.
+"""Saved, named connections to a Kafka cluster, a ClickHouse server and a schema registry.
 
 Each model stores exactly the fields of the pipeline spec's connection model (`spark_jobs.connections`:
-`KafkaConnectionSpec`, `ClickHouseConnectionSpec`), plus its owner and name. `to_spec()` gives that model, which
-the web app's clients, the pipeline's spec and the job use; `EDITABLE_FIELDS` and `SECRET_FIELDS` are read from it.
+`KafkaConnectionSpec`, `ClickHouseConnectionSpec`, `SchemaRegistryConnectionSpec`), plus its owner and name.
+`to_spec()` gives that model, which the web app's clients, the pipeline's spec and the job use;
+`EDITABLE_FIELDS` and `SECRET_FIELDS` are read from it.
 
 Secrets (passwords, private keys) live in `EncryptedTextField`s: a Fernet token in the database, plain text
 in Python. They are never returned by the API, never shown again in the UI and never logged: the dataclasses
@@ -26,6 +27,7 @@ from spark_jobs.connections import (
     TLS_FILES,
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,
+    SchemaRegistryConnectionSpec,
     connection_from_values,
     protocol_uses_sasl,
     protocol_uses_ssl,
@@ -42,6 +44,10 @@ bootstrap_validator = RegexValidator(
 host_validator = RegexValidator(r"^[A-Za-z0-9_.\-\[\]:]+$", "Enter a host name or an IP address.")
 # The pipeline spec takes database names as plain identifiers; the same rule here keeps quotes, control
 # characters and ';' out of what is stored and later written into SQL.
+registry_url_validator = RegexValidator(
+    r"^https?://[^\s/:@]+(:\d{1,5})?(/[^\s?#]*)?\Z",
+    "Enter the registry's URL, e.g. https://registry.example.com or http://127.0.0.1:8081/apis/ccompat/v7.",
+)
 database_validator = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]{0,254}\Z", "Use letters, digits and '_', not starting with a digit."
 )
@@ -222,9 +228,7 @@ class ClickHouseConnection(SpecBackedConnection):
     ssl_ca_pem = models.TextField("CA certificate (PEM)", blank=True, default="")
     username = models.CharField(max_length=255, default="default")
     password = EncryptedTextField(blank=True, default="")
-    database = models.CharField(
-        "default database", max_length=255, default="default", validators=[database_validator]
-    )
+    database = models.CharField("default database", max_length=255, default="default", validators=[database_validator])
 
     class Meta:
         # Django would derive "click house connection" from the class name.
@@ -251,3 +255,55 @@ class ClickHouseConnection(SpecBackedConnection):
 
     def _endpoints(self) -> list[tuple[str, int | None]]:
         return [(self.host, self.port)]
+
+
+class SchemaRegistryConnection(SpecBackedConnection):
+    """A Confluent-compatible schema registry (Confluent, Apicurio's ccompat API, Karapace...)."""
+
+    SPEC = SchemaRegistryConnectionSpec
+    # The fields a user sets, in the order forms show them (services' `data` keys, API, admin and wizard forms).
+    EDITABLE_FIELDS = ("name", *SchemaRegistryConnectionSpec.model_fields)
+    SECRET_FIELDS = secret_fields(SchemaRegistryConnectionSpec)
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="schema_registry_connections"
+    )
+    name = models.CharField(max_length=100)
+    url = models.CharField("URL", max_length=1000, validators=[registry_url_validator])
+    username = models.CharField("user name (basic auth)", max_length=255, blank=True, default="")
+    password = EncryptedTextField("password (basic auth)", blank=True, default="")
+    verify = models.BooleanField("verify the server certificate", default=True)
+    ssl_ca_pem = models.TextField("CA certificate (PEM)", blank=True, default="")
+
+    class Meta:
+        verbose_name = "schema registry connection"
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="schema_registry_connection_unique_name_per_owner")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_password(self) -> bool:
+        return bool(self.password)
+
+    def clean(self) -> None:
+        self.url = (self.url or "").strip().rstrip("/")  # as the spec keeps it: paths are added to it
+        errors: dict[str, str] = {}
+        if bool(self.username) != bool(self.password):
+            missing = "password" if self.username else "username"
+            errors[missing] = "Basic auth needs both a user name and a password."
+        if self.ssl_ca_pem and not (self.url or "").startswith("https://"):
+            errors["ssl_ca_pem"] = "A CA certificate needs an https:// URL."
+        elif self.ssl_ca_pem and (problem := pem_certificate_error(self.ssl_ca_pem)):
+            errors["ssl_ca_pem"] = problem
+        for host, port in self._endpoints():
+            if problem := network_guard.host_error(host, port):
+                errors.setdefault("url", problem)
+        if errors:
+            raise ValidationError(errors)
+
+    def _endpoints(self) -> list[tuple[str, int | None]]:
+        return network_guard.url_endpoints(self.url or "")

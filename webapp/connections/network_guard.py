@@ -69,9 +69,10 @@ def _addresses(host: str) -> list[Address]:
 
 
 def _configured_endpoints() -> set[tuple[str, int]]:
-    """The operator's own Kafka and ClickHouse (settings), as (lowercased host, port)."""
+    """The operator's own Kafka, ClickHouse and schema registry (settings), as (lowercased host, port)."""
     endpoints = {(host.lower(), port) for host, port in bootstrap_endpoints(settings.KAFKA_BOOTSTRAP_SERVERS)}
     endpoints.add((settings.CLICKHOUSE_HOST.strip().lower(), int(settings.CLICKHOUSE_PORT)))
+    endpoints.update(url_endpoints(settings.SCHEMA_REGISTRY_URL))
     return {(host.strip("[]"), port) for host, port in endpoints if port is not None}
 
 
@@ -105,3 +106,15 @@ def bootstrap_endpoints(bootstrap_servers: str) -> list[tuple[str, int | None]]:
         if host:
             endpoints.append((host, int(port) if port.isdigit() else None))
     return endpoints
+
+
+def url_endpoints(url: str) -> list[tuple[str, int | None]]:
+    """(host, port) of an http(s) URL, the port defaulting to the scheme's; [] for a URL that has no host."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return []
+    return [(parts.hostname, port)] if parts.hostname else []

@@ -12,9 +12,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spark_jobs.avro_schema import schema_fields
 from spark_jobs.field_types import FIELD_TYPES, merge_types, value_type
 
-__all__ = ["FIELD_TYPES", "InferredField", "flatten", "infer_schema", "merge_types", "value_type"]
+__all__ = [
+    "FIELD_TYPES",
+    "InferredField",
+    "flatten",
+    "infer_from_avro_schema",
+    "infer_schema",
+    "merge_types",
+    "value_type",
+]
 
 MAX_EXAMPLES = 3
 
@@ -26,6 +35,9 @@ class InferredField:
     nullable: bool
     present: int  # in how many of the sampled objects the path had a non-null value
     examples: list[Any] = field(default_factory=list)
+    # From an Avro schema: what it says ("decimal(10, 2)", "enum", "long or null") and the column proposed.
+    schema_type: str | None = None
+    clickhouse_type: str | None = None
 
 
 MAX_DEPTH = 16
@@ -66,3 +78,44 @@ def infer_schema(values: Sequence[Any]) -> list[InferredField]:
             entry.nullable = True
     # A path that is both a leaf and a parent (e.g. {"a": 1} then {"a": {"b": 2}}) keeps both entries.
     return list(fields.values())
+
+
+def infer_from_avro_schema(schema: str, values: Sequence[Any]) -> list[InferredField]:
+    """Fields from an Avro record schema (`spark_jobs.avro_schema`: names, field types, nullability in the
+    schema's order); the sampled, decoded `values` fill in the counts and examples only."""
+    leaves: dict[str, list[Any]] = {}
+    for obj in values:
+        if isinstance(obj, dict):
+            for path, leaf in _schema_leaves(obj):
+                leaves.setdefault(path, []).append(leaf)
+    fields = []
+    for schema_field in schema_fields(schema):
+        seen = [v for v in leaves.get(schema_field.path, []) if v is not None]
+        examples: list[Any] = []
+        for value in seen:
+            if len(examples) >= MAX_EXAMPLES:
+                break
+            if value not in examples:
+                examples.append(value)
+        fields.append(
+            InferredField(
+                path=schema_field.path,
+                type=schema_field.type,
+                nullable=schema_field.nullable,
+                present=len(seen),
+                examples=examples,
+                schema_type=schema_field.avro_type,
+                clickhouse_type=schema_field.clickhouse_type,
+            )
+        )
+    return fields
+
+
+def _schema_leaves(value: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """(dotted path, value) for every key of nested objects, the objects themselves included (a record
+    field read whole, e.g. a map, is a leaf of the schema)."""
+    for key, item in value.items():
+        path = f"{prefix}{key}"
+        yield path, item
+        if isinstance(item, dict):
+            yield from _schema_leaves(item, prefix=f"{path}.")

@@ -16,11 +16,11 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from webapp.connections import clickhouse_client, kafka_client, schema
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.changes import Change
 
-Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection)
+Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
 
 
 def _named(connections: QuerySet[Connection], name: str | None) -> QuerySet[Connection]:
@@ -44,6 +44,17 @@ def clickhouse_connection_list(*, user: AbstractBaseUser, name: str | None = Non
 
 def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseConnection:
     return get_object_or_404(clickhouse_connection_list(user=user), pk=_int_pk(pk))
+
+
+def schema_registry_connection_list(
+    *, user: AbstractBaseUser, name: str | None = None
+) -> QuerySet[SchemaRegistryConnection]:
+    """The user's schema registry connections by name (only the one called `name`, when given)."""
+    return _named(SchemaRegistryConnection.objects.filter(owner=user), name).order_by("name", "id")
+
+
+def schema_registry_connection_get(*, user: AbstractBaseUser, pk: Any) -> SchemaRegistryConnection:
+    return get_object_or_404(schema_registry_connection_list(user=user), pk=_int_pk(pk))
 
 
 @dataclass(frozen=True)
@@ -100,13 +111,89 @@ def kafka_event_sample(
     topics: Sequence[str],
     count: int = 20,
     position: Literal["newest", "oldest"] = "newest",
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> list[kafka_client.SampledEvent]:
-    """Up to `count` (1..500) newest or oldest events across `topics`, oldest first."""
+    """Up to `count` (1..500) newest or oldest events across `topics`, oldest first; with a schema registry,
+    their values decoded from Avro in the Confluent wire format (`avro_event_sample`)."""
+    if schema_registry_connection is not None:
+        return avro_event_sample(
+            connection=connection,
+            schema_registry_connection=schema_registry_connection,
+            topics=topics,
+            count=count,
+            position=position,
+        ).events
     return kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
 
 
-def schema_infer(*, values: Sequence[Any]) -> list[schema.InferredField]:
-    """Fields (dotted paths, types, nullability, examples) inferred from sampled event values."""
+@dataclass(frozen=True)
+class AvroSample:
+    """Sampled events decoded with their writer schemas, the subjects' versions, and which ones the sample used."""
+
+    events: list[kafka_client.SampledEvent]
+    undecodable: int
+    subjects: list[registry_client.TopicSchemas]
+    used: list[SchemaVersionUsed]
+    schema: str | None  # the schema the fields are read from: the newest version the sample used, else the latest
+
+    @property
+    def decoded_values(self) -> list[Any]:
+        return [event.value for event in self.events if event.decode_error is None]
+
+
+@dataclass(frozen=True)
+class SchemaVersionUsed:
+    subject: str | None  # None: an id no subject of the topics lists (registered under another subject)
+    version: int | None
+    schema_id: int
+    events: int
+
+
+def avro_event_sample(
+    *,
+    connection: KafkaConnection,
+    schema_registry_connection: SchemaRegistryConnection,
+    topics: Sequence[str],
+    count: int = 20,
+    position: Literal["newest", "oldest"] = "newest",
+) -> AvroSample:
+    """Sampled events decoded with the registry's schemas (magic byte 0, schema id, Avro body); which subject
+    version each schema id is; and the schema the pipeline's fields come from."""
+    registry = schema_registry_connection.client_settings()
+    events = kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
+    subjects = [registry_client.topic_schemas(registry, topic) for topic in topics]
+    decoded = registry_client.decode_events(registry, events)
+    counts: dict[int, int] = {}
+    for event in decoded.events:
+        if event.decode_error is None and event.schema_id is not None:
+            counts[event.schema_id] = counts.get(event.schema_id, 0) + 1
+    used = []
+    for schema_id in sorted(counts):
+        where = next(((s.subject, s.version_of(schema_id)) for s in subjects if s.version_of(schema_id)), None)
+        used.append(
+            SchemaVersionUsed(
+                subject=where[0] if where else None,
+                version=where[1].version if where else None,
+                schema_id=schema_id,
+                events=counts[schema_id],
+            )
+        )
+    newest_used = max(used, key=lambda u: (u.version or 0, u.schema_id), default=None)
+    if newest_used is not None:
+        schema = decoded.schemas[newest_used.schema_id]
+    else:
+        latest = next((s.latest for s in subjects if s.latest and s.latest.schema_type == "AVRO"), None)
+        schema = latest.schema if latest else None
+    return AvroSample(
+        events=decoded.events, undecodable=decoded.undecodable, subjects=subjects, used=used, schema=schema
+    )
+
+
+def schema_infer(*, values: Sequence[Any], avro_schema: str | None = None) -> list[schema.InferredField]:
+    """Fields (dotted paths, types, nullability, examples) inferred from sampled event values; with an Avro
+    schema, the fields are the schema's and the values give examples only."""
+    if avro_schema is not None:
+        return schema.infer_from_avro_schema(avro_schema, values)
     return schema.infer_schema(values)
 
 

@@ -1,13 +1,13 @@
-"""Writes and actions on Kafka and ClickHouse connections (HackSoft services: keyword-only, typed).
+"""Writes and actions on Kafka, ClickHouse and schema registry connections (HackSoft services: keyword-only, typed).
 
 Validation errors raise Django's `ValidationError` keyed by field name; a connection in use raises
-`ConflictError`; an unreachable or refusing server raises `KafkaClientError` / `ClickHouseClientError`
-(both `ExternalServiceError`, API status 502) with a plain-words message.
+`ConflictError`; an unreachable or refusing server raises `KafkaClientError` / `ClickHouseClientError` /
+`SchemaRegistryClientError` (all `ExternalServiceError`, API status 502) with a plain-words message.
 
 Secrets: `*_update` changes a secret only when its key is present in `data` with a value that is not
 None; an empty string clears it. So a form's "change" button sends the key, and leaving it alone keeps it.
 
-Both kinds of connection are built, created, updated and deleted the same way: the public functions below
+Every kind of connection is built, created, updated and deleted the same way: the public functions below
 name the model and call one private implementation (`_build`, `_create`, `_update`, `_delete`).
 """
 
@@ -23,16 +23,18 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from webapp.connections import clickhouse_client, kafka_client
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections import clickhouse_client, kafka_client, registry_client
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.exceptions import ConflictError, TooManyRequestsError
 from webapp.core.services import model_update
 
 # The keys `data` may hold (defined once, on the models).
 KAFKA_FIELDS = KafkaConnection.EDITABLE_FIELDS
 CLICKHOUSE_FIELDS = ClickHouseConnection.EDITABLE_FIELDS
+SCHEMA_REGISTRY_FIELDS = SchemaRegistryConnection.EDITABLE_FIELDS
 
-Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection)
+Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
+AnyConnection = KafkaConnection | ClickHouseConnection | SchemaRegistryConnection
 
 
 def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
@@ -43,7 +45,7 @@ def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclu
         raise ValidationError({"name": f"You already have a connection named {name!r}."})
 
 
-def _save_new(connection: KafkaConnection | ClickHouseConnection) -> None:
+def _save_new(connection: AnyConnection) -> None:
     try:
         with transaction.atomic():
             connection.save()
@@ -81,7 +83,7 @@ def _update(model: type[Connection], *, connection: Connection, data: Mapping[st
     return connection
 
 
-def _delete(connection: KafkaConnection | ClickHouseConnection) -> None:
+def _delete(connection: AnyConnection) -> None:
     users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
     if users:
         raise ConflictError(
@@ -175,3 +177,40 @@ def clickhouse_connection_test(
     """Server version and database count (saved or unsaved connection). Raises ClickHouseClientError."""
     _count_connection_test(connection.owner)
     return clickhouse_client.check_connection(connection.client_settings(), timeout=timeout)
+
+
+# -- Schema registry ------------------------------------------------------------------------------------
+
+
+def schema_registry_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> SchemaRegistryConnection:
+    """A validated, unsaved connection (for "Test connection" before saving). Raises ValidationError."""
+    return _build(SchemaRegistryConnection, owner=owner, data=data)
+
+
+@transaction.atomic
+def schema_registry_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> SchemaRegistryConnection:
+    """Create a saved schema registry connection from `data` (keys: SCHEMA_REGISTRY_FIELDS). Raises
+    ValidationError."""
+    return _create(SchemaRegistryConnection, owner=owner, data=data)
+
+
+@transaction.atomic
+def schema_registry_connection_update(
+    *, connection: SchemaRegistryConnection, data: Mapping[str, Any]
+) -> SchemaRegistryConnection:
+    """Change the fields present in `data`; the password only when given. Raises ValidationError."""
+    return _update(SchemaRegistryConnection, connection=connection, data=data)
+
+
+@transaction.atomic
+def schema_registry_connection_delete(*, connection: SchemaRegistryConnection) -> None:
+    """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
+    _delete(connection)
+
+
+def schema_registry_connection_test(
+    *, connection: SchemaRegistryConnection, timeout: float = registry_client.DEFAULT_TIMEOUT
+) -> registry_client.SchemaRegistryInfo:
+    """The registry's subjects (saved or unsaved connection). Raises SchemaRegistryClientError."""
+    _count_connection_test(connection.owner)
+    return registry_client.check_connection(connection.client_settings(), timeout=timeout)

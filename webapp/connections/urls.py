@@ -1,4 +1,4 @@
-"""The connections pages (new connections are made in the wizard's steps 1 and 6)."""
+"""The connections pages (new Kafka and ClickHouse connections are made in the wizard's steps 1 and 6)."""
 
 from django.urls import path
 
@@ -8,6 +8,7 @@ app_name = "connections"
 
 urlpatterns = [
     path("connections/", views.connection_list, name="list"),
+    path("connections/<str:kind>/new/", views.connection_new, name="new"),
     path("connections/<str:kind>/<int:pk>/", views.connection_edit, name="edit"),
     path("connections/<str:kind>/<int:pk>/test/", views.connection_test, name="test"),
     path("connections/<str:kind>/<int:pk>/delete/", views.connection_delete, name="delete"),

@@ -1,6 +1,8 @@
 """The connections pages: list, edit (secrets are never shown: a "change" switch instead), test, delete.
 
-New connections are made in the wizard's steps 1 and 6; these pages look after them afterwards.
+New Kafka and ClickHouse connections are made in the wizard's steps 1 and 6; schema registries (needed only for
+Avro topics) are added here, from the wizard's sample step or the connections page. These pages look after all
+of them afterwards.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.connections import selectors as conn_selectors
@@ -30,7 +33,41 @@ def connection_list(request: HttpRequest) -> HttpResponse:
         {
             "kafka_connections": conn_selectors.kafka_connection_list(user=request.user),
             "clickhouse_connections": conn_selectors.clickhouse_connection_list(user=request.user),
+            "schema_registry_connections": conn_selectors.schema_registry_connection_list(user=request.user),
         },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def connection_new(request: HttpRequest, kind: str) -> HttpResponse:
+    """A new connection, tested before it is saved (as in the wizard: "Save anyway" when it does not answer).
+    `next` (a path on this site) is where to go afterwards, e.g. back to the wizard's sample step."""
+    connection_type = connection_kind(kind)
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
+        back = ""
+    save_anyway = None
+    if request.method == "POST":
+        form = connection_type.form(request.POST, prefix=None)
+        if form.is_valid() and request.POST.get("action") != SAVE_ANYWAY:
+            outcome = connection_type.test_before_saving(request.user, connection_data(form), form)
+            if outcome == "unreachable":
+                save_anyway = {"secrets_typed": any(form.cleaned_data.get(name) for name in connection_type.secrets)}
+        if form.is_valid():
+            try:
+                connection = connection_type.create(owner=request.user, data=connection_data(form))
+            except ValidationError as exc:
+                add_validation_errors(form, exc)
+            else:
+                messages.success(request, f"Connection {connection.name} saved.")
+                return redirect(back or "connections:list")
+    else:
+        form = connection_type.form(prefix=None)
+    return render(
+        request,
+        "connections/connection_new.html",
+        {"kind": kind, "kind_label": connection_type.label, "form": form, "save_anyway": save_anyway, "next": back},
     )
 
 

@@ -3,7 +3,7 @@ letters, log)."""
 
 from django.urls import path
 
-from webapp.pipelines import apis, diff_apis, exactly_once_apis, observe_apis
+from webapp.pipelines import apis, diff_apis, exactly_once_apis, observe_apis, schema_change_apis
 
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
@@ -33,4 +33,14 @@ urlpatterns = [
         "<int:pk>/dead-letters/replay/", observe_apis.DeadLetterReplayApi.as_view(), name="pipeline-dead-letters-replay"
     ),
     path("<int:pk>/dead-letters/purge/", observe_apis.DeadLetterPurgeApi.as_view(), name="pipeline-dead-letters-purge"),
+    path(
+        "<int:pk>/schema-changes/",
+        schema_change_apis.PipelineSchemaChangesApi.as_view(),
+        name="pipeline-schema-changes",
+    ),
+    path(
+        "<int:pk>/schema-changes/add-column/",
+        schema_change_apis.PipelineAddColumnApi.as_view(),
+        name="pipeline-schema-changes-add-column",
+    ),
 ]

@@ -52,6 +52,11 @@ class PipelineCreateInput(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     kafka_connection = serializers.IntegerField(help_text="Id of one of your Kafka connections.")
     clickhouse_connection = serializers.IntegerField(help_text="Id of one of your ClickHouse connections.")
+    schema_registry_connection = serializers.IntegerField(
+        required=False,
+        help_text="Id of one of your schema registry connections: for source.format avro in the Confluent wire "
+        "format (it fills source.schema_registry).",
+    )
     spec = SpecField()
     note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
 
@@ -66,6 +71,7 @@ class PipelineUpdateInput(serializers.Serializer):
     name = serializers.CharField(max_length=100, required=False)
     kafka_connection = serializers.IntegerField(required=False)
     clickhouse_connection = serializers.IntegerField(required=False)
+    schema_registry_connection = serializers.IntegerField(required=False)
     spec = SpecField(required=False)
     note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     checkpoint = serializers.ChoiceField(["keep", "fresh"], required=False, help_text=CHECKPOINT_HELP)
@@ -134,6 +140,7 @@ class PipelineValidateInput(serializers.Serializer):
     name = serializers.CharField(max_length=100, required=False)
     kafka_connection = serializers.IntegerField(required=False)
     clickhouse_connection = serializers.IntegerField(required=False)
+    schema_registry_connection = serializers.IntegerField(required=False)
     check_live = serializers.BooleanField(
         default=False,
         help_text="Also check topics and the target table on the systems, and sample the topics to check that the "
@@ -215,7 +222,10 @@ def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: An
     report = None
     if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
         report = type_fit.sample_check_live(
-            spec=parsed, kafka_connection=kwargs["kafka_connection"], accept_dead_letters=accept_dead_letters
+            spec=parsed,
+            kafka_connection=kwargs["kafka_connection"],
+            accept_dead_letters=accept_dead_letters,
+            schema_registry_connection=kwargs.get("schema_registry_connection"),
         )
     output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
     return {**output, "sample": report.to_dict() if report else None}
@@ -252,6 +262,7 @@ class PipelineOutput(PipelineStatusOutput):
             "status_changed_at",
             "kafka_connection",
             "clickhouse_connection",
+            "schema_registry_connection",
             "current_version",
             "deployed_version",
             "deploy_requested_at",
@@ -277,6 +288,7 @@ def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
     for name, getter in (
         ("kafka_connection", connection_selectors.kafka_connection_list),
         ("clickhouse_connection", connection_selectors.clickhouse_connection_list),
+        ("schema_registry_connection", connection_selectors.schema_registry_connection_list),
     ):
         if data.get(name) is not None:
             connection = getter(user=request.user).filter(pk=data[name]).first()
@@ -427,6 +439,7 @@ class PipelineValidateApi(APIView):
             spec=pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
+            schema_registry_connection=pipeline.schema_registry_connection,
             **data,
         )
         return Response(ValidationOutput(result).data)

@@ -41,6 +41,14 @@ class Pipeline(TimeStampedModel):
     clickhouse_connection = models.ForeignKey(
         "connections.ClickHouseConnection", on_delete=models.PROTECT, related_name="pipelines"
     )
+    # Avro in the Confluent wire format: the registry holding the writer schemas (the spec's source.schema_registry).
+    schema_registry_connection = models.ForeignKey(
+        "connections.SchemaRegistryConnection",
+        on_delete=models.PROTECT,
+        related_name="pipelines",
+        null=True,
+        blank=True,
+    )
     current_version = models.ForeignKey(
         "PipelineVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

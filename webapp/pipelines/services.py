@@ -30,7 +30,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from spark_jobs.spec import PipelineSpec, SpecError
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import hooks, stored_specs
@@ -42,13 +42,19 @@ CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
 def _check_connections(
-    *, owner: AbstractBaseUser, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+    *,
+    owner: AbstractBaseUser,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> None:
     errors = {}
     if kafka_connection.owner_id != owner.pk:
         errors["kafka_connection"] = "No such Kafka connection."
     if clickhouse_connection.owner_id != owner.pk:
         errors["clickhouse_connection"] = "No such ClickHouse connection."
+    if schema_registry_connection is not None and schema_registry_connection.owner_id != owner.pk:
+        errors["schema_registry_connection"] = "No such schema registry connection."
     if errors:
         raise ValidationError(errors)
 
@@ -69,30 +75,33 @@ def pipeline_validate(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     check_live: bool = False,
 ) -> PipelineSpec:
     """Check a spec (a `PipelineSpec`, or a client's JSON, parsed here); return the typed `PipelineSpec` or raise
     `SpecError` with every problem.
 
     `source.kafka` and `sink.clickhouse` (except its `database`) are filled from the connections when
-    given; `name` (when given) replaces the spec's name. With `check_live=True` (needs both connections)
+    given, and `source.schema_registry` from `schema_registry_connection`; `name` (when given) replaces the
+    spec's name. With `check_live=True` (needs both connections)
     it also asks the systems: do the topics exist, does an existing target table have the mapped columns
     with compatible types, is every column that is not Nullable and has no default mapped. Those problems
     come in the same SpecError, with spec paths. Unreachable systems raise KafkaClientError /
     ClickHouseClientError instead.
     """
+    connections = {
+        "kafka_connection": kafka_connection,
+        "clickhouse_connection": clickhouse_connection,
+        "schema_registry_connection": schema_registry_connection,
+    }
     if not isinstance(spec, PipelineSpec):
-        parsed = stored_specs.parse(
-            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-        )
+        parsed = stored_specs.parse(spec, name=name, **connections)
     elif kafka_connection is not None and clickhouse_connection is not None:
-        parsed = stored_specs.with_connection_sections(
-            spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-        )
+        parsed = stored_specs.with_connection_sections(spec, name=name, **connections)
     else:
         parsed = spec if name is None else spec.model_copy(update={"name": name})
     if check_live and kafka_connection is not None and clickhouse_connection is not None:
-        stored_specs.check_live(parsed, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
+        stored_specs.check_live(parsed, **connections)
     return parsed
 
 
@@ -126,19 +135,21 @@ def pipeline_create(
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
     spec: PipelineSpec | Mapping[str, Any],
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
     accept_dead_letters: Sequence[str] = (),
 ) -> Pipeline:
     """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets) and the
     fields whose dead letters the owner accepted (`accept_dead_letters`, kept with the version)."""
-    _check_connections(owner=owner, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection)
+    connections = {
+        "kafka_connection": kafka_connection,
+        "clickhouse_connection": clickhouse_connection,
+        "schema_registry_connection": schema_registry_connection,
+    }
+    _check_connections(owner=owner, **connections)
     _check_name(owner=owner, name=name, exclude_pk=None)
-    validated = pipeline_validate(
-        spec=spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-    )
-    pipeline = Pipeline(
-        owner=owner, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
-    )
+    validated = pipeline_validate(spec=spec, name=name, **connections)
+    pipeline = Pipeline(owner=owner, name=name, **connections)
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     try:
         with transaction.atomic():
@@ -162,6 +173,7 @@ def pipeline_update(
     spec: PipelineSpec | Mapping[str, Any] | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
     checkpoint: str | None = None,
     accept_dead_letters: Sequence[str] | None = None,
@@ -177,22 +189,34 @@ def pipeline_update(
     if locked is None:  # deleted by a concurrent request
         raise Http404("No such pipeline.")
     pipeline = locked
-    old_connections = (pipeline.kafka_connection_id, pipeline.clickhouse_connection_id)
+    old_connections = (
+        pipeline.kafka_connection_id,
+        pipeline.clickhouse_connection_id,
+        pipeline.schema_registry_connection_id,
+    )
     new_name = pipeline.name if name is None else name
     new_kafka = kafka_connection or pipeline.kafka_connection
     new_clickhouse = clickhouse_connection or pipeline.clickhouse_connection
-    _check_connections(owner=pipeline.owner, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse)
+    base_spec = pipeline.spec if spec is None else spec
+    new_registry = schema_registry_connection or pipeline.schema_registry_connection
+    if schema_registry_connection is None and _source_format(base_spec) != "avro":
+        new_registry = None  # the spec no longer reads Avro: the registry it used is let go
+    connections = {
+        "kafka_connection": new_kafka,
+        "clickhouse_connection": new_clickhouse,
+        "schema_registry_connection": new_registry,
+    }
+    _check_connections(owner=pipeline.owner, **connections)
     if new_name != pipeline.name:
         _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
-    base_spec = pipeline.spec if spec is None else spec
-    validated = pipeline_validate(
-        spec=base_spec, name=new_name, kafka_connection=new_kafka, clickhouse_connection=new_clickhouse
-    )
+    validated = pipeline_validate(spec=base_spec, name=new_name, **connections)
     pipeline.name = new_name
     pipeline.kafka_connection = new_kafka
     pipeline.clickhouse_connection = new_clickhouse
+    pipeline.schema_registry_connection = new_registry
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
-    changed_connections = (new_kafka.pk, new_clickhouse.pk) != old_connections
+    new_ids = (new_kafka.pk, new_clickhouse.pk, new_registry.pk if new_registry else None)
+    changed_connections = new_ids != old_connections
     new_version = changed_connections or not _stores_as(validated, pipeline.current_version)
     current = pipeline.current_version
     accepted = (current.accept_dead_letters if current else []) if accept_dead_letters is None else accept_dead_letters
@@ -203,10 +227,26 @@ def pipeline_update(
     elif current is not None and sorted(set(accepted)) != current.accept_dead_letters:
         current.accept_dead_letters = sorted(set(accepted))
         current.save(update_fields=["accept_dead_letters"])
-    pipeline.save(update_fields=["name", "kafka_connection", "clickhouse_connection", "current_version", "updated_at"])
+    pipeline.save(
+        update_fields=[
+            "name",
+            "kafka_connection",
+            "clickhouse_connection",
+            "schema_registry_connection",
+            "current_version",
+            "updated_at",
+        ]
+    )
     if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
+
+
+def _source_format(spec: PipelineSpec | Mapping[str, Any] | None) -> Any:
+    if isinstance(spec, PipelineSpec):
+        return spec.source.format
+    source = spec.get("source") if isinstance(spec, Mapping) else None
+    return source.get("format", "json") if isinstance(source, Mapping) else "json"
 
 
 def _stores_as(spec: PipelineSpec, version: PipelineVersion | None) -> bool:
@@ -259,6 +299,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
         spec=pipeline.current_version.spec,
         kafka_connection=pipeline.kafka_connection,
         clickhouse_connection=pipeline.clickhouse_connection,
+        schema_registry_connection=pipeline.schema_registry_connection,
     )
     problems = pipeline_checkpoint_problems(pipeline=pipeline)
     if problems and checkpoint is None and not pipeline.reset_checkpoint:
@@ -377,6 +418,7 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
         name=pipeline.job_name,
         kafka_connection=pipeline.kafka_connection,
         clickhouse_connection=pipeline.clickhouse_connection,
+        schema_registry_connection=pipeline.schema_registry_connection,
     )
 
 

@@ -28,7 +28,9 @@ from spark_jobs.spec import (
 )
 
 if TYPE_CHECKING:
-    from webapp.connections.models import ClickHouseConnection, KafkaConnection
+    from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+
+    AnyConnection = KafkaConnection | ClickHouseConnection | SchemaRegistryConnection
 
 UNNAMED = "unnamed"
 
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 
-def _connection_spec(connection: KafkaConnection | ClickHouseConnection, *, path: str, now: bool = False) -> Any:
+def _connection_spec(connection: AnyConnection, *, path: str, now: bool = False) -> Any:
     """The connection's spec section (`connection.to_spec()`; with `now`, `client_settings()`: the network guard
     first). A connection saved before a rule of the spec existed gets SpecError at `path`."""
     try:
@@ -61,7 +63,7 @@ def _connection_spec(connection: KafkaConnection | ClickHouseConnection, *, path
         raise SpecError(issues) from None
 
 
-def _section(connection: KafkaConnection | ClickHouseConnection, *, path: str) -> dict[str, Any]:
+def _section(connection: AnyConnection, *, path: str) -> dict[str, Any]:
     """The connection's spec section as JSON, secrets masked."""
     return connection_dict(_connection_spec(connection, path=path), reveal_secrets=False)
 
@@ -72,6 +74,7 @@ def merge_connections(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> dict[str, Any]:
     """A copy of a client's spec JSON with `version`, `name` and the connection sections (secrets masked) filled
     in from the models.
@@ -82,12 +85,14 @@ def merge_connections(
     if name is not None:
         data["name"] = name
     # A section is read from its connection only where the spec has a place for it (else validation says so).
-    kafka = clickhouse = None
+    kafka = clickhouse = registry = None
     if kafka_connection is not None and isinstance(spec.get("source"), dict):
         kafka = _section(kafka_connection, path="source.kafka")
+    if schema_registry_connection is not None and isinstance(spec.get("source"), dict):
+        registry = _section(schema_registry_connection, path="source.schema_registry")
     if clickhouse_connection is not None and isinstance(spec.get("sink"), dict):
         clickhouse = _section(clickhouse_connection, path="sink.clickhouse")
-    return spec_with_connections(data, kafka=kafka, clickhouse=clickhouse)
+    return spec_with_connections(data, kafka=kafka, clickhouse=clickhouse, schema_registry=registry)
 
 
 def parse(
@@ -96,13 +101,18 @@ def parse(
     name: str | None = None,
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineSpec:
     """A client's spec JSON, validated with the connections merged in: where a spec enters as JSON (the API, the
     wizard's finished draft), it is parsed here once. Raises SpecError (paths like `sink.table`)."""
     if not isinstance(spec, Mapping):
         raise SpecError([SpecIssue("", "a pipeline spec must be a JSON object")])
     data = merge_connections(
-        spec, name=name, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection
+        spec,
+        name=name,
+        kafka_connection=kafka_connection,
+        clickhouse_connection=clickhouse_connection,
+        schema_registry_connection=schema_registry_connection,
     )
     # Checking a draft before it has a name: the name is checked when the pipeline is saved.
     data.setdefault("name", UNNAMED)
@@ -118,13 +128,16 @@ def name_error(name: str) -> str | None:
     return None  # pragma: no cover - a spec with only a name is never valid
 
 
-def _with_sections(spec: PipelineSpec, kafka: Any, clickhouse: Any, name: str | None) -> PipelineSpec:
+def _with_sections(
+    spec: PipelineSpec, kafka: Any, clickhouse: Any, name: str | None, registry: Any = None
+) -> PipelineSpec:
     """`spec` with these connection sections (each already a validated spec model) and `name`; the target
     database stays the pipeline's. Nothing else changes, so nothing needs checking again."""
     clickhouse = clickhouse.model_copy(update={"database": spec.sink.clickhouse.database})
+    source = {"kafka": kafka, **({"schema_registry": registry} if registry is not None else {})}
     return spec.model_copy(
         update={
-            "source": spec.source.model_copy(update={"kafka": kafka}),
+            "source": spec.source.model_copy(update=source),
             "sink": spec.sink.model_copy(update={"clickhouse": clickhouse}),
             **({"name": name} if name is not None else {}),
         }
@@ -137,12 +150,16 @@ def with_connection_sections(
     name: str | None = None,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineSpec:
     """`spec` with the connections' current sections, secrets masked (what is stored), and `name` when given.
     SpecError for a connection saved before a rule of the spec existed."""
     kafka = _masked(_connection_spec(kafka_connection, path="source.kafka"))
     clickhouse = _masked(_connection_spec(clickhouse_connection, path="sink.clickhouse"))
-    return _with_sections(spec, kafka, clickhouse, name)
+    registry = None
+    if schema_registry_connection is not None:
+        registry = _masked(_connection_spec(schema_registry_connection, path="source.schema_registry"))
+    return _with_sections(spec, kafka, clickhouse, name, registry)
 
 
 def _masked(section: Any) -> Any:
@@ -156,6 +173,7 @@ def with_connections(
     name: str,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineSpec:
     """The job's spec: `spec` named `name`, with the connections' real secrets. Only for the job's spec file.
 
@@ -164,17 +182,26 @@ def with_connections(
     """
     kafka = _connection_spec(kafka_connection, path="source.kafka", now=True)
     clickhouse = _connection_spec(clickhouse_connection, path="sink.clickhouse", now=True)
-    return _with_sections(spec, kafka, clickhouse, name)
+    registry = None
+    if schema_registry_connection is not None:
+        registry = _connection_spec(schema_registry_connection, path="source.schema_registry", now=True)
+    return _with_sections(spec, kafka, clickhouse, name, registry)
 
 
 def check_live(
-    parsed: PipelineSpec, *, kafka_connection: KafkaConnection, clickhouse_connection: ClickHouseConnection
+    parsed: PipelineSpec,
+    *,
+    kafka_connection: KafkaConnection,
+    clickhouse_connection: ClickHouseConnection,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> None:
-    """Check the spec against the systems: topics exist; an existing target table has the mapped columns
-    with compatible types and every column that needs a value is mapped. Raises SpecError with paths;
-    KafkaClientError / ClickHouseClientError when a system cannot be asked.
+    """Check the spec against the systems: topics exist; with a schema registry, each topic's value subject has
+    Avro versions and every field is in one of them; an existing target table has the mapped columns with
+    compatible types and every column that needs a value is mapped. Raises SpecError with paths;
+    KafkaClientError / ClickHouseClientError / SchemaRegistryClientError when a system cannot be asked.
     """
-    from webapp.connections import clickhouse_client, kafka_client
+    from spark_jobs.schema_registry import registry_field_issues
+    from webapp.connections import clickhouse_client, kafka_client, registry_client
     from webapp.pipelines.mapping import writable
 
     issues: list[SpecIssue] = []
@@ -182,6 +209,13 @@ def check_live(
     for i, topic in enumerate(parsed.source.topics):
         if topic not in topics:
             issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
+    if schema_registry_connection is not None and parsed.source.uses_registry:
+        registry = schema_registry_connection.client_settings()
+        subjects = {}
+        for topic in parsed.source.topics:
+            found = registry_client.topic_schemas(registry, topic)
+            subjects[found.subject] = found.versions
+        issues += registry_field_issues(parsed.source.fields, subjects)
 
     sink = parsed.sink
     settings = clickhouse_connection.client_settings()

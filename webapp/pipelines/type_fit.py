@@ -276,14 +276,20 @@ def sample_check_live(
     kafka_connection: Any,
     accept_dead_letters: Collection[str] = (),
     count: int = LIVE_SAMPLE_SIZE,
+    schema_registry_connection: Any = None,
 ) -> SampleReport:
-    """The report on the newest `count` events of the spec's topics (the connections' sampling service).
-    Raises SampleCheckError when a finding blocks; KafkaClientError when Kafka cannot be asked."""
+    """The report on the newest `count` events of the spec's topics (the connections' sampling service; Avro
+    values decoded with the registry's schemas). Raises SampleCheckError when a finding blocks;
+    KafkaClientError / SchemaRegistryClientError when Kafka or the registry cannot be asked."""
     from webapp.connections import selectors as conn_selectors
 
     check_accepted_fields(spec, accept_dead_letters)
     events = conn_selectors.kafka_event_sample(
-        connection=kafka_connection, topics=spec.source.topics, count=count, position="newest"
+        connection=kafka_connection,
+        topics=spec.source.topics,
+        count=count,
+        position="newest",
+        schema_registry_connection=schema_registry_connection if spec.source.uses_registry else None,
     )
     report = sample_check(
         spec=spec, values=[e.value for e in events if e.is_json], accept_dead_letters=accept_dead_letters

@@ -5,7 +5,7 @@ Editing a pipeline is the wizard's (`webapp.wizard.urls`: `pipelines/new/`, `pip
 
 from django.urls import path
 
-from webapp.pipelines import observe_views, views
+from webapp.pipelines import observe_views, schema_change_views, views
 
 app_name = "pipelines"
 
@@ -31,6 +31,12 @@ urlpatterns = [
     ),
     path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
     path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
+    path("pipelines/<int:pk>/schema-changes/", schema_change_views.pipeline_schema_changes, name="schema_changes"),
+    path(
+        "pipelines/<int:pk>/schema-changes/add-column/",
+        schema_change_views.pipeline_schema_change_add_column,
+        name="schema_change_add_column",
+    ),
     # Last: any other word is an action (deploy, stop, resume, delete, reset-checkpoint; others are a 404). The
     # root URLconf includes the other apps' `pipelines/<pk>/...` pages (edit, alerts, proof) before these.
     path("pipelines/<int:pk>/<str:action>/", views.pipeline_action, name="action"),

@@ -1,5 +1,6 @@
-"""The wizard's view of the two kinds of connection: `webapp.connections.kinds` plus the choice between a saved
-connection and a new one (steps 1 and 6 and their "Test connection" partials)."""
+"""The wizard's view of the kinds of connection: `webapp.connections.kinds` plus the choice between a saved
+connection and a new one (steps 1 and 6 and their "Test connection" partials; the schema registry of the sample
+step)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,4 @@ class ConnectionKind(kinds.ConnectionKind):
 
 KAFKA = ConnectionKind(**vars(kinds.KAFKA), choice_form=forms.KafkaChoiceForm)
 CLICKHOUSE = ConnectionKind(**vars(kinds.CLICKHOUSE), choice_form=forms.ClickHouseChoiceForm)
+SCHEMA_REGISTRY = ConnectionKind(**vars(kinds.SCHEMA_REGISTRY), choice_form=forms.SchemaRegistryChoiceForm)

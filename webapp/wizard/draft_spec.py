@@ -154,6 +154,7 @@ def edit_draft_data(
     clickhouse_connection_id: int,
     name: str,
     accept_dead_letters: Sequence[str] = (),
+    schema_registry_connection_id: int | None = None,
 ) -> dict[str, Any]:
     """The first draft data for editing a pipeline: its stored spec (`PipelineVersion.stored_spec`, read as a
     draft, so that one today's rules refuse can be edited too) without the connection details, and the fields
@@ -163,11 +164,13 @@ def edit_draft_data(
     partial.unset("version")
     partial.unset("name")
     partial.source.kafka = type(partial.source.kafka)()
+    partial.source.unset("schema_registry")  # from the pipeline's registry connection, as `kafka` is
     partial.sink.clickhouse = type(partial.sink.clickhouse)(database=database)
     field_of = {c.column: c.field for c in partial.sink.columns or []}
     return {
         SPEC_KEY: partial.to_dict(),
         "kafka": {"connection_id": kafka_connection_id},
+        "schema-registry": {"connection_id": schema_registry_connection_id},
         "clickhouse": {
             "connection_id": clickhouse_connection_id,
             "order_by": [field_of.get(column, column) for column in partial.sink.order_by or []],

@@ -9,7 +9,7 @@ import re
 from django import forms
 
 from spark_jobs.spec import DEDUP_WINDOWS, STATE_STORES
-from webapp.connections.models import KafkaConnection
+from webapp.connections.models import KafkaConnection, SchemaRegistryConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
@@ -55,11 +55,41 @@ class ClickHouseChoiceForm(_ConnectionChoiceForm):
     pass
 
 
+class SchemaRegistryChoiceForm(_ConnectionChoiceForm):
+    pass
+
+
+FORMAT_CHOICES = [("json", "JSON"), ("avro", "Avro, schemas in a schema registry")]
+
+
 class SampleForm(forms.Form):
     count = forms.IntegerField(label="Events", min_value=1, max_value=500, initial=20)
     position = forms.ChoiceField(
         label="From", choices=[("newest", "Newest"), ("oldest", "Oldest")], initial="newest", widget=forms.RadioSelect
     )
+    # Not required: a form posted without it (an older page) reads JSON, as before there was a choice.
+    format = forms.ChoiceField(
+        label="Format", choices=FORMAT_CHOICES, initial="json", required=False, widget=forms.RadioSelect
+    )
+    schema_registry = forms.ModelChoiceField(
+        label="Schema registry",
+        queryset=SchemaRegistryConnection.objects.none(),
+        required=False,
+        empty_label="Choose a schema registry…",
+    )
+
+    def __init__(self, *args, registries=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if registries is not None:
+            self.fields["schema_registry"].queryset = registries
+        self.fields["schema_registry"].optional_hint = False  # needed for Avro (checked in clean())
+
+    def clean(self):
+        cleaned = super().clean()
+        cleaned["format"] = cleaned.get("format") or "json"
+        if cleaned["format"] == "avro" and not cleaned.get("schema_registry"):
+            self.add_error("schema_registry", "Avro events need the schema registry that holds their schemas.")
+        return cleaned
 
 
 class DedupForm(forms.Form):

@@ -23,7 +23,7 @@ from webapp.connections.forms import connection_data
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment
 from webapp.pipelines import selectors as pipeline_selectors
-from webapp.wizard import draft_spec, forms
+from webapp.wizard import draft_spec
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import (
@@ -69,6 +69,7 @@ def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
         pipeline.stored_spec or {},
         kafka_connection_id=pipeline.kafka_connection_id,
         clickhouse_connection_id=pipeline.clickhouse_connection_id,
+        schema_registry_connection_id=pipeline.schema_registry_connection_id,
         name=pipeline.name,
         accept_dead_letters=pipeline.current_version.accept_dead_letters if pipeline.current_version else (),
     )
@@ -247,7 +248,7 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
 def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     """Fetch N events, store them in the draft, and answer the sample and the inferred schema."""
     draft = draft_get(user=request.user, pk=draft_id)
-    form = forms.SampleForm(request.POST)
+    form = step_common.sample_form(request, request.POST)
     keep = sample_step.parse_field_rows(request.POST)
     context: dict = {
         "form": form,
@@ -256,25 +257,40 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         "events": draft.section("sample").get("events", []),
     }
     connection = step_common.kafka_connection_of(request, draft)
-    topics = (draft.spec.source.topics or [])
+    topics = draft.spec.source.topics or []
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
         return _partial(request, "sample_area.html", context)
     if connection is None or not topics:
         context["error"] = "Choose a connection and a topic first (steps 1 and 2)."
         return _partial(request, "sample_area.html", context)
+    registry = form.cleaned_data["schema_registry"] if form.cleaned_data["format"] == "avro" else None
+    avro_schema, versions = None, []
     try:
-        events = conn_selectors.kafka_event_sample(
-            connection=connection,
-            topics=topics,
-            count=form.cleaned_data["count"],
-            position=form.cleaned_data["position"],
-        )
+        if registry is not None:
+            sample = conn_selectors.avro_event_sample(
+                connection=connection,
+                schema_registry_connection=registry,
+                topics=topics,
+                count=form.cleaned_data["count"],
+                position=form.cleaned_data["position"],
+            )
+            events, avro_schema = sample.events, sample.schema
+            versions = [vars(used) for used in sample.used]
+        else:
+            events = conn_selectors.kafka_event_sample(
+                connection=connection,
+                topics=topics,
+                count=form.cleaned_data["count"],
+                position=form.cleaned_data["position"],
+            )
     except ApplicationError as exc:
         context["error"] = exc.message
         return _partial(request, "sample_area.html", context)
+    sample_step.save_format(draft, form)
     stored, truncated = sample_step.events_to_store(events)
-    rows = sample_step.inferred_rows([e["value"] for e in stored], keep) if stored else keep
+    decoded = [e["value"] for e in stored if not e["decode_error"]]
+    rows = sample_step.inferred_rows(decoded, keep, avro_schema=avro_schema) if stored or avro_schema else keep
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     draft_update_section(
         draft=draft,
@@ -284,6 +300,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
             "fetched_at": fetched_at,
             "count": form.cleaned_data["count"],
             "position": form.cleaned_data["position"],
+            "schema_versions": versions,
         },
     )
     context.update(
@@ -294,6 +311,9 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
             "fetched_at": fetched_at,
             "truncated": truncated,
             "requested": len(events),
+            "schema_versions": versions,
+            "avro_hint": registry is None and sample_step.looks_like_avro(events),
+            "undecodable": sum(1 for e in stored if e["decode_error"]),
         }
     )
     return _partial(request, "sample_area.html", context)

@@ -82,7 +82,6 @@ def test_clickhouse_connection_database_is_an_identifier(api):
         assert body["errors"][0]["path"] == "database"
 
 
-
 def wide_fields(n: int) -> list[dict]:
     return [{"path": f"f{i}", "type": "string"} for i in range(n)]
 

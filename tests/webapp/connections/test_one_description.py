@@ -7,12 +7,16 @@ import pydantic
 import pytest
 from django.core.exceptions import ValidationError
 
-from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec
+from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
 from spark_jobs.spec import SECRET_MASK
 from tests.kafka_security import issue, make_ca
 from tests.webapp.conftest import orders_spec, raw_column
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
-from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.services import (
+    clickhouse_connection_create,
+    kafka_connection_create,
+    schema_registry_connection_create,
+)
 from webapp.core.fields import EncryptedTextField
 from webapp.pipelines import services
 
@@ -21,7 +25,12 @@ BOOKKEEPING = {"id", "owner", "name", "created_at", "updated_at"}
 
 @pytest.mark.fast
 @pytest.mark.parametrize(
-    ("model", "spec"), [(KafkaConnection, KafkaConnectionSpec), (ClickHouseConnection, ClickHouseConnectionSpec)]
+    ("model", "spec"),
+    [
+        (KafkaConnection, KafkaConnectionSpec),
+        (ClickHouseConnection, ClickHouseConnectionSpec),
+        (SchemaRegistryConnection, SchemaRegistryConnectionSpec),
+    ],
 )
 def test_the_model_stores_exactly_the_spec_fields_and_encrypts_its_secrets(model, spec):
     stored = {f.name for f in model._meta.concrete_fields} - BOOKKEEPING
@@ -123,6 +132,46 @@ def test_every_kafka_and_clickhouse_setting_reaches_the_job_and_secrets_only_the
         (ClickHouseConnection._meta.db_table, "password", ch.pk),
     ):
         assert raw_column(table, column, pk).startswith("fernet:")
+
+
+def test_every_schema_registry_setting_reaches_the_job_and_its_password_only_there(owner, pki, topics):
+    ca, _ = pki
+    kafka = kafka_connection_create(owner=owner, data={"name": "k", "bootstrap_servers": "broker1:9092"})
+    ch = clickhouse_connection_create(owner=owner, data={"name": "c", "host": "ch.internal"})
+    registry = schema_registry_connection_create(
+        owner=owner,
+        data={
+            "name": "registry",
+            "url": "https://registry.internal:8443/apis/ccompat/v7/",
+            "username": "reader",
+            "password": "registry-pw",
+            "verify": True,
+            "ssl_ca_pem": ca.certificate_pem,
+        },
+    )
+    spec = orders_spec(topics.orders, "db")
+    spec["source"]["format"] = "avro"
+    pipeline = services.pipeline_create(
+        owner=owner,
+        name="p",
+        kafka_connection=kafka,
+        clickhouse_connection=ch,
+        schema_registry_connection=registry,
+        spec=spec,
+    )
+
+    job = services.pipeline_job_spec(pipeline=pipeline).to_dict(reveal_secrets=True)  # the job's spec file
+    assert job["source"]["schema_registry"] == {
+        "url": "https://registry.internal:8443/apis/ccompat/v7",
+        "username": "reader",
+        "password": "registry-pw",
+        "verify": True,
+        "ssl_ca_pem": ca.certificate_pem,
+    }
+    stored = pipeline.stored_spec
+    assert stored["source"]["schema_registry"]["password"] == SECRET_MASK
+    assert "registry-pw" not in str(stored)
+    assert raw_column(SchemaRegistryConnection._meta.db_table, "password", registry.pk).startswith("fernet:")
 
 
 def test_a_sasl_connection_needs_its_password_when_saved_as_the_job_does(api):

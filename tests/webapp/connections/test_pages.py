@@ -89,9 +89,7 @@ def test_test_and_delete(owner_client, kafka_connection):
         reverse("connections:test", kwargs={"kind": "kafka", "pk": kafka_connection.pk})
     ).content.decode()
     assert "Connected." in html
-    response = owner_client.post(
-        reverse("connections:delete", kwargs={"kind": "kafka", "pk": kafka_connection.pk})
-    )
+    response = owner_client.post(reverse("connections:delete", kwargs={"kind": "kafka", "pk": kafka_connection.pk}))
     assert response.status_code == 302
     assert not KafkaConnection.objects.filter(pk=kafka_connection.pk).exists()
 

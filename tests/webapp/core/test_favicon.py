@@ -17,6 +17,7 @@ def static_files_from_the_source(settings) -> None:
     settings.WHITENOISE_USE_FINDERS = True
     settings.WHITENOISE_AUTOREFRESH = True
 
+
 ICON_LINK = re.compile(r'<link rel="icon" href="(?P<href>[^"]+)" type="image/svg\+xml">')
 
 

@@ -69,4 +69,3 @@ def test_a_row_todays_rules_refuse_stays_readable_and_says_why(pipeline, api, ow
     assert "NoSuchType" in owner_client.get(f"/pipelines/{pipeline.pk}/").content.decode()
     deploy = api.post(f"{URL}{pipeline.pk}/deploy/", {}, format="json")
     assert deploy.status_code == 400 and deploy.json()["errors"][0]["path"] == "spec.sink.columns[0].type"
-

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pydantic
 import pytest
 
 from spark_jobs.spec import parse_spec
+from webapp.connections.kafka_client import SampledEvent
 from webapp.wizard import draft_spec
 from webapp.wizard.steps.sample import MAX_STORED_SAMPLE_BYTES, events_to_store
 
 
-def event(offset: int, size: int):
-    return SimpleNamespace(
+def event(offset: int, size: int) -> SampledEvent:
+    return SampledEvent(
         topic="t", partition=0, offset=offset, timestamp=None, key=None, value={"i": offset}, is_json=True, size=size
     )
 

@@ -29,6 +29,10 @@ CLICKHOUSE_PORT = env_int("CLICKHOUSE_PORT", 8123)
 CLICKHOUSE_USER = env_str("CLICKHOUSE_USER", "default")
 CLICKHOUSE_PASSWORD = env_str("CLICKHOUSE_PASSWORD", "")
 
+# The local stack's schema registry (Apicurio's Confluent-compatible API): reachable like the Kafka and
+# ClickHouse above even when private networks are refused.
+SCHEMA_REGISTRY_URL = env_str("SCHEMA_REGISTRY_URL", "http://127.0.0.1:8081/apis/ccompat/v7")
+
 # local[N] runs the job in the worker's machine; spark://host:7077 submits to a cluster.
 SPARK_MASTER = env_str("SPARK_MASTER", "local[2]")
 

@@ -4,18 +4,17 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('connections', '0002_alter_clickhouseconnection_database'),
+        ("connections", "0002_alter_clickhouseconnection_database"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='clickhouseconnection',
-            options={'ordering': ['name', 'id'], 'verbose_name': 'ClickHouse connection'},
+            name="clickhouseconnection",
+            options={"ordering": ["name", "id"], "verbose_name": "ClickHouse connection"},
         ),
         migrations.AlterModelOptions(
-            name='kafkaconnection',
-            options={'ordering': ['name', 'id'], 'verbose_name': 'Kafka connection'},
+            name="kafkaconnection",
+            options={"ordering": ["name", "id"], "verbose_name": "Kafka connection"},
         ),
     ]

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pipelines', '0003_run_stopped_with_stack_and_accepted_dead_letters'),
-        ('pipelines', '0003_typed_spec'),
+        ("pipelines", "0003_run_stopped_with_stack_and_accepted_dead_letters"),
+        ("pipelines", "0003_typed_spec"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -13,7 +13,7 @@ from django.utils.datastructures import MultiValueDict
 from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
 from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES
 from webapp.wizard import forms
-from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
+from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
 
 # The field types and the column types for a new table come from the engine's one table of field types.
@@ -72,6 +72,21 @@ def kafka_connection_of(request: HttpRequest, draft: WizardDraft):
 
 def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
     return _connection_of(request, draft, CLICKHOUSE)
+
+
+def schema_registry_connection_of(request: HttpRequest, draft: WizardDraft):
+    """The registry the sample step chose for Avro events (None for JSON, or when it was deleted since)."""
+    if draft.spec.source.format != "avro":
+        return None
+    return _connection_of(request, draft, SCHEMA_REGISTRY)
+
+
+def sample_form(request: HttpRequest, data: Any = None, **kwargs: Any) -> forms.SampleForm:
+    """The sample step's form, its schema registries the user's own."""
+    from webapp.connections import selectors as conn_selectors
+
+    registries = conn_selectors.schema_registry_connection_list(user=request.user)
+    return forms.SampleForm(data, registries=registries, **kwargs)
 
 
 def form_rows(post: Any, prefix: str, names: tuple[str, ...]) -> list[dict[str, str]]:

@@ -31,6 +31,7 @@ from webapp.wizard.steps.common import (
     initial_from,
     kafka_connection_of,
     schema_fields,
+    schema_registry_connection_of,
 )
 from webapp.wizard.steps.dedup import window_advice
 
@@ -56,6 +57,7 @@ def review_context(
     while there are problems), with each problem's step."""
     kafka = kafka_connection_of(request, draft)
     clickhouse = clickhouse_connection_of(request, draft)
+    registry = schema_registry_connection_of(request, draft)
     spec = draft_spec.complete_spec(draft.spec, name=name or "unnamed", starting_offsets=starting_offsets)
     issues: list[dict[str, str]] = []
     warning = ""
@@ -75,6 +77,7 @@ def review_context(
                 name=name or "unnamed",
                 kafka_connection=kafka,
                 clickhouse_connection=clickhouse,
+                schema_registry_connection=registry,
                 check_live=live,
             )
         except specmod.SpecError as exc:
@@ -85,7 +88,11 @@ def review_context(
         parsed.to_dict()
         if parsed is not None
         else stored_specs.merge_connections(
-            spec, name=name or "unnamed", kafka_connection=kafka, clickhouse_connection=clickhouse
+            spec,
+            name=name or "unnamed",
+            kafka_connection=kafka,
+            clickhouse_connection=clickhouse,
+            schema_registry_connection=registry,
         )
     )
     if not name:
@@ -102,6 +109,7 @@ def review_context(
         "live_warning": warning,
         "kafka_connection": kafka,
         "clickhouse_connection": clickhouse,
+        "schema_registry_connection": registry,
         "summary": review_summary(draft),
         "window_advice": window_advice(draft),
         # The alert rules a new pipeline gets, and where they go: every enabled channel of the user.
@@ -164,6 +172,7 @@ def review_submit(request, draft):
     if context["issues"] or context["name_issues"]:
         return context
     kafka, clickhouse = context["kafka_connection"], context["clickhouse_connection"]
+    registry = context["schema_registry_connection"]
     # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
     checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
     accepted = draft.section("mapping").get("accept_dead_letters") or []
@@ -177,6 +186,7 @@ def review_submit(request, draft):
                     spec=context["parsed"],
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
+                    schema_registry_connection=registry,
                     note="edited in the wizard",
                     checkpoint=checkpoint,
                     accept_dead_letters=accepted,
@@ -187,6 +197,7 @@ def review_submit(request, draft):
                     name=name,
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,
+                    schema_registry_connection=registry,
                     spec=context["parsed"],
                     note="created in the wizard",
                     accept_dead_letters=accepted,

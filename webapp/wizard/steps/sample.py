@@ -11,9 +11,10 @@ from pydantic import ValidationError as PydanticValidationError
 from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
 from webapp.wizard import forms
+from webapp.wizard.connection_kinds import SCHEMA_REGISTRY
 from webapp.wizard.models import WizardDraft
-from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, schema_fields
+from webapp.wizard.services import draft_save_step, draft_update_section
+from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, sample_form, schema_fields
 
 
 def field_rows_from(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,13 +80,22 @@ def _known_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     return inferred + schema_fields(draft)
 
 
+def format_initial(draft: WizardDraft) -> dict[str, Any]:
+    """The format and schema registry the draft has (an edited pipeline's, or chosen before)."""
+    return {
+        "format": draft.spec.source.format or "json",
+        "schema_registry": draft.section(SCHEMA_REGISTRY.slug).get("connection_id"),
+    }
+
+
 def sample_show(request, draft, source):
     section = draft.section("sample")
     if source:
-        form = forms.SampleForm(initial=initial_from(source, forms.SampleForm))
+        form = sample_form(request, initial=initial_from(source, forms.SampleForm))
         rows = parse_field_rows(source, _known_fields(draft))
     else:
-        form = forms.SampleForm(initial={k: section[k] for k in ("count", "position") if k in section})
+        initial = {k: section[k] for k in ("count", "position") if k in section}
+        form = sample_form(request, initial={**initial, **format_initial(draft)})
         rows = field_rows_from(schema_fields(draft))
     return _sample_context(draft, form, rows)
 
@@ -96,15 +106,26 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "form": form,
         "rows": rows,
         "events": section.get("events", []),
+        "schema_versions": section.get("schema_versions", []),
         "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
         "topics": draft.spec.source.topics or [],
     }
 
 
+def save_format(draft: WizardDraft, form: forms.SampleForm) -> None:
+    """The chosen format into the spec (`source.format`) and the registry into the draft (its connection)."""
+    registry = form.cleaned_data.get("schema_registry") if form.cleaned_data.get("format") == "avro" else None
+    spec = draft.spec.model_copy(deep=True)
+    spec.source.format = form.cleaned_data["format"]
+    draft_update_section(
+        draft=draft, step=SCHEMA_REGISTRY.slug, changes={"connection_id": registry.pk if registry else None}, spec=spec
+    )
+
+
 def sample_submit(request, draft):
     section = draft.section("sample")
-    form = forms.SampleForm(request.POST)
+    form = sample_form(request, request.POST)
     rows = parse_field_rows(request.POST, _known_fields(draft))
     context = _sample_context(draft, form, rows)
     valid = form.is_valid()
@@ -113,6 +134,8 @@ def sample_submit(request, draft):
         valid = False
     if not validate_field_rows(rows) or not valid:
         return context
+    save_format(draft, form)
+    section = draft.section("sample")
     values = {
         **section,
         "count": form.cleaned_data["count"],
@@ -149,15 +172,39 @@ def event_to_json(event: Any) -> dict[str, Any]:
         "offset": event.offset,
         "timestamp": event.timestamp.isoformat() if event.timestamp else None,
         "key": event.key,
-        "value": event.value,
+        "value": _without_nul(event.value),
         "is_json": event.is_json,
         "size": event.size,
+        "schema_id": event.schema_id,
+        "decode_error": event.decode_error,
     }
 
 
-def inferred_rows(values: list[Any], keep: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Schema rows from a fresh sample; fields added by hand (and their types) are kept."""
-    inferred = conn_selectors.schema_infer(values=values)
+def _without_nul(value: Any) -> Any:
+    """`value` with NUL characters shown as "␀": PostgreSQL's JSON cannot hold them, and binary values (Avro read
+    as text) are full of them."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\u2400")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    return value
+
+
+def looks_like_avro(events: list[Any]) -> bool:
+    """Most sampled values start as the Confluent wire format does (magic byte 0, then a schema id)."""
+    from webapp.connections.registry_client import wire_schema_id
+
+    framed = sum(1 for event in events if wire_schema_id(event.raw) is not None)
+    return framed * 2 > len(events)
+
+
+def inferred_rows(
+    values: list[Any], keep: list[dict[str, Any]], avro_schema: str | None = None
+) -> list[dict[str, Any]]:
+    """Schema rows from a fresh sample (from the Avro schema when given); fields added by hand are kept."""
+    inferred = conn_selectors.schema_infer(values=values, avro_schema=avro_schema)
     fields = [
         {
             "path": f.path,

@@ -1,0 +1,175 @@
+"""Schemas from a Confluent-compatible schema registry, for the job and the web app. No Spark, no Django.
+
+Subjects follow the topic name strategy (Confluent's default): the values of topic `orders` are registered
+under `orders-value`. The client is confluent-kafka's `SchemaRegistryClient`, built from the connection spec
+(`spark_jobs.connections.schema_registry_client_conf`).
+
+- `subject_versions(connection, subject)`: every version of a subject with its schema id and text;
+- `writer_schemas(connection, topics, extra_ids=...)`: the Avro schemas a run decodes with;
+- `registry_field_issues(fields, versions)`: the spec's `source.fields` checked against the subject.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from spark_jobs.avro_schema import AvroSchemaError, SchemaField, WriterSchemas, fields_by_path
+from spark_jobs.connections import SchemaRegistryConnectionSpec, schema_registry_client_conf, write_ca_file
+
+if TYPE_CHECKING:
+    from spark_jobs.spec import FieldSpec, SpecIssue
+
+NOT_FOUND = 404
+
+
+class RegistryError(RuntimeError):
+    """The registry could not be asked or refused; the message says what happened and what to change."""
+
+
+@dataclass(frozen=True)
+class SubjectVersion:
+    subject: str
+    version: int
+    schema_id: int
+    schema_type: str  # AVRO, PROTOBUF, JSON
+    schema: str
+
+    def fields(self) -> dict[str, SchemaField]:
+        """The version's fields by path (an empty dict for a schema that is not an Avro record)."""
+        if self.schema_type != "AVRO":
+            return {}
+        try:
+            return fields_by_path(self.schema)
+        except AvroSchemaError:
+            return {}
+
+
+def value_subject(topic: str) -> str:
+    return f"{topic}-value"
+
+
+@contextlib.contextmanager
+def registry_client(connection: SchemaRegistryConnectionSpec, *, timeout: float | None = None) -> Iterator[Any]:
+    """A SchemaRegistryClient for `connection` (its CA certificate in a private temporary file meanwhile);
+    `timeout` bounds each request (see `schema_registry_client_conf`)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    ca_file = write_ca_file(connection.ssl_ca_pem) if connection.ssl_ca_pem else None
+    try:
+        client = SchemaRegistryClient(schema_registry_client_conf(connection, ca_file=ca_file, timeout=timeout))
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        if ca_file:
+            with contextlib.suppress(OSError):
+                os.unlink(ca_file)
+
+
+def explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str) -> RegistryError:
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    if isinstance(exc, SchemaRegistryError):
+        if exc.http_status_code == 401:
+            return RegistryError(f"the schema registry at {connection.url} refused the user name or password")
+        if exc.http_status_code == 403:
+            return RegistryError(f"the schema registry at {connection.url} does not let this user read {what}")
+        return RegistryError(f"the schema registry at {connection.url} answered {exc.http_status_code}: {exc}")
+    text = str(exc) or type(exc).__name__
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return RegistryError(
+            f"the TLS certificate of the schema registry at {connection.url} is not signed by the CA certificate "
+            "given (or no CA certificate was given for a private CA)"
+        )
+    return RegistryError(f"could not reach the schema registry at {connection.url}: {text}")
+
+
+def subject_versions(
+    connection: SchemaRegistryConnectionSpec, subject: str, *, timeout: float | None = None
+) -> list[SubjectVersion]:
+    """Every version of `subject`, oldest first; [] when the subject does not exist."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    with registry_client(connection, timeout=timeout) as client:
+        try:
+            numbers = client.get_versions(subject)
+            registered = [client.get_version(subject, number) for number in numbers]
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == NOT_FOUND:
+                return []
+            raise explain(exc, connection, f"subject {subject!r}") from None
+        except Exception as exc:
+            raise explain(exc, connection, f"subject {subject!r}") from None
+    return [
+        SubjectVersion(
+            subject=subject,
+            version=int(item.version),
+            schema_id=int(item.schema_id),
+            schema_type=(item.schema.schema_type or "AVRO").upper(),
+            schema=item.schema.schema_str,
+        )
+        for item in registered
+    ]
+
+
+def writer_schemas(
+    connection: SchemaRegistryConnectionSpec, topics: Sequence[str], *, extra_ids: Iterable[int] = ()
+) -> WriterSchemas:
+    """The Avro writer schemas of every version of the topics' value subjects, plus `extra_ids` (ids records
+    carried that were not among them: looked up by id; one the registry lacks is dead-lettered, not retried)."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    by_id: dict[int, str] = {}
+    unreadable: dict[int, str] = {}
+    for topic in topics:
+        for version in subject_versions(connection, value_subject(topic)):
+            if version.schema_type == "AVRO":
+                by_id[version.schema_id] = version.schema
+            else:
+                unreadable[version.schema_id] = f"is a {version.schema_type} schema, not Avro"
+    wanted = sorted(set(extra_ids) - set(by_id) - set(unreadable))
+    if wanted:
+        with registry_client(connection) as client:
+            for schema_id in wanted:
+                try:
+                    schema = client.get_schema(schema_id)
+                except SchemaRegistryError as exc:
+                    if exc.http_status_code != NOT_FOUND:
+                        raise explain(exc, connection, f"schema id {schema_id}") from None
+                    unreadable[schema_id] = "is not in the schema registry"
+                    continue
+                except Exception as exc:
+                    raise explain(exc, connection, f"schema id {schema_id}") from None
+                kind = (schema.schema_type or "AVRO").upper()
+                if kind == "AVRO":
+                    by_id[schema_id] = schema.schema_str
+                else:
+                    unreadable[schema_id] = f"is a {kind} schema, not Avro"
+    return WriterSchemas(by_id=by_id, confluent=True, unreadable=unreadable)
+
+
+def registry_field_issues(
+    fields: Sequence[FieldSpec], versions_by_subject: dict[str, list[SubjectVersion]]
+) -> list[SpecIssue]:
+    """`source.fields` against the registered versions: a field that no version of a topic's subject has is an
+    error under its path; so is a topic whose subject has no Avro version."""
+    from spark_jobs.spec import SpecIssue, schema_field_issues
+
+    issues: list[SpecIssue] = []
+    for subject, versions in versions_by_subject.items():
+        avro = [version for version in versions if version.schema_type == "AVRO"]
+        if not avro:
+            kinds = sorted({version.schema_type for version in versions})
+            found = f"only {', '.join(kinds)} versions" if kinds else "no version"
+            issues.append(SpecIssue("source.topics", f"subject '{subject}' has {found} in the registry, no Avro"))
+            continue
+        known: dict[str, SchemaField] = {}
+        for version in avro:
+            known.update(version.fields())
+        issues += schema_field_issues(fields, known, where=f"any version of subject '{subject}'")
+    return issues
