@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs.casts import (
     LONG_MAX,
@@ -53,6 +53,9 @@ from spark_jobs.clickhouse_types import (
 )
 from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits
 
+if TYPE_CHECKING:
+    from spark_jobs.spec import PipelineSpec
+
 __all__ = [
     "MISSING",
     "Outcome",
@@ -62,6 +65,7 @@ __all__ = [
     "key_outcome",
     "lookup",
     "parse_timestamp",
+    "record_outcome",
     "supported",
     "to_field_type",
 ]
@@ -325,3 +329,53 @@ def event_time_outcome(event: Any, path: str) -> Outcome:
     if outcome.ok and typed is None:
         return Outcome(False, f"event time '{path}' is missing or null", "time")
     return outcome
+
+
+def record_outcome(raw: bytes | None, spec: PipelineSpec) -> Outcome:
+    """Whether a Kafka record's value passes the checks of `spec` that come before its filter and computed fields,
+    else the first dead-letter reason the job gives it, in the job's order (`pipeline.build_stream`): the record
+    (UTF-8, JSON, an object), each field's conversion, the dedup keys, each column filled from a field, the event
+    time. The filter, the computed fields and their columns are Spark expressions: not checked here."""
+    if raw is None:
+        return Outcome(False, "empty record value (NULL)", "record")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Outcome(False, "invalid UTF-8", "record")
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError):
+        event = _NOT_OBJECT
+    fields = spec.source.fields
+    if not isinstance(event, dict) or any(lookup(event, f.path) is _NOT_OBJECT for f in fields):
+        if not _is_json(text):
+            return Outcome(False, "invalid JSON", "record")
+        if not text.lstrip(" ").startswith("{"):
+            return Outcome(False, "not a JSON object", "record")
+        return Outcome(False, PARENT_REASON, "record")
+    types = {f.path: f.type for f in fields}
+    for f in fields:
+        _typed, outcome = field_value(lookup(event, f.path), f.type, field=f.path)
+        if not outcome.ok:
+            return outcome
+    dedup = spec.dedup
+    for key in dedup.keys if dedup else ():
+        outcome = key_outcome(event, key, types[key])
+        if not outcome.ok:
+            return outcome
+    for column in spec.sink.columns:
+        if column.field in types:
+            outcome = convert(
+                lookup(event, column.field),
+                field_type=types[column.field],
+                column_type=column.type,
+                field=column.field,
+                column=column.column,
+            )
+            if not outcome.ok:
+                return outcome
+    if dedup and dedup.time == "event" and dedup.event_time_field:
+        outcome = event_time_outcome(event, dedup.event_time_field)
+        if not outcome.ok:
+            return outcome
+    return OK

@@ -61,8 +61,31 @@
       el.classList.toggle("hidden", values.indexOf(current) === -1);
     });
   }
+  // A field's error from the last submit is about the value it had then: once the user changes it, it goes.
+  // As they type (not on "change", which a text box fires when it loses focus: the page would shift under the
+  // click that took the focus away); a box, a radio or a select changes at once.
+  function clearFieldError(e) {
+    var field = e.target.closest && e.target.closest(".field.has-error");
+    if (!field) return;
+    field.classList.remove("has-error");
+    field.querySelectorAll(":scope > .error").forEach(function (error) { error.remove(); });
+  }
+  document.addEventListener("input", clearFieldError);
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("input[type=checkbox], input[type=radio], select")) clearFieldError(e);
+  });
   document.addEventListener("change", function () { applyShowWhen(); });
   document.addEventListener("DOMContentLoaded", function () { applyShowWhen(); });
+
+  // On a narrow screen the wizard's steps are one row that scrolls sideways: show the current one.
+  document.addEventListener("DOMContentLoaded", function () {
+    var steps = document.querySelector(".steps");
+    var current = steps && steps.querySelector(".current");
+    if (current && steps.scrollWidth > steps.clientWidth) {
+      var offset = current.getBoundingClientRect().left - steps.getBoundingClientRect().left;
+      steps.scrollLeft += offset - (steps.clientWidth - current.offsetWidth) / 2;
+    }
+  });
   document.addEventListener("htmx:afterSettle", function () { applyShowWhen(); });
 
   // data-add-row="#template-id" data-into="#tbody-id": append a copy of a <template>, numbering __i__.
@@ -99,8 +122,24 @@
       e.preventDefault();
       var source = document.querySelector(copy.getAttribute("data-copy"));
       if (source && navigator.clipboard) {
-        navigator.clipboard.writeText(source.textContent).then(function () { copy.textContent = "Copied"; });
+        navigator.clipboard.writeText(source.textContent).then(
+          function () { copy.textContent = "Copied"; },
+          function () { copy.textContent = "Could not copy: select the text instead"; }
+        );
       }
+      return;
+    }
+    // data-open-dialog="#dialog-id" opens that <dialog>; data-close-dialog closes the one it is in.
+    var opener = e.target.closest("[data-open-dialog]");
+    if (opener) {
+      var dialog = document.querySelector(opener.getAttribute("data-open-dialog"));
+      if (dialog && !dialog.open) dialog.showModal();
+      return;
+    }
+    var closer = e.target.closest("[data-close-dialog]");
+    if (closer) {
+      var open = closer.closest("dialog");
+      if (open) open.close();
       return;
     }
     var remove = e.target.closest("[data-remove-row]");
@@ -110,6 +149,32 @@
       if (row) row.remove();
       document.body.dispatchEvent(new Event("rows-changed"));
     }
+  });
+
+  // What htmx loads into a <dialog> (a dead letter's payload, the replay's forecast) opens it.
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var dialog = e.detail.target && e.detail.target.closest && e.detail.target.closest("dialog");
+    if (dialog && !dialog.open) dialog.showModal();
+  });
+  // A click on a modal dialog's backdrop closes it.
+  document.addEventListener("click", function (e) {
+    if (e.target.tagName === "DIALOG" && e.target.open) {
+      var box = e.target.getBoundingClientRect();
+      var inside = e.clientX >= box.left && e.clientX <= box.right && e.clientY >= box.top && e.clientY <= box.bottom;
+      if (!inside) e.target.close();
+    }
+  });
+
+  // The job log shows its newest lines: it stays scrolled to the end across refreshes unless the reader scrolled up.
+  document.addEventListener("scroll", function (e) {
+    if (e.target.id === "job-log") {
+      var log = e.target;
+      log.parentElement.dataset.readingBack = log.scrollTop + log.clientHeight < log.scrollHeight - 8 ? "1" : "";
+    }
+  }, true);
+  document.addEventListener("htmx:afterSettle", function () {
+    var log = document.getElementById("job-log");
+    if (log && !log.parentElement.dataset.readingBack) log.scrollTop = log.scrollHeight;
   });
 
   // Forms that destroy something ask first (the question is in data-confirm; no inline handlers under the CSP).

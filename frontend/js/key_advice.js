@@ -1,12 +1,16 @@
-// The wizard's dedup step: cancel or repeat the key advice's measurement, and preselect the window it
-// recommends (and RocksDB when the state would be large) unless the user chose (data-user-chosen).
+// The wizard's dedup step: cancel or repeat the key advice's measurement, choose a key from the fields that look
+// like keys, and preselect the window it recommends (and RocksDB when the state would be large) unless the user
+// picked one (data-user-chosen; the hidden inputs #window-chosen / #state-store-chosen tell the server so).
 (function () {
   "use strict";
   var preselecting = false;
+  var CHOSEN = { id_window: "window-chosen", id_state_store: "state-store-chosen" };
 
   document.addEventListener("change", function (e) {
-    if ((e.target.id === "id_window" || e.target.id === "id_state_store") && !preselecting) {
+    if (CHOSEN[e.target.id] && !preselecting) {
       e.target.dataset.userChosen = "1";
+      var flag = document.getElementById(CHOSEN[e.target.id]);
+      if (flag) flag.value = "1";
     }
   });
 
@@ -18,7 +22,27 @@
     preselecting = false;
   }
 
+  // "Use as key" on a field that looks like a key: it becomes the only key, and its duplicates are measured.
+  function useKey(button) {
+    var name = button.getAttribute("data-use-key");
+    var boxes = document.querySelectorAll('#step-form input[name="keys"]');
+    var box = null;
+    boxes.forEach(function (b) { if (b.value === name) box = b; });
+    if (!box) {
+      button.disabled = true;
+      button.textContent = "Not in the schema: add it in step 3";
+      return;
+    }
+    var on = document.querySelector('#step-form input[name="enabled"][value="on"]');
+    if (on && !on.checked) { on.checked = true; on.dispatchEvent(new Event("change", { bubbles: true })); }
+    boxes.forEach(function (b) { b.checked = b === box; });
+    box.dispatchEvent(new Event("change", { bubbles: true }));  // measured again (the inputs' hx-trigger)
+    box.focus();
+  }
+
   document.addEventListener("click", function (e) {
+    var use = e.target.closest("[data-use-key]");
+    if (use) { useKey(use); return; }
     var source = document.getElementById("dedup-inputs");
     if (!source || !window.htmx) return;
     if (e.target.closest("#cancel-analysis")) {

@@ -2,14 +2,29 @@
 // and draws live uPlot charts (vendored): events per second, rows per batch (written, duplicates, dead letters,
 // filtered out), the duplicate share, lag per partition and batch duration. New batches are appended (only
 // what is new is fetched); a chart is rebuilt only when its series change (a new partition), else updated.
+//
+// The time range (15 min, 1 h, 6 h, 24 h; the buttons of data-range-control) sets what the charts show, ending
+// now (or at the last batch, when the pipeline has not run within the range). The y-scales follow what is shown:
+// a start-up backlog outside the range, or outside a zoomed-in stretch (drag across a chart; double-click zooms
+// out), does not flatten the rest. The legends show the values under the cursor, else those of the last batch,
+// in the pages' one number format (ClearFlow.formatNumber, js/format.js).
 (function () {
   "use strict";
 
-  var MAX_POINTS = 1000;
+  var MAX_POINTS = 10000; // the metrics history keeps at most this many batches (spark_jobs/protocol.py)
+  var FIRST_PAGE = 1000;
+  var MAX_RANGE_MS = 24 * 3600 * 1000;
   var PALETTE = ["#2454d6", "#137a3a", "#b54708", "#b42318", "#6b7280", "#7a2ed6", "#0e7490", "#a16207"];
 
+  function formatNumber(v) {
+    return window.ClearFlow && window.ClearFlow.formatNumber ? window.ClearFlow.formatNumber(v) : String(v);
+  }
+
   function line(label, color, extra) {
-    var s = { label: label, stroke: color, width: 2, points: { show: false } };
+    var s = {
+      label: label, stroke: color, width: 2, points: { show: false },
+      value: function (u, v) { return v === null || v === undefined ? "–" : formatNumber(v); },
+    };
     for (var k in extra || {}) s[k] = extra[k];
     return s;
   }
@@ -76,44 +91,148 @@
     ];
   }
 
+  // A y-axis wide enough for its longest label in the one number format.
+  function numberAxis(extra) {
+    var axis = {
+      values: function (u, splits) { return splits.map(formatNumber); },
+      size: function (u, values) {
+        var longest = (values || []).reduce(function (n, v) { return Math.max(n, String(v).length); }, 0);
+        return Math.max(40, longest * 7 + 18);
+      },
+    };
+    for (var k in extra || {}) axis[k] = extra[k];
+    return axis;
+  }
+
+  // Times in UTC, as everywhere else on the pages.
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+  function timeText(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    var d = new Date(seconds * 1000);
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " +
+      pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds());
+  }
+  var timeAxis = {
+    values: function (u, splits) {
+      return splits.map(function (s) { var d = new Date(s * 1000); return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()); });
+    },
+  };
+
   function Charts(el) {
     this.el = el;
     this.url = el.getAttribute("data-metrics-url");
     this.pollMs = parseInt(el.getAttribute("data-poll-ms") || "5000", 10);
+    this.control = document.querySelector(el.getAttribute("data-range-control") || "#none");
+    this.rangeMs = 3600 * 1000;
+    if (this.control) {
+      var pressed = this.control.querySelector('[aria-pressed="true"]');
+      if (pressed) this.rangeMs = parseInt(pressed.getAttribute("data-range-minutes"), 10) * 60000;
+    }
     this.records = [];
     this.since = null;
+    this.loadedFromMs = null; // every batch since this time is loaded (null: only the newest FIRST_PAGE)
+    this.complete = false; // every batch the history holds is loaded
     this.plots = {};
     this.signatures = {};
+    this.zoomed = false; // the reader zoomed in: the range does not move the x-scale until they zoom out
   }
 
+  Charts.prototype.get = function (query) {
+    return fetch(this.url + query, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); });
+  };
+
+  // The newest batches at first; then each poll asks for what came after the last one.
   Charts.prototype.fetch = function () {
     var self = this;
-    var query = self.since === null ? "?limit=" + MAX_POINTS : "?since=" + self.since;
-    return fetch(self.url + query, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); })
+    if (self.loading) return Promise.resolve();
+    self.loading = true;
+    var first = self.since === null;
+    var query = first ? "?limit=" + FIRST_PAGE : "?since=" + self.since + "&limit=" + MAX_POINTS;
+    return self.get(query)
       .then(function (result) {
         if (!result[0]) { self.message(result[1].message || "Metrics unavailable."); return; }
         var body = result[1];
-        if (body.records.length) {
-          self.records = self.records.concat(body.records).slice(-MAX_POINTS);
-          self.since = body.next_since;
-          self.render();
-        } else if (self.records.length < 2) {
-          self.message("The charts appear after two micro-batches.");
-        }
-        if (body.has_more) return self.fetch();
+        if (first && body.records.length < FIRST_PAGE) self.complete = true;
+        self.add(body.records, body.next_since);
+        self.render();
+        if (body.has_more) { self.loading = false; return self.fetch(); }
+        if (first) return self.cover();
       })
-      .catch(function () { /* a failed poll is retried at the next tick */ });
+      .catch(function () { /* a failed poll is retried at the next tick */ })
+      .then(function () { self.loading = false; });
+  };
+
+  Charts.prototype.add = function (records, nextSince) {
+    if (records.length) {
+      this.records = this.records.concat(records).slice(-MAX_POINTS);
+      this.since = nextSince;
+    } else if (this.since === null) {
+      this.since = 0;
+    }
+  };
+
+  // Load every batch of the chosen range (the first page may not reach back that far).
+  Charts.prototype.cover = function () {
+    var self = this;
+    var from = self.rangeEnd() - self.rangeMs;
+    var oldest = self.records.length ? self.records[0].t_ms : null;
+    if (self.complete || oldest === null || oldest <= from || (self.loadedFromMs !== null && self.loadedFromMs <= from)) {
+      return Promise.resolve();
+    }
+    var collected = [];
+    function page(since) {
+      return self.get("?since=" + since + "&limit=" + MAX_POINTS).then(function (result) {
+        if (!result[0]) return;
+        collected = collected.concat(result[1].records);
+        if (result[1].has_more && collected.length < MAX_POINTS) return page(result[1].next_since);
+      });
+    }
+    return page(Math.floor(from)).then(function () {
+      var known = {};
+      collected.forEach(function (r) { known[r.t_ms] = true; });
+      var newer = self.records.filter(function (r) { return !known[r.t_ms] && r.t_ms > (collected.length ? collected[collected.length - 1].t_ms : 0); });
+      self.records = collected.concat(newer).slice(-MAX_POINTS);
+      if (self.records.length) self.since = self.records[self.records.length - 1].t_ms;
+      self.loadedFromMs = from;
+      self.render();
+    });
+  };
+
+  // The range ends now, or at the last batch when none came within the range (a stopped pipeline).
+  Charts.prototype.rangeEnd = function () {
+    var now = Date.now();
+    var last = this.records.length ? this.records[this.records.length - 1].t_ms : now;
+    return now - last <= this.rangeMs ? now : last;
+  };
+
+  Charts.prototype.setRange = function (minutes) {
+    this.rangeMs = Math.min(minutes * 60000, MAX_RANGE_MS);
+    this.zoomed = false;
+    if (this.control) {
+      this.control.querySelectorAll("[data-range-minutes]").forEach(function (b) {
+        b.setAttribute("aria-pressed", parseInt(b.getAttribute("data-range-minutes"), 10) === minutes ? "true" : "false");
+      });
+    }
+    this.render();
+    this.cover();
   };
 
   Charts.prototype.message = function (text) {
     if (this.records.length >= 2) return;  // keep the charts drawn; the summary above shows the error
     this.el.replaceChildren();
+    this.plots = {};
+    this.signatures = {};
     var p = document.createElement("p");
     p.className = "muted small";
     p.id = "metrics-charts-empty";
     p.textContent = text;
     this.el.appendChild(p);
+  };
+
+  Charts.prototype.xRange = function () {
+    var end = this.rangeEnd() / 1000;
+    return { min: end - this.rangeMs / 1000, max: end };
   };
 
   Charts.prototype.render = function () {
@@ -130,7 +249,11 @@
       });
       var signature = def.series.map(function (s) { return s.label; }).join("|");
       var plot = self.plots[def.id];
-      if (plot && self.signatures[def.id] === signature) { plot.setData(data); return; }
+      if (plot && self.signatures[def.id] === signature) {
+        self.settingScale = true;
+        try { plot.setData(data, false); } finally { self.settingScale = false; }
+        return;
+      }
       var figure = self.el.querySelector('figure[data-chart="' + def.id + '"]');
       if (!figure) {
         figure = document.createElement("figure");
@@ -145,20 +268,92 @@
       var target = document.createElement("div");
       figure.querySelectorAll("div").forEach(function (d) { d.remove(); });
       figure.appendChild(target);
-      var axes = [{}, {}].concat(def.axes || []);
-      self.plots[def.id] = new uPlot({
-        width: Math.max(320, figure.clientWidth || 420),
+      var axes = [timeAxis, numberAxis()].concat((def.axes || []).map(numberAxis));
+      var options = {
+        width: self.chartWidth(figure),
         height: 180,
-        series: [{}].concat(def.series),
+        series: [{ label: "UTC", value: function (u, v) { return timeText(v); } }].concat(def.series),
         axes: axes,
         scales: { x: { time: true } },
-      }, data, target);
+        legend: { live: true },
+        cursor: {
+          drag: { x: true, y: false, setScale: true },
+          // Double-click zooms out to the chosen range (uPlot's own reset would show every batch loaded).
+          bind: { dblclick: function () { return function () { self.zoomed = false; self.render(); return null; }; } },
+        },
+        hooks: {
+          setCursor: [function (u) { if (u.cursor.idx === null || u.cursor.idx === undefined) self.showLatest(u); }],
+          // A drag on one chart zooms them all: they share the time axis.
+          setScale: [function (u, key) {
+            if (key !== "x" || self.settingScale) return;
+            self.zoomed = true;
+            self.zoomRange = { min: u.scales.x.min, max: u.scales.x.max };
+            self.applyX(u);
+          }],
+        },
+      };
+      self.settingScale = true;  // uPlot sets its scales as it starts: not a zoom
+      try {
+        self.plots[def.id] = new uPlot(options, data, target);
+      } finally {
+        self.settingScale = false;
+      }
       self.signatures[def.id] = signature;
+    });
+    self.applyX();
+  };
+
+  // Every chart's time axis to the chosen range (or the reader's zoom), except `skip` (the chart zoomed).
+  Charts.prototype.applyX = function (skip) {
+    var self = this;
+    var range = self.zoomed && self.zoomRange ? self.zoomRange : self.xRange();
+    self.settingScale = true;
+    try {
+      Object.keys(self.plots).forEach(function (id) {
+        var plot = self.plots[id];
+        if (plot !== skip) plot.setScale("x", range);
+        self.showLatest(plot);
+      });
+    } finally {
+      self.settingScale = false;
+    }
+  };
+
+  // The legend, when the cursor is not on the chart: the last batch within what is shown.
+  Charts.prototype.showLatest = function (plot) {
+    var xs = plot.data[0];
+    var max = plot.scales.x.max;
+    var idx = xs.length - 1;
+    while (idx > 0 && max !== undefined && max !== null && xs[idx] > max) idx--;
+    if (idx >= 0) plot.setLegend({ idx: idx }, false);
+  };
+
+  Charts.prototype.chartWidth = function (figure) {
+    return Math.max(240, Math.floor(figure.clientWidth || 420));
+  };
+
+  Charts.prototype.resize = function () {
+    var self = this;
+    Object.keys(self.plots).forEach(function (id) {
+      var figure = self.el.querySelector('figure[data-chart="' + id + '"]');
+      if (figure) self.plots[id].setSize({ width: self.chartWidth(figure), height: 180 });
     });
   };
 
   Charts.prototype.start = function () {
     var self = this;
+    if (self.control) {
+      self.control.addEventListener("click", function (e) {
+        var button = e.target.closest("[data-range-minutes]");
+        if (button) self.setRange(parseInt(button.getAttribute("data-range-minutes"), 10));
+      });
+    }
+    if (window.ResizeObserver) {
+      var width = self.el.clientWidth;
+      new ResizeObserver(function () {
+        if (self.el.clientWidth !== width) { width = self.el.clientWidth; self.resize(); }
+      }).observe(self.el);
+    }
     self.fetch();
     self.timer = setInterval(function () {
       if (!document.body.contains(self.el)) { clearInterval(self.timer); return; }

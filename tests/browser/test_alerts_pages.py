@@ -43,7 +43,7 @@ def test_rules_channels_and_history_in_the_browser(page: Page, live_server, redi
     row = page.locator("#rule-form-consumer_lag")
     row.get_by_label("Records behind more than").fill("5000")
     row.get_by_role("button", name="Save").click()
-    expect(page.get_by_role("status")).to_contain_text("saved")
+    expect(page.locator(".flash")).to_contain_text("saved")
     assert AlertRule.objects.get(pipeline=pipeline, kind="consumer_lag").threshold == 5000
     expect(page.locator("#incident-list")).to_contain_text("The job exited.")
     page.screenshot(path=str(ARTIFACTS / "rules.png"), full_page=True)

@@ -58,7 +58,13 @@ def test_stop_asks_before_it_stops_the_pipeline(
 
     page.once("dialog", answer(True))
     page.locator("#stop").click()
-    expect(page.locator(".flash")).to_contain_text("Stop requested.")
+    # No job had taken the deploy: it is withdrawn at once, and the message says so (it stays: nothing is under way).
     expect(page.locator("#pipeline-status")).to_have_text("Stopped")
+    expect(page.locator(".flash")).to_have_text("Deploy withdrawn by operator.")
+    expect(page.locator("#flash-pending")).to_have_count(0)
+    with page.expect_response(lambda r: r.url.endswith("/run-state/"), timeout=20_000):  # its next look (5 s)
+        pass
+    expect(page.locator(".htmx-request")).to_have_count(0)
+    expect(page.locator(".flash")).to_have_text("Deploy withdrawn by operator.")
     pipeline.refresh_from_db()
     assert pipeline.status == "stopped"

@@ -80,9 +80,9 @@ def test_the_pipeline_page_charts_its_metrics_and_lists_its_dead_letters(
     # The list: status badge and current throughput.
     row = page.locator("#pipelines tbody tr", has_text="orders")
     expect(row.locator(".badge")).to_have_text("Draft")
-    expect(row.locator(".throughput")).to_have_text("2700.0 events/s")
+    expect(row.locator(".throughput")).to_have_text("2,700 events/s")
     publisher.publish(batch(BATCHES, datetime.now(UTC), topic))  # the list follows without a reload
-    expect(row.locator(".throughput")).to_have_text("2800.0 events/s", timeout=LIVE)
+    expect(row.locator(".throughput")).to_have_text("2,800 events/s", timeout=LIVE)
     row.get_by_role("link", name="orders").click()
 
     # Totals include the dead letters; every chart is drawn with data.
@@ -110,9 +110,10 @@ def test_the_pipeline_page_charts_its_metrics_and_lists_its_dead_letters(
         "n => document.querySelector('#metrics-charts')._charts.records.length === n", arg=BATCHES + 2, timeout=LIVE
     )
 
-    # Replay, confirmed in the dialog: the dead letters go back to their topic and leave the list.
-    page.once("dialog", lambda dialog: dialog.accept())
+    # Replay, confirmed in its dialog: the dead letters go back to their topic and leave the list.
     page.locator("#dead-letters-replay").click()
+    expect(page.locator("#replay-count")).to_have_text("3")
+    page.locator("#replay-confirm").click()
     expect(page.locator(".flash")).to_contain_text("Replayed 3 dead letters to their topics.")
     expect(page.locator("#dead-letter-count")).to_have_text("0")
     page.screenshot(path=str(ARTIFACTS / "after-replay.png"), full_page=True)

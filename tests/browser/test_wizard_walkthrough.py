@@ -1,5 +1,6 @@
-"""An analyst walks the whole wizard in Chromium, on a demo-like topic with duplicates, to a saved,
-deploy-requested pipeline. A screenshot of every step goes to test-artifacts/wizard/."""
+"""An analyst walks the whole wizard in Chromium, on a laptop's screen and on a phone's, on a demo-like topic with
+duplicates, to a saved, deploy-requested pipeline. Every step must read at both widths (nothing cut off, no
+sideways scrolling: tests/browser/screens.py); a screenshot of each goes to test-artifacts/pages/<screen>/."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from tests.browser.screens import Screen, check_page, nav_link
 from tests.webapp.wizard.kafka_events import produce, user_events
 from webapp.pipelines.models import Pipeline
 
@@ -28,7 +30,11 @@ def demo_topic(kafka_bootstrap) -> str:
     return topic
 
 
-def shot(page: Page, name: str) -> None:
+def shot(page: Page, name: str, screen: Screen | None = None) -> None:
+    """A screenshot of the step; at a given screen size, also checked for cut text and sideways scrolling."""
+    if screen is not None:
+        check_page(page, screen, f"wizard-{name}")
+        return
     expect(page.locator(".htmx-request")).to_have_count(0)  # no request (and no spinner) in flight
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
@@ -62,7 +68,8 @@ def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
 
 
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
-    page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic, celery_app
+    page: Page, screen: Screen, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic,
+    celery_app
 ):
     # celery_app: Deploy sends its task to the test's Redis (alone, this test found no broker at the default address).
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")
@@ -72,12 +79,12 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     # Log in: the pipeline list is the home page.
     page.goto(f"{live_server.url}/")
     expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
-    shot(page, "00-login")
+    shot(page, "00-login", screen)
     page.get_by_label("Username").fill("analyst")
     page.get_by_label("Password").fill("analyst-pass-123")
     page.get_by_role("button", name="Log in").click()
     expect(page.locator("h1")).to_have_text("Pipelines")
-    shot(page, "00-pipelines-empty")
+    shot(page, "00-pipelines-empty", screen)
     page.get_by_role("link", name="Create your first pipeline").click()
 
     # 1. Kafka: a new connection, tested before it is saved.
@@ -87,7 +94,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#id_new-bootstrap_servers").fill(kafka_bootstrap)
     page.locator("#test-connection").click()
     expect(page.locator("#connection-ok")).to_contain_text("1 broker")
-    shot(page, "01-kafka")
+    shot(page, "01-kafka", screen)
     next_step(page, "Topics")
 
     # 2. Topics: search, then choose the demo topic.
@@ -98,7 +105,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     expect(row).to_contain_text("2")  # partitions
     expect(row).to_contain_text(f"≈ {EVENTS}")
     row.locator("input[type=checkbox]").check()
-    shot(page, "02-topics")
+    shot(page, "02-topics", screen)
     next_step(page, "Sample and schema")
 
     # A later visit resumes the draft at the step it was on.
@@ -120,14 +127,14 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#add-field").click()
     new_row = schema.locator("tr").last
     new_row.locator("input[type=text]").fill("referrer")
-    shot(page, "03-sample")
+    shot(page, "03-sample", screen)
     next_step(page, "Deduplication")
 
     # 4. Dedup: the key's duplicates in the sample update live.
     page.get_by_label("event_id").check()
     expect(page.locator("#dup-count")).to_have_text(str(DUPLICATES))
     page.locator("#id_window").select_option("6h")
-    shot(page, "04-dedup")
+    shot(page, "04-dedup", screen)
     # Back keeps what was entered.
     page.locator("#back").click()
     expect(page.locator("h1")).to_have_text("Sample and schema")
@@ -146,11 +153,11 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#check-expressions").click()
     expect(page.locator(".expr-error")).to_be_visible()
     expect(page.locator("#field-filter .error")).to_contain_text("syntax error")
-    shot(page, "05-transform-error")
+    shot(page, "05-transform-error", screen)
     page.get_by_label("Filter").fill("age >= 18")
     page.locator("#check-expressions").click()
     expect(page.locator("#expressions-ok")).to_be_visible()
-    shot(page, "05-transform")
+    shot(page, "05-transform", screen)
     next_step(page, "ClickHouse destination")
 
     # 6. ClickHouse: a new connection, tested, then a new ReplacingMergeTree table.
@@ -160,32 +167,41 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#id_new-port").fill(str(clickhouse_server.port))
     page.locator("#test-connection").click()
     expect(page.locator("#connection-ok")).to_contain_text("ClickHouse 26")
-    shot(page, "06-clickhouse-connection")
+    shot(page, "06-clickhouse-connection", screen)
     page.locator("#use-connection").click()
     expect(page.locator("#change-connection")).to_be_visible()
     page.get_by_label("A new table").check()
     page.get_by_label("New table name").fill("user_signups")
     page.get_by_label("Engine").select_option("ReplacingMergeTree")
-    page.locator("#field-order_by").get_by_label("event_id").check()
-    shot(page, "06-clickhouse-destination")
+    # The new table is sorted by the dedup key, preselected.
+    expect(page.locator("#field-order_by").get_by_label("event_id")).to_be_checked()
+    expect(page.locator("#field-order_by input:checked")).to_have_count(1)
+    shot(page, "06-clickhouse-destination", screen)
     next_step(page, "Mapping")
 
     # 7. Mapping: auto-mapped by name, checked before deploy.
     expect(page.locator("#mapping-table")).to_contain_text("email_domain")
     page.locator("#check-mapping").click()
     expect(page.locator("#mapping-ok")).to_be_visible()
-    shot(page, "07-mapping")
+    shot(page, "07-mapping", screen)
     next_step(page, "Review and deploy")
 
-    # 8. Review: summary and spec, then Deploy.
+    # 8. Review: summary, the dedup window advised beside the one chosen, where alerts go, the spec; then Deploy.
     expect(page.locator("#spec-issues")).to_have_count(0)
+    # The events were produced within a second: the advice is the shortest window, and only a lower bound.
+    expect(page.locator("#advised-window")).to_have_text("at least 1m")
+    expect(page.locator("#chosen-window")).to_have_text("6h")
+    expect(page.locator("#window-factor")).to_have_text("360\u00d7 longer than advised")
+    expect(page.locator("#window-note")).to_contain_text("The advice is a lower bound")
+    expect(page.locator("#review-alerts")).to_contain_text("starts with 5 alert rules on")
+    expect(page.locator("#review-alerts-nobody")).to_contain_text("this pipeline's alerts would reach nobody")
     expect(page.locator("#spec-json")).to_contain_text('"dedup"')
     page.get_by_label("Pipeline name").fill("user-signups")
     expect(page.locator("#spec-json")).to_contain_text('"name": "user-signups"')  # follows the typed name
     with page.expect_download() as download:
         page.locator("#download-spec").click()
     assert download.value.suggested_filename == "user-signups.json"
-    shot(page, "08-review")
+    shot(page, "08-review", screen)
     page.locator("#deploy").click()
 
     expect(page.locator("h1")).to_contain_text("user-signups")
@@ -195,7 +211,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.reload()
     expect(page.locator("#metrics-totals")).to_contain_text("duplicates dropped")
     expect(page.locator("#metrics-charts canvas")).to_have_count(6)  # uPlot drew the charts
-    shot(page, "09-pipeline")
+    shot(page, "09-pipeline", screen)
     assert pipeline.status == "deploy_requested"
     assert pipeline.stored_spec["source"]["topics"] == [demo_topic]
     assert pipeline.stored_spec["dedup"] == {
@@ -208,20 +224,20 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     assert pipeline.stored_spec["filter"] == "age >= 18"
     assert pipeline.stored_spec["sink"]["engine"] == "ReplacingMergeTree"
 
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Pipelines").click()
+    nav_link(page, screen, "Pipelines").click()
     expect(page.locator("#pipelines")).to_contain_text("Deploying")
-    shot(page, "10-pipelines")
+    shot(page, "10-pipelines", screen)
 
     # The saved connections, secrets never shown; and the shared layout around another app's page.
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Connections").click()
+    nav_link(page, screen, "Connections").click()
     expect(page.locator("#kafka-connections")).to_contain_text("Local broker")
     expect(page.locator("#clickhouse-connections")).to_contain_text("Local ClickHouse")
     page.locator("#clickhouse-connections").get_by_role("button", name="Test").click()
     expect(page.locator("#connection-ok")).to_contain_text("ClickHouse 26")
-    shot(page, "11-connections")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Health").click()
+    shot(page, "11-connections", screen)
+    nav_link(page, screen, "Health").click()
     expect(page.locator("h1")).to_have_text("Health")
-    shot(page, "12-health")
+    shot(page, "12-health", screen)
 
 
 def test_edit_a_pipeline_into_an_existing_table(

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.alerts import selectors, services
@@ -28,10 +29,19 @@ def _channel_data(form: ChannelForm) -> dict[str, Any]:
     return data
 
 
+def _back_url(request: HttpRequest) -> str:
+    """Where the page was opened from (`?next=`, a path of this site), to go back to once a channel is added."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return ""
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def channel_list(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST or None)
+    back = _back_url(request)
     if request.method == "POST" and form.is_valid():
         try:
             channel = services.alert_channel_create(owner=request.user, data=_channel_data(form))
@@ -39,11 +49,11 @@ def channel_list(request: HttpRequest) -> HttpResponse:
             add_service_errors(form, exc)
         else:
             messages.success(request, f"Channel {channel.name} added.")
-            return redirect("alerts:channels")
+            return redirect(back or "alerts:channels")
     return render(
         request,
         "alerts/channel_list.html",
-        {"channels": selectors.alert_channel_list(user=request.user), "form": form},
+        {"channels": selectors.alert_channel_list(user=request.user), "form": form, "back": back},
     )
 
 
@@ -154,6 +164,7 @@ def pipeline_alert_summary(request: HttpRequest, pk: int) -> HttpResponse:
             "pipeline": pipeline,
             "firing": [r for r in rules if r.state == RuleState.FIRING],
             "enabled": sum(1 for r in rules if r.enabled),
+            "channels": list(selectors.alert_channel_list(user=request.user).filter(enabled=True)),
         },
     )
 

@@ -17,6 +17,11 @@ urlpatterns = [
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("me/", apis.MeApi.as_view(), name="me"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # Under ClearFlow's header (webapp/templates/api/): the way back to the app.
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api:schema", template_name="api/swagger_ui.html"),
+        name="docs",
+    ),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html"), name="redoc"),
 ]

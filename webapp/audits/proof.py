@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
+from spark_jobs.spec import SpecError
 from webapp.audits import selectors
+from webapp.audits.services import pipeline_audit_target
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import metrics_history
 from webapp.pipelines.models import Pipeline
@@ -86,6 +90,9 @@ def pipeline_proof_context(*, pipeline: Pipeline) -> dict[str, Any]:
     latest = selectors.latest_results(audited_table=audited_table) if audited_table else []
     return {
         "pipeline": pipeline,
+        # Before the first audit: what it will check, and when (the audit round runs every AUDIT_INTERVAL).
+        "audit_target": None if audited_table else _audit_target(pipeline),
+        "audit_interval_minutes": max(1, round(settings.AUDIT_INTERVAL_SECONDS / 60)),
         "hours": hours,
         "metrics_error": metrics_error,
         "all_add_up": all(h.adds_up for h in hours),
@@ -93,3 +100,12 @@ def pipeline_proof_context(*, pipeline: Pipeline) -> dict[str, Any]:
         "audit_hour": next((r for r in latest if r.window_seconds == 3600), None),
         "audit_others": [r for r in latest if r.window_seconds != 3600],
     }
+
+
+def _audit_target(pipeline: Pipeline) -> dict[str, Any] | None:
+    """What the pipeline's audit will count (its table and key columns), None when there is nothing to audit."""
+    version = pipeline.deployed_version or pipeline.current_version
+    try:
+        return pipeline_audit_target(version.spec) if version else None
+    except SpecError:
+        return None

@@ -5,6 +5,10 @@ The engine (`spark_jobs.sink`) writes events it cannot use to the dead-letter ta
 from (topic, partition, offset). Tables may be shared between pipelines, so every statement here is limited
 to the pipeline's own rows (`pipeline = <job name>`).
 
+Before a replay, `dead_letters_replay_forecast` runs the same dead letters through the checks of the spec that
+would read them again (`spark_jobs.conversion.record_outcome`, the engine's rules in plain Python): how many
+would fail again for the reason they failed for, and how many for another.
+
 Replay sends the raw values back to their source topic so they go through parsing and dedup again, then
 deletes the replayed rows (by topic, partition and offset; only those the broker acknowledged) from the
 dead-letter table: an event that fails again is written anew by the engine, under its new offset, so the
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +30,7 @@ from typing import Any
 
 from spark_jobs import spec as specmod
 from spark_jobs.clickhouse_types import quote_ident
+from spark_jobs.conversion import record_outcome
 from webapp.connections import clickhouse_client, kafka_client
 from webapp.core.exceptions import ConflictError, ExternalServiceError
 from webapp.pipelines.models import Pipeline
@@ -96,6 +101,30 @@ class DeadLetterPage:
 
 
 @dataclass(frozen=True)
+class ReplayForecast:
+    """What a replay of the same dead letters would meet, by the checks of the spec that reads them again."""
+
+    count: int  # dead letters a replay sends (up to its limit)
+    remaining: int  # more than that: a later replay sends them
+    version: int | None  # the pipeline version whose spec was checked (None: no dead-letter table yet)
+    same_reason: list[tuple[str, int]]  # reasons they fail for again, with how many, most first
+    other_reason: list[tuple[str, int]]  # new reasons (the spec changed since), with how many
+    passing: int  # pass every check that can be made before the job runs
+
+    @property
+    def failing_again(self) -> int:
+        return sum(n for _, n in self.same_reason) + sum(n for _, n in self.other_reason)
+
+    @property
+    def same_count(self) -> int:
+        return sum(n for _, n in self.same_reason)
+
+    @property
+    def other_count(self) -> int:
+        return sum(n for _, n in self.other_reason)
+
+
+@dataclass(frozen=True)
 class ReplayResult:
     replayed: int
     failed: int
@@ -149,6 +178,62 @@ def dead_letter_page(*, pipeline: Pipeline, page: int = 1, page_size: int = PAGE
             bytes_columns=("raw",),
         )
     return DeadLetterPage(table, True, int(count), page, page_size, [_row(r) for r in rows])
+
+
+def dead_letter_get(*, pipeline: Pipeline, topic: str, partition: int, offset: int) -> DeadLetter | None:
+    """The pipeline's newest dead letter from that topic, partition and offset (None: not there, or replayed)."""
+    table = dead_letter_table(pipeline=pipeline)
+    with clickhouse_client.session(pipeline.clickhouse_connection.client_settings()) as ch:
+        if not ch.table_exists(database=table.database, table=table.table):
+            return None
+        rows = ch.rows(
+            f"SELECT {_COLUMNS} FROM {table.qualified} WHERE pipeline = {{pipeline:String}}"
+            " AND topic = {topic:String} AND partition = {partition:Int32} AND offset = {offset:Int64}"
+            " ORDER BY inserted_at DESC LIMIT 1",
+            {"pipeline": table.job_name, "topic": topic, "partition": partition, "offset": offset},
+            bytes_columns=("raw",),
+        )
+    return _row(rows[0]) if rows else None
+
+
+def dead_letters_replay_forecast(*, pipeline: Pipeline, limit: int = REPLAY_LIMIT) -> ReplayForecast:
+    """The dead letters a replay would send (as `dead_letters_replay` picks them), each checked against the
+    spec of the version that would read them again (the deployed one, else the current one)."""
+    table = dead_letter_table(pipeline=pipeline)  # refuses a pipeline without a valid spec
+    version = pipeline.deployed_version or pipeline.current_version
+    spec = version.spec
+    with clickhouse_client.session(pipeline.clickhouse_connection.client_settings(), timeout=STREAM_TIMEOUT) as ch:
+        if not ch.table_exists(database=table.database, table=table.table):
+            return ReplayForecast(0, 0, None, [], [], 0)
+        where = {"pipeline": table.job_name}
+        rows = ch.rows(
+            f"SELECT any(reason) AS last_reason, any(raw) AS raw_value FROM {table.qualified}"
+            " WHERE pipeline = {pipeline:String} GROUP BY topic, partition, offset"
+            " ORDER BY min(inserted_at), topic, partition, offset LIMIT {limit:UInt32}",
+            {**where, "limit": max(1, limit)},
+            bytes_columns=("raw_value",),
+        )
+        total = ch.rows(
+            f"SELECT uniqExact(topic, partition, offset) FROM {table.qualified} WHERE pipeline = {{pipeline:String}}",
+            where,
+        )[0][0]
+    same: Counter[str] = Counter()
+    other: Counter[str] = Counter()
+    passing = 0
+    for reason, raw in rows:
+        outcome = record_outcome(raw, spec)
+        if outcome.ok:
+            passing += 1
+        else:
+            (same if outcome.reason == reason else other)[outcome.reason] += 1
+    return ReplayForecast(
+        count=len(rows),
+        remaining=max(0, int(total) - len(rows)),
+        version=version.number,
+        same_reason=same.most_common(),
+        other_reason=other.most_common(),
+        passing=passing,
+    )
 
 
 def dead_letter_count(*, pipeline: Pipeline) -> int:

@@ -1,11 +1,14 @@
 """The pipeline page's live parts: the metrics summary (htmx partial; the charts read the API themselves) and
-the dead letters (list partial, download, replay, purge). Someone else's pipeline is a 404."""
+the dead letters (list partial, one payload in full, download, replay with its forecast, purge). Someone else's
+pipeline is a 404."""
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -50,6 +53,55 @@ def dead_letter_list(request: HttpRequest, pk: int) -> HttpResponse:
     except ApplicationError as exc:
         context["error"] = exc.message
     return render(request, "pipelines/partials/dead_letters.html", context)
+
+
+@login_required
+@require_GET
+def dead_letter_payload(request: HttpRequest, pk: int) -> HttpResponse:
+    """One dead letter in full (`?topic=&partition=&offset=`): its payload, indented when it is JSON (htmx
+    partial for the payload dialog)."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    try:
+        where = {
+            "topic": request.GET["topic"],
+            "partition": int(request.GET["partition"]),
+            "offset": int(request.GET["offset"]),
+        }
+    except (KeyError, ValueError):
+        raise Http404("No such dead letter.") from None
+    context: dict = {"pipeline": pipeline}
+    try:
+        letter = dead_letters.dead_letter_get(pipeline=pipeline, **where)
+    except ApplicationError as exc:
+        context["error"] = exc.message
+    else:
+        if letter is None:
+            context["error"] = "This dead letter is gone (replayed or purged)."
+        else:
+            context.update(letter=letter, **_readable_payload(letter.raw))
+    return render(request, "pipelines/partials/dead_letter_payload.html", context)
+
+
+def _readable_payload(raw: str) -> dict:
+    """The payload as the dialog shows it: indented JSON when it parses, else as it is with why it is not JSON."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {"pretty": raw, "is_json": False, "json_error": str(exc)}
+    return {"pretty": json.dumps(value, indent=2, ensure_ascii=False), "is_json": True, "json_error": ""}
+
+
+@login_required
+@require_GET
+def dead_letter_replay_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """The replay dialog: how many dead letters a replay sends, and how many will fail again, and why."""
+    pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    context: dict = {"pipeline": pipeline}
+    try:
+        context["forecast"] = dead_letters.dead_letters_replay_forecast(pipeline=pipeline)
+    except ApplicationError as exc:
+        context["error"] = exc.message
+    return render(request, "pipelines/partials/dead_letter_replay.html", context)
 
 
 @login_required

@@ -23,6 +23,12 @@ urlpatterns = [
         observe_views.dead_letter_download_view,
         name="dead_letters_download",
     ),
+    path("pipelines/<int:pk>/dead-letters/payload/", observe_views.dead_letter_payload, name="dead_letter_payload"),
+    path(
+        "pipelines/<int:pk>/dead-letters/replay/preview/",
+        observe_views.dead_letter_replay_preview,
+        name="dead_letters_replay_preview",
+    ),
     path("pipelines/<int:pk>/dead-letters/replay/", observe_views.dead_letter_replay, name="dead_letters_replay"),
     path("pipelines/<int:pk>/dead-letters/purge/", observe_views.dead_letter_purge, name="dead_letters_purge"),
     path("pipelines/<int:pk>/schema-changes/", schema_change_views.pipeline_schema_changes, name="schema_changes"),

@@ -19,12 +19,21 @@ from django.views.decorators.http import require_GET, require_POST
 from spark_jobs import spec as specmod
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment
-from webapp.pipelines import exactly_once, metrics_history
+from webapp.pipelines import exactly_once, job_log, metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
+from webapp.pipelines.lifecycle import PipelineStatus
 from webapp.pipelines.models import Pipeline
 
 EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
+# The job log: ClearFlow's last lines, read from a longer tail so that Spark's stack traces (hidden until asked
+# for) do not push them off the page.
+LOG_LINES_SHOWN = 100
+LOG_LINES_READ = 600
+# Actions a worker carries out: their flash stays until the job has started or stopped (pipeline_run_state.html
+# removes it then), unless the action was done at once.
+PENDING_ACTIONS = ("deploy", "stop", "resume")
+UNDER_WAY = (PipelineStatus.DEPLOY_REQUESTED, PipelineStatus.STOP_REQUESTED)
 
 
 @login_required
@@ -64,9 +73,10 @@ def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
     """The partial with the status history, the runs and the job log (refreshed every few seconds)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     try:
-        log_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=100), ""
+        raw_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=LOG_LINES_READ), ""
     except ApplicationError as exc:
-        log_lines, log_error = [], exc.message
+        raw_lines, log_error = [], exc.message
+    log_lines = job_log.shown_lines(job_log.job_log_lines(raw_lines), clearflow_lines=LOG_LINES_SHOWN)
     return render(
         request,
         "pipelines/partials/pipeline_run_state.html",
@@ -75,6 +85,7 @@ def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
             "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
             "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
             "log_lines": log_lines,
+            "spark_line_count": sum(1 for line in log_lines if line.is_spark),
             "log_error": log_error,
         },
     )
@@ -106,13 +117,17 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     if service is None:
         raise Http404("No such action.")
     try:
-        service(pipeline=pipeline, user=request.user, **kwargs)
+        result = service(pipeline=pipeline, user=request.user, **kwargs)
     except (ApplicationError, specmod.SpecError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     else:
         if action == "delete":
             messages.success(request, f"Pipeline {pipeline.name} deleted; its ClickHouse rows stay.")
             return redirect("pipelines:list")
+        if action in PENDING_ACTIONS and isinstance(result, Pipeline) and result.status not in UNDER_WAY:
+            # Done at once (a deploy no job had taken yet is withdrawn): say what happened, not what was asked for.
+            messages.success(request, result.status_message or f"The pipeline is {result.get_status_display()}.")
+            return redirect("pipelines:detail", pk=pipeline.pk)
         messages.success(
             request,
             {
@@ -121,6 +136,7 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
                 "resume": "Resume requested.",
                 "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",
             }[action],
+            extra_tags="pending" if action in PENDING_ACTIONS else "",
         )
     return redirect("pipelines:detail", pk=pipeline.pk)
 

@@ -15,9 +15,9 @@ SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
 WINDOW_PRESETS = [*DEDUP_WINDOWS, ("custom", "Custom…")]
 _STATE_STORE_LABELS = {
-    "auto": "Automatic: RocksDB for windows over 1 hour",
-    "memory": "In memory (fastest; the state must fit in the JVM heap)",
-    "rocksdb": "RocksDB (large state, kept off the JVM heap)",
+    "auto": "Automatic",
+    "memory": "In memory",
+    "rocksdb": "RocksDB",
 }
 STATE_STORE_CHOICES = [(store, _STATE_STORE_LABELS[store]) for store in STATE_STORES]
 ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
@@ -118,7 +118,11 @@ class DedupForm(forms.Form):
         choices=STATE_STORE_CHOICES,
         initial="auto",
         required=False,
-        help_text="Where the job keeps the keys it remembers. Fixed once the pipeline has run.",
+        help_text=(
+            "Where the job keeps the keys it remembers. In memory is fastest, but the keys must fit in the JVM heap; "
+            "RocksDB keeps a large state on disk. Automatic: RocksDB for windows over 1 hour. "
+            "Fixed once the pipeline has run."
+        ),
     )
     time_basis = forms.ChoiceField(
         label="Time basis",

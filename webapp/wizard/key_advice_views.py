@@ -19,6 +19,7 @@ from spark_jobs.spec import parse_window
 from webapp.connections import key_advice as advice
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.selectors import draft_get
+from webapp.wizard.services import draft_keep_advice
 from webapp.wizard.steps.common import kafka_connection_of
 
 
@@ -66,6 +67,20 @@ def analysis_context(analysis: advice.KeyAdvice) -> dict[str, Any]:
     }
 
 
+def advice_kept(analysis: advice.KeyAdvice) -> dict[str, Any] | None:
+    """The recommendation, and what it was measured for (None: no window recommended for these keys)."""
+    if not analysis.recommended_window or not analysis.keys:
+        return None
+    return {
+        "window": analysis.recommended_window,
+        "lower_bound": analysis.window_is_lower_bound,
+        "state_bytes": analysis.estimated_state_bytes,
+        "keys": analysis.keys,
+        "time": analysis.time,
+        "event_time_field": analysis.event_time_field,
+    }
+
+
 @login_required
 @require_POST
 def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
@@ -94,6 +109,8 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
         context["error"] = f"Could not measure the duplicates: {exc.message}"
         return _render(request, context)
     context.update(analysis_context(analysis))
+    # What the review step puts beside the chosen window (webapp/wizard/steps/dedup.py: window_advice).
+    draft_keep_advice(draft=draft, advice=advice_kept(analysis))
     if request.POST.get("time_basis") == "event_time" and not event_basis:
         context["time_note"] = "Choose the event-time field to measure the delays by it; shown by Kafka timestamp."
     return _render(request, context)

@@ -135,6 +135,21 @@ def draft_note_saved_connection(*, draft: WizardDraft, kind: str, pk: int) -> Wi
     return draft
 
 
+@transaction.atomic
+def draft_keep_advice(*, draft: WizardDraft, advice: dict[str, Any] | None) -> WizardDraft:
+    """Keep what the key advice last recommended (window, whether it is a lower bound, the state it implies, and
+    the keys and time basis it measured) in the dedup step's section, for the review step. The row is locked and
+    read again: the page saves what is typed at the same time."""
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    if locked is None:  # deployed or discarded meanwhile
+        return draft
+    data = dict(locked.data)
+    data["dedup"] = {**(data.get("dedup") or {}), "advice": advice}
+    draft.data = data
+    draft.save(update_fields=["data", "updated_at"])
+    return draft
+
+
 def draft_goto(*, draft: WizardDraft, step: str) -> WizardDraft:
     """Make `step` the current one (only steps already reached)."""
     if step_index(step) <= step_index(draft.reached) and draft.step != step:

@@ -84,7 +84,7 @@ def test_before_any_batch_or_audit_the_panel_says_so(client, owner, audited_pipe
     settings.REDIS_URL = redis_url
     client.force_login(owner)
     html = client.get(f"/pipelines/{audited_pipeline.pk}/proof/").content.decode()
-    assert 'id="proof-empty"' in html and "The audit starts once the pipeline runs." in html
+    assert 'id="proof-empty"' in html and "starts once the pipeline runs." in html
 
 
 def test_another_users_proof_is_404(client, other, audited_pipeline):

@@ -76,7 +76,7 @@ def test_the_list_shows_current_throughput_only_for_a_recent_batch(owner_client,
     MetricsPublisher(idle.job_name, redis_url).publish(batch(7, at=now - timedelta(minutes=5)))
     html = owner_client.get(reverse("pipelines:list")).content.decode()
     rows = {name: html.split(f"<strong>{name}</strong>")[1].split("</tr>")[0] for name in ("metered", "idle")}
-    assert "1234.5 events/s" in rows["metered"]
+    assert "1,234.5 events/s" in rows["metered"]  # the one number format
     assert "events/s" not in rows["idle"]
     assert 'badge badge-draft">Draft' in rows["idle"]
 

@@ -1,6 +1,7 @@
 """Display filters the pages share: JSON, timestamps, numbers, and the fields of a form not laid out by hand."""
 
 import json
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
 
@@ -31,8 +32,18 @@ def fields_except(form, names: str) -> list:
 
 
 @register.filter
-def thousands(value: int | float | None) -> str:
-    """12345 -> "12,345" (django.contrib.humanize is not installed)."""
-    if value is None:
-        return ""
-    return f"{value:,}"
+def number(value: int | float | str | None) -> str:
+    """One format for every count, rate and figure on the pages: digits grouped by thousands, at most one decimal,
+    rounded half up (12345 -> "12,345", 2700.0 -> "2,700", 2.25 -> "2.3"). The charts use the same rule
+    (`ClearFlow.formatNumber`, frontend/js/format.js). Anything else is shown as it is."""
+    if value is None or value == "" or isinstance(value, bool):
+        return "" if value is None else str(value)
+    try:
+        rounded = Decimal(str(value)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not rounded.is_finite():
+        return str(value)
+    if rounded == rounded.to_integral_value():
+        return f"{int(rounded):,}"
+    return f"{rounded:,.1f}"

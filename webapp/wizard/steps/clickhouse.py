@@ -76,8 +76,17 @@ def _destination_initial(request: HttpRequest, draft: WizardDraft) -> dict[str, 
         initial["table" if mode == "existing" else "new_table"] = sink.table
     if sink.engine:
         initial["engine"] = sink.engine
-    initial["order_by"] = draft.section("clickhouse").get("order_by") or []
+    # A new table is sorted by the dedup key unless the user chose otherwise: rows of one key sit together, and a
+    # ReplacingMergeTree merges away what dedup let through.
+    initial["order_by"] = draft.section("clickhouse").get("order_by") or dedup_keys(draft)
     return initial
+
+
+def dedup_keys(draft: WizardDraft) -> list[str]:
+    """The dedup key fields that can be a column of the table (none when deduplication is off)."""
+    dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
+    paths = {f["path"] for f in source_fields(draft)}
+    return [key for key in dedup.keys if key in paths] if dedup else []
 
 
 def clickhouse_show(request, draft, source):

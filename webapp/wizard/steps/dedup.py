@@ -1,5 +1,11 @@
 """Step 4: deduplication key(s), window and event time.
 
+The key advice (`webapp.wizard.key_advice_views`) measures the topic on the page, keeps what it recommends in the
+draft (`draft_keep_advice`) and preselects its window, unless the user picked one: the page posts whether they
+did (`window_chosen`, set by frontend/js/key_advice.js when the select is changed), and that is saved with the
+step, so that a later visit preselects only what the user did not pick. The review step puts the advice beside
+the choice (`window_advice`).
+
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
 from __future__ import annotations
@@ -15,16 +21,33 @@ from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
 from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
+CHOSEN_FIELDS = ("window", "state_store")  # what the advice preselects unless the user picked it
+ADVICE_FIELD = "advice"  # in the step's section: what the key advice last recommended, and for which keys
+# The review step warns when the chosen window and the advised one are this many times apart (either way).
+WARN_RATIO = 10
 
-def _dedup_form(draft, data=None, initial=None, window_chosen=True):
+
+def _dedup_form(draft, data=None, initial=None, chosen: dict[str, bool] | None = None):
     fields = schema_fields(draft)
     paths = [f["path"] for f in fields if f.get("type") != "json"]
     time_paths = [f["path"] for f in fields if f.get("type") == "datetime"]
     form = forms.DedupForm(data, initial=initial, field_paths=paths, time_paths=time_paths)
-    if window_chosen:  # the page preselects the advisor's window only when the user has not chosen one
-        form.fields["window"].widget.attrs["data-user-chosen"] = "1"
-        form.fields["state_store"].widget.attrs["data-user-chosen"] = "1"
+    for name, picked in (chosen or {}).items():
+        if picked:  # the page preselects the advice's value only where the user has not picked one
+            form.fields[name].widget.attrs["data-user-chosen"] = "1"
     return form
+
+
+def chosen_fields(draft: WizardDraft, source: Any = None) -> dict[str, bool]:
+    """Whether the user picked the window and the state store themselves: as posted or typed (`source`), else as
+    saved with the step; a pipeline being edited (its dedup set, nothing saved by this step yet) chose its own."""
+    if source:
+        return {name: source.get(f"{name}_chosen") == "1" for name in CHOSEN_FIELDS}
+    section = draft.section("dedup")
+    if any(f"{name}_chosen" in section for name in CHOSEN_FIELDS):
+        return {name: bool(section.get(f"{name}_chosen")) for name in CHOSEN_FIELDS}
+    edited = draft.spec.is_set("dedup") and draft.spec.dedup is not None
+    return dict.fromkeys(CHOSEN_FIELDS, edited)
 
 
 def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
@@ -48,20 +71,23 @@ def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
 
 def dedup_show(request, draft, source):
     initial = initial_from(source, forms.DedupForm) if source else dedup_initial(draft)
-    chosen = bool(initial)
+    chosen = chosen_fields(draft, source)
     if not initial:
         initial = {"enabled": "on", "window": "1h", "time_basis": "ingestion"}
     # The figures come from key advice, loaded by the page (webapp/wizard/key_advice_views.py).
-    return {"form": _dedup_form(draft, initial=initial, window_chosen=chosen)}
+    return {"form": _dedup_form(draft, initial=initial, chosen=chosen), "chosen": chosen}
 
 
 def dedup_submit(request, draft):
-    form = _dedup_form(draft, data=request.POST)
-    context = {"form": form}
+    chosen = chosen_fields(draft, request.POST)
+    form = _dedup_form(draft, data=request.POST, chosen=chosen)
+    context = {"form": form, "chosen": chosen}
     if not form.is_valid():
         return context
     data = form.cleaned_data
     spec = draft.spec.model_copy(deep=True)
+    values: dict[str, Any] = {f"{name}_chosen": picked for name, picked in chosen.items()}
+    values[ADVICE_FIELD] = draft.section("dedup").get(ADVICE_FIELD)  # kept by the key advice as it measured
     if data["enabled"] == "off":
         spec.dedup = None
     else:
@@ -88,5 +114,42 @@ def dedup_submit(request, draft):
         except PydanticValidationError as exc:
             form.add_error(None, "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()))
             return context
-    draft_save_step(draft=draft, step="dedup", spec=spec, advance=True)
+    draft_save_step(draft=draft, step="dedup", values=values, spec=spec, advance=True)
     return None
+
+
+def window_advice(draft: WizardDraft) -> dict[str, Any] | None:
+    """The chosen window beside the advised one, for the review step; None without deduplication. `advice` is None
+    when none was measured for the chosen keys and time basis. `factor` says how many times apart they are,
+    `warn` whether that is more than WARN_RATIO, and `state_bytes` the chosen window's expected dedup state."""
+    dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
+    if dedup is None:
+        return None
+    chosen_seconds = specmod.parse_window(dedup.window)
+    advice = draft.section("dedup").get(ADVICE_FIELD)
+    same_measure = (
+        isinstance(advice, dict)
+        and advice.get("keys") == dedup.keys
+        and advice.get("time") == dedup.time
+        and (advice.get("event_time_field") or None) == (dedup.event_time_field if dedup.time == "event" else None)
+    )
+    result: dict[str, Any] = {"window": dedup.window, "seconds": chosen_seconds, "advice": None}
+    if not same_measure:
+        return result
+    advised_seconds = specmod.parse_window(advice["window"])
+    ratio = chosen_seconds / advised_seconds
+    longer = ratio >= 1
+    factor = ratio if longer else 1 / ratio
+    advised_state = advice.get("state_bytes")
+    result.update(
+        advice=advice,
+        advised_seconds=advised_seconds,
+        # The state holds the keys seen within the window: it grows with the window at the measured key rate.
+        state_bytes=None if advised_state is None else int(advised_state * ratio),
+        factor=round(factor, 1) if factor < 10 else round(factor),
+        longer=longer,
+        same=chosen_seconds == advised_seconds,
+        # Longer than an "at least" advice is not an overshoot it can vouch for: only a shorter one is warned.
+        warn=factor > WARN_RATIO and (not longer or not advice.get("lower_bound")),
+    )
+    return result

@@ -15,6 +15,9 @@ from django.http import HttpRequest
 from django.shortcuts import redirect
 
 from spark_jobs import spec as specmod
+from webapp.alerts import selectors as alert_selectors
+from webapp.alerts.conditions import RULE_PARAMS
+from webapp.alerts.models import RuleKind
 from webapp.core.exceptions import ApplicationError
 from webapp.core.forms import add_validation_errors
 from webapp.pipelines import services as pipeline_services
@@ -30,6 +33,7 @@ from webapp.wizard.steps.common import (
     schema_fields,
     schema_registry_connection_of,
 )
+from webapp.wizard.steps.dedup import window_advice
 
 
 def _default_name(draft: WizardDraft) -> str:
@@ -107,6 +111,11 @@ def review_context(
         "clickhouse_connection": clickhouse,
         "schema_registry_connection": registry,
         "summary": review_summary(draft),
+        "window_advice": window_advice(draft),
+        # The alert rules a new pipeline gets, and where they go: every enabled channel of the user.
+        "alert_rules": [RuleKind(kind).label for kind in RULE_PARAMS],
+        "alert_channels": (channels := list(alert_selectors.alert_channel_list(user=request.user))),
+        "alerts_reach_someone": any(c.enabled for c in channels),
     }
 
 
@@ -209,7 +218,7 @@ def review_submit(request, draft):
         context["checkpoint_problems"] = exc.extra.get("checkpoint_problems", [])
         return context
     if action == "deploy":
-        messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.")
+        messages.success(request, f"Pipeline {pipeline.name} saved; deploy requested.", extra_tags="pending")
     else:
         messages.success(request, f"Pipeline {pipeline.name} saved (not deployed).")
     return redirect("pipelines:detail", pk=pipeline.pk)
