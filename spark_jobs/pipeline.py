@@ -96,7 +96,10 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.ansi.enabled": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        # No batch without data: the dedup processor runs in processing time, for which Spark would run an empty
+        # batch (a state store load and commit) at every trigger, and an availableNow run would never end.
+        # Expired keys are removed by the next batch with data (a read already treats them as gone).
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
         "spark.python.worker.reuse": "true",
         # Keeps the Kafka connector's secret options (SASL JAAS config, client key) out of the UI and event log.
         "spark.redaction.regex": REDACTION_REGEX,
