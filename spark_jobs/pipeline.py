@@ -35,9 +35,11 @@ log = logging.getLogger(__name__)
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 RUN_ID_FILE = "clearflow-run-id"
 # RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
-# off whatever the window holds. The job's state size advice may pass another value (start_query).
+# off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
+# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect.
 DEFAULT_STATE_MEMORY_MB = 256
 _ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
+ROCKSDB_MEMORY_CONF = f"{_ROCKSDB}.maxMemoryUsageMB"
 
 
 def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, str]:
@@ -49,7 +51,7 @@ def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, s
         f"{_ROCKSDB}.changelogCheckpointing.enabled": "true",
         # One memory budget (an LRU cache charged with the write buffers too) shared by all state partitions.
         f"{_ROCKSDB}.boundedMemoryUsage": "true",
-        f"{_ROCKSDB}.maxMemoryUsageMB": str(memory_mb),
+        ROCKSDB_MEMORY_CONF: str(memory_mb),
         f"{_ROCKSDB}.writeBufferCacheRatio": "0.5",
         f"{_ROCKSDB}.writeBufferSizeMB": str(max(4, memory_mb // 16)),
         f"{_ROCKSDB}.maxWriteBufferNumber": "3",
@@ -103,8 +105,8 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.python.worker.reuse": "true",
         # Keeps the Kafka connector's secret options (SASL JAAS config, client key) out of the UI and event log.
         "spark.redaction.regex": REDACTION_REGEX,
-        # The dedup state (start_query sets the job's own memory budget).
-        **state_store_conf(),
+        # The dedup state; its memory bound is left to the job's own --conf (start_query sizes from it).
+        **{key: value for key, value in state_store_conf().items() if key != ROCKSDB_MEMORY_CONF},
     }
 
 
@@ -291,16 +293,16 @@ def start_query(
     trigger: dict[str, Any] | None = None,
     prepare: bool = True,
     schemas: WriterSchemas | None = None,
-    state_memory_mb: int = DEFAULT_STATE_MEMORY_MB,
 ) -> StreamingQuery:
     """Check the spec against Spark, prepare ClickHouse, and start the streaming query.
 
     `schemas`: an Avro source's writer schemas (default: `source_schemas(spec)`, asked of the registry now).
-    `state_memory_mb`: RocksDB's memory budget for the dedup state (state_store_conf).
+    RocksDB's memory bound is the session's ROCKSDB_MEMORY_CONF (DEFAULT_STATE_MEMORY_MB when not set).
     CheckpointMismatch when the checkpoint holds state of an earlier engine."""
     if spec.dedup is not None:
         check_checkpoint_state(checkpoint)
-    for key, value in state_store_conf(memory_mb=state_memory_mb).items():
+    memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
+    for key, value in state_store_conf(memory_mb=memory_mb).items():
         spark.conf.set(key, value)
     if schemas is None:
         schemas = source_schemas(spec)

@@ -41,12 +41,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--available-now", action="store_true", help="process what is there now, then exit")
     parser.add_argument("--shuffle-partitions", type=int, default=max(2, os.cpu_count() or 2))
     parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument(
-        "--state-memory-mb",
-        type=int,
-        default=int(os.environ.get("CLEARFLOW_STATE_MEMORY_MB") or 256),
-        help="RocksDB memory for the dedup state (block cache and write buffers), outside the JVM heap",
-    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -127,13 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 schemas = source_schemas(spec, extra_ids=extra_schema_ids)
                 query = start_query(
-                    spark,
-                    spec,
-                    checkpoint=checkpoint,
-                    redis_url=args.redis_url,
-                    trigger=trigger,
-                    schemas=schemas,
-                    state_memory_mb=args.state_memory_mb,
+                    spark, spec, checkpoint=checkpoint, redis_url=args.redis_url, trigger=trigger, schemas=schemas
                 )
             except SpecError as exc:
                 log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
