@@ -383,6 +383,7 @@ def main() -> int:
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(60)
+        del admin  # its client would keep reconnecting, and logging it, once the stack stops
         kafka = stack.api("POST", "connections/kafka/", {"name": "soak kafka", "bootstrap_servers": bootstrap})
         clickhouse = stack.api(
             "POST",
@@ -455,8 +456,17 @@ def main() -> int:
     finally:
         if producer is not None and producer.is_alive():
             producer.terminate()
+        copy_job_logs(stack.var_dir / "runs", out / "job-logs")
         log("stopping the stack")
         stack.stop()
+
+
+def copy_job_logs(runs: Path, target: Path) -> None:
+    """Every run's job log (a crash's cause), kept in --out: the stack's directory is removed at the end."""
+    for job_log in sorted(runs.glob("*/*/job.log")):
+        destination = target / f"{job_log.parent.name}.log"
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(job_log, destination)
 
 
 if __name__ == "__main__":

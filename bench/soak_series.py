@@ -266,6 +266,7 @@ def plot(path: Path, samples: Sequence[MinuteSample], *, title: str) -> Path:
 
     matplotlib.use("Agg")  # no display: files only
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     mib = 2**20
     minutes = [s.minute for s in samples]
@@ -273,26 +274,36 @@ def plot(path: Path, samples: Sequence[MinuteSample], *, title: str) -> Path:
     def series(name: str, scale: float = 1.0) -> list[float]:
         return [math.nan if getattr(s, name) is None else getattr(s, name) / scale for s in samples]
 
+    # Per panel: (title, series on the left axis, series on a right axis of their own); a series is
+    # (label, field, divisor).
     panels = [
-        ("Rows in ClickHouse (M)", [("rows", "rows", 1e6), ("expected unique", "expected_unique", 1e6)]),
-        ("Produced -> visible (ms)", [("p50", "latency_p50_ms", 1), ("p95", "latency_p95_ms", 1)]),
-        ("Micro-batch duration (ms)", [("p50", "batch_p50_ms", 1), ("max", "batch_max_ms", 1)]),
-        ("Dedup state", [("keys (M)", "state_keys", 1e6), ("on disk (100 MB)", "state_disk_bytes", 100 * mib)]),
+        ("Rows in ClickHouse (millions)", [("rows", "rows", 1e6), ("unique produced", "expected_unique", 1e6)], []),
+        ("Produced -> visible (ms)", [("p50", "latency_p50_ms", 1), ("p95", "latency_p95_ms", 1)], []),
+        ("Micro-batch duration (ms)", [("p50", "batch_p50_ms", 1), ("max", "batch_max_ms", 1)], []),
+        ("Dedup state", [("keys (millions)", "state_keys", 1e6)], [("on disk (MB)", "state_disk_bytes", mib)]),
         (
             "Job memory (MB)",
             [("RSS", "rss_bytes", mib), ("JVM RSS", "jvm_rss_bytes", mib), ("heap", "heap_used_bytes", mib)],
+            [],
         ),
-        ("Rate and restarts", [("produced (k ev/s)", "produced", 60e3), ("restarts", "restarts", 1)]),
+        ("Rate and restarts", [("produced (events/s)", "produced", 60)], [("restarts", "restarts", 1)]),
     ]
     figure, axes = plt.subplots(2, 3, figsize=(15, 8), sharex=True)
-    for ax, (heading, lines) in zip(axes.flat, panels, strict=True):
-        for label, name, scale in lines:
-            ax.plot(minutes, series(name, scale), marker=".", label=label)
+    colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 2)
+    for ax, (heading, left, right) in zip(axes.flat, panels, strict=True):
+        handles = []
+        for axis, lines in ((ax, left), (ax.twinx() if right else None, right)):
+            for label, name, scale in lines:
+                assert axis is not None
+                handles += axis.plot(minutes, series(name, scale), marker=".", label=label, color=next(colors))
+                axis.set_ylim(bottom=0)
+                axis.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(heading, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(handles=handles, fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[1][1].set_xlabel("minute")
-    axes[0][1].axhline(P95_TARGET_MS, color="grey", linestyle="--", linewidth=0.8)
+    axes[0][1].axhline(P95_TARGET_MS, color="grey", linestyle="--", linewidth=0.8)  # the p95 target
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
