@@ -47,6 +47,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,13 @@ def job_memory(supervisor_pid: int) -> tuple[int | None, int | None, int | None]
     return rss, jvm_rss, jvm_heap(jvms[0])
 
 
+def batch_start(record: dict) -> float:
+    """Epoch seconds of a metrics record's micro-batch start (0 for no record)."""
+    if not record.get("timestamp"):
+        return 0.0
+    return datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
+
+
 class Sampler:
     def __init__(self, stack: Stack, pipeline_id: int, table: str) -> None:
         import clickhouse_connect
@@ -336,7 +344,8 @@ class Sampler:
             batches=len(durations),
             batch_p50_ms=percentile(durations, 0.50),
             batch_max_ms=max(durations) if durations else None,
-            lag=latest.get("total_lag"),
+            # The latest record may be a dead job's: its lag says nothing of now (its state keys still hold).
+            lag=latest.get("total_lag") if batch_start(latest) >= start else None,
             state_keys=latest.get("state_rows"),
             state_memory_bytes=latest.get("state_memory_bytes"),
             state_disk_bytes=state_disk_bytes(self.stack.var_dir / "checkpoints"),
@@ -441,7 +450,12 @@ def main() -> int:
         log(f"produced {sent.value:,} events ({total_unique:,} unique); waiting for the job to catch up")
         deadline = time.monotonic() + args.drain_timeout
         while (rows := sampler.rows()) < total_unique and time.monotonic() < deadline:
-            time.sleep(5)
+            status = stack.api("GET", f"pipelines/{pipeline['id']}/status/")
+            if status["status"] == "failed" and status.get("restart_at") is None:
+                log(f"the pipeline failed for good: {status['status_message'][:500]}")
+                break
+            log(f"{rows:,} of {total_unique:,} rows; pipeline {status['status']}")
+            time.sleep(30)
         time.sleep(10)  # a few more micro-batches: anything written twice would show now
         count, distinct = sampler.clickhouse.query(f"SELECT count(), uniqExact(id) FROM `{table}`").result_rows[0]
         verdict = rows_verdict(rows=int(count), distinct_ids=int(distinct), unique_produced=total_unique)

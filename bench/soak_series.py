@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 LATENCY_BUCKET_MS = 10
-# The issue's targets (#20): p95 produced -> visible over the last third at most this.
+# The steady-state target: p95 produced -> visible over the last third at most this.
 P95_TARGET_MS = 2000
 # A series is "flat" (RSS) or "not growing" (p95) when its least-squares line rises by at most this share of its
 # mean over the span measured: noise of a few percent passes, a steady climb does not.
@@ -175,7 +175,7 @@ def last_third(samples: Sequence[MinuteSample]) -> list[MinuteSample]:
 
 
 def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: Mapping[str, object]) -> dict:
-    """The run against the issue's targets: restarts, exact rows, last third's p95 (and whether it grows), RSS
+    """The run against the steady-state targets: restarts, exact rows, last third's p95 (and whether it grows), RSS
     flat over the last third."""
     tail = last_third(samples)
     merged = merge_histograms(s.histogram for s in tail)
