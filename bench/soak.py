@@ -447,7 +447,11 @@ def main() -> int:
                         os.killpg(pid, signal.SIGKILL)
         producer.join(timeout=180)
         total_unique = unique.value
-        log(f"produced {sent.value:,} events ({total_unique:,} unique); waiting for the job to catch up")
+        achieved = sent.value / (args.minutes * 60)
+        log(
+            f"produced {sent.value:,} events ({total_unique:,} unique): {achieved:,.0f} events/s achieved "
+            f"of {args.rate:,}; waiting for the job to catch up"
+        )
         deadline = time.monotonic() + args.drain_timeout
         while (rows := sampler.rows()) < total_unique and time.monotonic() < deadline:
             status = stack.api("GET", f"pipelines/{pipeline['id']}/status/")
