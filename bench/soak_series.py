@@ -290,20 +290,28 @@ def plot(path: Path, samples: Sequence[MinuteSample], *, title: str) -> Path:
     ]
     figure, axes = plt.subplots(2, 3, figsize=(15, 8), sharex=True)
     colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 2)
+    axes[0][1].axhline(P95_TARGET_MS, color="grey", linestyle="--", linewidth=0.8)  # the p95 target
+    right_axis = None
     for ax, (heading, left, right) in zip(axes.flat, panels, strict=True):
+        right_axis = ax.twinx() if right else None
         handles = []
-        for axis, lines in ((ax, left), (ax.twinx() if right else None, right)):
+        for axis, lines in ((ax, left), (right_axis, right)):
+            if axis is None:
+                continue
+            highest = P95_TARGET_MS if ax is axes[0][1] else 0.0  # the target line stays in view
             for label, name, scale in lines:
-                assert axis is not None
-                handles += axis.plot(minutes, series(name, scale), marker=".", label=label, color=next(colors))
-                axis.set_ylim(bottom=0)
-                axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+                values = series(name, scale)
+                handles += axis.plot(minutes, values, marker=".", label=label, color=next(colors))
+                highest = max([highest, *(v for v in values if not math.isnan(v))])
+            axis.set_ylim(0, highest * 1.08 or 1)
         ax.set_title(heading, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(handles=handles, fontsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if right_axis is not None:  # the last panel's: restarts, a whole number
+        right_axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        right_axis.set_ylim(0, max([1, *(s.restarts for s in samples)]) * 1.08)
     axes[1][1].set_xlabel("minute")
-    axes[0][1].axhline(P95_TARGET_MS, color="grey", linestyle="--", linewidth=0.8)  # the p95 target
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
