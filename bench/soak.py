@@ -27,7 +27,8 @@ restarts. How each is measured:
 --kill-every N sends SIGKILL to the job's whole process group every N minutes (recovery under load).
 
 At the end, once the job has caught up: the exact-rows check (count() and uniqExact(id) against the unique ids
-produced), then summary.json, minutes.csv and soak.png in --out.
+produced), then summary.json, minutes.csv (also rewritten every minute) and soak.png in --out. Ctrl-C ends the
+load early and writes them for the minutes so far.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from soak_series import (
     percentile,
     rows_verdict,
     summarize,
+    write_csv,
     write_outputs,
 )
 
@@ -361,6 +363,35 @@ class Sampler:
 # --- main -----------------------------------------------------------------------------------------------------------
 
 
+def measure_minutes(
+    args: argparse.Namespace,
+    sampler: Sampler,
+    samples: list[MinuteSample],
+    started: float,
+    sent: Any,
+    unique: Any,
+    out: Path,
+) -> None:
+    """A sample and its line each minute (appended to `samples`; minutes.csv rewritten), and the kills asked for."""
+    sent_before = 0
+    for minute in range(1, args.minutes + 1):
+        tick = started + 60 * minute
+        time.sleep(max(0.0, tick - time.time()))
+        sent_now, unique_now, rows = sent.value, unique.value, sampler.rows()
+        time.sleep(SETTLE_SECONDS)
+        sample = sampler.sample(minute, tick - 60, tick, sent_now - sent_before, unique_now, rows)
+        sent_before = sent_now
+        samples.append(sample)
+        print(minute_line(sample), flush=True)
+        write_csv(out, samples)
+        if args.kill_every and minute % args.kill_every == 0 and minute < args.minutes:
+            pid = sampler.active_pid()
+            if pid:
+                log(f"SIGKILL to the job's process group {pid}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=20_000, help="events/s produced (default 20000)")
@@ -429,22 +460,12 @@ def main() -> int:
         producer.start()
         log(f"producing {args.rate:,} events/s for {args.minutes} min ({args.dup_share:.0%} re-sent)")
         samples: list[MinuteSample] = []
-        sent_before = 0
-        for minute in range(1, args.minutes + 1):
-            tick = started + 60 * minute
-            time.sleep(max(0.0, tick - time.time()))
-            sent_now, unique_now, rows = sent.value, unique.value, sampler.rows()
-            time.sleep(SETTLE_SECONDS)
-            sample = sampler.sample(minute, tick - 60, tick, sent_now - sent_before, unique_now, rows)
-            sent_before = sent_now
-            samples.append(sample)
-            print(minute_line(sample), flush=True)
-            if args.kill_every and minute % args.kill_every == 0 and minute < args.minutes:
-                pid = sampler.active_pid()
-                if pid:
-                    log(f"SIGKILL to the job's process group {pid}")
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pid, signal.SIGKILL)
+        try:
+            measure_minutes(args, sampler, samples, started, sent, unique, out)
+        except KeyboardInterrupt:  # Ctrl-C: the minutes so far still get their summary, CSV and plot
+            log(f"interrupted after {len(samples)} minute(s): no catch-up, the rows are checked as they are")
+            producer.terminate()
+            settings["interrupted_after_minutes"] = len(samples)
         producer.join(timeout=180)
         total_unique = unique.value
         achieved = sent.value / (args.minutes * 60)
@@ -452,7 +473,7 @@ def main() -> int:
             f"produced {sent.value:,} events ({total_unique:,} unique): {achieved:,.0f} events/s achieved "
             f"of {args.rate:,}; waiting for the job to catch up"
         )
-        deadline = time.monotonic() + args.drain_timeout
+        deadline = time.monotonic() + (0 if "interrupted_after_minutes" in settings else args.drain_timeout)
         while (rows := sampler.rows()) < total_unique and time.monotonic() < deadline:
             status = stack.api("GET", f"pipelines/{pipeline['id']}/status/")
             if status["status"] == "failed" and status.get("restart_at") is None:

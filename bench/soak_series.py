@@ -243,13 +243,19 @@ def write_outputs(out: Path, samples: Sequence[MinuteSample], summary: dict) -> 
     summary_path.write_text(
         json.dumps({**summary, "series": [asdict(s) for s in samples]}, indent=2, default=str) + "\n"
     )
+    return [summary_path, write_csv(out, samples), plot(out / "soak.png", samples, title=_title(summary))]
+
+
+def write_csv(out: Path, samples: Sequence[MinuteSample]) -> Path:
+    """minutes.csv: a line per minute (written again each minute, so a run cut short still leaves its series)."""
+    out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "minutes.csv"
     with open(csv_path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for sample in samples:
             writer.writerow(asdict(sample))
-    return [summary_path, csv_path, plot(out / "soak.png", samples, title=_title(summary))]
+    return csv_path
 
 
 def _title(summary: Mapping) -> str:
