@@ -468,7 +468,7 @@ def main() -> int:
             settings["interrupted_after_minutes"] = len(samples)
         producer.join(timeout=180)
         total_unique = unique.value
-        achieved = sent.value / (args.minutes * 60)
+        achieved = sent.value / min(time.time() - started, args.minutes * 60)
         log(
             f"produced {sent.value:,} events ({total_unique:,} unique): {achieved:,.0f} events/s achieved "
             f"of {args.rate:,}; waiting for the job to catch up"
