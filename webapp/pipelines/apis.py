@@ -12,7 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.field_types import FIELD_TYPE_CHOICES
+from spark_jobs.clickhouse_types import clickhouse_type_error
+from spark_jobs.field_types import FIELD_TYPE_CHOICES, field_type_compatible
 from spark_jobs.limits import FIELDS, size_issues
 from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
@@ -158,6 +159,25 @@ class MappingFieldInput(serializers.Serializer):
     path = serializers.CharField(max_length=500)
     type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
     nullable = serializers.BooleanField(default=False)
+    clickhouse_type = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="For a new table: the column type the field's schema proposes (infer-schema's `clickhouse_type` "
+        "with a schema registry: Decimal(P, S), DateTime64(3, 'UTC'), Date, LowCardinality(String)...); left out, "
+        "the field type's default.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        column_type = attrs.get("clickhouse_type")
+        if column_type is not None:
+            if problem := clickhouse_type_error(column_type):
+                raise serializers.ValidationError({"clickhouse_type": [problem]})
+            if not field_type_compatible(attrs["type"], column_type):
+                message = f"a {attrs['type']} field cannot be written to {column_type}"
+                raise serializers.ValidationError({"clickhouse_type": [message]})
+        return attrs
 
 
 class MappingInput(serializers.Serializer):
@@ -404,7 +424,8 @@ class PipelineMappingApi(APIView):
         description=(
             "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
             "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
-            "does not exist yet in the database) with default types."
+            "does not exist yet in the database) with the types the fields' schema proposes (`clickhouse_type`), "
+            "else the field types' defaults."
         ),
         request=MappingInput,
         responses={200: MappingOutput, **ERROR_RESPONSES},
