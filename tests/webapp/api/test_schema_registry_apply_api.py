@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.webapp.api.test_apply_api import read_only_api  # noqa: F401 - the fixture
 from tests.webapp.api.test_schema_registry_api import _avro_pipeline_spec
 from webapp.connections.models import SchemaRegistryConnection
 from webapp.pipelines.models import PipelineVersion
@@ -56,6 +57,15 @@ def test_registry_diff_says_new_unchanged_or_which_fields_and_never_the_password
     bad = api.post(f"{REGISTRY}diff/", {**fields, "username": "alice"}, format="json")
     assert bad.status_code == 400
     assert [e["path"] for e in bad.json()["errors"]] == ["password"]
+
+
+def test_a_read_only_token_diffs_a_registry_but_cannot_save_one(read_only_api, registry_conn):  # noqa: F811
+    fields = {"name": "local registry", "url": registry_conn["url"]}
+    assert read_only_api.get(REGISTRY, {"name": "local registry"}).status_code == 200
+    assert read_only_api.post(f"{REGISTRY}diff/", fields, format="json").json()["exists"] is True
+    assert read_only_api.post(REGISTRY, {**fields, "name": "new"}, format="json").status_code == 403
+    assert read_only_api.patch(f"{REGISTRY}{registry_conn['id']}/", fields, format="json").status_code == 403
+    assert SchemaRegistryConnection.objects.count() == 1
 
 
 def test_a_kept_password_is_no_change_and_another_one_is_a_secret_change(api, owner):
