@@ -54,6 +54,7 @@ def registry_after_update(
         return None
     return given or current
 
+
 __all__ = [
     "PipelineSpec",
     "SpecError",
