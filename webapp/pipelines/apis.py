@@ -234,7 +234,8 @@ def _validated(
     dedup state: at the rate given, else (with `check_live`) at the topics' recent rate."""
     parsed = services.pipeline_validate(check_live=check_live, **kwargs)
     estimate = state_size.estimate_for(
-        spec=parsed,
+        dedup=parsed.dedup,
+        topics=parsed.source.topics,
         kafka_connection=kwargs.get("kafka_connection"),
         events_per_second=events_per_second,
         unique_share=unique_share,

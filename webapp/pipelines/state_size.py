@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from spark_jobs.sizing import MachineCheck, StateEstimate, machine_check, parse_memory, state_estimate
-from spark_jobs.spec import PipelineSpec
+from spark_jobs.spec import DedupSpec, PipelineSpec
 from webapp.connections.models import KafkaConnection
 from webapp.connections.topic_rate import topic_rate
 from webapp.core.exceptions import ApplicationError
@@ -35,34 +35,35 @@ def job_memory_limit_bytes() -> int | None:
     return parse_memory(limit) if limit else None
 
 
-def recent_rate(*, spec: PipelineSpec, kafka_connection: KafkaConnection | None) -> float | None:
+def recent_rate(*, topics: list[str], kafka_connection: KafkaConnection | None) -> float | None:
     """The topics' recent events per second, or None when it cannot be asked (no connection, unreachable)."""
-    if kafka_connection is None or not spec.source.topics:
+    if kafka_connection is None or not topics:
         return None
     try:
         return topic_rate(
-            kafka_connection.client_settings(), topics=spec.source.topics, timeout=TOPIC_RATE_TIMEOUT_SECONDS
+            kafka_connection.client_settings(), topics=topics, timeout=TOPIC_RATE_TIMEOUT_SECONDS
         ).events_per_second
     except ApplicationError as exc:
-        log.info("topic rate unavailable for %s: %s", spec.source.topics, exc)
+        log.info("topic rate unavailable for %s: %s", topics, exc)
         return None
 
 
 def estimate_for(
     *,
-    spec: PipelineSpec,
+    dedup: DedupSpec | None,
+    topics: list[str],
     kafka_connection: KafkaConnection | None = None,
     events_per_second: float | None = None,
     unique_share: float | None = None,
     advice: Mapping[str, Any] | None = None,
     ask_topic: bool = True,
 ) -> StateEstimate | None:
-    """The expected dedup state of `spec` (None without dedup, or when no rate is known; see the module's
+    """The expected state of `dedup` over `topics` (None without dedup, or when no rate is known; see the module's
     docstring for where the rate comes from). `advice`: the key advice kept for the spec's keys (its
     `events_per_second` and `unique_share`)."""
-    if spec.dedup is None:
+    if dedup is None:
         return None
-    window = spec.dedup.window_seconds
+    window = dedup.window_seconds
     if events_per_second is not None:
         return state_estimate(
             events_per_second=events_per_second,
@@ -76,7 +77,7 @@ def estimate_for(
             unique_share=float(advice.get("unique_share") or 1.0),
             rate_source="advice",
         )
-    rate = recent_rate(spec=spec, kafka_connection=kafka_connection) if ask_topic else None
+    rate = recent_rate(topics=topics, kafka_connection=kafka_connection) if ask_topic else None
     if rate is None:
         return None
     return state_estimate(events_per_second=rate, window_seconds=window, rate_source="topic")
@@ -114,7 +115,7 @@ def job_resources(*, spec: PipelineSpec, kafka_connection: KafkaConnection | Non
     with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
     either way (a pipeline without dedup has no state: no bound)."""
     configured = settings.SPARK_DRIVER_MEMORY.strip().lower()
-    estimate = estimate_for(spec=spec, kafka_connection=kafka_connection) if spec.dedup is not None else None
+    estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
     if configured != "auto":
         driver_memory = settings.SPARK_DRIVER_MEMORY
     elif estimate is not None:
