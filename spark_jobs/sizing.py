@@ -167,6 +167,24 @@ def free_disk_bytes(path: str) -> int | None:
         return None
 
 
+def stored_state_bytes(checkpoint: str) -> int | None:
+    """Bytes of the dedup state a checkpoint holds now (its `state` directory: RocksDB's files and changelogs,
+    older versions included); None for a URI or a checkpoint without state yet."""
+    if "://" in checkpoint:
+        return None
+    root = Path(checkpoint) / "state"
+    if not root.is_dir():
+        return None
+    total = 0
+    for directory, _subdirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(directory, name)).st_size
+            except OSError:  # removed by a compaction or cleanup meanwhile
+                continue
+    return total
+
+
 def human_bytes(count: float) -> str:
     """1.2 GB, 340 MB, 12 KB (powers of 1024, as the state's figures are planned)."""
     for unit, size in (("TB", 1024 * GB), ("GB", GB), ("MB", MB), ("KB", 1024)):
@@ -215,5 +233,6 @@ __all__ = [
     "parse_memory",
     "rocksdb_memory_mb",
     "state_estimate",
+    "stored_state_bytes",
     "total_memory_bytes",
 ]

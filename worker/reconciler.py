@@ -249,9 +249,11 @@ def _start(pipeline: Pipeline) -> None:
     if pipeline.reset_checkpoint:
         jobs.remove_checkpoint(checkpoint)
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
-    # Sized from the expected dedup state (the topic's recent rate x the window); settings' --conf come after, so
-    # CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
-    driver_memory, sized_conf = state_size.job_resources(spec=job_spec, kafka_connection=pipeline.kafka_connection)
+    # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
+    # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
+    driver_memory, sized_conf = state_size.job_resources(
+        spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
+    )
     launch = jobs.JobLaunch(
         name=pipeline.job_name,
         run_dir=run_dir,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.sizing import machine_check, parse_memory, state_estimate
+from spark_jobs.sizing import machine_check, parse_memory, state_estimate, stored_state_bytes
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
@@ -84,3 +84,14 @@ def test_memory_sizes_read_as_spark_writes_them(text, expected):
 def test_a_memory_size_without_a_number_is_refused():
     with pytest.raises(ValueError, match="invalid memory size"):
         parse_memory("lots")
+
+
+def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
+    assert stored_state_bytes(str(tmp_path)) is None  # no state yet
+    (tmp_path / "state" / "0" / "0").mkdir(parents=True)
+    (tmp_path / "state" / "0" / "0" / "1.changelog").write_bytes(b"x" * 1000)
+    (tmp_path / "state" / "0" / "0" / "1.zip").write_bytes(b"x" * 500)
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "1").write_bytes(b"x" * 99)  # not state
+    assert stored_state_bytes(str(tmp_path)) == 1500
+    assert stored_state_bytes("s3a://bucket/checkpoints/p") is None

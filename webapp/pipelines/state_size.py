@@ -16,7 +16,16 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.sizing import MachineCheck, StateEstimate, machine_check, parse_memory, state_estimate
+from spark_jobs.sizing import (
+    DISK_HEADROOM,
+    MachineCheck,
+    StateEstimate,
+    machine_check,
+    parse_memory,
+    rocksdb_memory_mb,
+    state_estimate,
+    stored_state_bytes,
+)
 from spark_jobs.spec import DedupSpec, PipelineSpec
 from webapp.connections.models import KafkaConnection
 from webapp.connections.topic_rate import topic_rate
@@ -110,10 +119,13 @@ UNKNOWN_RATE_ROCKSDB_MB = 256
 ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 
 
-def job_resources(*, spec: PipelineSpec, kafka_connection: KafkaConnection | None) -> tuple[str, tuple[str, ...]]:
+def job_resources(
+    *, spec: PipelineSpec, kafka_connection: KafkaConnection | None, checkpoint: str | None = None
+) -> tuple[str, tuple[str, ...]]:
     """The job's driver memory and the Spark settings that bound its RocksDB memory, for the worker to start it
     with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
-    either way (a pipeline without dedup has no state: no bound)."""
+    either way (a pipeline without dedup has no state: no bound), and never below what the state already in
+    `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
     configured = settings.SPARK_DRIVER_MEMORY.strip().lower()
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
     if configured != "auto":
@@ -125,4 +137,7 @@ def job_resources(*, spec: PipelineSpec, kafka_connection: KafkaConnection | Non
     if spec.dedup is None:
         return driver_memory, ()
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
+    stored = stored_state_bytes(checkpoint) if checkpoint else None
+    if stored:  # the checkpoint keeps older versions beside the live state: count it as DISK_HEADROOM times over
+        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(int(stored / DISK_HEADROOM)))
     return driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",)
