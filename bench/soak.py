@@ -8,8 +8,11 @@ registry, Redis, the web app, a Celery worker and beat) on free ports, with its 
 a PostgreSQL database of its own, both removed at the end (--keep keeps them). Then, through the REST API with an
 API token: a Kafka and a ClickHouse connection, and one pipeline with the product's defaults (dedup on a UUID
 `id`, window --window, --time ingestion|event, state store and job memory left to the product unless
---state-store is given), deployed. Once the job runs, a producer process sends --rate JSON events/s for
---minutes, --dup-share of them re-sends of a recent event (the same bytes).
+--state-store is given). A producer process sends --rate JSON events/s, --dup-share of them re-sends of a recent
+event (the same bytes), from --lead-seconds (60) before the deploy on: the product sizes the job's memory from
+the topic's recent rate, as it would for a topic already in use (0: deployed on a quiet topic). The expected
+state the API's validation gives then goes into the summary. The --minutes count from when the job runs; the
+first one catches up with the lead time's events.
 
 Each minute one line: events/s produced, rows in ClickHouse (and the unique ids produced so far), p50/p95 from
 produced to visible, micro-batch duration, lag, dedup state keys and bytes on disk, JVM heap used, job RSS and
@@ -193,12 +196,13 @@ def pipeline_spec(topic: str, table: str, *, window: str, time_mode: str, state_
 
 
 def produce_steadily(
-    bootstrap: str, topic: str, partitions: int, rate: int, dup_share: float, seconds: float, sent: Any, unique: Any
+    bootstrap: str, topic: str, partitions: int, rate: int, dup_share: float, stop: Any, sent: Any, unique: Any
 ) -> None:
-    """`rate` events/s for `seconds`, paced every 5 ms; `dup_share` of them re-send a recent event's bytes.
+    """`rate` events/s until `stop` is set, paced every 5 ms; `dup_share` of them re-send a recent event's bytes.
     `sent` and `unique` (shared counters) follow what was handed to the producer."""
     from confluent_kafka import Producer
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the main process, which sets `stop`
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -212,7 +216,8 @@ def produce_steadily(
     recent: list[bytes] = []
     n_sent = n_unique = 0
     started = time.monotonic()
-    while (elapsed := time.monotonic() - started) < seconds:
+    while not stop.is_set():
+        elapsed = time.monotonic() - started
         for _ in range(int(rate * elapsed) - n_sent):
             if recent and rng.random() < dup_share:
                 value = recent[rng.randrange(len(recent))]
@@ -373,7 +378,7 @@ def measure_minutes(
     out: Path,
 ) -> None:
     """A sample and its line each minute (appended to `samples`; minutes.csv rewritten), and the kills asked for."""
-    sent_before = 0
+    sent_before = sent.value  # the lead time's events are in the first minute's backlog, not in its rate
     for minute in range(1, args.minutes + 1):
         tick = started + 60 * minute
         time.sleep(max(0.0, tick - time.time()))
@@ -401,6 +406,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--time", choices=["ingestion", "event"], default="ingestion", help="the dedup's time")
     parser.add_argument("--state-store", choices=["auto", "memory", "rocksdb"], help="default: the product's")
     parser.add_argument("--partitions", type=int, default=2, help="the topic's partitions (default 2)")
+    parser.add_argument(
+        "--lead-seconds",
+        type=int,
+        default=60,
+        help="produce this long before deploying (the topic's rate sizes the job)",
+    )
     parser.add_argument("--kill-every", type=int, default=0, metavar="N", help="SIGKILL the job every N minutes")
     parser.add_argument("--drain-timeout", type=int, default=900, help="seconds to wait for the job to catch up")
     parser.add_argument("--out", type=Path, help="where summary.json, minutes.csv, soak.png go")
@@ -436,6 +447,23 @@ def main() -> int:
             "pipelines/",
             {"name": "soak", "kafka_connection": kafka["id"], "clickhouse_connection": clickhouse["id"], "spec": spec},
         )
+        context = multiprocessing.get_context("fork")  # no thread runs yet here
+        stop = context.Event()
+        sent, unique = context.Value("q", 0, lock=False), context.Value("q", 0, lock=False)
+        producer = context.Process(
+            target=produce_steadily,
+            args=(bootstrap, topic, args.partitions, args.rate, args.dup_share, stop, sent, unique),
+            daemon=True,
+        )
+        producer.start()
+        producing_since = time.time()
+        log(f"producing {args.rate:,} events/s ({args.dup_share:.0%} re-sent); deploying in {args.lead_seconds} s")
+        time.sleep(args.lead_seconds)  # the topic's recent rate is what the product sizes the job from
+        # What the review step and the API's validation expect of the state, from the topic's recent rate.
+        validation = stack.api("POST", f"pipelines/{pipeline['id']}/validate/", {})
+        settings["expected_state"] = validation.get("estimated_state")
+        settings["validation_warnings"] = [w["message"] for w in validation.get("warnings", [])]
+        log(f"expected state: {json.dumps(settings['expected_state'])}; warnings: {settings['validation_warnings']}")
         stack.api("POST", f"pipelines/{pipeline['id']}/deploy/")
         log(f"deployed pipeline {pipeline['id']} (table {table}); waiting for its job to run")
 
@@ -448,27 +476,19 @@ def main() -> int:
         if not wait_until(running, timeout=START_TIMEOUT, interval=2.0):
             raise SystemExit("the pipeline's job did not start")
         sampler = Sampler(stack, pipeline["id"], table)
-
-        context = multiprocessing.get_context("fork")  # no thread runs yet here
-        sent, unique = context.Value("q", 0, lock=False), context.Value("q", 0, lock=False)
-        producer = context.Process(
-            target=produce_steadily,
-            args=(bootstrap, topic, args.partitions, args.rate, args.dup_share, args.minutes * 60, sent, unique),
-            daemon=True,
-        )
         started = time.time()
-        producer.start()
-        log(f"producing {args.rate:,} events/s for {args.minutes} min ({args.dup_share:.0%} re-sent)")
+        log(f"the job runs; {args.minutes} minute(s) from now")
         samples: list[MinuteSample] = []
         try:
             measure_minutes(args, sampler, samples, started, sent, unique, out)
         except KeyboardInterrupt:  # Ctrl-C: the minutes so far still get their summary, CSV and plot
             log(f"interrupted after {len(samples)} minute(s): no catch-up, the rows are checked as they are")
-            producer.terminate()
             settings["interrupted_after_minutes"] = len(samples)
+        stop.set()
+        produced_for = time.time() - producing_since
         producer.join(timeout=180)
         total_unique = unique.value
-        achieved = sent.value / min(time.time() - started, args.minutes * 60)
+        achieved = sent.value / produced_for
         log(
             f"produced {sent.value:,} events ({total_unique:,} unique): {achieved:,.0f} events/s achieved "
             f"of {args.rate:,}; waiting for the job to catch up"
