@@ -34,6 +34,8 @@ CLICKHOUSE_AUTH = "clickhouse_auth"
 CLICKHOUSE_ERROR = "clickhouse_error"
 INVALID_SPEC = "invalid_spec"
 LEASE_LOST = "lease_lost"
+STALLED = "stalled"  # the worker killed it: no heartbeat, or no start in time (its words say which)
+LOST = "lost"  # its host stopped renewing the job's lease
 UNKNOWN = "unknown"
 
 # Where the job's memory is set (webapp/config/settings/services.py, docker-compose.yml).
@@ -56,6 +58,32 @@ class Cause:
     def restart_helps(self) -> bool:
         """Whether restarting the same job with the same spec and settings may get past it."""
         return self.code not in (INVALID_SPEC, CHECKPOINT_MISMATCH)
+
+    @property
+    def repeats_count(self) -> bool:
+        """Whether restarts that keep dying of this cause should stop early: a cause that stays until something
+        is changed. Not a service that is down (it comes back: the ordinary restart limit and backoff apply), nor
+        a kill or an error not recognised (two of those need not be the same)."""
+        return self.code in _PHRASES
+
+    @property
+    def phrase(self) -> str:
+        """The cause in a few words, for "stopped restarting: <phrase> 3 times in a row"."""
+        return _PHRASES.get(self.code, "the job failed")
+
+
+# The causes that stay until something is changed, told in a few words.
+_PHRASES = {
+    OUT_OF_MEMORY: "the job ran out of memory",
+    STATE_TOO_LARGE: "the dedup state did not fit in the job's memory",
+    STATE_UNREADABLE: "the dedup state could not be loaded",
+    KAFKA_TOPIC_MISSING: "the Kafka topic was missing",
+    KAFKA_AUTH: "Kafka refused the job's credentials",
+    KAFKA_DATA_LOST: "events were missing from Kafka",
+    CLICKHOUSE_TABLE: "the ClickHouse table was missing",
+    CLICKHOUSE_AUTH: "ClickHouse refused the job's credentials",
+    CLICKHOUSE_ERROR: "ClickHouse refused the write",
+}
 
 
 # A line that is only the frame of an error, never its cause.
@@ -161,6 +189,7 @@ _CH_TABLE = re.compile(
     r"(Code: (60|81|16|47)\b|UNKNOWN_TABLE|UNKNOWN_DATABASE|NO_SUCH_COLUMN|does not exist \(create_table is false\)|"
     r"has no column\(s\)|Table \S+ does(n't| not) exist)"
 )
+_OUR_TABLE_CHECK = re.compile(r"table \S+ (does not exist \(create_table is false\)|has no column\(s\) )")
 _CH_UNREACHABLE = re.compile(
     r"(Connection refused|Failed to establish a new connection|Max retries exceeded|timed out|Name or service not "
     r"known|Temporary failure in name resolution|No route to host|Connection reset|RemoteDisconnected)"
@@ -237,6 +266,8 @@ def _match(text: str, memory: str | None) -> Cause | None:
         # ClickHouse's own message follows the driver's line ("... received ClickHouse error code 516\n Code: ...").
         after = text[text.rindex(_CLICKHOUSE) :].splitlines()[:3]
         return _clickhouse(_shorten(" ".join(line.strip() for line in after if not _NOISE.match(line)), 500))
+    if line := _find_re(_OUR_TABLE_CHECK, text):  # the sink's own check at start (its message without its class)
+        return _clickhouse(line[_OUR_TABLE_CHECK.search(line).start() :])  # type: ignore[union-attr]
     if line := _find(_KAFKA_TOPIC, text):
         return Cause(
             KAFKA_TOPIC_MISSING,

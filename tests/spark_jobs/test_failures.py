@@ -183,3 +183,15 @@ def test_the_runners_own_error_line_is_the_line_the_cause_was_recognised_by() ->
     assert root_line(HEAP_LOG) == "java.lang.OutOfMemoryError: Java heap space"
     assert root_line("x\nClickHouseWriteError: boom\nmore").startswith("ClickHouseWriteError: boom")
     assert root_line("Traceback (most recent call last):\nValueError: bad") == "ValueError: bad"
+
+
+def test_the_sinks_table_check_at_start_is_a_missing_table_and_counts_when_repeated() -> None:
+    text = (
+        "2026-11-26 10:00:00,000 ERROR clearflow.run pipeline pipeline-9 could not start: table default.gone does "
+        "not exist (create_table is false)\n"
+    )
+    cause = classify(text, 1)
+    assert cause.code == failures.CLICKHOUSE_TABLE and cause.repeats_count
+    assert cause.phrase == "the ClickHouse table was missing"
+    assert not classify(JOB_LOG, 1).repeats_count  # a ClickHouse that is down comes back: restarts go on
+    assert classify(HEAP_LOG, 1).phrase == "the job ran out of memory"
