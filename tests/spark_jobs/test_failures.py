@@ -16,7 +16,7 @@ JOB_LOG = (DATA / "spark_job.log").read_text()
 # Ends of job logs, one failure each, written like spark_job.log with Spark 4.2's error-class messages.
 FAILURES = DATA / "job_failures"
 
-# The end of the job log in issue 20: the JVM ran out of heap in a batch, the driver's JVM went away, and the
+# A job at 20k events/s with a 1-hour window: the JVM ran out of heap in a batch, the driver's JVM went away, and the
 # Python side died with a Py4J traceback (the reason shown was its first line).
 HEAP_LOG = (FAILURES / "heap.log").read_text()
 STATE_OOM_LOG = (FAILURES / "state_oom.log").read_text()
