@@ -127,8 +127,8 @@ def test_sigkill_during_a_load_marks_failed_restarts_and_writes_each_event_once(
         loader.join(timeout=300)
     assert second["attempt"] == 2 and second["pid"] != crashed["pid"]
     [failed] = [run for run in api.get(f"{URL}{pk}/runs/").json() if run["id"] == crashed["id"]]
-    assert failed["outcome"] == "failed" and "killed or lost" in failed["reason"]
-    assert "Last lines of the log" in failed["reason"]
+    assert failed["outcome"] == "failed" and "killed or lost" in failed["reason"] and failed["cause"] == "killed"
+    assert failed["log_tail"]  # the log's last lines, apart from the words
     history = [(h["from_status"], h["to_status"], h["reason"]) for h in reversed(api.get(f"{URL}{pk}/history/").json())]
     assert [h[:2] for h in history] == [
         ("draft", "deploy_requested"),
