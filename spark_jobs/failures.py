@@ -38,6 +38,9 @@ STALLED = "stalled"  # the worker killed it: no heartbeat, or no start in time (
 LOST = "lost"  # its host stopped renewing the job's lease
 UNKNOWN = "unknown"
 
+# Spark's JVM exits with this when a thread dies of OutOfMemoryError (SparkExitCode.OOM), e.g. under spark-submit.
+SPARK_OOM_EXIT = 52
+
 # Where the job's memory is set (webapp/config/settings/services.py, docker-compose.yml).
 MEMORY_SETTING = "CLEARFLOW_DRIVER_MEMORY"
 
@@ -221,6 +224,12 @@ def classify(text: str, exit_code: int | None = None, *, memory: str | None = No
     cause = (_match(runner, memory) if runner else None) or _match(text, memory)
     if cause is not None:
         return cause
+    if exit_code == SPARK_OOM_EXIT and not runner:
+        return Cause(
+            OUT_OF_MEMORY,
+            f"The job ran out of memory (Spark's JVM exited with code {SPARK_OOM_EXIT}, its out-of-memory exit).",
+            _memory_advice(memory, state=False),
+        )
     if exit_code in (137, -9) and not runner:
         return Cause(
             OUT_OF_MEMORY,

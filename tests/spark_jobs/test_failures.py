@@ -55,6 +55,7 @@ def test_a_job_killed_without_a_word_of_its_own_is_taken_for_the_oom_killer() ->
     cause = classify("2026-11-26 10:00:00,000 INFO clearflow.run pipeline p started\n", 137)
     assert cause.code == failures.OUT_OF_MEMORY and "SIGKILL" in cause.what and "OOM killer" in cause.what
     assert classify("", -9).code == failures.OUT_OF_MEMORY
+    assert classify("", 52).what.startswith("The job ran out of memory (Spark's JVM exited with code 52")
     assert classify("Container killed by YARN for exceeding physical memory limits.", 1).code == failures.OUT_OF_MEMORY
 
 
