@@ -59,4 +59,4 @@ def test_a_job_that_keeps_failing_on_a_missing_table_stops_restarting_and_says_w
     alert_services.alerts_evaluate()  # what the beat does every CLEARFLOW_ALERT_INTERVAL
     incident = AlertIncident.objects.get(pipeline_id=pk, kind=RuleKind.PIPELINE_FAILED, resolved_at__isnull=True)
     message = AlertNotification.objects.filter(incident=incident).first().message
-    assert f"Failed: {words} Stopped restarting:" in message and "Traceback" not in message
+    assert f"The pipeline failed: {words} Stopped restarting:" in message and "Traceback" not in message

@@ -206,7 +206,7 @@ def test_restarts_stop_early_when_the_job_keeps_running_out_of_memory_and_every_
 
     alert_services.alerts_evaluate()
     incident = AlertIncident.objects.get(pipeline=pipeline, kind=RuleKind.PIPELINE_FAILED)
-    assert incident.summary.startswith(f"The pipeline failed: Failed: {words} Stopped restarting:")
+    assert incident.summary.startswith(f"The pipeline failed: {words} Stopped restarting:")
     assert "Traceback" not in AlertNotification.objects.get(incident=incident).message
 
 
