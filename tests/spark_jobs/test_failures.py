@@ -196,3 +196,13 @@ def test_the_sinks_table_check_at_start_is_a_missing_table_and_counts_when_repea
     assert cause.phrase == "the ClickHouse table was missing"
     assert not classify(JOB_LOG, 1).repeats_count  # a ClickHouse that is down comes back: restarts go on
     assert classify(HEAP_LOG, 1).phrase == "the job ran out of memory"
+
+
+def test_a_real_spark_out_of_memory_ends_in_a_connection_refused_traceback_and_is_told_as_out_of_memory() -> None:
+    # Spark 4.2 in local mode with a 512m heap collecting 60M rows (paths shortened): the JVM dies of the
+    # OutOfMemoryError, and the Python side's last words are Py4J's and "Connection refused".
+    text = (FAILURES / "spark_driver_oom.log").read_text()
+    assert text.rstrip().endswith("ConnectionRefusedError: [Errno 111] Connection refused")
+    cause = classify(text, 1, memory="512m")
+    assert cause.code == failures.OUT_OF_MEMORY and "CLEARFLOW_DRIVER_MEMORY, now 512m" in cause.words
+    assert cause.detail.endswith("java.lang.OutOfMemoryError: Java heap space")
