@@ -193,6 +193,10 @@ _CH_TABLE = re.compile(
     r"has no column\(s\)|Table \S+ does(n't| not) exist)"
 )
 _OUR_TABLE_CHECK = re.compile(r"table \S+ (does not exist \(create_table is false\)|has no column\(s\) )")
+# spark_jobs.sink.with_retries' messages: "<what> failed: <error>".
+_OUR_CLICKHOUSE_STEP = re.compile(
+    r"\b(creating table \S+|reading the columns of \S+|insert into \S+)( \([^)]*\))? failed: "
+)
 _CH_UNREACHABLE = re.compile(
     r"(Connection refused|Failed to establish a new connection|Max retries exceeded|timed out|Name or service not "
     r"known|Temporary failure in name resolution|No route to host|Connection reset|RemoteDisconnected)"
@@ -275,6 +279,8 @@ def _match(text: str, memory: str | None) -> Cause | None:
         # ClickHouse's own message follows the driver's line ("... received ClickHouse error code 516\n Code: ...").
         after = text[text.rindex(_CLICKHOUSE) :].splitlines()[:3]
         return _clickhouse(_shorten(" ".join(line.strip() for line in after if not _NOISE.match(line)), 500))
+    if line := _find_re(_OUR_CLICKHOUSE_STEP, text):  # the sink's retried steps, logged without the class name
+        return _clickhouse(line[_OUR_CLICKHOUSE_STEP.search(line).start() :])  # type: ignore[union-attr]
     if line := _find_re(_OUR_TABLE_CHECK, text):  # the sink's own check at start (its message without its class)
         return _clickhouse(line[_OUR_TABLE_CHECK.search(line).start() :])  # type: ignore[union-attr]
     if line := _find(_KAFKA_TOPIC, text):

@@ -206,3 +206,12 @@ def test_a_real_spark_out_of_memory_ends_in_a_connection_refused_traceback_and_i
     cause = classify(text, 1, memory="512m")
     assert cause.code == failures.OUT_OF_MEMORY and "CLEARFLOW_DRIVER_MEMORY, now 512m" in cause.words
     assert cause.detail.endswith("java.lang.OutOfMemoryError: Java heap space")
+
+
+def test_the_sinks_steps_at_start_are_told_as_clickhouse_also_without_the_class_name() -> None:
+    text = runner_line(
+        "creating table dead_letters failed: Error HTTPConnectionPool(host='127.0.0.1', port=8123): Max retries "
+        "exceeded (Caused by NewConnectionError: Failed to establish a new connection: [Errno 111] Connection refused)"
+    ).replace(" failed: creating", " could not start: creating")
+    cause = classify(text, 1)
+    assert cause.code == failures.CLICKHOUSE_UNREACHABLE and cause.detail.startswith("creating table dead_letters")
