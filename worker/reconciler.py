@@ -30,7 +30,7 @@ from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
 from spark_jobs.spec import SpecError
 from webapp.core import queue
-from webapp.pipelines import services
+from webapp.pipelines import services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 from worker import jobs, redis_state
@@ -274,6 +274,11 @@ def _start(pipeline: Pipeline) -> None:
     if pipeline.reset_checkpoint:
         jobs.remove_checkpoint(checkpoint)
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
+    # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
+    # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
+    driver_memory, sized_conf = state_size.job_resources(
+        spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
+    )
     launch = jobs.JobLaunch(
         name=pipeline.job_name,
         run_dir=run_dir,
@@ -281,9 +286,9 @@ def _start(pipeline: Pipeline) -> None:
         master=settings.SPARK_MASTER,
         spec=job_spec,
         redis_url=settings.REDIS_URL,
-        driver_memory=settings.SPARK_DRIVER_MEMORY,
+        driver_memory=driver_memory,
         trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
-        spark_conf=tuple(settings.SPARK_JOB_CONF),
+        spark_conf=(*sized_conf, *settings.SPARK_JOB_CONF),
         submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
         lease_seconds=settings.PIPELINE_LEASE_SECONDS,
     )

@@ -18,7 +18,7 @@ from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import exactly_once, selectors, services, type_fit
+from webapp.pipelines import exactly_once, selectors, services, state_size, type_fit
 from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
@@ -27,6 +27,7 @@ from webapp.pipelines.exactly_once_apis import (
 )
 from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -137,7 +138,7 @@ class PipelineLogInput(serializers.Serializer):
     lines = serializers.IntegerField(min_value=1, max_value=200, default=100)
 
 
-class PipelineValidateInput(serializers.Serializer):
+class PipelineValidateInput(PlannedRateInput):
     spec = SpecField()
     name = serializers.CharField(max_length=100, required=False)
     kafka_connection = serializers.IntegerField(required=False)
@@ -151,7 +152,7 @@ class PipelineValidateInput(serializers.Serializer):
     accept_dead_letters = accept_dead_letters_field()
 
 
-class PipelineCheckInput(serializers.Serializer):
+class PipelineCheckInput(PlannedRateInput):
     check_live = serializers.BooleanField(default=True)
     accept_dead_letters = accept_dead_letters_field()
 
@@ -210,6 +211,11 @@ class ValidationOutput(serializers.Serializer):
         allow_null=True, help_text="Only with check_live: what the target table guarantees."
     )
     warnings = ValidationWarningOutput(many=True, help_text="Problems that do not make the spec invalid.")
+    estimated_state = EstimatedStateOutput(
+        allow_null=True,
+        help_text="With dedup: the state the window holds once full, and the job's memory for it. Null when no rate "
+        "is known (give events_per_second, or check_live to ask the topics).",
+    )
     sample = SampleReportOutput(
         allow_null=True,
         default=None,
@@ -218,9 +224,26 @@ class ValidationOutput(serializers.Serializer):
     )
 
 
-def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: Any) -> dict[str, Any]:
-    """Validate; with `check_live` (and both connections) also check a live sample of the topics."""
+def _validated(
+    *,
+    check_live: bool,
+    accept_dead_letters: list[str],
+    events_per_second: float | None = None,
+    unique_share: float | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Validate; with `check_live` (and both connections) also check a live sample of the topics. The expected
+    dedup state: at the rate given, else (with `check_live`) at the topics' recent rate."""
     parsed = services.pipeline_validate(check_live=check_live, **kwargs)
+    estimate = state_size.estimate_for(
+        dedup=parsed.dedup,
+        topics=parsed.source.topics,
+        kafka_connection=kwargs.get("kafka_connection"),
+        events_per_second=events_per_second,
+        unique_share=unique_share,
+        ask_topic=check_live,
+    )
+    estimated_state, state_warnings = state_size.estimated_state_data(estimate)
     report = None
     if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
         report = type_fit.sample_check_live(
@@ -230,7 +253,8 @@ def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: An
             schema_registry_connection=kwargs.get("schema_registry_connection"),
         )
     output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
-    return {**output, "sample": report.to_dict() if report else None}
+    output["warnings"] = [*output["warnings"], *state_warnings]
+    return {**output, "estimated_state": estimated_state, "sample": report.to_dict() if report else None}
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
