@@ -102,8 +102,8 @@ _ERROR_WORDS = re.compile(r"(Error|Exception|ERROR|error|failed|refused|denied|\
 
 
 def _memory_advice(memory: str | None, *, state: bool) -> str:
-    now = f", now {memory}" if memory else ""
-    where = "keep the dedup state on disk (the spec's dedup.state_store: rocksdb)"
+    now = f"; it ran with {memory}" if memory else ""
+    where = "keep the dedup state on disk (the spec's dedup.state_store: rocksdb, with a new checkpoint)"
     if state:
         return (
             f"Give the job more memory ({MEMORY_SETTING}{now}), {where}, or choose a shorter dedup window; "
@@ -206,7 +206,7 @@ _CH_UNREACHABLE = re.compile(
 def classify(text: str, exit_code: int | None = None, *, memory: str | None = None) -> Cause:
     """The cause of a job's end, from its exception text or log tail and its exit code (None: killed or lost).
 
-    `memory` is the job's memory setting now, quoted in the advice when the job ran out of memory."""
+    `memory` is the heap the job ran with, quoted in the advice when it ran out of memory."""
     text = text or ""
     if exit_code == ExitCode.INVALID_SPEC:
         line = _spec_problem(text)

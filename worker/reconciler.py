@@ -237,7 +237,7 @@ def _failure_cause(
     # Here, more of the log than the tail kept with the run: Spark's stack traces can push the error that
     # started it all (an OutOfMemoryError) far above the last lines.
     text = jobs.log_tail(run.log_path, lines=1000, secrets=redis_state.secrets_of(pipeline)) if job.here else tail
-    return failures.classify(text or tail, exit_code, memory=settings.SPARK_DRIVER_MEMORY)
+    return failures.classify(text or tail, exit_code, memory=run.driver_memory or None)
 
 
 STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its checkpoint, at the stack's next start."
@@ -309,6 +309,7 @@ def _start(pipeline: Pipeline) -> None:
         log_path=handle.log_path,
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
+        driver_memory=driver_memory,
     )
     log.info("pipeline %s: started version %s (attempt %s, pid %s)", pipeline.pk, version.number, attempt, handle.pid)
 

@@ -182,6 +182,7 @@ class PipelineRun(models.Model):
     process_started = models.FloatField(null=True, blank=True, help_text="the process's start time (epoch s)")
     spark_app_id = models.CharField(max_length=100, blank=True, default="")
     spark_master = models.CharField(max_length=255, blank=True, default="")
+    driver_memory = models.CharField(max_length=20, blank=True, default="", help_text="the heap it was started with")
     run_dir = models.CharField(max_length=500, blank=True, default="")
     log_path = models.CharField(max_length=500, blank=True, default="")
     checkpoint = models.CharField(max_length=500, blank=True, default="")
