@@ -46,6 +46,7 @@ def test_a_job_that_keeps_failing_on_a_missing_table_stops_restarting_and_says_w
         ("failed", 1, "clickhouse_table", words)
     ] * SAME_CAUSE_LIMIT  # stopped early: the restart limit (10) was far away
     assert "does not exist (create_table is false)" in runs[0]["log_tail"]
+    assert runs[0]["driver_memory"] == "1g"  # CLEARFLOW_DRIVER_MEMORY of the worker
     detail = api.get(f"{URL}{pk}/").json()
     assert detail["status_message"] == final["status_message"] and "Traceback" not in detail["status_message"]
 

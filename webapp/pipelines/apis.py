@@ -110,6 +110,7 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "pid",
             "spark_app_id",
             "spark_master",
+            "driver_memory",
             "log_path",
             "started_at",
             "running_at",
