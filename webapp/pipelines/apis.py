@@ -12,8 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.field_types import FIELD_TYPE_CHOICES
-from spark_jobs.limits import FIELDS, size_issues
+from spark_jobs.limits import size_issues
 from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
@@ -25,7 +24,6 @@ from webapp.pipelines.exactly_once_apis import (
     delivery_data,
     validation_data,
 )
-from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
@@ -156,53 +154,6 @@ class PipelineValidateInput(PlannedRateInput):
 class PipelineCheckInput(PlannedRateInput):
     check_live = serializers.BooleanField(default=True)
     accept_dead_letters = accept_dead_letters_field()
-
-
-class MappingFieldInput(serializers.Serializer):
-    path = serializers.CharField(max_length=500)
-    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
-    nullable = serializers.BooleanField(default=False)
-
-
-class MappingInput(serializers.Serializer):
-    fields = MappingFieldInput(many=True, allow_empty=False, max_length=FIELDS.maximum)
-    clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
-    database = serializers.CharField(max_length=255, required=False)
-    table = serializers.CharField(
-        max_length=255,
-        required=False,
-        help_text="An existing table (its columns are matched), or the name of one to create (columns are proposed, "
-        "as when it is left out).",
-    )
-    order_by = serializers.ListField(
-        child=serializers.CharField(max_length=500),
-        required=False,
-        default=list,
-        max_length=100,
-        help_text="For a new table: the fields of its ORDER BY (their columns are never proposed Nullable).",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("table") and attrs.get("clickhouse_connection") is None:
-            raise serializers.ValidationError({"clickhouse_connection": ["Needed to read an existing table."]})
-        return attrs
-
-
-class ColumnMappingOutput(serializers.Serializer):
-    field = serializers.CharField()
-    column = serializers.CharField()
-    type = serializers.CharField()
-    compatible = serializers.BooleanField()
-    problem = serializers.CharField(allow_blank=True)
-
-
-class MappingOutput(serializers.Serializer):
-    columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
-    unmapped_required = serializers.ListField(child=serializers.CharField())
-    unmapped_fields = serializers.ListField(child=serializers.CharField())
-    create_table = serializers.BooleanField(
-        help_text="True when the table does not exist yet: the columns are proposed for it (spec.sink.create_table)."
-    )
 
 
 class ValidationOutput(serializers.Serializer):
@@ -420,33 +371,6 @@ class PipelineSpecValidateApi(APIView):
         data = validated_input(PipelineValidateInput, request.data)
         data.update(connections_of(request, data))
         return Response(ValidationOutput(_validated(**data)).data)
-
-
-class PipelineMappingApi(APIView):
-    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="pipelines_mapping_suggest",
-        description=(
-            "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
-            "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
-            "does not exist yet in the database) with default types."
-        ),
-        request=MappingInput,
-        responses={200: MappingOutput, **ERROR_RESPONSES},
-    )
-    def post(self, request: Request) -> Response:
-        data = validated_input(MappingInput, request.data)
-        connections = connections_of(request, data)
-        suggestion = selectors.pipeline_mapping_suggest(
-            fields=[SourceField(**f) for f in data["fields"]],
-            clickhouse_connection=connections.get("clickhouse_connection"),
-            database=data.get("database"),
-            table=data.get("table"),
-            order_by=data["order_by"],
-        )
-        return Response(MappingOutput(suggestion).data)
 
 
 class PipelineValidateApi(APIView):

@@ -200,9 +200,9 @@ def pipeline_update(
     new_kafka = kafka_connection or pipeline.kafka_connection
     new_clickhouse = clickhouse_connection or pipeline.clickhouse_connection
     base_spec = pipeline.spec if spec is None else spec
-    new_registry = schema_registry_connection or pipeline.schema_registry_connection
-    if schema_registry_connection is None and _source_format(base_spec) != "avro":
-        new_registry = None  # the spec no longer reads Avro: the registry it used is let go
+    new_registry = stored_specs.registry_after_update(
+        current=pipeline.schema_registry_connection, given=schema_registry_connection, spec=base_spec
+    )
     connections = {
         "kafka_connection": new_kafka,
         "clickhouse_connection": new_clickhouse,
@@ -242,13 +242,6 @@ def pipeline_update(
     if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
-
-
-def _source_format(spec: PipelineSpec | Mapping[str, Any] | None) -> Any:
-    if isinstance(spec, PipelineSpec):
-        return spec.source.format
-    source = spec.get("source") if isinstance(spec, Mapping) else None
-    return source.get("format", "json") if isinstance(source, Mapping) else "json"
 
 
 def _stores_as(spec: PipelineSpec, version: PipelineVersion | None) -> bool:
