@@ -507,7 +507,8 @@ def main() -> int:
         log(verdict.words)
         summary = summarize(samples, verdict, settings)
         runs = sampler.runs()
-        summary["runs"] = [{k: r[k] for k in ("attempt", "outcome", "reason", "log_path")} for r in runs]
+        run_fields = ("attempt", "driver_memory", "outcome", "cause", "reason", "log_path")
+        summary["runs"] = [{k: r.get(k) for k in run_fields} for r in runs]  # oldest last; why each ended
         paths = write_outputs(out, samples, summary)
         print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
         log("wrote " + ", ".join(str(p) for p in paths))
