@@ -10,7 +10,8 @@ API token: a Kafka and a ClickHouse connection, and one pipeline with the produc
 `id`, window --window, --time ingestion|event, state store and job memory left to the product unless
 --state-store is given). A producer process sends --rate JSON events/s, --dup-share of them re-sends of a recent
 event (the same bytes), from --lead-seconds (60) before the deploy on: the product sizes the job's memory from
-the topic's recent rate, as it would for a topic already in use (0: deployed on a quiet topic). The expected
+the topic's recent rate (over the last minute: keep it at 60 or more), as it would for a topic already in use
+(0: deployed on a quiet topic). The expected
 state the API's validation gives then goes into the summary. The --minutes count from when the job runs; the
 first one catches up with the lead time's events.
 
