@@ -126,7 +126,12 @@ class Client:
         pipeline = self._pipeline(name)
         kafka = self.api.get(f"/connections/kafka/{pipeline['kafka_connection']}/")
         clickhouse = self.api.get(f"/connections/clickhouse/{pipeline['clickhouse_connection']}/")
-        return export.export_documents(pipeline, kafka=kafka, clickhouse=clickhouse, connections=connections)
+        registry = None
+        if pipeline.get("schema_registry_connection") is not None:
+            registry = self.api.get(f"/connections/schema-registry/{pipeline['schema_registry_connection']}/")
+        return export.export_documents(
+            pipeline, kafka=kafka, clickhouse=clickhouse, schema_registry=registry, connections=connections
+        )
 
     def export_yaml(self, name: str, *, connections: bool = True) -> str:
         return export.to_yaml(self.export(name, connections=connections))

@@ -1,17 +1,21 @@
-"""Pipeline files: YAML or JSON documents of three kinds, read, checked and turned into API requests.
+"""Pipeline files: YAML or JSON documents of four kinds, read, checked and turned into API requests.
 
     kind: kafka-connection          kind: clickhouse-connection        kind: pipeline
     name: local-kafka               name: local-clickhouse             name: signups
     bootstrap_servers: ...          host: ...                          kafka_connection: local-kafka
                                     password: ${CLICKHOUSE_PASSWORD}   clickhouse_connection: local-clickhouse
-                                                                       spec: {source: ..., dedup: ..., sink: ...}
+    kind: schema-registry-connection                                   schema_registry_connection: registry
+    name: registry                                                     spec: {source: ..., dedup: ..., sink: ...}
+    url: ...
+
+A pipeline names a schema registry connection only when it reads Avro in the Confluent wire format.
 
 A connection document holds the fields of the spec's connection model (`spark_jobs.connections`); a field left
 out takes its default, and a secret left out is cleared. Its values may use `${ENV_VAR}` and
 `${ENV_VAR:-default}` (`$$` for a `$`): a secret whose variable is not set (or empty) keeps the value the server
 has. A pipeline document's `spec` is the pipeline spec (`spark_jobs.spec`) without what its connections give
-(`source.kafka`, `sink.clickhouse` but its `database`): it is checked here with the server's own model, and its
-problems carry the API's paths.
+(`source.kafka`, `source.schema_registry`, `sink.clickhouse` but its `database`): it is checked here with the
+server's own model, and its problems carry the API's paths.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from spark_jobs.connections import (
     SECRET_MASK,
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,
+    SchemaRegistryConnectionSpec,
     connection_dict,
     connection_from_values,
     secret_fields,
@@ -53,6 +58,8 @@ class ConnectionKind:
     label: str
     model: type[BaseModel]  # the spec's connection model: the document's fields
     secret_flags: dict[str, str]  # secret field -> the API output's flag that says it is set
+    pipeline_field: str  # the pipeline document's (and the API's) field naming a connection of this kind
+    spec_section: str  # where the spec holds the connection's settings: `source.<section>` or `sink.<section>`
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -65,13 +72,30 @@ KAFKA = ConnectionKind(
     "Kafka",
     KafkaConnectionSpec,
     {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"},
+    "kafka_connection",
+    "kafka",
 )
 CLICKHOUSE = ConnectionKind(
-    "clickhouse-connection", "clickhouse", "ClickHouse", ClickHouseConnectionSpec, {"password": "has_password"}
+    "clickhouse-connection",
+    "clickhouse",
+    "ClickHouse",
+    ClickHouseConnectionSpec,
+    {"password": "has_password"},
+    "clickhouse_connection",
+    "clickhouse",
 )
-CONNECTION_KINDS = {KAFKA.kind: KAFKA, CLICKHOUSE.kind: CLICKHOUSE}
+SCHEMA_REGISTRY = ConnectionKind(
+    "schema-registry-connection",
+    "schema-registry",
+    "schema registry",
+    SchemaRegistryConnectionSpec,
+    {"password": "has_password"},
+    "schema_registry_connection",
+    "schema_registry",
+)
+CONNECTION_KINDS = {KAFKA.kind: KAFKA, CLICKHOUSE.kind: CLICKHOUSE, SCHEMA_REGISTRY.kind: SCHEMA_REGISTRY}
 PIPELINE = "pipeline"
-KINDS = (KAFKA.kind, CLICKHOUSE.kind, PIPELINE)
+KINDS = (KAFKA.kind, CLICKHOUSE.kind, SCHEMA_REGISTRY.kind, PIPELINE)
 
 
 # -- reading files --------------------------------------------------------------------------------------------
@@ -186,6 +210,15 @@ class PipelineDocument:
     kafka_connection: str
     clickhouse_connection: str
     spec: dict[str, Any]
+    schema_registry_connection: str | None = None  # Avro in the Confluent wire format: where its schemas are
+
+    def connection_name(self, kind: ConnectionKind) -> str | None:
+        """The name of the connection of `kind` it uses (None: it uses no schema registry)."""
+        return getattr(self, kind.pipeline_field)
+
+    def connection_kinds(self) -> list[ConnectionKind]:
+        """The kinds of connection it names: Kafka, ClickHouse, and the schema registry when it names one."""
+        return [kind for kind in CONNECTION_KINDS.values() if self.connection_name(kind) is not None]
 
 
 @dataclass(frozen=True)
@@ -289,7 +322,7 @@ def _connection_document(
     return ConnectionDocument(kind, name, where, _api_settings(spec, kind), secrets, raw.data, notes)
 
 
-_PIPELINE_KEYS = ("kind", "name", "kafka_connection", "clickhouse_connection", "spec")
+_PIPELINE_KEYS = ("kind", "name", "kafka_connection", "clickhouse_connection", "schema_registry_connection", "spec")
 
 
 def _pipeline_document(raw: RawDocument, issues: list[ErrorItem]) -> PipelineDocument | None:
@@ -302,6 +335,9 @@ def _pipeline_document(raw: RawDocument, issues: list[ErrorItem]) -> PipelineDoc
         if not isinstance(data.get(key), str) or not data[key].strip():
             wanted = "a name" if key == "name" else "a connection's name"
             found.append(ErrorItem(key, f"required: {wanted}", where))
+    registry = data.get(SCHEMA_REGISTRY.pipeline_field)
+    if registry is not None and (not isinstance(registry, str) or not registry.strip()):
+        found.append(ErrorItem(SCHEMA_REGISTRY.pipeline_field, "a schema registry connection's name", where))
     spec = data.get("spec")
     if not isinstance(spec, dict):
         found.append(ErrorItem("spec", "required: the pipeline spec (source, dedup, sink...)", where))
@@ -310,7 +346,7 @@ def _pipeline_document(raw: RawDocument, issues: list[ErrorItem]) -> PipelineDoc
     if found:
         issues += found
         return None
-    return PipelineDocument(name, where, data["kafka_connection"], data["clickhouse_connection"], spec)
+    return PipelineDocument(name, where, data["kafka_connection"], data["clickhouse_connection"], spec, registry)
 
 
 def _connection_parts(spec: dict[str, Any], name: Any) -> Iterable[tuple[str, str]]:
@@ -320,6 +356,11 @@ def _connection_parts(spec: dict[str, Any], name: Any) -> Iterable[tuple[str, st
     source, sink = spec.get("source"), spec.get("sink")
     if isinstance(source, dict) and "kafka" in source:
         yield "spec.source.kafka", "comes from the connection named in kafka_connection: leave it out"
+    if isinstance(source, dict) and "schema_registry" in source:
+        yield (
+            "spec.source.schema_registry",
+            "comes from the connection named in schema_registry_connection: leave it out",
+        )
     clickhouse = sink.get("clickhouse") if isinstance(sink, dict) else None
     if isinstance(clickhouse, dict):
         for key in clickhouse:
@@ -388,20 +429,26 @@ def api_path(spec_path: str) -> str:
     return f"spec{spec_path}" if spec_path.startswith("[") else f"spec.{spec_path}"
 
 
-def full_spec(pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel) -> dict[str, Any]:
+def full_spec(
+    pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
+) -> dict[str, Any]:
     """The spec as the server would check it: version, name and the connections' sections (secrets masked)."""
     data = {**pipeline.spec, "version": pipeline.spec.get("version", SPEC_VERSION), "name": pipeline.name}
+    registry = connection_dict(schema_registry, reveal_secrets=False) if schema_registry is not None else None
     return spec_with_connections(
         data,
         kafka=connection_dict(kafka, reveal_secrets=False),
         clickhouse=connection_dict(clickhouse, reveal_secrets=False),
+        schema_registry=registry,
     )
 
 
-def spec_issues(pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel) -> list[ErrorItem]:
+def spec_issues(
+    pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
+) -> list[ErrorItem]:
     """Every problem `spark_jobs.spec` finds in the pipeline's spec, with the API's paths ([] when valid)."""
     try:
-        parse_spec(full_spec(pipeline, kafka=kafka, clickhouse=clickhouse))
+        parse_spec(full_spec(pipeline, kafka=kafka, clickhouse=clickhouse, schema_registry=schema_registry))
     except SpecError as exc:
         return [ErrorItem(api_path(issue.path), issue.message, pipeline.where) for issue in exc.errors]
     return []

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from clearflow.documents import CLICKHOUSE, KAFKA, PIPELINE, ConnectionKind
+from clearflow.documents import CLICKHOUSE, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
 from spark_jobs.connections import spec_without_connections
 from spark_jobs.spec import SpecError, parse_spec
 
@@ -50,7 +50,13 @@ def _pruned(value: Any) -> Any:
     return value
 
 
-def pipeline_document(saved: Mapping[str, Any], *, kafka_connection: str, clickhouse_connection: str) -> dict[str, Any]:
+def pipeline_document(
+    saved: Mapping[str, Any],
+    *,
+    kafka_connection: str,
+    clickhouse_connection: str,
+    schema_registry_connection: str | None = None,
+) -> dict[str, Any]:
     stored = saved.get("spec") or {}
     # Read through the spec's model: its fields in their order (the server's database keeps JSON keys in its own).
     with contextlib.suppress(SpecError):  # a spec from before a rule existed is written as it is
@@ -58,13 +64,15 @@ def pipeline_document(saved: Mapping[str, Any], *, kafka_connection: str, clickh
     spec = spec_without_connections(stored)
     spec.pop("version", None)
     spec.pop("name", None)
-    return {
+    document: dict[str, Any] = {
         "kind": PIPELINE,
         "name": saved["name"],
         "kafka_connection": kafka_connection,
         "clickhouse_connection": clickhouse_connection,
-        "spec": _pruned(spec),
     }
+    if schema_registry_connection is not None:
+        document["schema_registry_connection"] = schema_registry_connection
+    return {**document, "spec": _pruned(spec)}
 
 
 def export_documents(
@@ -72,11 +80,16 @@ def export_documents(
     *,
     kafka: Mapping[str, Any],
     clickhouse: Mapping[str, Any],
+    schema_registry: Mapping[str, Any] | None = None,
     connections: bool = True,
 ) -> list[dict[str, Any]]:
-    """The documents of a pipeline (API answers of the pipeline and its two connections)."""
-    documents = [connection_document(KAFKA, kafka), connection_document(CLICKHOUSE, clickhouse)] if connections else []
-    names = {"kafka_connection": kafka["name"], "clickhouse_connection": clickhouse["name"]}
+    """The documents of a pipeline (API answers of the pipeline and its connections: Kafka, ClickHouse, and the
+    schema registry when it has one)."""
+    saved = [(KAFKA, kafka), (CLICKHOUSE, clickhouse)]
+    if schema_registry is not None:
+        saved.append((SCHEMA_REGISTRY, schema_registry))
+    documents = [connection_document(kind, answer) for kind, answer in saved] if connections else []
+    names = {kind.pipeline_field: answer["name"] for kind, answer in saved}
     return [*documents, pipeline_document(pipeline, **names)]
 
 

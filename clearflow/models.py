@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ConnectionKindName = Literal["kafka-connection", "clickhouse-connection"]
-DocumentKind = Literal["kafka-connection", "clickhouse-connection", "pipeline"]
+ConnectionKindName = Literal["kafka-connection", "clickhouse-connection", "schema-registry-connection"]
+DocumentKind = Literal["kafka-connection", "clickhouse-connection", "schema-registry-connection", "pipeline"]
 
 
 class _Result(BaseModel):
@@ -26,6 +26,7 @@ class Pipeline(_Result):
     status_message: str = ""
     kafka_connection: int
     clickhouse_connection: int
+    schema_registry_connection: int | None = None  # Avro in the Confluent wire format
     current_version: int | None = None
     deployed_version: int | None = None
     restart_at: datetime | None = None
@@ -45,6 +46,8 @@ class Connection(_Result):
     def address(self) -> str:
         if self.kind == "kafka-connection":
             return str(self.settings.get("bootstrap_servers", ""))
+        if self.kind == "schema-registry-connection":
+            return str(self.settings.get("url", ""))
         scheme = "https" if self.settings.get("secure") else "http"
         return f"{scheme}://{self.settings.get('host')}:{self.settings.get('port')}/{self.settings.get('database')}"
 

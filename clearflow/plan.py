@@ -19,6 +19,7 @@ from clearflow.documents import (
     CONNECTION_KINDS,
     KAFKA,
     PIPELINE,
+    SCHEMA_REGISTRY,
     ConnectionDocument,
     ConnectionKind,
     Documents,
@@ -31,15 +32,18 @@ from clearflow.models import Action, ApplyResult, Change, DocumentOutcome, Docum
 from spark_jobs.connections import (
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,
+    SchemaRegistryConnectionSpec,
     connection_dict,
     spec_with_connections,
 )
 
-ACTIVE = ("running", "deploy_requested")
+ACTIVE = ("running", "deploy_requested")  # a saved change redeploys a pipeline in these statuses
+# What a pipeline's spec is checked with when a connection it names is nowhere (so every problem shows at once).
 _STAND_INS = {
     KAFKA.kind: KafkaConnectionSpec(bootstrap_servers="connection.missing:9092"),
     CLICKHOUSE.kind: ClickHouseConnectionSpec(host="connection.missing"),
-}  # a saved change redeploys a pipeline in these statuses
+    SCHEMA_REGISTRY.kind: SchemaRegistryConnectionSpec(url="http://connection.missing"),
+}
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
@@ -48,7 +52,10 @@ class ServerState:
     connections: dict[tuple[str, str], dict[str, Any]]  # (kind, name) -> the API's connection
     pipelines: dict[str, dict[str, Any]]  # name -> the API's pipeline
 
-    def connection_name(self, kind: ConnectionKind, pk: int) -> str:
+    def connection_name(self, kind: ConnectionKind, pk: int | None) -> str | None:
+        """The name of the saved connection `pk` (None for none: a pipeline without a schema registry)."""
+        if pk is None:
+            return None
         return next((c["name"] for (k, _), c in self.connections.items() if k == kind.kind and c["id"] == pk), "?")
 
 
@@ -103,7 +110,7 @@ def _connection_for(
     pipeline: PipelineDocument, kind: ConnectionKind, documents: Documents, state: ServerState
 ) -> tuple[Any, dict[str, Any] | None] | None:
     """(the spec model, the saved connection or None when the files create it), or None when it is nowhere."""
-    name = pipeline.kafka_connection if kind is KAFKA else pipeline.clickhouse_connection
+    name = pipeline.connection_name(kind)
     saved = state.connections.get((kind.kind, name))
     in_files = documents.connection(kind, name)
     if in_files is not None:
@@ -116,31 +123,36 @@ def _connection_for(
 def _pipeline_plan(
     api: Api, doc: PipelineDocument, documents: Documents, state: ServerState, problems: _Problems
 ) -> DocumentPlan | None:
+    kinds = doc.connection_kinds()
     resolved = {}
-    for kind, field in ((KAFKA, "kafka_connection"), (CLICKHOUSE, "clickhouse_connection")):
+    for kind in kinds:
         found = _connection_for(doc, kind, documents, state)
         if found is None:
-            name = getattr(doc, field)
             problems.items.append(
                 ErrorItem(
-                    field,
-                    f"no {kind.label} connection named {name!r}: define it in these files (kind: {kind.kind}) or "
-                    "create it first",
+                    kind.pipeline_field,
+                    f"no {kind.label} connection named {doc.connection_name(kind)!r}: define it in these files "
+                    f"(kind: {kind.kind}) or create it first",
                     doc.where,
                 )
             )
         resolved[kind.kind] = found
     # The spec is checked even when a connection is missing (with a stand-in), so that every problem shows at once.
-    kafka, saved_kafka = resolved[KAFKA.kind] or (_STAND_INS[KAFKA.kind], None)
-    clickhouse, saved_clickhouse = resolved[CLICKHOUSE.kind] or (_STAND_INS[CLICKHOUSE.kind], None)
-    issues = spec_issues(doc, kafka=kafka, clickhouse=clickhouse)
+    models = {kind.kind: (resolved[kind.kind] or (_STAND_INS[kind.kind], None))[0] for kind in kinds}
+    saved_connections = {kind.kind: (resolved[kind.kind] or (None, None))[1] for kind in kinds}
+    issues = spec_issues(
+        doc,
+        kafka=models[KAFKA.kind],
+        clickhouse=models[CLICKHOUSE.kind],
+        schema_registry=models.get(SCHEMA_REGISTRY.kind),
+    )
     problems.items += issues
     if issues or any(found is None for found in resolved.values()):
         return None
 
     saved = state.pipelines.get(doc.name)
-    if saved is not None and saved_kafka is not None and saved_clickhouse is not None:
-        ids = {"kafka_connection": saved_kafka["id"], "clickhouse_connection": saved_clickhouse["id"]}
+    if saved is not None and all(c is not None for c in saved_connections.values()):
+        ids = {kind.pipeline_field: saved_connections[kind.kind]["id"] for kind in kinds}
         diff = problems.ask(doc.where, lambda: api.post(f"/pipelines/{saved['id']}/diff/", {"spec": doc.spec, **ids}))
         if diff is None:
             return None
@@ -160,23 +172,21 @@ def _pipeline_plan(
     # A new pipeline, or one moving to a connection these files create: the server checks it as it would save it.
     body: dict[str, Any] = {"name": doc.name, "spec": doc.spec}
     sections: dict[str, Any] = {}
-    for kind, field, model, saved_connection in (
-        (KAFKA, "kafka_connection", kafka, saved_kafka),
-        (CLICKHOUSE, "clickhouse_connection", clickhouse, saved_clickhouse),
-    ):
+    for kind in kinds:
+        saved_connection = saved_connections[kind.kind]
         if saved_connection is not None:
-            body[field] = saved_connection["id"]
+            body[kind.pipeline_field] = saved_connection["id"]
         else:
-            sections["kafka" if kind is KAFKA else "clickhouse"] = connection_dict(model, reveal_secrets=False)
+            sections[kind.spec_section] = connection_dict(models[kind.kind], reveal_secrets=False)
     body["spec"] = spec_with_connections(doc.spec, **sections)
     if problems.ask(doc.where, lambda: api.post("/pipelines/validate/", body)) is None:
         return None
     if saved is None:
         return DocumentPlan(kind=PIPELINE, name=doc.name, where=doc.where, action=Action.CREATE)
     changes = [
-        Change(path=field, current=state.connection_name(kind, saved[field]), proposed=getattr(doc, field))
-        for kind, field in ((KAFKA, "kafka_connection"), (CLICKHOUSE, "clickhouse_connection"))
-        if state.connection_name(kind, saved[field]) != getattr(doc, field)
+        Change(path=kind.pipeline_field, current=current, proposed=doc.connection_name(kind))
+        for kind in CONNECTION_KINDS.values()
+        if (current := state.connection_name(kind, saved.get(kind.pipeline_field))) != doc.connection_name(kind)
     ]
     return DocumentPlan(
         kind=PIPELINE,
@@ -264,8 +274,8 @@ def apply_plan(
         for pipeline_doc in documents.pipelines:
             step = by_key[(PIPELINE, pipeline_doc.name)]
             connections = {
-                "kafka_connection": ids[(KAFKA.kind, pipeline_doc.kafka_connection)],
-                "clickhouse_connection": ids[(CLICKHOUSE.kind, pipeline_doc.clickhouse_connection)],
+                kind.pipeline_field: ids[(kind.kind, pipeline_doc.connection_name(kind))]
+                for kind in pipeline_doc.connection_kinds()
             }
             if step.action == Action.CREATE:
                 body = {"name": pipeline_doc.name, "spec": pipeline_doc.spec, "note": note, **connections}

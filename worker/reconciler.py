@@ -26,10 +26,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
 from spark_jobs.spec import SpecError
 from webapp.core import queue
-from webapp.pipelines import services
+from webapp.pipelines import services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 from worker import jobs, redis_state
@@ -202,17 +203,41 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         elif pipeline.status == S.DEPLOY_REQUESTED:
             _start(pipeline)  # the redeploy: the old version is down, start the new one
         return
-    why = run.reason or job.lost_reason() or jobs.failure_reason(tail, exit_code)
+    cause = _failure_cause(pipeline, run, job, tail, exit_code)
     last_lines = "\n".join(tail.splitlines()[-LOG_LINES_IN_REASON:])
     services.pipeline_run_end(
-        run=run, outcome=RunOutcome.FAILED, exit_code=exit_code, reason=f"{why}\n\nLast lines of the log:\n{last_lines}"
+        run=run,
+        outcome=RunOutcome.FAILED,
+        exit_code=exit_code,
+        reason=cause.words,
+        cause=cause.code,
+        log_tail=last_lines,
     )
     if pipeline.status in JOB_WANTED:
         services.pipeline_job_failed(
-            pipeline=pipeline, reason=f"Failed: {why}", restartable=exit_code != ExitCode.INVALID_SPEC
+            pipeline=pipeline,
+            reason=f"Failed: {cause.words}",
+            restartable=exit_code != ExitCode.INVALID_SPEC and cause.restart_helps,
+            cause=cause,
         )
     elif pipeline.status == S.STOP_REQUESTED:
         services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+
+
+def _failure_cause(
+    pipeline: Pipeline, run: PipelineRun, job: JobControl, tail: str, exit_code: int | None
+) -> failures.Cause:
+    """Why a run failed: what the worker saw when it killed the job (a stall, a start that never came), a host
+    that was lost, else what the job's log and exit code say (`spark_jobs.failures`)."""
+    if run.reason:  # the worker killed it and said why
+        return failures.Cause(failures.STALLED, run.reason, "It restarts on its own.")
+    lost = job.lost_reason()
+    if lost:
+        return failures.Cause(failures.LOST, lost, "It restarts on another worker.")
+    # Here, more of the log than the tail kept with the run: Spark's stack traces can push the error that
+    # started it all (an OutOfMemoryError) far above the last lines.
+    text = jobs.log_tail(run.log_path, lines=1000, secrets=redis_state.secrets_of(pipeline)) if job.here else tail
+    return failures.classify(text or tail, exit_code, memory=run.driver_memory or None)
 
 
 STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its checkpoint, at the stack's next start."
@@ -249,6 +274,11 @@ def _start(pipeline: Pipeline) -> None:
     if pipeline.reset_checkpoint:
         jobs.remove_checkpoint(checkpoint)
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
+    # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
+    # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
+    driver_memory, sized_conf = state_size.job_resources(
+        spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
+    )
     launch = jobs.JobLaunch(
         name=pipeline.job_name,
         run_dir=run_dir,
@@ -256,9 +286,9 @@ def _start(pipeline: Pipeline) -> None:
         master=settings.SPARK_MASTER,
         spec=job_spec,
         redis_url=settings.REDIS_URL,
-        driver_memory=settings.SPARK_DRIVER_MEMORY,
+        driver_memory=driver_memory,
         trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
-        spark_conf=tuple(settings.SPARK_JOB_CONF),
+        spark_conf=(*sized_conf, *settings.SPARK_JOB_CONF),
         submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
         lease_seconds=settings.PIPELINE_LEASE_SECONDS,
     )
@@ -279,6 +309,7 @@ def _start(pipeline: Pipeline) -> None:
         log_path=handle.log_path,
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
+        driver_memory=driver_memory,
     )
     log.info("pipeline %s: started version %s (attempt %s, pid %s)", pipeline.pk, version.number, attempt, handle.pid)
 

@@ -1,5 +1,6 @@
 """docs/cli.md, run as written: log in, apply, export, deploy with a real worker and Spark job, watch, dead
-letters, mistakes, the Python SDK, stop and delete; then what a user would check in ClickHouse."""
+letters, mistakes, the Python SDK, stop and delete, an Avro pipeline with its schema registry; then what a user
+would check in ClickHouse and on the server."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def count(ch, sql: str) -> int:
 
 
 def test_every_example_of_the_cli_page_runs_as_written(
-    server, token, tmp_path, kafka_bootstrap, clickhouse_server, celery_worker
+    server, token, tmp_path, kafka_bootstrap, clickhouse_server, schema_registry_url, celery_worker
 ):
     import clickhouse_connect
 
@@ -61,6 +62,7 @@ def test_every_example_of_the_cli_page_runs_as_written(
         KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap,
         CLICKHOUSE_HOST=clickhouse_server.host,
         CLICKHOUSE_PORT=str(clickhouse_server.port),
+        SCHEMA_REGISTRY_URL=schema_registry_url,
     )
 
     def caught_up() -> bool:  # the job's metrics say every event was read and written
@@ -98,3 +100,16 @@ def test_every_example_of_the_cli_page_runs_as_written(
     assert "rows/s" in watch and re.search(r"\x1b\[\d+F\x1b\[J", watch), watch
     assert transcript["clearflow logs signups --follow"].strip(), "no log line followed"
     assert json.loads(transcript["clearflow status signups --output json"])["rows_written"] == EVENTS
+
+    # The Avro pipeline reads through the registry its file names; its export names it too.
+    with Client(server, token) as client:
+        orders = client.pipeline("orders")
+        exported = client.export("orders")
+    assert orders.spec["source"]["schema_registry"]["url"] == schema_registry_url
+    assert exported[-1]["schema_registry_connection"] == "local-registry"
+    assert exported[2] == {
+        "kind": "schema-registry-connection",
+        "name": "local-registry",
+        "url": schema_registry_url,
+        "verify": True,
+    }

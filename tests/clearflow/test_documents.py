@@ -110,15 +110,20 @@ def test_a_pipeline_file_holds_no_connection_details_and_its_own_name():
             "spec.sink.clickhouse.host",
             "comes from the connection named in clickhouse_connection (only database goes here)",
         ),
-        ("colour", "unknown field; a pipeline has kind, name, kafka_connection, clickhouse_connection, spec"),
+        (
+            "colour",
+            "unknown field; a pipeline has kind, name, kafka_connection, clickhouse_connection, "
+            "schema_registry_connection, spec",
+        ),
     ]
 
 
 @pytest.mark.fast
 def test_kinds_and_repeated_names():
+    kinds = "kafka-connection, clickhouse-connection, schema-registry-connection, pipeline"
     assert problems({"name": "x"}, {"kind": "pipelin"}) == [
-        ("kind", "no kind: each document needs kind kafka-connection, clickhouse-connection, pipeline"),
-        ("kind", "kind 'pipelin': each document needs kind kafka-connection, clickhouse-connection, pipeline"),
+        ("kind", f"no kind: each document needs kind {kinds}"),
+        ("kind", f"kind 'pipelin': each document needs kind {kinds}"),
     ]
     twice = "pipeline 'signups' is defined twice: also in doc1 (pipeline 'signups')"
     assert problems(pipeline(), pipeline()) == [("name", twice)]

@@ -41,6 +41,9 @@ urlpatterns = [
         name="schema-registry-connection-test-unsaved",
     ),
     path(
+        "schema-registry/diff/", apis.SchemaRegistryConnectionDiffApi.as_view(), name="schema-registry-connection-diff"
+    ),
+    path(
         "schema-registry/<int:pk>/", apis.SchemaRegistryConnectionDetailApi.as_view(), name="schema-registry-connection"
     ),
     path(

@@ -558,7 +558,8 @@ class ClickHouseColumnListApi(APIView):
     get=extend_schema(
         tags=SCHEMA_REGISTRY_TAG,
         operation_id="schema_registry_connections_list",
-        responses=SchemaRegistryConnectionOutput(many=True),
+        parameters=[NameQuery],
+        responses={200: SchemaRegistryConnectionOutput(many=True), **ERROR_RESPONSES},
     ),
     post=extend_schema(
         tags=SCHEMA_REGISTRY_TAG,
@@ -570,6 +571,21 @@ class ClickHouseColumnListApi(APIView):
     ),
 )
 class SchemaRegistryConnectionListCreateApi(_ConnectionListCreateApi):
+    kind = _SCHEMA_REGISTRY
+
+
+@extend_schema_view(
+    post=extend_schema(
+        tags=SCHEMA_REGISTRY_TAG,
+        operation_id="schema_registry_connections_diff",
+        request=SchemaRegistryConnectionInput,
+        description="What saving these settings under their `name` would do, without saving anything: "
+        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
+        "A password left out is kept; a secret's values are never returned.",
+        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
+    )
+)
+class SchemaRegistryConnectionDiffApi(_ConnectionDiffApi):
     kind = _SCHEMA_REGISTRY
 
 

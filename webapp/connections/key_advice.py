@@ -10,7 +10,8 @@ first-seen time, and one delay per duplicate; never the events. It reports:
   timestamp or by an event-time field;
 - the smallest offered window (`spark_jobs.spec.DEDUP_WINDOWS`) covering 99.9% of those delays, marked
   "at least" when the scanned events span less time than that window (longer delays could not be seen);
-- the dedup state that window implies (keys per hour x window x bytes per key) and the state store for it;
+- the dedup state that window implies on disk (`spark_jobs.sizing`: events/s x window x unique share x bytes per
+  key) and the state store the in-memory estimate would call for;
 - key candidates: identifier-like fields (uuid-like, named like an id, or nearly unique), each with its
   duplicate share and how many of its duplicates differ from the first event (a key that merges different
   events).
@@ -32,6 +33,7 @@ from typing import Any, Literal
 import orjson
 
 from spark_jobs.connections import KafkaConnectionSpec
+from spark_jobs.sizing import state_estimate
 from spark_jobs.spec import DEDUP_WINDOWS, parse_window
 from webapp.connections.key_candidates import MISSING, CandidateFinder, KeyCandidate, hashable, lookup
 from webapp.connections.recent_events import RecentEvents
@@ -41,9 +43,9 @@ MAX_EVENTS_LIMIT = 500_000
 DEFAULT_TIME_BUDGET = 15.0
 MAX_TIME_BUDGET = 25.0  # below gunicorn's 30 s worker timeout
 COVERAGE = 0.999  # the recommended window covers this share of the observed duplicate delays
-# Spark's dedup state per key, beyond the key's own bytes: the key and value UnsafeRows (null bits, fixed
-# slots, the expiry time), the objects around them and the map entry; the in-memory store also keeps
-# the previous version's map. An estimate, not a measurement.
+# The in-memory store's dedup state per key (for the `state_store` advice), beyond the key's own bytes: the key
+# and value UnsafeRows (null bits, fixed slots, the expiry time), the objects around them and the map entry; the
+# in-memory store also keeps the previous version's map. An estimate, not a measurement.
 STATE_BYTES_PER_KEY = 200
 # Above this the in-memory store would take a large part of the job's default 2 GB heap (spark_jobs.run).
 ROCKSDB_ABOVE_BYTES = 512 * 1024 * 1024
@@ -263,6 +265,7 @@ class DuplicateCounter:
         )
         window, lower_bound = recommend_window(p999_ms=stats.p999 if stats else None, span_ms=span)
         state_bytes = self._state_bytes(window, span)
+        heap_bytes = self._heap_bytes(window, span)
         notes = []
         if not complete:
             notes.append(
@@ -290,7 +293,7 @@ class DuplicateCounter:
             window_is_lower_bound=lower_bound,
             reason=self._reason(window, lower_bound, stats, span),
             estimated_state_bytes=state_bytes,
-            state_store=None if state_bytes is None else ("rocksdb" if state_bytes > ROCKSDB_ABOVE_BYTES else "memory"),
+            state_store=None if heap_bytes is None else ("rocksdb" if heap_bytes > ROCKSDB_ABOVE_BYTES else "memory"),
             candidates=self.finder.candidates(),
             complete=complete,
             elapsed_ms=elapsed_ms,
@@ -298,13 +301,24 @@ class DuplicateCounter:
         )
 
     def _state_bytes(self, window: str | None, span: int | None) -> int | None:
-        """Keys per hour x window x bytes per key; None when the scan cannot tell a rate."""
+        """The window's dedup state on disk (`spark_jobs.sizing`: the measured rate x window x unique share,
+        the bytes per key of the RocksDB state); None when the scan cannot tell a rate."""
         distinct = len(self.first_seen)
         if window is None or not distinct or span is None or span < 1_000:
             return None
-        keys_per_ms = distinct / span
+        return state_estimate(
+            events_per_second=self.scanned * 1000 / span,
+            window_seconds=parse_window(window),
+            unique_share=distinct / self.scanned,
+        ).disk_bytes
+
+    def _heap_bytes(self, window: str | None, span: int | None) -> int | None:
+        """What the in-memory store would take of the heap for the window (for `state_store`)."""
+        distinct = len(self.first_seen)
+        if window is None or not distinct or span is None or span < 1_000:
+            return None
         bytes_per_key = STATE_BYTES_PER_KEY + self.key_bytes / distinct
-        return int(keys_per_ms * parse_window(window) * 1000 * bytes_per_key)
+        return int(distinct / span * parse_window(window) * 1000 * bytes_per_key)
 
     def _reason(self, window: str | None, lower_bound: bool, stats: DelayPercentiles | None, span: int | None) -> str:
         keys = " + ".join(self.keys)

@@ -61,7 +61,8 @@ def schema_registry_connection_get(*, user: AbstractBaseUser, pk: Any) -> Schema
 class ConnectionChanges:
     """What saving a connection's settings under its name would do: create it, or change these fields."""
 
-    connection: KafkaConnection | ClickHouseConnection | None  # the saved one of that name; None: it would be new
+    # The saved one of that name; None: it would be new.
+    connection: KafkaConnection | ClickHouseConnection | SchemaRegistryConnection | None
     changes: list[Change] = field(default_factory=list)  # a secret's change has `secret` set and no values
 
 

@@ -3,12 +3,12 @@ letters, log)."""
 
 from django.urls import path
 
-from webapp.pipelines import apis, diff_apis, exactly_once_apis, observe_apis, schema_change_apis
+from webapp.pipelines import apis, diff_apis, exactly_once_apis, mapping_apis, observe_apis, schema_change_apis
 
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
     path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
-    path("mapping/", apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
+    path("mapping/", mapping_apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
     path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
     path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
     path("<int:pk>/diff/", diff_apis.PipelineDiffApi.as_view(), name="pipeline-diff"),

@@ -12,21 +12,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.field_types import FIELD_TYPE_CHOICES
-from spark_jobs.limits import FIELDS, size_issues
+from spark_jobs.limits import size_issues
 from spark_jobs.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import exactly_once, selectors, services, type_fit
+from webapp.pipelines import exactly_once, selectors, services, state_size, type_fit
 from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
     delivery_data,
     validation_data,
 )
-from webapp.pipelines.mapping import SourceField
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
 TAG = ["Pipelines"]
@@ -109,6 +108,7 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "pid",
             "spark_app_id",
             "spark_master",
+            "driver_memory",
             "log_path",
             "started_at",
             "running_at",
@@ -118,6 +118,8 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "exit_code",
             "outcome",
             "reason",
+            "cause",
+            "log_tail",
         ]
 
 
@@ -135,7 +137,7 @@ class PipelineLogInput(serializers.Serializer):
     lines = serializers.IntegerField(min_value=1, max_value=200, default=100)
 
 
-class PipelineValidateInput(serializers.Serializer):
+class PipelineValidateInput(PlannedRateInput):
     spec = SpecField()
     name = serializers.CharField(max_length=100, required=False)
     kafka_connection = serializers.IntegerField(required=False)
@@ -149,56 +151,9 @@ class PipelineValidateInput(serializers.Serializer):
     accept_dead_letters = accept_dead_letters_field()
 
 
-class PipelineCheckInput(serializers.Serializer):
+class PipelineCheckInput(PlannedRateInput):
     check_live = serializers.BooleanField(default=True)
     accept_dead_letters = accept_dead_letters_field()
-
-
-class MappingFieldInput(serializers.Serializer):
-    path = serializers.CharField(max_length=500)
-    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
-    nullable = serializers.BooleanField(default=False)
-
-
-class MappingInput(serializers.Serializer):
-    fields = MappingFieldInput(many=True, allow_empty=False, max_length=FIELDS.maximum)
-    clickhouse_connection = serializers.IntegerField(required=False, help_text="Needed for an existing table.")
-    database = serializers.CharField(max_length=255, required=False)
-    table = serializers.CharField(
-        max_length=255,
-        required=False,
-        help_text="An existing table (its columns are matched), or the name of one to create (columns are proposed, "
-        "as when it is left out).",
-    )
-    order_by = serializers.ListField(
-        child=serializers.CharField(max_length=500),
-        required=False,
-        default=list,
-        max_length=100,
-        help_text="For a new table: the fields of its ORDER BY (their columns are never proposed Nullable).",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("table") and attrs.get("clickhouse_connection") is None:
-            raise serializers.ValidationError({"clickhouse_connection": ["Needed to read an existing table."]})
-        return attrs
-
-
-class ColumnMappingOutput(serializers.Serializer):
-    field = serializers.CharField()
-    column = serializers.CharField()
-    type = serializers.CharField()
-    compatible = serializers.BooleanField()
-    problem = serializers.CharField(allow_blank=True)
-
-
-class MappingOutput(serializers.Serializer):
-    columns = ColumnMappingOutput(many=True, help_text="Usable as spec.sink.columns (field, column, type).")
-    unmapped_required = serializers.ListField(child=serializers.CharField())
-    unmapped_fields = serializers.ListField(child=serializers.CharField())
-    create_table = serializers.BooleanField(
-        help_text="True when the table does not exist yet: the columns are proposed for it (spec.sink.create_table)."
-    )
 
 
 class ValidationOutput(serializers.Serializer):
@@ -208,6 +163,11 @@ class ValidationOutput(serializers.Serializer):
         allow_null=True, help_text="Only with check_live: what the target table guarantees."
     )
     warnings = ValidationWarningOutput(many=True, help_text="Problems that do not make the spec invalid.")
+    estimated_state = EstimatedStateOutput(
+        allow_null=True,
+        help_text="With dedup: the state the window holds once full, and the job's memory for it. Null when no rate "
+        "is known (give events_per_second, or check_live to ask the topics).",
+    )
     sample = SampleReportOutput(
         allow_null=True,
         default=None,
@@ -216,9 +176,26 @@ class ValidationOutput(serializers.Serializer):
     )
 
 
-def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: Any) -> dict[str, Any]:
-    """Validate; with `check_live` (and both connections) also check a live sample of the topics."""
+def _validated(
+    *,
+    check_live: bool,
+    accept_dead_letters: list[str],
+    events_per_second: float | None = None,
+    unique_share: float | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Validate; with `check_live` (and both connections) also check a live sample of the topics. The expected
+    dedup state: at the rate given, else (with `check_live`) at the topics' recent rate."""
     parsed = services.pipeline_validate(check_live=check_live, **kwargs)
+    estimate = state_size.estimate_for(
+        dedup=parsed.dedup,
+        topics=parsed.source.topics,
+        kafka_connection=kwargs.get("kafka_connection"),
+        events_per_second=events_per_second,
+        unique_share=unique_share,
+        ask_topic=check_live,
+    )
+    estimated_state, state_warnings = state_size.estimated_state_data(estimate)
     report = None
     if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
         report = type_fit.sample_check_live(
@@ -228,7 +205,8 @@ def _validated(*, check_live: bool, accept_dead_letters: list[str], **kwargs: An
             schema_registry_connection=kwargs.get("schema_registry_connection"),
         )
     output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
-    return {**output, "sample": report.to_dict() if report else None}
+    output["warnings"] = [*output["warnings"], *state_warnings]
+    return {**output, "estimated_state": estimated_state, "sample": report.to_dict() if report else None}
 
 
 class PipelineStatusOutput(serializers.ModelSerializer):
@@ -395,33 +373,6 @@ class PipelineSpecValidateApi(APIView):
         return Response(ValidationOutput(_validated(**data)).data)
 
 
-class PipelineMappingApi(APIView):
-    reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="pipelines_mapping_suggest",
-        description=(
-            "Map fields to columns by name (nested paths with '_' for '.'): into an existing table, flagging "
-            "incompatible types and required columns left unmapped, or for a new table (none named, or a name that "
-            "does not exist yet in the database) with default types."
-        ),
-        request=MappingInput,
-        responses={200: MappingOutput, **ERROR_RESPONSES},
-    )
-    def post(self, request: Request) -> Response:
-        data = validated_input(MappingInput, request.data)
-        connections = connections_of(request, data)
-        suggestion = selectors.pipeline_mapping_suggest(
-            fields=[SourceField(**f) for f in data["fields"]],
-            clickhouse_connection=connections.get("clickhouse_connection"),
-            database=data.get("database"),
-            table=data.get("table"),
-            order_by=data["order_by"],
-        )
-        return Response(MappingOutput(suggestion).data)
-
-
 class PipelineValidateApi(APIView):
     reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
 
@@ -455,7 +406,10 @@ class PipelineRunListApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_runs_list",
-        description="Every attempt to run the job, newest first: version, process, start/end, exit code, reason.",
+        description=(
+            "Every attempt to run the job, newest first: version, process, start/end, exit code, and for a failed "
+            "run why in words (reason), its cause's code (cause) and the log's last lines (log_tail)."
+        ),
         responses={200: PipelineRunOutput(many=True), **ERROR_RESPONSES},
     )
     def get(self, request: Request, pk: int) -> Response:

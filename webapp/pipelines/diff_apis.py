@@ -22,6 +22,11 @@ class PipelineDiffInput(serializers.Serializer):
     clickhouse_connection = serializers.IntegerField(
         required=False, help_text="Id of one of your ClickHouse connections."
     )
+    schema_registry_connection = serializers.IntegerField(
+        required=False,
+        help_text="Id of one of your schema registry connections (format avro); left out, the pipeline's stays "
+        "while the spec reads Avro, as in an update.",
+    )
 
 
 class PipelineDiffOutput(serializers.Serializer):

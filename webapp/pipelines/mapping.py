@@ -6,9 +6,11 @@ columns and types and flag the same problems.
 
 A field maps to a column of the same name, compared without case and with the dots of nested paths read
 as underscores (`customer.name` -> `customer_name`). Columns that ClickHouse computes itself
-(MATERIALIZED, ALIAS) are never written. For a new table every field gets a column with the spec module's
-default type, Nullable when the field is sometimes missing, except in the ORDER BY (a sorting key cannot be
-Nullable).
+(MATERIALIZED, ALIAS) are never written. For a new table every field gets a column with the type its schema
+proposes (Avro: `Decimal(P, S)` for a decimal, `DateTime64(3, 'UTC')` for timestamp-millis, `Date`, `UUID`,
+`LowCardinality(String)` for an enum, Nullable for a union with null; `spark_jobs.avro_schema`), else the spec
+module's default type for the field's type; Nullable when the field is sometimes missing, except in the ORDER BY
+(a sorting key cannot be Nullable).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from spark_jobs.clickhouse_types import parse_clickhouse_type
+from spark_jobs.clickhouse_types import ClickHouseType, parse_clickhouse_type
 from spark_jobs.field_types import default_clickhouse_type, field_type_compatible
 from webapp.connections.clickhouse_client import ColumnInfo
 
@@ -29,6 +31,7 @@ class SourceField:
     path: str
     type: str
     nullable: bool = False
+    clickhouse_type: str | None = None  # the column type its schema proposes (Avro); None: the field type's default
 
 
 @dataclass(frozen=True)
@@ -62,15 +65,28 @@ def writable(column: ColumnInfo) -> bool:
 
 
 def proposed_type(source: SourceField, *, in_order_by: bool = False) -> str:
-    """The column type proposed for a new table: the spec module's default, Nullable when the field is
-    sometimes missing (so a missing value stays NULL), but never for a column of the ORDER BY."""
-    type_sql = default_clickhouse_type(source.type)
-    if not source.nullable or in_order_by:
+    """The column type proposed for a new table: the one the field's schema proposes, else the spec module's
+    default for its type; Nullable when the field is sometimes missing (so a missing value stays NULL), but never
+    for a column of the ORDER BY."""
+    type_sql = source.clickhouse_type or default_clickhouse_type(source.type)
+    if in_order_by:
+        return _not_nullable(type_sql)
+    if not source.nullable:
         return type_sql
     parsed = parse_clickhouse_type(type_sql)
     if parsed.nullable or parsed.name in ("JSON", "Array", "Map", "LowCardinality"):
         return type_sql
     return f"Nullable({type_sql})"
+
+
+def _not_nullable(type_sql: str) -> str:
+    """`type_sql` without Nullable (also inside LowCardinality): a sorting key's column cannot be Nullable."""
+    parsed = parse_clickhouse_type(type_sql)
+    if parsed.nullable:
+        return parsed.args[0].sql()
+    if parsed.name == "LowCardinality" and parsed.args[0].nullable:
+        return ClickHouseType("LowCardinality", (parsed.args[0].args[0],)).sql()
+    return type_sql
 
 
 def check_column(source: SourceField, column: ColumnInfo) -> tuple[bool, str]:

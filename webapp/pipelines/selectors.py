@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404
 from spark_jobs.connections import spec_without_connections
 from spark_jobs.spec import SpecError
 from webapp.connections import clickhouse_client
-from webapp.connections.models import ClickHouseConnection, KafkaConnection
+from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.changes import Change, json_changes
 from webapp.pipelines import metrics, runtime, stored_specs
 from webapp.pipelines.lifecycle import JOB_WANTED
@@ -31,7 +31,7 @@ def pipeline_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySe
     if name is not None:
         pipelines = pipelines.filter(name=name)
     return pipelines.select_related(
-        "kafka_connection", "clickhouse_connection", "current_version", "deployed_version"
+        "kafka_connection", "clickhouse_connection", "schema_registry_connection", "current_version", "deployed_version"
     ).order_by("name", "id")
 
 
@@ -60,7 +60,8 @@ def pipeline_version_get(*, pipeline: Pipeline, number: Any) -> PipelineVersion:
 class PipelineChanges:
     """What saving a spec (and connections) as the pipeline's new version would change."""
 
-    changes: list[Change] = field(default_factory=list)  # paths `kafka_connection`, `clickhouse_connection`, `spec.…`
+    # Paths `kafka_connection`, `clickhouse_connection`, `schema_registry_connection`, `spec.…`.
+    changes: list[Change] = field(default_factory=list)
     redeploys: bool = False  # the pipeline runs or is being deployed: saving the change redeploys it
     checkpoint_problems: list[str] = field(default_factory=list)  # why the change cannot use the checkpoint
 
@@ -83,19 +84,30 @@ def pipeline_changes(
     spec: Mapping[str, Any],
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
+    schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> PipelineChanges:
     """Compare `spec` (a client's spec, as `services.pipeline_update` takes it) and the connections with the
     pipeline's current version. Raises SpecError for a spec that update would refuse."""
     kafka = kafka_connection or pipeline.kafka_connection
     clickhouse = clickhouse_connection or pipeline.clickhouse_connection
-    parsed = stored_specs.parse(spec, name=pipeline.name, kafka_connection=kafka, clickhouse_connection=clickhouse)
+    registry = stored_specs.registry_after_update(
+        current=pipeline.schema_registry_connection, given=schema_registry_connection, spec=spec
+    )
+    parsed = stored_specs.parse(
+        spec,
+        name=pipeline.name,
+        kafka_connection=kafka,
+        clickhouse_connection=clickhouse,
+        schema_registry_connection=registry,
+    )
     changes = [
-        Change(name, old.name, new.name)
+        Change(name, getattr(old, "name", None), getattr(new, "name", None))
         for name, old, new in (
             ("kafka_connection", pipeline.kafka_connection, kafka),
             ("clickhouse_connection", pipeline.clickhouse_connection, clickhouse),
+            ("schema_registry_connection", pipeline.schema_registry_connection, registry),
         )
-        if old.pk != new.pk
+        if getattr(old, "pk", None) != getattr(new, "pk", None)
     ]
     changes += json_changes(_comparable(pipeline.stored_spec or {}), _comparable(stored_json(parsed)), "spec")
     problems: list[str] = []

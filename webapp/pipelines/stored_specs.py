@@ -34,6 +34,27 @@ if TYPE_CHECKING:
 
 UNNAMED = "unnamed"
 
+
+def _source_format(spec: PipelineSpec | Mapping[str, Any] | None) -> Any:
+    if isinstance(spec, PipelineSpec):
+        return spec.source.format
+    source = spec.get("source") if isinstance(spec, Mapping) else None
+    return source.get("format", "json") if isinstance(source, Mapping) else "json"
+
+
+def registry_after_update(
+    *,
+    current: SchemaRegistryConnection | None,
+    given: SchemaRegistryConnection | None,
+    spec: PipelineSpec | Mapping[str, Any] | None,
+) -> SchemaRegistryConnection | None:
+    """The schema registry connection a pipeline has after an update (and what a diff compares with): the one
+    given, else the one it has, unless the spec no longer reads Avro (then the registry it used is let go)."""
+    if given is None and _source_format(spec) != "avro":
+        return None
+    return given or current
+
+
 __all__ = [
     "PipelineSpec",
     "SpecError",
@@ -43,6 +64,7 @@ __all__ = [
     "merge_connections",
     "name_error",
     "parse",
+    "registry_after_update",
     "with_connection_sections",
     "with_connections",
 ]

@@ -75,6 +75,9 @@ def advice_kept(analysis: advice.KeyAdvice) -> dict[str, Any] | None:
         "window": analysis.recommended_window,
         "lower_bound": analysis.window_is_lower_bound,
         "state_bytes": analysis.estimated_state_bytes,
+        # The measured rate, for sizing the state of any window (webapp.pipelines.state_size).
+        "events_per_second": round(analysis.scanned * 1000 / analysis.span_ms, 3) if analysis.span_ms else None,
+        "unique_share": round(analysis.distinct_keys / analysis.scanned, 4) if analysis.scanned else None,
         "keys": analysis.keys,
         "time": analysis.time,
         "event_time_field": analysis.event_time_field,

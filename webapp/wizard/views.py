@@ -301,6 +301,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
             "count": form.cleaned_data["count"],
             "position": form.cleaned_data["position"],
             "schema_versions": versions,
+            "column_types": sample_step.schema_column_types(avro_schema),
         },
     )
     context.update(

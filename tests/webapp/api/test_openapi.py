@@ -27,6 +27,8 @@ def test_schema_lists_every_operation_with_auth(client):
         "pipelines_resume",
         "pipelines_delete",
         "pipelines_status",
+        "schema_registry_connections_list",
+        "schema_registry_connections_diff",
     ):
         assert expected in operations
     assert {"tokenAuth", "cookieAuth"} <= set(schema["components"]["securitySchemes"])

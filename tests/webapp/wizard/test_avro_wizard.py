@@ -169,6 +169,10 @@ def test_the_walk_ends_in_a_pipeline_that_reads_avro_through_the_registry(
         },
     )
     assert response.status_code == 302, alerts(response)
+    # A new table: its columns take the types the Avro schema gives (Nullable for a union with null).
+    page = owner_client.get(step_url(draft, "mapping")).content.decode()
+    for column_type in ("Decimal(10, 2)", "DateTime64(3, &#x27;UTC&#x27;)", "Date", "LowCardinality(String)"):
+        assert f'<option value="{column_type}" selected>' in page, column_type
     response = submit(owner_client, draft, "mapping", mapping_post(owner_client, draft))
     assert response.status_code == 302, alerts(response)
     html = owner_client.get(step_url(draft, "review")).content.decode()
@@ -181,6 +185,16 @@ def test_the_walk_ends_in_a_pipeline_that_reads_avro_through_the_registry(
     assert pipeline.stored_spec["source"]["format"] == "avro"
     assert pipeline.stored_spec["source"]["schema_registry"]["url"] == registry_connection.url
     assert "coupon" in [f["path"] for f in pipeline.stored_spec["source"]["fields"]]
+    columns = {c["field"]: c["type"] for c in pipeline.stored_spec["sink"]["columns"]}
+    assert {path: columns[path] for path in ("order_id", "price", "paid_at", "day", "status", "note", "coupon")} == {
+        "order_id": "UUID",
+        "price": "Decimal(10, 2)",
+        "paid_at": "DateTime64(3, 'UTC')",
+        "day": "Date",
+        "status": "LowCardinality(String)",
+        "note": "Nullable(String)",
+        "coupon": "Nullable(String)",
+    }
 
     # Editing through the wizard keeps the format and the registry.
     owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))

@@ -56,6 +56,9 @@ PIPELINE_RESTART_BACKOFF_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF", 5.0)
 PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX", 300.0)
 PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
 PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
+# Restarts stop early when this many runs in a row died of the same cause that stays until something is changed
+# (out of memory, a state too large to load, a missing table, refused credentials: spark_jobs.failures).
+PIPELINE_SAME_CAUSE_LIMIT = env_int("CLEARFLOW_SAME_CAUSE_LIMIT", 3)
 # Workers on other hosts watch a job through its lease in Redis (worker.leases), renewed by the job's supervisor;
 # a job that cannot renew it for half this time stops itself, and one whose lease expired counts as lost.
 PIPELINE_LEASE_SECONDS = env_float("CLEARFLOW_JOB_LEASE", 120.0)
@@ -65,7 +68,11 @@ if PIPELINE_LEASE_SECONDS < 3:  # renewed every sixth of it: shorter would stop 
 PIPELINE_BEAT_STALE_SECONDS = env_float("CLEARFLOW_BEAT_STALE", 60.0)
 # Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
 # (e.g. `--jars a.jar,b.jar` for connectors on a cluster). Never put secrets here: they end up on a command line.
-SPARK_DRIVER_MEMORY = env_str("CLEARFLOW_DRIVER_MEMORY", "1g")
+# "auto": sized from the pipeline's expected dedup state (spark_jobs.sizing), with RocksDB's memory bound beside it;
+# a size ("2g") overrides the heap for every job.
+SPARK_DRIVER_MEMORY = env_str("CLEARFLOW_DRIVER_MEMORY", "auto")
+# What one job may take in memory (its expected RSS is checked against it before deploy); empty: the machine's RAM.
+JOB_MEMORY_LIMIT = env_str("CLEARFLOW_JOB_MEMORY_LIMIT", "")
 # Both are split like a shell does: CLEARFLOW_SPARK_CONF="spark.a=1 spark.b=2".
 SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))

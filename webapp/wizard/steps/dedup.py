@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
+from spark_jobs.sizing import MB
+from webapp.pipelines import state_size
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
@@ -118,6 +120,47 @@ def dedup_submit(request, draft):
     return None
 
 
+def _measured_advice(draft: WizardDraft) -> dict[str, Any] | None:
+    """The key advice kept in the draft, when it was measured for the chosen keys and time basis."""
+    dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
+    advice = draft.section("dedup").get(ADVICE_FIELD)
+    if dedup is None or not isinstance(advice, dict):
+        return None
+    same_measure = (
+        advice.get("keys") == dedup.keys
+        and advice.get("time") == dedup.time
+        and (advice.get("event_time_field") or None) == (dedup.event_time_field if dedup.time == "event" else None)
+    )
+    return advice if same_measure else None
+
+
+def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> dict[str, Any] | None:
+    """The chosen window's expected dedup state for the review step (`webapp.pipelines.state_size`): at the rate
+    the key advice measured, else (`live`) at the topics' recent rate; with what this machine cannot hold, in
+    words. None without deduplication; `estimate` None when no rate is known."""
+    dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
+    if dedup is None:
+        return None
+    estimate = state_size.estimate_for(
+        dedup=dedup,
+        topics=draft.spec.source.topics or [],
+        kafka_connection=kafka_connection,
+        advice=_measured_advice(draft),
+        ask_topic=live,
+    )
+    if estimate is None:
+        return {"window": dedup.window, "estimate": None}
+    check = state_size.check(estimate)
+    return {
+        "window": dedup.window,
+        "estimate": estimate,
+        "disk_mb": estimate.disk_bytes / MB,
+        "job_memory_mb": estimate.job_memory_bytes / MB,
+        "unique_pct": 100 * estimate.unique_share,
+        "warnings": check.warnings,
+    }
+
+
 def window_advice(draft: WizardDraft) -> dict[str, Any] | None:
     """The chosen window beside the advised one, for the review step; None without deduplication. `advice` is None
     when none was measured for the chosen keys and time basis. `factor` says how many times apart they are,
@@ -126,15 +169,9 @@ def window_advice(draft: WizardDraft) -> dict[str, Any] | None:
     if dedup is None:
         return None
     chosen_seconds = specmod.parse_window(dedup.window)
-    advice = draft.section("dedup").get(ADVICE_FIELD)
-    same_measure = (
-        isinstance(advice, dict)
-        and advice.get("keys") == dedup.keys
-        and advice.get("time") == dedup.time
-        and (advice.get("event_time_field") or None) == (dedup.event_time_field if dedup.time == "event" else None)
-    )
+    advice = _measured_advice(draft)
     result: dict[str, Any] = {"window": dedup.window, "seconds": chosen_seconds, "advice": None}
-    if not same_measure:
+    if advice is None:
         return result
     advised_seconds = specmod.parse_window(advice["window"])
     ratio = chosen_seconds / advised_seconds

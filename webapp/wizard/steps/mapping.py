@@ -21,6 +21,7 @@ from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.clickhouse import ensure_columns, source_fields, stored_columns
 from webapp.wizard.steps.common import NEW_TABLE_TYPES, form_rows
 from webapp.wizard.steps.fit import accepted_fields, check_mapping_fit, mapping_fit_summary
+from webapp.wizard.steps.sample import schema_column_types
 
 
 @dataclass
@@ -36,9 +37,26 @@ class MappingRow:
 
 
 def _source_fields(draft: WizardDraft) -> list[SourceField]:
-    """Every name a column can be filled from: sample fields, computed fields, then Kafka metadata."""
-    fields = [SourceField(f["path"], f["type"], bool(f.get("nullable"))) for f in source_fields(draft)]
+    """Every name a column can be filled from: sample fields (with the column type their Avro schema proposes),
+    computed fields, then Kafka metadata."""
+    schema_types = _schema_column_types(draft)
+    fields = []
+    for f in source_fields(draft):
+        column_type = schema_types.get(f["path"])
+        if column_type is not None and not specmod.field_type_compatible(f["type"], column_type):
+            column_type = None  # the field's type was changed by hand: its own default then
+        fields.append(SourceField(f["path"], f["type"], bool(f.get("nullable")), column_type))
     return fields + [SourceField(path, kind) for path, kind in specmod.KAFKA_METADATA_FIELDS.items()]
+
+
+def _schema_column_types(draft: WizardDraft) -> dict[str, str]:
+    """For an Avro source, the column types its schema proposes by path: the pasted schema's, else those of the
+    registry's schema that the sample was decoded with."""
+    if draft.spec.source.format != "avro":
+        return {}
+    if draft.spec.source.avro_schema:
+        return schema_column_types(draft.spec.source.avro_schema)
+    return dict(draft.section("sample").get("column_types") or {})
 
 
 def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow], list[ColumnInfo], bool]:

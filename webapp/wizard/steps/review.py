@@ -33,7 +33,7 @@ from webapp.wizard.steps.common import (
     schema_fields,
     schema_registry_connection_of,
 )
-from webapp.wizard.steps.dedup import window_advice
+from webapp.wizard.steps.dedup import expected_state, window_advice
 
 
 def _default_name(draft: WizardDraft) -> str:
@@ -112,6 +112,7 @@ def review_context(
         "schema_registry_connection": registry,
         "summary": review_summary(draft),
         "window_advice": window_advice(draft),
+        "expected_state": expected_state(draft, kafka, live=live),
         # The alert rules a new pipeline gets, and where they go: every enabled channel of the user.
         "alert_rules": [RuleKind(kind).label for kind in RULE_PARAMS],
         "alert_channels": (channels := list(alert_selectors.alert_channel_list(user=request.user))),

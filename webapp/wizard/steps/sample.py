@@ -230,6 +230,20 @@ def inferred_rows(
     return field_rows_from(fields)
 
 
+def schema_column_types(avro_schema: str | None) -> dict[str, str]:
+    """The column type the Avro schema proposes for each field path (`spark_jobs.avro_schema`: Decimal(P, S),
+    DateTime64(3, 'UTC'), Date, UUID, LowCardinality(String), Nullable for a union with null); kept with the sample
+    so that the mapping step proposes them for a new table. {} without a schema, or for one that does not read."""
+    from spark_jobs.avro_schema import AvroSchemaError, schema_fields
+
+    if not avro_schema:
+        return {}
+    try:
+        return {field.path: field.clickhouse_type for field in schema_fields(avro_schema)}
+    except AvroSchemaError:
+        return {}
+
+
 def _example(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "…"

@@ -1,0 +1,238 @@
+"""Sizing a pipeline's dedup state before it runs: keys, bytes on disk, RocksDB memory, the job's memory.
+
+Pure Python (no Spark, no Django): the web app shows it on the review step and in the API's validation, the
+worker gives the job its memory from it.
+
+- `state_estimate(events_per_second=..., window_seconds=..., unique_share=...)`: the keys the dedup state holds
+  once a window is full (rate x window x share of unique keys, capped by a known key space), their bytes on
+  disk, the RocksDB memory to give the job (block cache + write buffers, bounded), the driver's JVM heap
+  (`driver_memory`, as Spark spells it) and the job's expected resident memory (RSS).
+- `machine_check(estimate, ...)`: whether this machine can hold it (free disk at the checkpoint root, the
+  memory a job may take), with the reasons in words.
+
+The state lives in RocksDB (off-heap, on disk under the checkpoint), so the heap does not grow with the window:
+what grows is the disk, and RocksDB's memory is bounded
+(`spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage` with `maxMemoryUsageMB`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+MB = 1024 * 1024
+GB = 1024 * MB
+
+# Bytes on disk per key in the dedup state. Measured for the RocksDB state store: about 53 bytes per key for
+# a 16-byte key hash and an 8-byte value (the first-seen time), with RocksDB's own overhead (block index,
+# bloom filter, compression) and the checkpoint's copy. Planned with 60 for headroom.
+BYTES_PER_KEY_ON_DISK = 60
+# The checkpoint keeps older versions of the state's files next to the newest (to recover from any of the
+# last batches) and compaction rewrites files before it removes the old ones: free disk is asked for this
+# many times the state.
+DISK_HEADROOM = 2.0
+# RocksDB memory: enough block cache for the index and filter blocks and a share of the hot data blocks,
+# plus the write buffers that take each batch's writes. A tenth of the state plus the write buffers, within
+# bounds: below 64 MB the write buffers alone starve; above 1 GB memory buys little, lookups of cold keys
+# go to disk through the bloom filters anyway.
+ROCKSDB_WRITE_BUFFERS_MB = 64
+ROCKSDB_CACHE_SHARE = 0.10
+ROCKSDB_MIN_MB = 64
+ROCKSDB_MAX_MB = 1024
+# The driver's JVM heap: the micro-batches and Spark's own bookkeeping, not the state (off-heap in RocksDB).
+DRIVER_HEAP_MB = 1024
+# Beyond heap and RocksDB, the job's processes hold the JVM's own memory (metaspace, code cache, thread
+# stacks, Netty's direct buffers: about 400 MB seen on a local[2] job) and the Python driver (about 100 MB).
+PROCESS_OVERHEAD_MB = 512
+
+RateSource = Literal["given", "advice", "topic"]
+
+
+@dataclass(frozen=True)
+class StateEstimate:
+    """The dedup state of one pipeline once its window is full, and the memory its job needs."""
+
+    events_per_second: float
+    window_seconds: int
+    unique_share: float  # share of the events whose key is new within the window
+    keys: int
+    disk_bytes: int
+    rocksdb_memory_mb: int
+    driver_memory: str  # the JVM heap, as spark's --driver-memory takes it: "1g", "1536m"
+    job_memory_bytes: int  # expected RSS of the job: heap + RocksDB + the processes' own memory
+    rate_source: RateSource = "given"
+    capped_by_key_space: bool = False
+
+    @property
+    def rocksdb_memory_bytes(self) -> int:
+        return self.rocksdb_memory_mb * MB
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rocksdb_memory_bytes": self.rocksdb_memory_bytes}
+
+
+@dataclass(frozen=True)
+class MachineCheck:
+    """Whether a machine can hold an estimate; `warnings` say why not, in words."""
+
+    fits: bool
+    free_disk_bytes: int | None  # None: not known here (a remote checkpoint root)
+    memory_limit_bytes: int | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _spark_memory(mb: int) -> str:
+    return f"{mb // 1024}g" if mb % 1024 == 0 else f"{mb}m"
+
+
+def rocksdb_memory_mb(disk_bytes: int) -> int:
+    """RocksDB's memory bound for a state of `disk_bytes`, in MB (a multiple of 64, within the bounds)."""
+    wanted = disk_bytes * ROCKSDB_CACHE_SHARE / MB + ROCKSDB_WRITE_BUFFERS_MB
+    rounded = math.ceil(wanted / 64) * 64
+    return max(ROCKSDB_MIN_MB, min(ROCKSDB_MAX_MB, rounded))
+
+
+def state_estimate(
+    *,
+    events_per_second: float,
+    window_seconds: int,
+    unique_share: float = 1.0,
+    key_space: int | None = None,
+    rate_source: RateSource = "given",
+) -> StateEstimate:
+    """The state a window of `window_seconds` holds at `events_per_second`, of which `unique_share` have a key
+    not seen within the window (1.0, the most, when unknown). `key_space`: how many keys there can be at all
+    (a key with few distinct values), when known; the state never holds more."""
+    if events_per_second < 0 or window_seconds <= 0:
+        raise ValueError("events_per_second must be >= 0 and window_seconds > 0")
+    share = min(1.0, max(0.0, unique_share))
+    keys = round(events_per_second * window_seconds * share)
+    capped = key_space is not None and keys > key_space
+    if capped:
+        keys = int(key_space or 0)
+    disk = keys * BYTES_PER_KEY_ON_DISK
+    rocksdb_mb = rocksdb_memory_mb(disk)
+    return StateEstimate(
+        events_per_second=round(float(events_per_second), 1),
+        window_seconds=int(window_seconds),
+        unique_share=round(share, 4),
+        keys=keys,
+        disk_bytes=disk,
+        rocksdb_memory_mb=rocksdb_mb,
+        driver_memory=_spark_memory(DRIVER_HEAP_MB),
+        job_memory_bytes=(DRIVER_HEAP_MB + rocksdb_mb + PROCESS_OVERHEAD_MB) * MB,
+        rate_source=rate_source,
+        capped_by_key_space=capped,
+    )
+
+
+def parse_memory(value: str) -> int:
+    """'512m', '2g', '1.5g', '4096' (MB) -> bytes. Raises ValueError with a readable message."""
+    text = value.strip().lower().removesuffix("b")
+    units = {"k": 1024, "m": MB, "g": GB, "t": 1024 * GB}
+    unit = units.get(text[-1:])
+    number = text[:-1] if unit else text
+    try:
+        amount = float(number)
+    except ValueError:
+        raise ValueError(f"invalid memory size {value!r}: use a number and a unit m or g, e.g. '2g'") from None
+    if not math.isfinite(amount) or amount <= 0:
+        raise ValueError(f"invalid memory size {value!r}: must be greater than zero")
+    return int(amount * (unit or MB))
+
+
+def total_memory_bytes() -> int | None:
+    """This machine's physical memory (None when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def free_disk_bytes(path: str) -> int | None:
+    """Free bytes on the filesystem that holds `path` (or would: its nearest existing parent); None for a
+    URI (hdfs://, s3a://), whose space is not known from here."""
+    if "://" in path:
+        return None
+    current = Path(path).expanduser().absolute()
+    while not current.exists() and current != current.parent:
+        current = current.parent
+    try:
+        return shutil.disk_usage(current).free
+    except OSError:
+        return None
+
+
+def stored_state_bytes(checkpoint: str) -> int | None:
+    """Bytes of the dedup state a checkpoint holds now (its `state` directory: RocksDB's files and changelogs,
+    older versions included); None for a URI or a checkpoint without state yet."""
+    if "://" in checkpoint:
+        return None
+    root = Path(checkpoint) / "state"
+    if not root.is_dir():
+        return None
+    total = 0
+    for directory, _subdirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(directory, name)).st_size
+            except OSError:  # removed by a compaction or cleanup meanwhile
+                continue
+    return total
+
+
+def human_bytes(count: float) -> str:
+    """1.2 GB, 340 MB, 12 KB (powers of 1024, as the state's figures are planned)."""
+    for unit, size in (("TB", 1024 * GB), ("GB", GB), ("MB", MB), ("KB", 1024)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{int(count)} bytes"
+
+
+def machine_check(
+    estimate: StateEstimate,
+    *,
+    checkpoint_root: str,
+    memory_limit_bytes: int | None = None,
+    free_disk: int | None = None,
+) -> MachineCheck:
+    """Whether the job of `estimate` fits: free disk at `checkpoint_root` (or `free_disk`, when known) for the
+    state with its headroom, and its expected RSS within `memory_limit_bytes` (default: this machine's memory)."""
+    disk = free_disk if free_disk is not None else free_disk_bytes(checkpoint_root)
+    limit = memory_limit_bytes if memory_limit_bytes is not None else total_memory_bytes()
+    warnings = []
+    needed_disk = int(estimate.disk_bytes * DISK_HEADROOM)
+    if disk is not None and needed_disk > disk:
+        warnings.append(
+            f"The dedup state needs about {human_bytes(estimate.disk_bytes)} on disk ({estimate.keys:,} keys), "
+            f"{human_bytes(needed_disk)} with the checkpoint's older versions, but only {human_bytes(disk)} is "
+            f"free at {checkpoint_root}: the job would stop when the disk fills. Choose a shorter window, or "
+            "free space (or move CLEARFLOW_CHECKPOINT_ROOT to a larger disk)."
+        )
+    if limit is not None and estimate.job_memory_bytes > limit:
+        warnings.append(
+            f"The job needs about {human_bytes(estimate.job_memory_bytes)} of memory (a {estimate.driver_memory} "
+            f"heap and {estimate.rocksdb_memory_mb} MB for RocksDB), more than the {human_bytes(limit)} a job may "
+            "take here: it would be killed for lack of memory. Raise the job memory limit, or run it on a larger "
+            "machine."
+        )
+    return MachineCheck(fits=not warnings, free_disk_bytes=disk, memory_limit_bytes=limit, warnings=warnings)
+
+
+__all__ = [
+    "BYTES_PER_KEY_ON_DISK",
+    "MachineCheck",
+    "StateEstimate",
+    "free_disk_bytes",
+    "human_bytes",
+    "machine_check",
+    "parse_memory",
+    "rocksdb_memory_mb",
+    "state_estimate",
+    "stored_state_bytes",
+    "total_memory_bytes",
+]

@@ -1,0 +1,97 @@
+"""Sizing the dedup state before a pipeline runs (spark_jobs.sizing): the figures the review step, the API and
+the worker use."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_jobs.sizing import machine_check, parse_memory, state_estimate, stored_state_bytes
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
+GB = 1024**3
+MB = 1024**2
+
+
+def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys():
+    estimate = state_estimate(events_per_second=20_000, window_seconds=3600)
+    assert estimate.keys == 72_000_000
+    assert estimate.disk_bytes == 72_000_000 * 60  # about 4 GB on disk
+    # a tenth of 4.0 GiB plus 64 MB of write buffers, rounded up to 64 MB
+    assert estimate.rocksdb_memory_mb == 512
+    assert estimate.driver_memory == "1g"
+    assert estimate.job_memory_bytes == (1024 + 512 + 512) * MB
+
+
+def test_a_seven_day_window_at_200_events_per_second_holds_121_million_keys():
+    estimate = state_estimate(events_per_second=200, window_seconds=7 * 86_400)
+    assert estimate.keys == 120_960_000
+    assert round(estimate.disk_bytes / GB, 1) == 6.8
+    assert estimate.rocksdb_memory_mb == 768
+
+
+def test_only_the_unique_share_of_the_events_is_held():
+    estimate = state_estimate(events_per_second=20_000, window_seconds=3600, unique_share=0.9)
+    assert estimate.keys == 64_800_000
+
+
+def test_the_state_never_holds_more_keys_than_there_can_be():
+    estimate = state_estimate(events_per_second=1000, window_seconds=86_400, key_space=5000)
+    assert estimate.keys == 5000
+    assert estimate.capped_by_key_space
+
+
+def test_rocksdb_memory_stays_within_its_bounds():
+    assert state_estimate(events_per_second=0, window_seconds=60).rocksdb_memory_mb == 64
+    assert state_estimate(events_per_second=100_000, window_seconds=7 * 86_400).rocksdb_memory_mb == 1024
+
+
+def test_a_machine_with_room_holds_the_state():
+    estimate = state_estimate(events_per_second=20_000, window_seconds=3600)
+    check = machine_check(estimate, checkpoint_root="/tmp", memory_limit_bytes=24 * GB, free_disk=100 * GB)
+    assert check.fits and check.warnings == []
+
+
+def test_too_little_free_disk_is_said_in_words():
+    estimate = state_estimate(events_per_second=200, window_seconds=7 * 86_400)
+    check = machine_check(estimate, checkpoint_root="/data/checkpoints", memory_limit_bytes=24 * GB, free_disk=10 * GB)
+    assert not check.fits
+    [warning] = check.warnings
+    assert "120,960,000 keys" in warning
+    assert "only 10 GB is free at /data/checkpoints" in warning
+    assert "shorter window" in warning
+
+
+def test_a_job_memory_limit_below_what_the_job_needs_is_said_in_words():
+    estimate = state_estimate(events_per_second=20_000, window_seconds=3600)
+    check = machine_check(estimate, checkpoint_root="/tmp", memory_limit_bytes=1 * GB, free_disk=100 * GB)
+    assert not check.fits
+    [warning] = check.warnings
+    assert "2 GB of memory" in warning and "1 GB a job may take" in warning
+
+
+def test_a_remote_checkpoint_root_is_not_checked_for_disk():
+    estimate = state_estimate(events_per_second=200, window_seconds=7 * 86_400)
+    check = machine_check(estimate, checkpoint_root="s3a://bucket/checkpoints", memory_limit_bytes=24 * GB)
+    assert check.free_disk_bytes is None and check.fits
+
+
+@pytest.mark.parametrize(("text", "expected"), [("2g", 2 * GB), ("512m", 512 * MB), ("1536", 1536 * MB)])
+def test_memory_sizes_read_as_spark_writes_them(text, expected):
+    assert parse_memory(text) == expected
+
+
+def test_a_memory_size_without_a_number_is_refused():
+    with pytest.raises(ValueError, match="invalid memory size"):
+        parse_memory("lots")
+
+
+def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
+    assert stored_state_bytes(str(tmp_path)) is None  # no state yet
+    (tmp_path / "state" / "0" / "0").mkdir(parents=True)
+    (tmp_path / "state" / "0" / "0" / "1.changelog").write_bytes(b"x" * 1000)
+    (tmp_path / "state" / "0" / "0" / "1.zip").write_bytes(b"x" * 500)
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "1").write_bytes(b"x" * 99)  # not state
+    assert stored_state_bytes(str(tmp_path)) == 1500
+    assert stored_state_bytes("s3a://bucket/checkpoints/p") is None

@@ -1,0 +1,89 @@
+"""What the worker starts a job with (webapp.pipelines.state_size.job_resources): the driver memory and RocksDB's
+memory bound sized from the topic's recent rate, or the configured driver memory."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.test import override_settings
+
+from spark_jobs.spec import parse_spec
+from tests.webapp.conftest import order, orders_spec
+from webapp.pipelines.state_size import job_resources
+
+pytestmark = pytest.mark.django_db
+
+ROCKSDB = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
+
+
+@pytest.fixture
+def busy_topic(kafka_bootstrap) -> str:
+    """6,000 events written now: 100 events/s over the last minute."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"busy_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})  # kept: the futures need their client
+    for future in admin.create_topics([NewTopic(topic, 2)]).values():
+        future.result(timeout=10)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(6000):
+        producer.produce(topic, value=json.dumps(order(i)).encode(), partition=i % 2)
+    assert producer.flush(10) == 0
+    return topic
+
+
+def spec_for(topic: str, kafka_bootstrap: str, window: str):
+    spec = orders_spec(topic, "db")
+    spec |= {"name": "sized", "version": 1}
+    spec["source"]["kafka"] = {"bootstrap_servers": kafka_bootstrap}
+    spec["sink"]["clickhouse"] |= {"host": "127.0.0.1", "port": 8123}
+    spec["dedup"]["window"] = window
+    return parse_spec(json.dumps(spec))
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, kafka_bootstrap):
+    # 100 events/s for 7 days: 60.48M keys, 3.4 GiB on disk; a tenth of it plus 64 MB, rounded up: 448 MB.
+    driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn)
+    assert driver_memory == "1g"
+    assert conf == (f"{ROCKSDB}=448",)
+
+
+@override_settings(SPARK_DRIVER_MEMORY="3g")
+def test_a_configured_driver_memory_overrides_the_sized_one(kafka_conn, busy_topic, kafka_bootstrap):
+    driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn)
+    assert driver_memory == "3g"
+    # 100/s for an hour: 360,000 keys, 21 MB on disk; a tenth of it plus 64 MB, rounded up to 64 MB: 128 MB.
+    assert conf == (f"{ROCKSDB}=128",)
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_a_pipeline_without_dedup_has_no_rocksdb_bound(kafka_conn, busy_topic, kafka_bootstrap):
+    spec = spec_for(busy_topic, kafka_bootstrap, "1h").model_copy(update={"dedup": None})
+    assert job_resources(spec=spec, kafka_connection=kafka_conn) == ("1g", ())
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstrap):
+    assert job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=None) == (
+        "1g",
+        (f"{ROCKSDB}=256",),
+    )
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, busy_topic, kafka_bootstrap, tmp_path):
+    # 8 GiB of state files in the checkpoint (the live state and its older versions: 4 GiB live), a quiet topic:
+    # a tenth of 4 GiB plus 64 MB, rounded up to 64 MB: 512 MB, more than the 128 MB the topic's rate calls for.
+    partition = tmp_path / "state" / "0" / "0"
+    partition.mkdir(parents=True)
+    with open(partition / "1.zip", "wb") as handle:
+        handle.truncate(8 * 1024**3)  # sparse: no disk used
+    spec = spec_for(busy_topic, kafka_bootstrap, "1h")
+    assert job_resources(spec=spec, kafka_connection=kafka_conn, checkpoint=str(tmp_path)) == (
+        "1g",
+        (f"{ROCKSDB}=512",),
+    )

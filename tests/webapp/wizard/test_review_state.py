@@ -1,0 +1,70 @@
+"""The review step shows the chosen window's expected dedup state (keys, MB on disk, MB of memory) at the rate the
+key advice measured, and warns before deploy when this machine cannot hold it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from webapp.wizard.models import WizardDraft
+
+pytestmark = pytest.mark.django_db
+
+MEASURED = {"keys": ["event_id"], "time": "ingestion", "event_time_field": None}
+
+
+def review_page(client, owner, *, window: str, events_per_second: float, unique_share: float = 1.0) -> str:
+    advice = {
+        "window": "1h",
+        "lower_bound": False,
+        "state_bytes": None,
+        "events_per_second": events_per_second,
+        "unique_share": unique_share,
+        **MEASURED,
+    }
+    spec = {"source": {"topics": ["events"]}, "dedup": {"keys": ["event_id"], "window": window}}
+    draft = WizardDraft.objects.create(
+        user=owner, data={"spec": spec, "dedup": {"advice": advice}}, step="review", reached="review"
+    )
+    response = client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "review"}))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def text_of(html: str, element_id: str) -> str:
+    match = re.search(rf'id="{element_id}"[^>]*>(.*?)</(dd|p|div)>', html, flags=re.S)
+    assert match, f"#{element_id} not on the page"
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", match.group(1))).strip()
+
+
+def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client, owner):
+    html = review_page(owner_client, owner, window="7d", events_per_second=200)
+    assert "Dedup state for 7d" in html
+    assert text_of(html, "state-keys") == "120,960,000"
+    assert text_of(html, "state-disk") == "6,921.4 MB"  # 60 bytes a key
+    assert text_of(html, "state-memory") == "2,304 MB (1g heap, 768 MB for RocksDB)"
+    assert "at 200 events/s measured on the topic by the key advice, 100% of them new keys" in text_of(
+        html, "state-basis"
+    )
+    assert 'id="state-warning"' not in html
+
+
+def test_a_one_hour_window_at_20k_events_per_second_shows_72_million_keys(owner_client, owner):
+    html = review_page(owner_client, owner, window="1h", events_per_second=20_000)
+    assert text_of(html, "state-keys") == "72,000,000"
+    assert text_of(html, "state-disk") == "4,119.9 MB"
+
+
+def test_a_state_no_disk_here_holds_is_warned_before_deploy(owner_client, owner):
+    html = review_page(owner_client, owner, window="7d", events_per_second=100_000)
+    warning = text_of(html, "state-warning")
+    assert "60,480,000,000 keys" in warning and "Choose a shorter window" in warning
+
+
+def test_without_a_measured_rate_the_review_says_how_to_get_one(owner_client, owner):
+    spec = {"source": {"topics": ["events"]}, "dedup": {"keys": ["event_id"], "window": "1h"}}
+    draft = WizardDraft.objects.create(user=owner, data={"spec": spec}, step="review", reached="review")
+    html = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "review"})).content.decode()
+    assert "No rate known yet" in text_of(html, "state-basis")

@@ -1,0 +1,49 @@
+"""A deployed job gets the memory its dedup state needs: with CLEARFLOW_DRIVER_MEMORY=auto the worker starts it
+with the sized heap and RocksDB's memory bound (webapp.pipelines.state_size), and it runs with them."""
+
+from __future__ import annotations
+
+import uuid
+
+import psutil
+import pytest
+
+from tests.worker.helpers import (
+    JOB_TIMEOUT,
+    URL,
+    api_spec,
+    create_pipeline,
+    events,
+    produce,
+    table_counts,
+    wait_for,
+    wait_status,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
+
+
+def job_command_line(pid: int) -> str:
+    job = psutil.Process(pid)
+    return " ".join(arg for p in [job, *job.children(recursive=True)] for arg in p.cmdline())
+
+
+def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
+    api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker, worker_env
+):
+    table = f"sized_{uuid.uuid4().hex[:8]}"
+    # 3,000 events written now (50 events/s over the last minute), a 1-hour window: 180,000 keys, 10 MB on disk;
+    # a tenth of it plus 64 MB of write buffers, rounded up to 64 MB: a 128 MB bound, and the base 1 GB heap.
+    produce(kafka_bootstrap, topic, events("s", 2500, 500))
+    worker_env["CLEARFLOW_DRIVER_MEMORY"] = "auto"
+    celery_worker.start()
+    pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic, table))
+    api.post(f"{URL}{pk}/deploy/")
+    wait_status(api, pk, "running", worker=celery_worker)
+    [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
+    command = job_command_line(run["pid"])
+    assert "--driver-memory 1g" in command
+    assert "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB=128" in command
+    wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)
+    api.post(f"{URL}{pk}/stop/")
+    wait_status(api, pk, "stopped", timeout=120, worker=celery_worker)

@@ -1,0 +1,143 @@
+"""A pipeline's expected dedup state, sized before it runs (`spark_jobs.sizing`), and whether this machine holds
+it: for the API's validation (`estimated_state` and `warnings`), the wizard's review step, and the worker, which
+gives the job its memory from it.
+
+The rate comes, first found first: from the caller (`events_per_second`, e.g. a plan for a load to come), from
+the key advice the wizard measured on the topic (its keys per second: the unique share is in it), or from the
+topic's recent rate (`webapp.connections.topic_rate`, every event counted as unique: the most the state can
+hold).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from spark_jobs.sizing import (
+    DISK_HEADROOM,
+    MachineCheck,
+    StateEstimate,
+    machine_check,
+    parse_memory,
+    rocksdb_memory_mb,
+    state_estimate,
+    stored_state_bytes,
+)
+from spark_jobs.spec import DedupSpec, PipelineSpec
+from webapp.connections.models import KafkaConnection
+from webapp.connections.topic_rate import topic_rate
+from webapp.core.exceptions import ApplicationError
+
+log = logging.getLogger(__name__)
+
+# Asking the topic for its rate is a few offset look-ups: a slow broker must not hold a page or a job's start.
+TOPIC_RATE_TIMEOUT_SECONDS = 5.0
+WARNING_PATH = "dedup.window"
+
+
+def job_memory_limit_bytes() -> int | None:
+    """What one job may take (CLEARFLOW_JOB_MEMORY_LIMIT, e.g. '4g'); None: the machine's memory."""
+    limit = settings.JOB_MEMORY_LIMIT
+    return parse_memory(limit) if limit else None
+
+
+def recent_rate(*, topics: list[str], kafka_connection: KafkaConnection | None) -> float | None:
+    """The topics' recent events per second, or None when it cannot be asked (no connection, unreachable)."""
+    if kafka_connection is None or not topics:
+        return None
+    try:
+        return topic_rate(
+            kafka_connection.client_settings(), topics=topics, timeout=TOPIC_RATE_TIMEOUT_SECONDS
+        ).events_per_second
+    except ApplicationError as exc:
+        log.info("topic rate unavailable for %s: %s", topics, exc)
+        return None
+
+
+def estimate_for(
+    *,
+    dedup: DedupSpec | None,
+    topics: list[str],
+    kafka_connection: KafkaConnection | None = None,
+    events_per_second: float | None = None,
+    unique_share: float | None = None,
+    advice: Mapping[str, Any] | None = None,
+    ask_topic: bool = True,
+) -> StateEstimate | None:
+    """The expected state of `dedup` over `topics` (None without dedup, or when no rate is known; see the module's
+    docstring for where the rate comes from). `advice`: the key advice kept for the spec's keys (its
+    `events_per_second` and `unique_share`)."""
+    if dedup is None:
+        return None
+    window = dedup.window_seconds
+    if events_per_second is not None:
+        return state_estimate(
+            events_per_second=events_per_second,
+            window_seconds=window,
+            unique_share=1.0 if unique_share is None else unique_share,
+        )
+    if advice and advice.get("events_per_second") is not None:
+        return state_estimate(
+            events_per_second=float(advice["events_per_second"]),
+            window_seconds=window,
+            unique_share=float(advice.get("unique_share") or 1.0),
+            rate_source="advice",
+        )
+    rate = recent_rate(topics=topics, kafka_connection=kafka_connection) if ask_topic else None
+    if rate is None:
+        return None
+    return state_estimate(events_per_second=rate, window_seconds=window, rate_source="topic")
+
+
+def check(estimate: StateEstimate) -> MachineCheck:
+    """Whether this machine holds `estimate`: free disk at the checkpoint root, and the job memory limit."""
+    return machine_check(
+        estimate, checkpoint_root=settings.CLEARFLOW_CHECKPOINT_ROOT, memory_limit_bytes=job_memory_limit_bytes()
+    )
+
+
+def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """`estimated_state` and the validation `warnings` it adds (path `dedup.window`), as the API answers them."""
+    if estimate is None:
+        return None, []
+    result = check(estimate)
+    data = {
+        **estimate.to_dict(),
+        "fits": result.fits,
+        "free_disk_bytes": result.free_disk_bytes,
+        "memory_limit_bytes": result.memory_limit_bytes,
+    }
+    return data, [{"path": WARNING_PATH, "message": message, "fix_sql": None} for message in result.warnings]
+
+
+# RocksDB's memory bound for a job whose rate is not known (a topic not reachable at start): a bound, not a
+# reservation, so a middling one.
+UNKNOWN_RATE_ROCKSDB_MB = 256
+ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
+
+
+def job_resources(
+    *, spec: PipelineSpec, kafka_connection: KafkaConnection | None, checkpoint: str | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """The job's driver memory and the Spark settings that bound its RocksDB memory, for the worker to start it
+    with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
+    either way (a pipeline without dedup has no state: no bound), and never below what the state already in
+    `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
+    configured = settings.SPARK_DRIVER_MEMORY.strip().lower()
+    estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
+    if configured != "auto":
+        driver_memory = settings.SPARK_DRIVER_MEMORY
+    elif estimate is not None:
+        driver_memory = estimate.driver_memory
+    else:
+        driver_memory = state_estimate(events_per_second=0, window_seconds=1).driver_memory  # the base heap
+    if spec.dedup is None:
+        return driver_memory, ()
+    rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
+    stored = stored_state_bytes(checkpoint) if checkpoint else None
+    if stored:  # the checkpoint keeps older versions beside the live state: count it as DISK_HEADROOM times over
+        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(int(stored / DISK_HEADROOM)))
+    return driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",)
