@@ -9,7 +9,6 @@ import com.google.protobuf.Descriptors.FileDescriptor;
 import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
-import io.apicurio.registry.utils.protobuf.schema.FileDescriptorUtils;
 import java.io.IOException;
 import java.io.Serializable;
 import java.time.Instant;
@@ -18,11 +17,11 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -65,10 +64,13 @@ public final class ConfluentProtobufDecoder implements UDF1<byte[], Row>, Serial
   /**
    * Registers the decoder as the SQL function {@code name} on {@code spark} (called from Python through py4j).
    * {@code schemas}: .proto text by schema id; {@code paths}: the dotted field paths to read.
+   *
+   * <p>Marked nondeterministic only so that the optimizer never copies the call into each place that reads one of
+   * its struct's fields (which would decode a record once per field): its result depends on its input alone.
    */
   public static void register(SparkSession spark, String name, Map<Integer, String> schemas, List<String> paths) {
     ConfluentProtobufDecoder decoder = new ConfluentProtobufDecoder(schemas, paths);
-    spark.udf().register(name, decoder, decoder.resultType());
+    spark.udf().register(name, functions.udf(decoder, decoder.resultType()).asNondeterministic());
   }
 
   /** Why {@code proto} cannot be used as a writer schema (it does not parse, or has no message), or null. */
@@ -93,7 +95,7 @@ public final class ConfluentProtobufDecoder implements UDF1<byte[], Row>, Serial
   }
 
   static FileDescriptor parse(String proto) throws Exception {
-    return FileDescriptorUtils.protoFileToFileDescriptor(proto, "schema.proto", Optional.empty());
+    return ProtoDescriptors.parse(proto);
   }
 
   private FileDescriptor file(int schemaId) {
