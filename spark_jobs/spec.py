@@ -467,7 +467,11 @@ def schema_field_issues(
 def _source_issues(source: SourceSpec) -> list[SpecIssue]:
     if source.format == "json":
         if source.schema_registry is not None:
-            return [SpecIssue("source.schema_registry", "a schema registry is for format avro; this source is json")]
+            return [
+                SpecIssue(
+                    "source.schema_registry", "a schema registry is for formats avro and protobuf; this source is json"
+                )
+            ]
         if source.avro_schema is not None:
             return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is json")]
         return []
