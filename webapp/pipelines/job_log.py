@@ -17,9 +17,7 @@ from typing import Literal
 
 Source = Literal["clearflow", "spark"]
 
-_CLEARFLOW = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ [A-Z]+ (clearflow|spark_jobs|worker)\b|clearflow: )"
-)
+_CLEARFLOW = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ [A-Z]+ (clearflow|spark_jobs|worker)\b|clearflow: )")
 _LOG4J = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
 _SPARK_BANNER = re.compile(
     r"^(WARNING: Using incubator modules|Using Spark's default log4j profile|Setting default log level to"
