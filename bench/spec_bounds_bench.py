@@ -85,8 +85,14 @@ def validate(args: argparse.Namespace) -> None:
         for _ in range(args.runs):
             try:
                 result = subprocess.run(
-                    [sys.executable, "-c", _ONE], input=body, capture_output=True, text=True, env=env,
-                    timeout=args.timeout, cwd=code, check=True,
+                    [sys.executable, "-c", _ONE],
+                    input=body,
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=args.timeout,
+                    cwd=code,
+                    check=True,
                 )
             except subprocess.TimeoutExpired:
                 times, outcome = [], f"no answer within {args.timeout:g} s"
@@ -174,17 +180,36 @@ def load(args: argparse.Namespace) -> None:
     server = None
     try:
         _manage(env, "migrate", "--noinput")
-        token = _manage(
-            env, "shell", "-c",
-            "from django.contrib.auth import get_user_model; from webapp.api.tokens import api_token_create; "
-            "u = get_user_model().objects.create_user('bench', password='bench-pass-123'); "
-            "print(api_token_create(user=u, name='bench')[1])",
-        ).strip().splitlines()[-1]
+        token = (
+            _manage(
+                env,
+                "shell",
+                "-c",
+                "from django.contrib.auth import get_user_model; from webapp.api.tokens import api_token_create; "
+                "u = get_user_model().objects.create_user('bench', password='bench-pass-123'); "
+                "print(api_token_create(user=u, name='bench')[1])",
+            )
+            .strip()
+            .splitlines()[-1]
+        )
         bin_dir = Path(sys.executable).parent
         server = subprocess.Popen(
-            [str(bin_dir / "gunicorn"), "webapp.config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-             "--workers", "2", "--threads", "4", "--timeout", "600"],
-            cwd=code, env={**env, "PYTHONPATH": str(code)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                str(bin_dir / "gunicorn"),
+                "webapp.config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--timeout",
+                "600",
+            ],
+            cwd=code,
+            env={**env, "PYTHONPATH": str(code)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         url = f"http://127.0.0.1:{port}"
         headers = {"Authorization": f"Token {token}"}
@@ -278,7 +303,9 @@ def main() -> None:
     many.add_argument("--fields", type=int, default=55_000)
     many.add_argument("--seconds", type=float, default=30.0)
     many.add_argument(
-        "--mode", choices=["burst", "flood"], default="burst",
+        "--mode",
+        choices=["burst", "flood"],
+        default="burst",
         help="burst: N bodies at once, again a second after the last answer; flood: N clients sending without pause",
     )
     many.add_argument("--code", help="a checkout whose web app to serve (default: this one)")

@@ -234,14 +234,11 @@ def _last_batch_id(query: object) -> int:
 
 
 def _root_message(exc: BaseException) -> str:
-    """The most useful line of a streaming failure: the ClickHouse or Python error, not the JVM stack."""
-    text = str(exc)
-    markers = ("ClickHouseWriteError:", "SpecError:", "TimeoutError:", "KafkaException:", "kafka.common.errors.")
-    for marker in (*markers, "clearflow: unknown Avro schema id"):
-        index = text.rfind(marker)
-        if index >= 0:
-            return text[index:].split("\n")[0]
-    return text.strip().splitlines()[0] if text.strip() else repr(exc)
+    """The most useful line of a streaming failure: the ClickHouse, Kafka, memory or Python error, not the JVM
+    stack (`spark_jobs.failures` names its cause; the worker reads that from the log)."""
+    from spark_jobs.failures import root_line
+
+    return root_line(str(exc)) or repr(exc)
 
 
 if __name__ == "__main__":

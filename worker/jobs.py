@@ -33,11 +33,10 @@ import psutil
 from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import connector_jars
-from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
+from spark_jobs.protocol import STARTED_LINE_RE, RunFiles
 from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-_ERROR_LINE = re.compile(r"\b(ERROR|Traceback|Exception|Error:)")
 REDACTED = "**********"
 
 
@@ -393,21 +392,3 @@ def started_application(log_path: str) -> str | None:
     """The Spark application id once the job logged that its streaming query started, else None."""
     found = STARTED_LINE_RE.findall(log_tail(log_path, lines=400))
     return found[-1] if found else None
-
-
-def failure_reason(log_tail_text: str, exit_code: int | None) -> str:
-    """Why a job ended, for a person: the runner's own error line (e.g. ClickHouse's message), else the last
-    error-looking line, then the exit code."""
-    if exit_code == ExitCode.LEASE_LOST:
-        return (
-            "The job stopped itself: it could not renew its lease in Redis, so a worker on another host may have "
-            f"taken the pipeline over (exit code {exit_code})."
-        )
-    lines = [line for line in log_tail_text.splitlines() if line.strip()]
-    runner_errors = [line for line in lines if " ERROR clearflow.run " in line]
-    chosen = runner_errors[-1].split(" ERROR clearflow.run ", 1)[1] if runner_errors else None
-    if chosen is None:
-        errors = [line for line in lines if _ERROR_LINE.search(line) and not line.startswith("clearflow:")]
-        chosen = errors[-1].strip() if errors else None
-    code = "killed or lost" if exit_code is None else f"exit code {exit_code}"
-    return f"{chosen[:2000]} ({code})" if chosen else f"The job ended ({code})."

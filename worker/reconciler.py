@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
 from spark_jobs.spec import SpecError
 from webapp.core import queue
@@ -202,17 +203,41 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         elif pipeline.status == S.DEPLOY_REQUESTED:
             _start(pipeline)  # the redeploy: the old version is down, start the new one
         return
-    why = run.reason or job.lost_reason() or jobs.failure_reason(tail, exit_code)
+    cause = _failure_cause(pipeline, run, job, tail, exit_code)
     last_lines = "\n".join(tail.splitlines()[-LOG_LINES_IN_REASON:])
     services.pipeline_run_end(
-        run=run, outcome=RunOutcome.FAILED, exit_code=exit_code, reason=f"{why}\n\nLast lines of the log:\n{last_lines}"
+        run=run,
+        outcome=RunOutcome.FAILED,
+        exit_code=exit_code,
+        reason=cause.words,
+        cause=cause.code,
+        log_tail=last_lines,
     )
     if pipeline.status in JOB_WANTED:
         services.pipeline_job_failed(
-            pipeline=pipeline, reason=f"Failed: {why}", restartable=exit_code != ExitCode.INVALID_SPEC
+            pipeline=pipeline,
+            reason=f"Failed: {cause.words}",
+            restartable=exit_code != ExitCode.INVALID_SPEC and cause.restart_helps,
+            cause=cause,
         )
     elif pipeline.status == S.STOP_REQUESTED:
         services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+
+
+def _failure_cause(
+    pipeline: Pipeline, run: PipelineRun, job: JobControl, tail: str, exit_code: int | None
+) -> failures.Cause:
+    """Why a run failed: what the worker saw when it killed the job (a stall, a start that never came), a host
+    that was lost, else what the job's log and exit code say (`spark_jobs.failures`)."""
+    if run.reason:  # the worker killed it and said why
+        return failures.Cause(failures.STALLED, run.reason, "It restarts on its own.")
+    lost = job.lost_reason()
+    if lost:
+        return failures.Cause(failures.LOST, lost, "It restarts on another worker.")
+    # Here, more of the log than the tail kept with the run: Spark's stack traces can push the error that
+    # started it all (an OutOfMemoryError) far above the last lines.
+    text = jobs.log_tail(run.log_path, lines=1000, secrets=redis_state.secrets_of(pipeline)) if job.here else tail
+    return failures.classify(text or tail, exit_code, memory=run.driver_memory or None)
 
 
 STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its checkpoint, at the stack's next start."
@@ -284,6 +309,7 @@ def _start(pipeline: Pipeline) -> None:
         log_path=handle.log_path,
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
+        driver_memory=driver_memory,
     )
     log.info("pipeline %s: started version %s (attempt %s, pid %s)", pipeline.pk, version.number, attempt, handle.pid)
 

@@ -68,8 +68,15 @@ def publish_metrics(redis_url: str, job_name: str, batches: int) -> None:
 
 
 def test_walk_the_wizard_to_a_deploy_requested_pipeline(
-    page: Page, screen: Screen, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, demo_topic,
-    celery_app
+    page: Page,
+    screen: Screen,
+    live_server,
+    kafka_bootstrap,
+    clickhouse_server,
+    redis_url,
+    settings,
+    demo_topic,
+    celery_app,
 ):
     # celery_app: Deploy sends its task to the test's Redis (alone, this test found no broker at the default address).
     get_user_model().objects.create_user("analyst", password="analyst-pass-123")

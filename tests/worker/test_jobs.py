@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from spark_jobs.failures import classify
 from spark_jobs.protocol import RunFiles
 from spark_jobs.spec import PipelineSpec, parse_spec
 from tests.spark_jobs.engine_helpers import wait_for
@@ -127,5 +128,5 @@ def test_log_tails_and_reasons_never_show_secrets(tmp_path):
     assert "line 298" in tail and "line 297" not in tail
     for secret in [*secrets, "other-secret"]:
         assert secret not in tail
-    assert jobs.failure_reason(tail, 1) == "pipeline p failed: ClickHouseWriteError: Code: 53. bad type (exit code 1)"
-    assert jobs.failure_reason("", None) == "The job ended (killed or lost)."
+    assert classify(tail, 1).what == "ClickHouse refused the write: Code: 53. bad type"
+    assert classify("", None).what == "The job was killed or lost (no exit code)."

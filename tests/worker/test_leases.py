@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from localstack.processes import free_port
+from spark_jobs.failures import classify
 from spark_jobs.protocol import ExitCode
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs, leases, redis_state
@@ -100,7 +101,7 @@ def test_a_supervisor_that_cannot_renew_its_lease_stops_its_job(tmp_path):
     assert here.state() == jobs.JobState(alive=False, exit_code=ExitCode.LEASE_LOST)
     log = Path(handle.log_path).read_text()
     assert "the lease could not be renewed" in log and "got SIGTERM" in log
-    assert "could not renew its lease" in jobs.failure_reason(log, ExitCode.LEASE_LOST)
+    assert "could not renew its lease" in classify(log, ExitCode.LEASE_LOST).words
 
 
 def _zombie(pid: int) -> bool:

@@ -127,8 +127,8 @@ def test_sigkill_during_a_load_marks_failed_restarts_and_writes_each_event_once(
         loader.join(timeout=300)
     assert second["attempt"] == 2 and second["pid"] != crashed["pid"]
     [failed] = [run for run in api.get(f"{URL}{pk}/runs/").json() if run["id"] == crashed["id"]]
-    assert failed["outcome"] == "failed" and "killed or lost" in failed["reason"]
-    assert "Last lines of the log" in failed["reason"]
+    assert failed["outcome"] == "failed" and "killed or lost" in failed["reason"] and failed["cause"] == "killed"
+    assert failed["log_tail"]  # the log's last lines, apart from the words
     history = [(h["from_status"], h["to_status"], h["reason"]) for h in reversed(api.get(f"{URL}{pk}/history/").json())]
     assert [h[:2] for h in history] == [
         ("draft", "deploy_requested"),
@@ -193,10 +193,14 @@ def test_a_job_that_fails_at_once_ends_failed_with_clickhouses_message_after_the
 
     final = wait_for(gave_up, timeout=2 * JOB_TIMEOUT, interval=0.5)
     message = final["status_message"]
-    assert "ClickHouseWriteError" in message and "Code:" in message, message
+    assert message.startswith(f"Failed: ClickHouse refused the write: insert into default.{table} "), message
+    assert "Code:" in message and "Traceback" not in message, message  # ClickHouse's own message
     assert "Gave up after 2 failed attempts (limit: 1 restarts)" in message
     runs = api.get(f"{URL}{pk}/runs/").json()
-    assert [(r["attempt"], r["outcome"], r["exit_code"]) for r in runs] == [(2, "failed", 1), (1, "failed", 1)]
+    assert [(r["attempt"], r["outcome"], r["exit_code"], r["cause"]) for r in runs] == [
+        (2, "failed", 1, "clickhouse_error"),
+        (1, "failed", 1, "clickhouse_error"),
+    ]
     assert ch.command(f"SELECT count() FROM `{table}`") == 0
     health = api.get("/api/v1/health").json()
     assert "pipelines" in health["down"] and "1 failed" in health["components"]["pipelines"]["detail"]

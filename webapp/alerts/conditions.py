@@ -154,7 +154,8 @@ def _failed(pipeline: Pipeline) -> Condition:
     if pipeline.status != PipelineStatus.FAILED:
         return Condition(active=False)
     restart = " An automatic restart is planned." if pipeline.restart_at else ""
-    reason = pipeline.status_message or "no reason recorded"
+    # The status message starts "Failed: " after a job's failure; said once is enough.
+    reason = pipeline.status_message.removeprefix("Failed: ") or "no reason recorded"
     return Condition(active=True, value=1, summary=f"The pipeline failed: {reason}{restart}")
 
 

@@ -108,6 +108,7 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "pid",
             "spark_app_id",
             "spark_master",
+            "driver_memory",
             "log_path",
             "started_at",
             "running_at",
@@ -117,6 +118,8 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "exit_code",
             "outcome",
             "reason",
+            "cause",
+            "log_tail",
         ]
 
 
@@ -403,7 +406,10 @@ class PipelineRunListApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_runs_list",
-        description="Every attempt to run the job, newest first: version, process, start/end, exit code, reason.",
+        description=(
+            "Every attempt to run the job, newest first: version, process, start/end, exit code, and for a failed "
+            "run why in words (reason), its cause's code (cause) and the log's last lines (log_tail)."
+        ),
         responses={200: PipelineRunOutput(many=True), **ERROR_RESPONSES},
     )
     def get(self, request: Request, pk: int) -> Response:

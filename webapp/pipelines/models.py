@@ -182,6 +182,7 @@ class PipelineRun(models.Model):
     process_started = models.FloatField(null=True, blank=True, help_text="the process's start time (epoch s)")
     spark_app_id = models.CharField(max_length=100, blank=True, default="")
     spark_master = models.CharField(max_length=255, blank=True, default="")
+    driver_memory = models.CharField(max_length=20, blank=True, default="", help_text="the heap it was started with")
     run_dir = models.CharField(max_length=500, blank=True, default="")
     log_path = models.CharField(max_length=500, blank=True, default="")
     checkpoint = models.CharField(max_length=500, blank=True, default="")
@@ -192,7 +193,10 @@ class PipelineRun(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=10, choices=RunOutcome.choices, blank=True, default=RunOutcome.ACTIVE)
-    reason = models.TextField(blank=True, default="", help_text="why it ended: the error and the log's last lines")
+    reason = models.TextField(blank=True, default="", help_text="why it ended, in words: what happened, what to change")
+    # A failed run's cause: a stable code of `spark_jobs.failures` (out_of_memory, clickhouse_unreachable, ...).
+    cause = models.CharField(max_length=40, blank=True, default="")
+    log_tail = models.TextField(blank=True, default="", help_text="a failed run's last log lines")
 
     class Meta:
         ordering = ["-started_at", "-id"]

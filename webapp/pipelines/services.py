@@ -18,7 +18,8 @@ through `webapp.core.queue`, on commit; other apps hear about a new pipeline thr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from itertools import takewhile
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from django.db.models import Max
 from django.http import Http404
 from django.utils import timezone
 
+from spark_jobs import failures
 from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue
@@ -419,7 +421,8 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
 
 
 def pipeline_run_create(*, pipeline: Pipeline, version: PipelineVersion, attempt: int, **where: Any) -> PipelineRun:
-    """Record a started job (`where`: host, pid, process_started, run_dir, log_path, checkpoint, spark_master).
+    """Record a started job (`where`: host, pid, process_started, run_dir, log_path, checkpoint, spark_master,
+    driver_memory).
     The partial unique constraint makes a second active run of the pipeline fail (IntegrityError)."""
     run = PipelineRun(pipeline=pipeline, version=version, attempt=attempt, **where)
     run.full_clean(exclude=["pipeline", "version"], validate_constraints=False)
@@ -451,12 +454,16 @@ def pipeline_run_mark(*, run: PipelineRun, **fields: Any) -> None:
         setattr(run, key, value)
 
 
-def pipeline_run_end(*, run: PipelineRun, outcome: str, exit_code: int | None, reason: str) -> None:
+def pipeline_run_end(
+    *, run: PipelineRun, outcome: str, exit_code: int | None, reason: str, cause: str = "", log_tail: str = ""
+) -> None:
+    """The run's job is gone: how it ended, why in words, and for a failure its cause's code and last log lines."""
     now = timezone.now()
-    PipelineRun.objects.filter(pk=run.pk, ended_at__isnull=True).update(
-        ended_at=now, outcome=outcome, exit_code=exit_code, reason=reason
-    )
-    run.ended_at, run.outcome, run.exit_code, run.reason = now, outcome, exit_code, reason
+    fields = {"outcome": outcome, "exit_code": exit_code, "reason": reason, "cause": cause, "log_tail": log_tail}
+    PipelineRun.objects.filter(pk=run.pk, ended_at__isnull=True).update(ended_at=now, **fields)
+    run.ended_at = now
+    for key, value in fields.items():
+        setattr(run, key, value)
 
 
 def pipeline_job_stopped(*, pipeline: Pipeline, forced: bool) -> None:
@@ -483,25 +490,48 @@ def restart_delay(failures: int) -> float:
     return min(settings.PIPELINE_RESTART_BACKOFF_MAX_SECONDS, base * 2 ** max(0, failures - 1))
 
 
-def pipeline_job_failed(*, pipeline: Pipeline, reason: str, restartable: bool = True) -> None:
+def pipeline_job_failed(
+    *, pipeline: Pipeline, reason: str, restartable: bool = True, cause: failures.Cause | None = None
+) -> None:
     """The job died (or was lost, or stalled): "failed" with the reason, and an automatic restart planned with
-    backoff unless the failures since the last deploy within the window reached the limit (then it stays failed
-    and says so)."""
+    backoff, unless the failures since the last deploy within the window reached the limit, or the last runs all
+    died of the same lasting `cause` (`PIPELINE_SAME_CAUSE_LIMIT` in a row): then it stays failed and says so."""
     now = timezone.now()
     since = now - timedelta(seconds=settings.PIPELINE_RESTART_WINDOW_SECONDS)
     if pipeline.deploy_requested_at and pipeline.deploy_requested_at > since:
         since = pipeline.deploy_requested_at
-    failures = PipelineRun.objects.filter(pipeline=pipeline, outcome=RunOutcome.FAILED, started_at__gte=since).count()
+    failures_since = PipelineRun.objects.filter(pipeline=pipeline, outcome=RunOutcome.FAILED, started_at__gte=since)
+    count = failures_since.count()
     limit = settings.PIPELINE_RESTART_MAX_ATTEMPTS
+    same = _same_cause_in_a_row(pipeline, cause, since=since) if cause is not None else 0
     if not restartable:
         message, restart_at = f"{reason} Not restarted: a restart cannot help.", None
-    elif failures > limit:
-        message, restart_at = f"{reason} Gave up after {failures} failed attempts (limit: {limit} restarts).", None
+    elif cause is not None and same >= settings.PIPELINE_SAME_CAUSE_LIMIT:
+        message = (
+            f"{reason} Stopped restarting: {cause.phrase} {same} times in a row; another restart cannot help until "
+            "that is changed. Deploy or resume once it is."
+        )
+        restart_at = None
+    elif count > limit:
+        message, restart_at = f"{reason} Gave up after {count} failed attempts (limit: {limit} restarts).", None
     else:
-        delay = restart_delay(failures)
-        message = f"{reason} Restarting in {delay:.0f} s (restart {failures} of {limit})."
+        delay = restart_delay(count)
+        message = f"{reason} Restarting in {delay:.0f} s (restart {count} of {limit})."
         restart_at = now + timedelta(seconds=delay)
     pipeline.transition(Action.JOB_FAILED, message=message, restart_at=restart_at)
+
+
+def _same_cause_in_a_row(pipeline: Pipeline, cause: failures.Cause, *, since: datetime) -> int:
+    """How many of the pipeline's last ended runs (since `since`, newest first) failed of `cause`, in a row; 0 for
+    a cause whose repeats do not count (a service that is down, a kill, an error not recognised)."""
+    if not cause.repeats_count:
+        return 0
+    recent = (
+        PipelineRun.objects.filter(pipeline=pipeline, started_at__gte=since, ended_at__isnull=False)
+        .order_by("-started_at", "-id")
+        .values_list("outcome", "cause")[: settings.PIPELINE_SAME_CAUSE_LIMIT]
+    )
+    return len(list(takewhile(lambda row: row == (RunOutcome.FAILED, cause.code), recent)))
 
 
 def pipeline_restart(*, pipeline: Pipeline) -> bool:

@@ -8,7 +8,10 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
+from spark_jobs import failures
 from tests.webapp.conftest import orders_spec
+from webapp.alerts import services as alert_services
+from webapp.alerts.models import AlertIncident, AlertNotification, RuleKind
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 
@@ -154,3 +157,80 @@ def test_start_over_removes_the_checkpoint_of_a_stopped_pipeline_once_confirmed(
     assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {}, format="json").status_code == 400
     assert api.post(f"{URL}{pipeline.pk}/checkpoint/reset/", {"confirm": True}, format="json").status_code == 200
     assert Pipeline.objects.get(pk=pipeline.pk).reset_checkpoint is True
+
+
+def fail_run(pipeline: Pipeline, cause: failures.Cause, *, restart: bool) -> None:
+    """As the watcher records a run that died of `cause` (worker.reconciler._ended)."""
+    run = running(pipeline, restart=restart)
+    services.pipeline_run_end(
+        run=run,
+        outcome=RunOutcome.FAILED,
+        exit_code=1,
+        reason=cause.words,
+        cause=cause.code,
+        log_tail="Traceback (most recent call last):\n  ...\njava.lang.OutOfMemoryError: Java heap space",
+    )
+    services.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", cause=cause)
+
+
+def test_restarts_stop_early_when_the_job_keeps_running_out_of_memory_and_every_surface_says_why(
+    api, owner_client, pipeline, settings
+):
+    settings.PIPELINE_RESTART_MAX_ATTEMPTS = 10
+    settings.PIPELINE_SAME_CAUSE_LIMIT = 3
+    oom = failures.classify("java.lang.OutOfMemoryError: Java heap space", 1, memory="1g")
+    planned = []
+    for attempt in range(3):
+        fail_run(pipeline, oom, restart=attempt > 0)
+        planned.append(pipeline.restart_at is not None)
+    assert planned == [True, True, False]
+    assert pipeline.status == S.FAILED
+    words = (
+        "The job ran out of memory. Give the job more memory (CLEARFLOW_DRIVER_MEMORY; it ran with 1g), keep the "
+        "dedup state on disk (the spec's dedup.state_store: rocksdb, with a new checkpoint), or choose a shorter dedup "
+        "window."
+    )
+    assert pipeline.status_message == (
+        f"Failed: {words} Stopped restarting: the job ran out of memory 3 times in a row; another restart cannot "
+        "help until that is changed. Deploy or resume once it is."
+    )
+
+    detail = api.get(f"{URL}{pipeline.pk}/").json()
+    assert detail["status_message"] == pipeline.status_message and detail["restart_at"] is None
+    runs = api.get(f"{URL}{pipeline.pk}/runs/").json()
+    assert [(r["cause"], r["reason"]) for r in runs] == [("out_of_memory", words)] * 3
+    assert "Traceback" not in runs[0]["reason"] and "OutOfMemoryError" in runs[0]["log_tail"]
+
+    page = owner_client.get(f"/pipelines/{pipeline.pk}/run-state/").content.decode()
+    assert "Stopped restarting: the job ran out of memory 3 times in a row" in page
+    assert 'data-cause="out_of_memory"' in page
+
+    alert_services.alerts_evaluate()
+    incident = AlertIncident.objects.get(pipeline=pipeline, kind=RuleKind.PIPELINE_FAILED)
+    assert incident.summary.startswith(f"The pipeline failed: {words} Stopped restarting:")
+    assert "Traceback" not in AlertNotification.objects.get(incident=incident).message
+
+
+def test_a_service_that_is_down_or_causes_that_change_keep_the_ordinary_restarts(pipeline, settings):
+    settings.PIPELINE_RESTART_MAX_ATTEMPTS = 10
+    settings.PIPELINE_SAME_CAUSE_LIMIT = 2
+    down = failures.classify("ClickHouseWriteError: insert failed: Connection refused", 1)
+    for attempt in range(3):
+        fail_run(pipeline, down, restart=attempt > 0)
+        assert pipeline.restart_at is not None, pipeline.status_message
+    table = failures.classify("ClickHouseWriteError: table default.t does not exist (create_table is false)", 1)
+    oom = failures.classify("java.lang.OutOfMemoryError: Java heap space", 1)
+    for cause in (table, oom, table):  # never twice in a row
+        fail_run(pipeline, cause, restart=True)
+        assert pipeline.restart_at is not None, pipeline.status_message
+    fail_run(pipeline, table, restart=True)
+    assert pipeline.restart_at is None
+    assert "Stopped restarting: the ClickHouse table was missing 2 times in a row" in pipeline.status_message
+
+
+def test_a_checkpoint_that_no_longer_fits_is_not_restarted(pipeline):
+    cause = failures.classify("[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match", 1)
+    run = running(pipeline)
+    services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason=cause.words, cause=cause.code)
+    services.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", restartable=cause.restart_helps)
+    assert pipeline.restart_at is None and "The checkpoint no longer fits the spec" in pipeline.status_message

@@ -56,6 +56,9 @@ PIPELINE_RESTART_BACKOFF_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF", 5.0)
 PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX", 300.0)
 PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
 PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
+# Restarts stop early when this many runs in a row died of the same cause that stays until something is changed
+# (out of memory, a state too large to load, a missing table, refused credentials: spark_jobs.failures).
+PIPELINE_SAME_CAUSE_LIMIT = env_int("CLEARFLOW_SAME_CAUSE_LIMIT", 3)
 # Workers on other hosts watch a job through its lease in Redis (worker.leases), renewed by the job's supervisor;
 # a job that cannot renew it for half this time stops itself, and one whose lease expired counts as lost.
 PIPELINE_LEASE_SECONDS = env_float("CLEARFLOW_JOB_LEASE", 120.0)

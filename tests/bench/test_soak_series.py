@@ -1,0 +1,111 @@
+"""bench/soak.py's pure parts: latency percentiles from histograms, the per-minute line, the exact-rows verdict, the
+summary against the steady-state targets, the jstat reading."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bench.soak_helpers import MIB, sample, soak_series
+
+pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
+
+
+def test_percentiles_from_a_histogram_are_the_upper_edge_of_the_bucket_holding_the_rank():
+    # 100 rows: 50 in 0-9 ms, 45 in 10-19 ms, 5 in 100-109 ms.
+    histogram = {0: 50, 1: 45, 10: 5}
+    assert soak_series.histogram_percentile(histogram, 0.50) == 10
+    assert soak_series.histogram_percentile(histogram, 0.95) == 20
+    assert soak_series.histogram_percentile(histogram, 0.96) == 110
+    assert soak_series.histogram_percentile({}, 0.95) is None
+
+
+def test_the_last_thirds_p95_comes_from_the_merged_histograms_not_from_the_minutes_p95s():
+    fast = {5: 95, 6: 5}  # p95 60 ms
+    slow = {5: 50, 300: 50}  # p95 3010 ms
+    merged = soak_series.merge_histograms([fast, slow])
+    assert merged == {5: 145, 6: 5, 300: 50}
+    assert soak_series.histogram_percentile(merged, 0.95) == 3010
+    assert soak_series.histogram_percentile(merged, 0.70) == 60
+
+
+def test_batch_duration_percentiles_are_nearest_rank():
+    assert soak_series.percentile([400, 100, 300, 200], 0.50) == 200
+    assert soak_series.percentile([400, 100, 300, 200], 0.95) == 400
+    assert soak_series.percentile([], 0.5) is None
+
+
+def test_the_minute_line_says_rows_latency_batches_state_memory_and_restarts():
+    line = soak_series.minute_line(sample(3, rows=3_200_000, expected_unique=3_240_000, restarts=1))
+    assert line.startswith("min   3 |  20,000 ev/s | rows    3,200,000 of    3,240,000 |")
+    assert "p50    700 ms p95  1,400 ms" in line
+    assert "batch p50    650 ms max  1,200 ms (60)" in line
+    assert "state    3,240,000 keys    240 MB disk" in line
+    assert "heap    700 MB rss  2,000 MB" in line
+    assert line.endswith("| restarts 1")
+
+
+def test_the_minute_line_shows_a_dash_for_what_could_not_be_measured():
+    line = soak_series.minute_line(
+        sample(1, latency_p50_ms=None, latency_p95_ms=None, heap_used_bytes=None, rss_bytes=None, state_keys=None)
+    )
+    assert "p50      - ms p95      - ms" in line
+    assert "heap      - MB rss      - MB" in line
+    assert "state            - keys" in line
+
+
+def test_exact_rows_need_every_unique_event_once():
+    exact = soak_series.rows_verdict(rows=900, distinct_ids=900, unique_produced=900)
+    assert exact.exact and exact.words == "exact: 900 rows, the 900 unique events, each once"
+    doubled = soak_series.rows_verdict(rows=905, distinct_ids=900, unique_produced=900)
+    assert not doubled.exact and doubled.words.endswith("5 rows written twice")
+    missing = soak_series.rows_verdict(rows=880, distinct_ids=880, unique_produced=900)
+    assert not missing.exact and missing.words.endswith("20 unique events missing")
+    both = soak_series.rows_verdict(rows=1_890, distinct_ids=880, unique_produced=900)
+    assert both.words.endswith("1,010 rows written twice; 20 unique events missing")
+
+
+def test_a_steady_run_meets_the_targets():
+    samples = [sample(m) for m in range(1, 10)]
+    verdict = soak_series.rows_verdict(rows=9, distinct_ids=9, unique_produced=9)
+    summary = soak_series.summarize(samples, verdict, {"rate": 20_000, "window": "1h"})
+    assert summary["last_third"]["minutes"] == [7, 8, 9]
+    assert summary["last_third"]["latency_p95_ms"] == 1_400
+    assert summary["achieved_rate"] == 20_000
+    assert summary["checks"] == {
+        "no_restarts": True,
+        "exact_rows": True,
+        "p95_last_third_within_target": True,
+        "p95_not_growing": True,
+        "rss_flat_last_third": True,
+    }
+    assert summary["targets_met"] is True
+
+
+def test_a_growing_p95_a_climbing_rss_and_a_restart_fail_the_targets():
+    samples = [
+        sample(m, latency_p95_ms=1_000 + 300 * m, rss_bytes=(2_000 + 400 * m) * MIB, histogram={300: 10})
+        for m in range(1, 10)
+    ]
+    samples[-1].restarts = 1
+    verdict = soak_series.rows_verdict(rows=9, distinct_ids=8, unique_produced=8)
+    summary = soak_series.summarize(samples, verdict, {})
+    assert summary["checks"] == {
+        "no_restarts": False,
+        "exact_rows": False,
+        "p95_last_third_within_target": False,  # 3010 ms
+        "p95_not_growing": False,
+        "rss_flat_last_third": False,
+    }
+    assert summary["last_third"]["p95_slope_ms_per_min"] == 300.0
+    assert summary["last_third"]["rss_slope_mb_per_min"] == 400.0
+
+
+def test_heap_used_is_read_from_jstat_columns():
+    output = (
+        "    S0C         S1C         S0U         S1U          EC           EU           OC           OU"
+        "          MC         MU       CCSC      CCSU     YGC     YGCT     FGC    FGCT     CGC    CGCT       GCT   \n"
+        "        0.0     8192.0         0.0      8192.0     145408.0      40960.0     370688.0     181234.5"
+        "    98048.0    96457.2   12032.0   11224.0     41     0.345     0     0.000    10     0.050     0.395\n"
+    )
+    assert soak_series.heap_used_bytes(output) == round((8192.0 + 40960.0 + 181234.5) * 1024)
+    assert soak_series.heap_used_bytes("12345 not found\n") is None
