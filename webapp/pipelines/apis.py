@@ -53,7 +53,7 @@ class PipelineCreateInput(serializers.Serializer):
     clickhouse_connection = serializers.IntegerField(help_text="Id of one of your ClickHouse connections.")
     schema_registry_connection = serializers.IntegerField(
         required=False,
-        help_text="Id of one of your schema registry connections: for source.format avro in the Confluent wire "
+        help_text="Id of one of your schema registry connections: for source.format avro or protobuf in the Confluent wire "
         "format (it fills source.schema_registry).",
     )
     spec = SpecField()
