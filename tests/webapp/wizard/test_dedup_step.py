@@ -3,13 +3,13 @@ words), and no state store to choose: the state is always in RocksDB."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
 from django.urls import reverse
 
 from spark_jobs.sizing import MB, state_estimate
-from webapp.core.templatetags.display import number
 from webapp.wizard.draft_spec import load_draft_spec
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_get_or_create, draft_save_step
@@ -17,6 +17,13 @@ from webapp.wizard.services import draft_get_or_create, draft_save_step
 pytestmark = pytest.mark.django_db
 
 EVENTS = 100_000  # distinct 36-character keys in one second of record time: 100,000 new keys a second
+
+
+def shown(html: str, element_id: str, unit: str = "") -> float:
+    """The figure the page shows in the element (digits grouped by thousands)."""
+    match = re.search(rf'<b id="{element_id}">([\d,.]+){unit}</b>', html)
+    assert match, f"no #{element_id} figure"
+    return float(match.group(1).replace(",", ""))
 
 
 @pytest.fixture
@@ -58,12 +65,18 @@ def test_a_large_state_is_shown_in_keys_and_mb_on_disk_with_no_store_to_choose(
         events_per_second=kept["events_per_second"], window_seconds=60, unique_share=kept["unique_share"]
     )
     assert expected.keys > 1_000_000
-    assert f'<b id="state-estimate-keys">{number(expected.keys)}</b> keys' in html
-    assert f'<b id="state-estimate-disk">{number(expected.disk_bytes / MB)} MB</b> on disk' in html
+    # The kept rate and share are rounded (3 and 4 decimals): the same figures within a thousandth.
+    keys = shown(html, "state-estimate-keys")
+    assert keys == pytest.approx(expected.keys, rel=1e-3)
+    assert shown(html, "state-estimate-disk", unit=" MB") == pytest.approx(expected.disk_bytes / MB, rel=1e-3)
     assert "on disk in RocksDB, with bounded memory" in html
     # No store to choose or preselect, and none of the old in-memory advice.
     assert "state-store" not in html and "state store" not in html and "in-memory" not in html.lower()
 
-    page = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "dedup"})).content.decode()
+    with_fields = load_draft_spec({"source": {"topics": [busy_topic], "fields": [{"path": "id", "type": "string"}]}})
+    draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
+    response = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "dedup"}))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert 'name="state_store"' not in page and "State store" not in page
     assert "on disk, in RocksDB under its checkpoint" in page
