@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
     log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
+    if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
+        log.info("pipeline %s: Spark UI at %s", spec.name, spark.sparkContext.uiWebUrl)
     # The first micro-batch's sink runs in Python workers: fork them now, while the query is being set up.
     threading.Thread(target=_warm_python_workers, args=(spark,), name="clearflow-warm", daemon=True).start()
 
