@@ -16,7 +16,7 @@ from spark_jobs.protocol import TIMING_LINE_RE
 def run_job(spec: dict, tmp_path, name: str, *extra: str) -> subprocess.CompletedProcess:
     spec_file = tmp_path / f"{name}.json"
     spec_file.write_text(json.dumps(spec))
-    command = job_command(spec_file, tmp_path / name, "--available-now", *extra)
+    command = job_command(spec_file, tmp_path / "checkpoint", "--available-now", *extra)
     at = command.index("spark.ui.enabled=false")
     del command[at - 1 : at + 1]  # the product's default, not the tests' explicit setting
     return subprocess.run(command, cwd="/", capture_output=True, text=True, timeout=600, check=False)
@@ -38,7 +38,8 @@ def test_a_job_writes_its_rows_logs_its_start_steps_and_serves_a_ui_only_when_as
     assert steps["runner"] <= steps["session"] <= steps["query"]
     assert "Spark UI at" not in job.stderr
 
-    job = run_job(spec, tmp_path, "with-ui", "--conf", "spark.ui.enabled=true")
+    produce(kafka_bootstrap, topic, [(0, event(f"k{i}")) for i in range(5, 8)])
+    job = run_job(spec, tmp_path, "with-ui", "--conf", "spark.ui.enabled=true")  # from the same checkpoint
     assert job.returncode == 0, job.stderr[-3000:]
     assert f"pipeline {spec['name']}: Spark UI at http://" in job.stderr
-    assert ch.command(f"SELECT count() FROM default.{spec['sink']['table']}") == 5  # nothing written twice
+    assert ch.command(f"SELECT count() FROM default.{spec['sink']['table']}") == 8
