@@ -6,9 +6,11 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
 
-And one application built by a Maven project of this repository:
+And built by Maven projects of this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
   Maven Central artifacts (`localstack/schema-registry/pom.xml`); `registry_runner()` is its jar.
+- `protobuf-decoder`: the engine's Protobuf decoder (`spark_jobs/protobuf-jvm/pom.xml`), its jar and its runtime
+  dependencies side by side, without the jars pyspark already ships.
 
 They land in `<sys.prefix>/share/clearflow/jars/<bundle>/` (the venv, or the image's Python), next to the
 packages they belong with, so a job never downloads anything at start. `python -m localstack jars` resolves
@@ -27,7 +29,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 # The one definition of where bundles live (the engine finds its connector there without importing localstack).
-from spark_jobs.jars import CONNECTOR_BUNDLE, jars_root
+from spark_jobs.jars import CONNECTOR_BUNDLE, PROTOBUF_BUNDLE, jars_root
 
 KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
@@ -48,6 +50,8 @@ BUNDLES: dict[str, tuple[str, ...]] = {
 # Applications built from a Maven project here: bundle name -> project directory.
 REGISTRY_BUNDLE = "schema-registry"
 BUILDS: dict[str, Path] = {REGISTRY_BUNDLE: Path(__file__).resolve().parent / "schema-registry"}
+BUILDS[PROTOBUF_BUNDLE] = Path(__file__).resolve().parent.parent / "spark_jobs" / "protobuf-jvm"
+PROTOBUF_JAR = "clearflow-protobuf.jar"  # the project's <finalName>
 REGISTRY_RUNNER = "schema-registry-1-runner.jar"  # Quarkus's runner jar; its manifest names lib/*.jar
 STAMP = ".resolved"
 
@@ -161,9 +165,29 @@ def build(name: str) -> Path:
         _run_maven(name, ["-f", str(project / "pom.xml"), "package", "-DskipTests"])
         out_dir = Path(work) / "bundle"
         out_dir.mkdir()
-        shutil.move(project / "target" / "lib", out_dir / "lib")
-        shutil.move(project / "target" / REGISTRY_RUNNER, out_dir / REGISTRY_RUNNER)
+        _collect_build(name, project / "target", out_dir)
         return _install(name, out_dir)
+
+
+def _collect_build(name: str, built: Path, out_dir: Path) -> None:
+    """Move what a build's bundle holds out of its Maven `target/` into `out_dir`."""
+    if name == REGISTRY_BUNDLE:  # the runner jar names its lib/*.jar in its manifest: keep the layout
+        shutil.move(built / "lib", out_dir / "lib")
+        shutil.move(built / REGISTRY_RUNNER, out_dir / REGISTRY_RUNNER)
+        return
+    # A jar for Spark's classpath: its runtime dependencies beside it, minus those pyspark ships (one copy each).
+    shipped = _pyspark_jar_names()
+    shutil.move(built / name_jar(name), out_dir / name_jar(name))
+    for jar in (built / "lib").glob("*.jar"):
+        if _artifact_name(jar.name) not in shipped:
+            shutil.move(jar, out_dir / jar.name)
+
+
+def name_jar(name: str) -> str:
+    """The jar a library build makes (its pom's <finalName>)."""
+    if name == PROTOBUF_BUNDLE:
+        return PROTOBUF_JAR
+    raise JarsError(f"{name} builds no library jar")
 
 
 def resolve(name: str) -> Path:

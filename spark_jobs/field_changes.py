@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from spark_jobs.avro_schema import SchemaField, fields_by_path
+from spark_jobs.avro_schema import SchemaField
+from spark_jobs.protobuf_schema import registered_schema_fields
 from spark_jobs.protocol import JSON_SAMPLE_EVERY
 from spark_jobs.spec import PipelineSpec
 
@@ -78,7 +79,7 @@ def field_changes(
     spec: PipelineSpec, schemas_by_id: Mapping[int, str], records: Sequence[Mapping[str, Any]]
 ) -> list[FieldChange]:
     """The changes the records show (see the module's doc); `schemas_by_id` is needed for Avro only."""
-    if spec.source.format == "avro":
+    if spec.source.format in ("avro", "protobuf"):  # both: fields by writer schema id
         return _avro_changes(spec, schemas_by_id, records)
     return _json_changes(spec, records)
 
@@ -88,7 +89,7 @@ def _avro_changes(
 ) -> list[FieldChange]:
     seen = {int(sid): value for sid, value in _first_seen(records, "events_by_schema_id").items()}
     fields_of: dict[int, dict[str, SchemaField]] = {
-        sid: fields_by_path(schemas_by_id[sid]) for sid in seen if sid in schemas_by_id
+        sid: {f.path: f for f in registered_schema_fields(schemas_by_id[sid])} for sid in seen if sid in schemas_by_id
     }
     changes: dict[str, FieldChange] = {}
     for sid in sorted(fields_of):

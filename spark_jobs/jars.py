@@ -14,6 +14,8 @@ from pathlib import Path
 
 JARS_DIR_ENV = "CLEARFLOW_JARS_DIR"
 CONNECTOR_BUNDLE = "spark-kafka"
+# ClearFlow's Protobuf decoder (spark_jobs/protobuf-jvm) and its dependencies, built by `make install`.
+PROTOBUF_BUNDLE = "protobuf-decoder"
 
 
 class ConnectorJarsMissing(RuntimeError):
@@ -29,15 +31,19 @@ def connector_dir() -> Path:
 
 
 def connector_jars() -> list[str]:
-    """Absolute paths of Spark's Kafka connector and its dependencies (for `spark.jars` or `spark-submit --jars`).
+    """Absolute paths of Spark's Kafka connector and its dependencies, and of ClearFlow's Protobuf decoder and
+    its dependencies (for `spark.jars` or `spark-submit --jars`).
 
-    Raises ConnectorJarsMissing when the directory holds no jar (the bundle was never resolved).
+    Raises ConnectorJarsMissing when a bundle's directory holds no jar (it was never resolved or built).
     """
-    directory = connector_dir()
-    found = sorted(str(path) for path in directory.glob("*.jar"))
-    if not found:
-        raise ConnectorJarsMissing(
-            f"Spark's Kafka connector is not installed in {directory}: run `make install` "
-            f"(python -m localstack jars), or point ${JARS_DIR_ENV} at a directory holding {CONNECTOR_BUNDLE}/*.jar"
-        )
+    found = []
+    for bundle in (CONNECTOR_BUNDLE, PROTOBUF_BUNDLE):
+        directory = jars_root() / bundle
+        jars = sorted(str(path) for path in directory.glob("*.jar"))
+        if not jars:
+            raise ConnectorJarsMissing(
+                f"the engine's jars ({bundle}) are not installed in {directory}: run `make install` "
+                f"(python -m localstack jars), or point ${JARS_DIR_ENV} at a directory holding {bundle}/*.jar"
+            )
+        found += jars
     return found

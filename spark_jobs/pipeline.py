@@ -1,6 +1,6 @@
 """Compose the pipeline in one visible place, and start it as a Structured Streaming query.
 
-Kafka -> parse_events (JSON) | parse_avro (Avro) -> observe fields (field_watch) -> require_keys
+Kafka -> parse_events (JSON) | parse_avro | parse_protobuf -> observe fields (field_watch) -> require_keys
       -> check_columns -> dedup_time -> drop_duplicates
       -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
 """
@@ -20,7 +20,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, cds, dedup, field_watch, transforms
+from spark_jobs import avro_decode, cds, dedup, field_watch, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
@@ -125,21 +125,22 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
 
 
 def source_schemas(spec: PipelineSpec, *, extra_ids: set[int] | None = None) -> WriterSchemas | None:
-    """The Avro writer schemas a run decodes with (None for JSON): the pasted schema, or every version of the
-    topics' subjects in the registry (plus `extra_ids`, ids seen in records since). Raises SpecError when
+    """The Avro or Protobuf writer schemas a run decodes with (None for JSON): the pasted schema, or every version
+    of the topics' subjects in the registry (plus `extra_ids`, ids seen in records since). Raises SpecError when
     `source.fields` names a field no version has, RegistryError when the registry cannot be asked."""
     source = spec.source
-    if source.format != "avro":
+    if source.format not in ("avro", "protobuf"):
         return None
     if source.schema_registry is None:
         return WriterSchemas({avro_decode.PLAIN_SCHEMA_ID: source.avro_schema or ""}, confluent=False)
     from spark_jobs.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
 
     versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in source.topics}
-    issues = registry_field_issues(source.fields, versions)
+    kind = source.registry_schema_type
+    issues = registry_field_issues(source.fields, versions, kind=kind)
     if issues:
         raise SpecError(issues)
-    return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or ())
+    return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or (), kind=kind)
 
 
 def parse_source(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None) -> DataFrame:
@@ -148,6 +149,10 @@ def parse_source(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | No
         if schemas is None:
             raise ValueError("an Avro source needs its writer schemas (source_schemas)")
         return avro_decode.parse_avro(raw, _fields(spec), schemas)
+    if spec.source.format == "protobuf":
+        if schemas is None:
+            raise ValueError("a Protobuf source needs its writer schemas (source_schemas)")
+        return protobuf_decode.parse_protobuf(raw, _fields(spec), schemas)
     return transforms.parse_events(raw, _fields(spec))
 
 

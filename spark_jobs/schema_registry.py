@@ -5,7 +5,7 @@ under `orders-value`. The client is confluent-kafka's `SchemaRegistryClient`, bu
 (`spark_jobs.connections.schema_registry_client_conf`).
 
 - `subject_versions(connection, subject)`: every version of a subject with its schema id and text;
-- `writer_schemas(connection, topics, extra_ids=...)`: the Avro schemas a run decodes with;
+- `writer_schemas(connection, topics, extra_ids=..., kind=...)`: the Avro (or Protobuf) schemas a run decodes with;
 - `registry_field_issues(fields, versions)`: the spec's `source.fields` checked against the subject.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spark_jobs import protobuf_schema
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, WriterSchemas, fields_by_path
 from spark_jobs.connections import SchemaRegistryConnectionSpec, schema_registry_client_conf, write_ca_file
 
@@ -39,12 +40,13 @@ class SubjectVersion:
     schema: str
 
     def fields(self) -> dict[str, SchemaField]:
-        """The version's fields by path (an empty dict for a schema that is not an Avro record)."""
-        if self.schema_type != "AVRO":
-            return {}
+        """The version's fields by path (an empty dict for a schema that is neither an Avro record nor a .proto
+        with a message: JSON schemas, unreadable text)."""
         try:
-            return fields_by_path(self.schema)
-        except AvroSchemaError:
+            if self.schema_type == "PROTOBUF":
+                return protobuf_schema.fields_by_path(self.schema)
+            return fields_by_path(self.schema) if self.schema_type == "AVRO" else {}
+        except (AvroSchemaError, protobuf_schema.ProtobufSchemaError):
             return {}
 
 
@@ -118,20 +120,26 @@ def subject_versions(
 
 
 def writer_schemas(
-    connection: SchemaRegistryConnectionSpec, topics: Sequence[str], *, extra_ids: Iterable[int] = ()
+    connection: SchemaRegistryConnectionSpec,
+    topics: Sequence[str],
+    *,
+    extra_ids: Iterable[int] = (),
+    kind: str = "AVRO",
 ) -> WriterSchemas:
-    """The Avro writer schemas of every version of the topics' value subjects, plus `extra_ids` (ids records
-    carried that were not among them: looked up by id; one the registry lacks is dead-lettered, not retried)."""
+    """The writer schemas of `kind` (AVRO or PROTOBUF) of every version of the topics' value subjects, plus
+    `extra_ids` (ids records carried that were not among them: looked up by id; one the registry lacks is
+    dead-lettered, not retried)."""
+    label = _KIND_LABELS.get(kind, kind)
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     by_id: dict[int, str] = {}
     unreadable: dict[int, str] = {}
     for topic in topics:
         for version in subject_versions(connection, value_subject(topic)):
-            if version.schema_type == "AVRO":
+            if version.schema_type == kind:
                 by_id[version.schema_id] = version.schema
             else:
-                unreadable[version.schema_id] = f"is a {version.schema_type} schema, not Avro"
+                unreadable[version.schema_id] = f"is a {version.schema_type} schema, not {label}"
     wanted = sorted(set(extra_ids) - set(by_id) - set(unreadable))
     if wanted:
         with registry_client(connection) as client:
@@ -145,31 +153,35 @@ def writer_schemas(
                     continue
                 except Exception as exc:
                     raise explain(exc, connection, f"schema id {schema_id}") from None
-                kind = (schema.schema_type or "AVRO").upper()
-                if kind == "AVRO":
+                found = (schema.schema_type or "AVRO").upper()
+                if found == kind:
                     by_id[schema_id] = schema.schema_str
                 else:
-                    unreadable[schema_id] = f"is a {kind} schema, not Avro"
+                    unreadable[schema_id] = f"is a {found} schema, not {label}"
     return WriterSchemas(by_id=by_id, confluent=True, unreadable=unreadable)
 
 
+_KIND_LABELS = {"AVRO": "Avro", "PROTOBUF": "Protobuf"}
+
+
 def registry_field_issues(
-    fields: Sequence[FieldSpec], versions_by_subject: dict[str, list[SubjectVersion]]
+    fields: Sequence[FieldSpec], versions_by_subject: dict[str, list[SubjectVersion]], *, kind: str = "AVRO"
 ) -> list[SpecIssue]:
     """`source.fields` against the registered versions: a field that no version of a topic's subject has is an
-    error under its path; so is a topic whose subject has no Avro version."""
+    error under its path; so is a topic whose subject has no version of `kind` (AVRO or PROTOBUF)."""
     from spark_jobs.spec import SpecIssue, schema_field_issues
 
+    label = _KIND_LABELS.get(kind, kind)
     issues: list[SpecIssue] = []
     for subject, versions in versions_by_subject.items():
-        avro = [version for version in versions if version.schema_type == "AVRO"]
-        if not avro:
+        usable = [version for version in versions if version.schema_type == kind]
+        if not usable:
             kinds = sorted({version.schema_type for version in versions})
             found = f"only {', '.join(kinds)} versions" if kinds else "no version"
-            issues.append(SpecIssue("source.topics", f"subject '{subject}' has {found} in the registry, no Avro"))
+            issues.append(SpecIssue("source.topics", f"subject '{subject}' has {found} in the registry, no {label}"))
             continue
         known: dict[str, SchemaField] = {}
-        for version in avro:
+        for version in usable:
             known.update(version.fields())
         issues += schema_field_issues(fields, known, where=f"any version of subject '{subject}'")
     return issues

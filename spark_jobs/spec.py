@@ -184,8 +184,8 @@ class FieldSpec(BaseModel):
 
 
 # How record values are encoded. avro: Confluent's wire format with `schema_registry`, or plain Avro bodies of
-# the one `avro_schema` given.
-SourceFormat = Literal["json", "avro"]
+# the one `avro_schema` given. protobuf: Confluent's wire format with `schema_registry`.
+SourceFormat = Literal["json", "avro", "protobuf"]
 SOURCE_FORMATS: tuple[str, ...] = get_args(SourceFormat)
 
 
@@ -216,7 +216,12 @@ class SourceSpec(BaseModel):
 
     @property
     def uses_registry(self) -> bool:
-        return self.format == "avro" and self.schema_registry is not None
+        return self.format in ("avro", "protobuf") and self.schema_registry is not None
+
+    @property
+    def registry_schema_type(self) -> str:
+        """The registry's name for the format's schemas (AVRO, PROTOBUF)."""
+        return self.format.upper()
 
 
 class DedupSpec(BaseModel):
@@ -462,10 +467,25 @@ def schema_field_issues(
 def _source_issues(source: SourceSpec) -> list[SpecIssue]:
     if source.format == "json":
         if source.schema_registry is not None:
-            return [SpecIssue("source.schema_registry", "a schema registry is for format avro; this source is json")]
+            return [
+                SpecIssue(
+                    "source.schema_registry", "a schema registry is for formats avro and protobuf; this source is json"
+                )
+            ]
         if source.avro_schema is not None:
             return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is json")]
         return []
+    if source.format == "protobuf":
+        if source.avro_schema is not None:
+            return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is protobuf")]
+        if source.schema_registry is None:
+            return [
+                SpecIssue(
+                    "source.schema_registry",
+                    "format protobuf needs a schema registry (Confluent wire format, subjects <topic>-value)",
+                )
+            ]
+        return []  # checked against the registry when the job starts and when the web app saves the spec
     if source.schema_registry is not None and source.avro_schema is not None:
         return [SpecIssue("source.avro_schema", "give a schema registry or an Avro schema, not both")]
     if source.schema_registry is None and source.avro_schema is None:

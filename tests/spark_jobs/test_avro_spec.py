@@ -62,7 +62,9 @@ def test_avro_needs_a_registry_or_a_schema_and_json_takes_neither() -> None:
     assert errors_of(both) == {"source.avro_schema": "give a schema registry or an Avro schema, not both"}
     data = valid_spec()
     data["source"]["schema_registry"] = {"url": "http://127.0.0.1:8081"}
-    assert errors_of(data) == {"source.schema_registry": "a schema registry is for format avro; this source is json"}
+    assert errors_of(data) == {
+        "source.schema_registry": "a schema registry is for formats avro and protobuf; this source is json"
+    }
     assert errors_of(avro_spec(avro_schema="{not json")) == {
         "source.avro_schema": "the Avro schema is not valid JSON: Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1)"

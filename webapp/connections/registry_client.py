@@ -7,7 +7,8 @@ errors come out as one plain-words `SchemaRegistryClientError` (API 502). Every 
 connection model (`SchemaRegistryConnectionSpec`, from `connection.client_settings()`).
 
 Decoding a sampled event: Confluent's wire format (magic byte 0, a 4-byte big-endian schema id, the Avro
-body), the body read with fastavro (confluent-kafka's own Avro dependency) against the writer schema, the
+body, or Protobuf's message indexes and message), the body read with fastavro (confluent-kafka's own Avro
+dependency) or the `protobuf` package (`spark_jobs.protobuf_schema.decode_record`) against the writer schema, the
 values made JSON-able the way the job writes them (timestamps and dates as ISO text, decimals and UUIDs as
 text, bytes as base64).
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from spark_jobs.avro_schema import MAGIC_BYTE, WIRE_HEADER_BYTES
 from spark_jobs.connections import SchemaRegistryConnectionSpec
+from spark_jobs.protobuf_schema import decode_record, is_protobuf
 from spark_jobs.schema_registry import RegistryError, SubjectVersion, explain, registry_client, value_subject
 from webapp.core.exceptions import ExternalServiceError
 
@@ -91,14 +93,14 @@ def _subject_versions(settings: SchemaRegistryConnectionSpec, subject: str, time
 def schemas_by_id(
     settings: SchemaRegistryConnectionSpec, ids: Iterable[int], *, timeout: float = DEFAULT_TIMEOUT
 ) -> dict[int, str]:
-    """The Avro schema text of each id the registry has (ids it lacks, or not Avro, are left out)."""
+    """The Avro or Protobuf schema text of each id the registry has (ids it lacks, or JSON schemas, are left out)."""
     return _schemas(settings, ids, timeout)[0]
 
 
 def _schemas(
     settings: SchemaRegistryConnectionSpec, ids: Iterable[int], timeout: float
 ) -> tuple[dict[int, str], dict[int, str]]:
-    """(Avro schema text by id, why each other id cannot be read: "is a PROTOBUF schema, not Avro")."""
+    """(Avro or Protobuf schema text by id, why each other id cannot be read: "is a JSON schema")."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     found: dict[int, str] = {}
@@ -118,10 +120,10 @@ def _schemas(
             except Exception as exc:
                 raise SchemaRegistryClientError(_sentence(explain(exc, settings, f"schema id {schema_id}"))) from None
             kind = (schema.schema_type or "AVRO").upper()
-            if kind == "AVRO":
+            if kind in ("AVRO", "PROTOBUF"):  # told apart by their text (protobuf_schema.is_protobuf)
                 found[schema_id] = schema.schema_str
             else:
-                unreadable[schema_id] = f"schema id {schema_id} is a {kind} schema; ClearFlow reads Avro"
+                unreadable[schema_id] = f"schema id {schema_id} is a {kind} schema; ClearFlow reads Avro and Protobuf"
     return found, unreadable
 
 
@@ -198,10 +200,12 @@ def decode_events(
             decoded.append(replace(event, is_json=False, schema_id=schema_id, decode_error=reason))
             continue
         try:
-            value = decode_avro(raw, schema)
-        except Exception as exc:  # fastavro raises many kinds for a body that does not match its schema
+            protobuf = is_protobuf(schema)
+            value = decode_record(schema, raw[WIRE_HEADER_BYTES:]) if protobuf else decode_avro(raw, schema)
+        except Exception as exc:  # fastavro and protobuf raise many kinds for a body that does not match its schema
             bad += 1
-            reason = f"not Avro of schema id {schema_id}: {exc}"
+            kind = "Protobuf" if protobuf else "Avro"
+            reason = f"not {kind} of schema id {schema_id}: {exc}"
             decoded.append(replace(event, is_json=False, schema_id=schema_id, decode_error=reason))
             continue
         decoded.append(replace(event, value=value, is_json=True, schema_id=schema_id, decode_error=None))

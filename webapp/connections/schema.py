@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_jobs.avro_schema import schema_fields
 from spark_jobs.field_types import FIELD_TYPES, merge_types, value_type
+from spark_jobs.protobuf_schema import registered_schema_fields
 
 __all__ = [
     "FIELD_TYPES",
@@ -89,7 +89,7 @@ def infer_from_avro_schema(schema: str, values: Sequence[Any]) -> list[InferredF
             for path, leaf in _schema_leaves(obj):
                 leaves.setdefault(path, []).append(leaf)
     fields = []
-    for schema_field in schema_fields(schema):
+    for schema_field in registered_schema_fields(schema):
         seen = [v for v in leaves.get(schema_field.path, []) if v is not None]
         examples: list[Any] = []
         for value in seen:

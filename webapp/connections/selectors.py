@@ -183,7 +183,7 @@ def avro_event_sample(
     if newest_used is not None:
         schema = decoded.schemas[newest_used.schema_id]
     else:
-        latest = next((s.latest for s in subjects if s.latest and s.latest.schema_type == "AVRO"), None)
+        latest = next((s.latest for s in subjects if s.latest and s.latest.schema_type in ("AVRO", "PROTOBUF")), None)
         schema = latest.schema if latest else None
     return AvroSample(
         events=decoded.events, undecodable=decoded.undecodable, subjects=subjects, used=used, schema=schema

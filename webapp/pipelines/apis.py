@@ -53,8 +53,8 @@ class PipelineCreateInput(serializers.Serializer):
     clickhouse_connection = serializers.IntegerField(help_text="Id of one of your ClickHouse connections.")
     schema_registry_connection = serializers.IntegerField(
         required=False,
-        help_text="Id of one of your schema registry connections: for source.format avro in the Confluent wire "
-        "format (it fills source.schema_registry).",
+        help_text="Id of one of your schema registry connections: for source.format avro or protobuf in the "
+        "Confluent wire format (it fills source.schema_registry).",
     )
     spec = SpecField()
     note = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")

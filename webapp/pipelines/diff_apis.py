@@ -24,8 +24,8 @@ class PipelineDiffInput(serializers.Serializer):
     )
     schema_registry_connection = serializers.IntegerField(
         required=False,
-        help_text="Id of one of your schema registry connections (format avro); left out, the pipeline's stays "
-        "while the spec reads Avro, as in an update.",
+        help_text="Id of one of your schema registry connections (format avro or protobuf); left out, the "
+        "pipeline's stays while the spec reads Avro or Protobuf, as in an update.",
     )
 
 

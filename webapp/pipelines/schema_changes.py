@@ -58,7 +58,7 @@ def _connections(pipeline: Pipeline) -> dict[str, Any]:
 
 
 def _writer_schemas(pipeline: Pipeline, spec: Any, records: list[dict[str, Any]]) -> dict[int, str]:
-    if spec.source.format != "avro":
+    if spec.source.format not in ("avro", "protobuf"):
         return {}
     if spec.source.avro_schema is not None:
         return {0: spec.source.avro_schema}  # plain Avro: the one schema, id 0 in the records

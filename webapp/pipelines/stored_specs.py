@@ -50,7 +50,7 @@ def registry_after_update(
 ) -> SchemaRegistryConnection | None:
     """The schema registry connection a pipeline has after an update (and what a diff compares with): the one
     given, else the one it has, unless the spec no longer reads Avro (then the registry it used is let go)."""
-    if given is None and _source_format(spec) != "avro":
+    if given is None and _source_format(spec) not in ("avro", "protobuf"):
         return None
     return given or current
 

@@ -59,7 +59,12 @@ class SchemaRegistryChoiceForm(_ConnectionChoiceForm):
     pass
 
 
-FORMAT_CHOICES = [("json", "JSON"), ("avro", "Avro, schemas in a schema registry")]
+FORMAT_CHOICES = [
+    ("json", "JSON"),
+    ("avro", "Avro, schemas in a schema registry"),
+    ("protobuf", "Protobuf, schemas in a schema registry"),
+]
+REGISTRY_FORMATS = ("avro", "protobuf")  # the formats whose schemas come from a schema registry
 
 
 class SampleForm(forms.Form):
@@ -87,8 +92,9 @@ class SampleForm(forms.Form):
     def clean(self):
         cleaned = super().clean()
         cleaned["format"] = cleaned.get("format") or "json"
-        if cleaned["format"] == "avro" and not cleaned.get("schema_registry"):
-            self.add_error("schema_registry", "Avro events need the schema registry that holds their schemas.")
+        if cleaned["format"] in REGISTRY_FORMATS and not cleaned.get("schema_registry"):
+            kind = "Avro" if cleaned["format"] == "avro" else "Protobuf"
+            self.add_error("schema_registry", f"{kind} events need the schema registry that holds their schemas.")
         return cleaned
 
 

@@ -25,6 +25,7 @@ from webapp.core.responses import json_attachment
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.wizard import draft_spec
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
+from webapp.wizard.forms import REGISTRY_FORMATS
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -264,7 +265,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     if connection is None or not topics:
         context["error"] = "Choose a connection and a topic first (steps 1 and 2)."
         return _partial(request, "sample_area.html", context)
-    registry = form.cleaned_data["schema_registry"] if form.cleaned_data["format"] == "avro" else None
+    registry = form.cleaned_data["schema_registry"] if form.cleaned_data["format"] in REGISTRY_FORMATS else None
     avro_schema, versions = None, []
     try:
         if registry is not None:

@@ -263,10 +263,11 @@ def test_avro_without_a_registry_or_schema_is_refused(api, kafka_conn, ch_conn, 
     assert not Pipeline.objects.exists()
 
 
-def test_a_protobuf_event_is_named_as_such_not_decoded(
+def test_a_protobuf_event_is_decoded_with_its_registered_proto(
     api, kafka_conn, registry_conn, kafka_bootstrap, schema_registry_url
 ):
-    """Protobuf is not read (no spark-protobuf for this Spark): a sampled Protobuf event says so in words."""
+    """A sampled Protobuf event (Confluent framing: message index 0, then the message) is read with the .proto
+    registered under its id; one whose bytes do not parse says so in words."""
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
     from spark_jobs.avro_schema import wire_format
@@ -277,13 +278,15 @@ def test_a_protobuf_event_is_named_as_such_not_decoded(
     schema_id = SchemaRegistryClient({"url": schema_registry_url}).register_schema(
         f"{topic}-value", Schema(proto, "PROTOBUF")
     )
-    produce_records(kafka_bootstrap, topic, [wire_format(schema_id, b"\x00\x0a\x03abc")])
+    produce_records(
+        kafka_bootstrap, topic, [wire_format(schema_id, b"\x00\x0a\x03abc"), wire_format(schema_id, b"\x00\x0a\xff")]
+    )
     response = api.post(
         f"{KAFKA}{kafka_conn.pk}/sample/",
         {"topics": [topic], "schema_registry_connection": registry_conn["id"]},
         format="json",
     )
     assert response.status_code == 200, response.json()
-    [event] = response.json()
-    assert event["schema_id"] == schema_id
-    assert event["decode_error"] == f"schema id {schema_id} is a PROTOBUF schema; ClearFlow reads Avro"
+    good, bad = sorted(response.json(), key=lambda event: event["offset"])
+    assert (good["schema_id"], good["value"], good["decode_error"]) == (schema_id, {"order_id": "abc"}, None)
+    assert bad["decode_error"].startswith(f"not Protobuf of schema id {schema_id}: the message does not parse")

@@ -89,7 +89,7 @@ def test_the_sample_step_decodes_avro_with_the_registry_and_takes_the_fields_fro
 
     # Read as JSON, the events are not: the page says what they look like.
     html = fetch(owner_client, draft, format="json").content.decode()
-    assert 'id="avro-hint"' in html and "look like Avro in the Confluent wire format" in html
+    assert 'id="avro-hint"' in html and "look like Avro or Protobuf in the Confluent wire format" in html
 
     # Avro without a registry: the field says what is missing.
     html = fetch(owner_client, draft, format="avro").content.decode()

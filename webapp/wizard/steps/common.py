@@ -75,8 +75,8 @@ def clickhouse_connection_of(request: HttpRequest, draft: WizardDraft):
 
 
 def schema_registry_connection_of(request: HttpRequest, draft: WizardDraft):
-    """The registry the sample step chose for Avro events (None for JSON, or when it was deleted since)."""
-    if draft.spec.source.format != "avro":
+    """The registry the sample step chose for Avro or Protobuf events (None for JSON, or when it was deleted)."""
+    if draft.spec.source.format not in ("avro", "protobuf"):
         return None
     return _connection_of(request, draft, SCHEMA_REGISTRY)
 

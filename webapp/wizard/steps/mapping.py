@@ -52,7 +52,7 @@ def _source_fields(draft: WizardDraft) -> list[SourceField]:
 def _schema_column_types(draft: WizardDraft) -> dict[str, str]:
     """For an Avro source, the column types its schema proposes by path: the pasted schema's, else those of the
     registry's schema that the sample was decoded with."""
-    if draft.spec.source.format != "avro":
+    if draft.spec.source.format not in ("avro", "protobuf"):
         return {}
     if draft.spec.source.avro_schema:
         return schema_column_types(draft.spec.source.avro_schema)

@@ -12,6 +12,7 @@ from spark_jobs import spec as specmod
 from webapp.connections import selectors as conn_selectors
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import SCHEMA_REGISTRY
+from webapp.wizard.forms import REGISTRY_FORMATS
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
 from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, sample_form, schema_fields
@@ -115,7 +116,7 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
 
 def save_format(draft: WizardDraft, form: forms.SampleForm) -> None:
     """The chosen format into the spec (`source.format`) and the registry into the draft (its connection)."""
-    registry = form.cleaned_data.get("schema_registry") if form.cleaned_data.get("format") == "avro" else None
+    registry = form.cleaned_data.get("schema_registry") if form.cleaned_data.get("format") in REGISTRY_FORMATS else None
     spec = draft.spec.model_copy(deep=True)
     spec.source.format = form.cleaned_data["format"]
     draft_update_section(
@@ -234,13 +235,14 @@ def schema_column_types(avro_schema: str | None) -> dict[str, str]:
     """The column type the Avro schema proposes for each field path (`spark_jobs.avro_schema`: Decimal(P, S),
     DateTime64(3, 'UTC'), Date, UUID, LowCardinality(String), Nullable for a union with null); kept with the sample
     so that the mapping step proposes them for a new table. {} without a schema, or for one that does not read."""
-    from spark_jobs.avro_schema import AvroSchemaError, schema_fields
+    from spark_jobs.avro_schema import AvroSchemaError
+    from spark_jobs.protobuf_schema import ProtobufSchemaError, registered_schema_fields
 
     if not avro_schema:
         return {}
-    try:
-        return {field.path: field.clickhouse_type for field in schema_fields(avro_schema)}
-    except AvroSchemaError:
+    try:  # a Protobuf source's registered .proto reads the same way
+        return {field.path: field.clickhouse_type for field in registered_schema_fields(avro_schema)}
+    except (AvroSchemaError, ProtobufSchemaError):
         return {}
 
 
