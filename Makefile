@@ -4,8 +4,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Maven projects built at install (the local schema registry, the Protobuf decoder): a change to one rebuilds it.
-JAVA_PROJECTS := $(shell find localstack/schema-registry spark_jobs/protobuf-jvm -type f -not -path '*/target/*' | sort)
+# Java built at install (the local schema registry, the Protobuf decoder, the engine's spark_jobs/jvm): a
+# change to one rebuilds it.
+JAVA_PROJECTS := $(shell find localstack/schema-registry spark_jobs/protobuf-jvm spark_jobs/jvm -type f -not -path '*/target/*' | sort)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py $(JAVA_PROJECTS) | sha1sum | cut -c1-12)
 
 .PHONY: up down status test test-fast lint demo-data install system-deps clean

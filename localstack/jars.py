@@ -6,11 +6,13 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
 
-And built by Maven projects of this repository:
+Built from this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
   Maven Central artifacts (`localstack/schema-registry/pom.xml`); `registry_runner()` is its jar.
 - `protobuf-decoder`: the engine's Protobuf decoder (`spark_jobs/protobuf-jvm/pom.xml`), its jar and its runtime
   dependencies side by side, without the jars pyspark already ships.
+- `clearflow-engine`: the engine's own Java code (`spark_jobs/jvm`, the dedup StatefulProcessor), compiled with
+  `javac` against the jars of the pinned pyspark wheel (no Maven, no Scala compiler) into one jar.
 
 They land in `<sys.prefix>/share/clearflow/jars/<bundle>/` (the venv, or the image's Python), next to the
 packages they belong with, so a job never downloads anything at start. `python -m localstack jars` resolves
@@ -29,7 +31,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 # The one definition of where bundles live (the engine finds its connector there without importing localstack).
-from spark_jobs.jars import CONNECTOR_BUNDLE, PROTOBUF_BUNDLE, jars_root
+from spark_jobs.jars import CONNECTOR_BUNDLE, ENGINE_BUNDLE, PROTOBUF_BUNDLE, jars_root
 
 KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
@@ -52,6 +54,8 @@ REGISTRY_BUNDLE = "schema-registry"
 BUILDS: dict[str, Path] = {REGISTRY_BUNDLE: Path(__file__).resolve().parent / "schema-registry"}
 BUILDS[PROTOBUF_BUNDLE] = Path(__file__).resolve().parent.parent / "spark_jobs" / "protobuf-jvm"
 PROTOBUF_JAR = "clearflow-protobuf.jar"  # the project's <finalName>
+BUILDS[ENGINE_BUNDLE] = Path(__file__).resolve().parent.parent / "spark_jobs" / "jvm"  # javac, not Maven
+ENGINE_JAR = "clearflow-engine.jar"
 REGISTRY_RUNNER = "schema-registry-1-runner.jar"  # Quarkus's runner jar; its manifest names lib/*.jar
 STAMP = ".resolved"
 
@@ -73,6 +77,8 @@ def _fingerprint(name: str) -> str:
     if name in BUILDS:
         for path in _project_files(name):
             digest.update(str(path.relative_to(BUILDS[name])).encode() + b"\0" + path.read_bytes() + b"\0")
+        if name == ENGINE_BUNDLE:
+            digest.update(SPARK_VERSION.encode())  # compiled against this Spark's jars
     else:
         digest.update("\n".join(BUNDLES[name]).encode())
     return digest.hexdigest()[:16]
@@ -153,8 +159,35 @@ def _install(name: str, out_dir: Path) -> Path:
     return target
 
 
+def build_engine() -> Path:
+    """Compile `spark_jobs/jvm` against pyspark's own jars (the exact Spark the job runs) into one jar."""
+    import pyspark
+
+    javac, jar = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar is None:
+        raise JarsError("a Java 17 JDK (javac, jar) is not installed: apt-get install -y openjdk-17-jdk-headless")
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    sources = [str(path) for path in _project_files(ENGINE_BUNDLE) if path.suffix == ".java"]
+    target = bundle_dir(ENGINE_BUNDLE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{ENGINE_BUNDLE}-") as work:
+        classes, out_dir = Path(work) / "classes", Path(work) / "bundle"
+        out_dir.mkdir()
+        for command in (
+            [javac, "--release", "17", "-Xlint:all,-path", "-cp", f"{spark_jars}/*", "-d", str(classes), *sources],
+            [jar, "--create", "--file", str(out_dir / ENGINE_JAR), "-C", str(classes), "."],
+        ):
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+                raise JarsError(f"could not build {ENGINE_BUNDLE} ({BUILDS[ENGINE_BUNDLE]}):\n{tail}")
+        return _install(ENGINE_BUNDLE, out_dir)
+
+
 def build(name: str) -> Path:
     """Build one application bundle from its Maven project (copied, so the repository gets no target/)."""
+    if name == ENGINE_BUNDLE:
+        return build_engine()
     if shutil.which("mvn") is None:
         raise JarsError("Maven (mvn) is not installed: apt-get install -y maven")
     target = bundle_dir(name)

@@ -1,11 +1,13 @@
 """Deduplication as pure DataFrame -> DataFrame steps: events without a key become dead letters, each event gets
-its dedup time, and the first event per key is kept while Spark remembers the key (its state store).
+its dedup time and its key's hash, and the first event per key is kept for one window (a state store).
 
 `spark_jobs.pipeline.build_stream` runs them in this order: `require_keys` (before the column checks), then
-`dedup_time`, `drop_unless_dead`, `drop_duplicates`. A dead letter never takes the place of a good event: it
-gets a key of its own (`_cf_dlq_id`, its Kafka coordinates) and passes through.
-This is Spark's dedup, within `dedup.window`; ClickHouse's insert deduplication (`sink.insert_dedup_window`)
-is what makes a replayed micro-batch harmless (`spark_jobs.sink`, `spark_jobs.exactly_once`).
+`dedup_time`, `dedup_key`, `drop_unless_dead`, `drop_duplicates`. A dead letter never takes the place of a good
+event: it passes through without touching the state.
+The state is ClearFlow's JVM StatefulProcessor (`spark_jobs/jvm`, `io.clearflow.spark.Dedup`): a TTL ValueState
+per key on RocksDB, so a micro-batch costs what its rows and the keys expiring now cost, not the whole window.
+ClickHouse's insert deduplication (`sink.insert_dedup_window`) is what makes a replayed micro-batch harmless
+(`spark_jobs.sink`, `spark_jobs.exactly_once`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-from spark_jobs.transforms import DLQ_ID, ERROR, TIME, path_col
+from spark_jobs.metrics import DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION
+from spark_jobs.transforms import ERROR, TIME, path_col
+
+# Columns the dedup steps add and drop again (reserved `_cf_` names).
+KEY_HIGH, KEY_LOW = "_cf_key_high", "_cf_key_low"
+ORDER_PARTITION, ORDER_OFFSET = "_cf_order_partition", "_cf_order_offset"
+_SECOND_SEED = "clearflow-dedup-key"  # hashed first: the second hash starts from another seed than the first
 
 
 def require_keys(df: DataFrame, keys: Sequence[str]) -> DataFrame:
@@ -26,7 +35,8 @@ def require_keys(df: DataFrame, keys: Sequence[str]) -> DataFrame:
 
 def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) -> DataFrame:
     """`_cf_time`: the record's Kafka timestamp (or `time_field`), clamped into [batch time - window/2,
-    batch time] so no record is ever behind Spark's watermark (Spark would drop it silently)."""
+    batch time]: it orders a key's events within a batch, and a wrong clock (far past or future) must not
+    decide which copy wins."""
     horizon = max(1, window_seconds // 2)
     now = F.current_timestamp()
     floor = now - F.expr(f"INTERVAL {horizon} SECONDS")
@@ -40,31 +50,42 @@ def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) ->
     return df.withColumn(TIME, F.least(F.greatest(when, floor), now))
 
 
-def drop_duplicates(df: DataFrame, *, keys: Sequence[str], window_seconds: int) -> DataFrame:
-    """Keep the first event per key while the key is remembered (about `window_seconds` of dedup time).
+def dedup_key(df: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """The state's key: a 128-bit hash of the dedup key values (two xxhash64 with different seeds; small RocksDB
+    keys whatever the key's size), and the Kafka coordinates that order a key's events within a batch.
 
-    The watermark delay is half the window: Spark keeps a key until the watermark (newest time - delay)
-    passes the key's time + delay, i.e. for one window. Dead letters get a unique key and pass through.
+    Runs before `drop_unless_dead`, which nulls the Kafka metadata of usable events. A dead letter is keyed by
+    its Kafka coordinates, so dead letters spread over the partitions like events do.
     """
-    delay = max(1, window_seconds // 2)
     usable = F.col(ERROR).isNull()
-    keyed = df
-    key_cols = []
-    added = []
-    for i, key in enumerate(keys):
-        if "." not in key:
-            key_cols.append(key)  # a top-level key is used as it is (dead letters differ by DLQ_ID)
-            continue
-        name = f"_cf_k{i}"
-        keyed = keyed.withColumn(name, path_col(key))
-        key_cols.append(name)
-        added.append(name)
-    keyed = keyed.withColumn(
-        DLQ_ID,
-        F.when(~usable, F.concat_ws(":", "_kafka_topic", "_kafka_partition", "_kafka_offset")),
+    values = [path_col(k) for k in keys]
+    coordinates = [F.col("_kafka_topic"), F.col("_kafka_partition"), F.col("_kafka_offset")]
+    return df.select(
+        "*",
+        F.when(usable, F.xxhash64(*values)).otherwise(F.xxhash64(*coordinates)).alias(KEY_HIGH),
+        F.when(usable, F.xxhash64(F.lit(_SECOND_SEED), *values))
+        .otherwise(F.xxhash64(F.lit(_SECOND_SEED), *coordinates))
+        .alias(KEY_LOW),
+        F.col("_kafka_partition").alias(ORDER_PARTITION),
+        F.col("_kafka_offset").alias(ORDER_OFFSET),
     )
-    deduped = keyed.withWatermark(TIME, f"{delay} seconds").dropDuplicatesWithinWatermark([*key_cols, DLQ_ID])
-    return deduped.drop(*added, DLQ_ID)
+
+
+def drop_duplicates(df: DataFrame, *, window_seconds: int) -> DataFrame:
+    """Keep the first event per key (by dedup time, then Kafka partition and offset) for `window_seconds` of
+    processing time after the key was first kept; dead letters pass through. Needs `dedup_key`'s columns and
+    the RocksDB state store (`spark_jobs.pipeline.state_store_conf`); the helper columns are dropped after.
+    """
+    spark = df.sparkSession
+    jvm = spark._jvm  # py4j: the engine jar is on the driver's classpath (spark_jobs.jars.job_jars)
+    assert jvm is not None
+    # The metrics' duplicates: the rows in minus the rows out, both counted by the query (spark_jobs.metrics).
+    counted = df.observe(DEDUP_IN_OBSERVATION, F.count(F.lit(1)).alias("rows"))
+    jdf = jvm.io.clearflow.spark.Dedup.dropDuplicates(
+        counted._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), [TIME, ORDER_PARTITION, ORDER_OFFSET]
+    )
+    kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW, ORDER_PARTITION, ORDER_OFFSET)
+    return kept.observe(DEDUP_OUT_OBSERVATION, F.count(F.lit(1)).alias("rows"))
 
 
 def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
@@ -76,4 +97,4 @@ def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
     return df
 
 
-__all__ = ["dedup_time", "drop_duplicates", "drop_unless_dead", "require_keys"]
+__all__ = ["dedup_key", "dedup_time", "drop_duplicates", "drop_unless_dead", "require_keys"]

@@ -1,4 +1,5 @@
-"""Where the engine finds Spark's Kafka connector: jars resolved at install time, never downloaded at start.
+"""Where the engine finds its jars: Spark's Kafka connector (resolved) and ClearFlow's own Java code (built from
+`spark_jobs/jvm`), both at install time, never downloaded or compiled at start.
 
 `make install` (`python -m localstack jars`) resolves each Java bundle into `<jars root>/<bundle>/`. The root is
 `$CLEARFLOW_JARS_DIR`, else `<sys.prefix>/share/clearflow/jars` (next to the Python packages of the venv or the
@@ -16,6 +17,7 @@ JARS_DIR_ENV = "CLEARFLOW_JARS_DIR"
 CONNECTOR_BUNDLE = "spark-kafka"
 # ClearFlow's Protobuf decoder (spark_jobs/protobuf-jvm) and its dependencies, built by `make install`.
 PROTOBUF_BUNDLE = "protobuf-decoder"
+ENGINE_BUNDLE = "clearflow-engine"  # the dedup StatefulProcessor (spark_jobs/jvm), compiled by `make install`
 
 
 class ConnectorJarsMissing(RuntimeError):
@@ -47,3 +49,19 @@ def connector_jars() -> list[str]:
             )
         found += jars
     return found
+
+
+def engine_jars() -> list[str]:
+    """The jar of ClearFlow's own Java code (the dedup processor); ConnectorJarsMissing when it was never built."""
+    directory = jars_root() / ENGINE_BUNDLE
+    found = sorted(str(path) for path in directory.glob("*.jar"))
+    if not found:
+        raise ConnectorJarsMissing(
+            f"ClearFlow's engine jar is not built in {directory}: run `make install` (python -m localstack jars)"
+        )
+    return found
+
+
+def job_jars() -> list[str]:
+    """Every jar a pipeline job needs (`spark.jars` or `spark-submit --jars`): the connector and the engine."""
+    return [*connector_jars(), *engine_jars()]

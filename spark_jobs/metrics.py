@@ -2,7 +2,8 @@
 
 The record (`BatchMetrics`) and its Redis keys are declared in `spark_jobs.protocol` (the worker and the web app
 read them): the latest record, the recent list, the history (a sorted set by batch start), the running totals,
-and the heartbeat (also when no data came, so the worker can tell a stalled job from an idle one).
+and the heartbeat (also when no data came, so the worker can tell a stalled job from an idle one; and while a long
+micro-batch runs, `QueryHeartbeat`, so a batch that reloads a large state is not taken for a stall).
 
 Everything is written in one MULTI/EXEC per batch, so the series, the totals and the latest record agree.
 A batch counts once: `counted_key` (the query id and its newest COUNTED_KEEP batch ids) remembers the batches
@@ -45,6 +46,9 @@ FILTER_OBSERVATION = "cf_filter"
 # The observed metric of the fields the events carry (`spark_jobs.field_watch`): events per Avro writer schema
 # id, or the JSON keys no field covers in a sample of one event in JSON_SAMPLE_EVERY (by offset).
 FIELDS_OBSERVATION = "cf_fields"
+# The rows into and out of the dedup processor (`spark_jobs.dedup.drop_duplicates`): their difference are the
+# duplicates it dropped.
+DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION = "cf_dedup_in", "cf_dedup_out"
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -74,8 +78,16 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
     for topic, parts in latest.items():
         for p, last in parts.items():
             lag.setdefault(topic, {})[p] = max(0, last - end.get(topic, {}).get(p, 0))
-    dedup_ops = [op for op in progress.get("stateOperators") or [] if "dedup" in op.get("operatorName", "").lower()]
-    duplicates = sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in dedup_ops)
+    # The dedup's state operator: ClearFlow's processor (transformWithState), or Spark's own dedup in runs of
+    # earlier versions (a replayed progress).
+    dedup_ops = [
+        op
+        for op in progress.get("stateOperators") or []
+        if any(name in op.get("operatorName", "").lower() for name in ("dedup", "transformwithstate"))
+    ]
+    duplicates = _duplicates(progress) + sum(
+        int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in dedup_ops
+    )
     input_rows = int(progress.get("numInputRows", 0))
     written = int(sink.get("rows_written", 0))
     dead = int(sink.get("dead_letters", 0))
@@ -117,6 +129,14 @@ def _fields_seen(progress: dict[str, Any]) -> dict[str, Any]:
         "sampled_events": int(observed.get("sampled") or 0),
         "sampled_with_unmapped": int(observed.get("sampled_with_unmapped") or 0),
     }
+
+
+def _duplicates(progress: dict[str, Any]) -> int:
+    """The duplicates the dedup processor dropped: rows into it minus rows out, both counted by the query."""
+    observed = progress.get("observedMetrics") or {}
+    rows_in = (observed.get(DEDUP_IN_OBSERVATION) or {}).get("rows")
+    rows_out = (observed.get(DEDUP_OUT_OBSERVATION) or {}).get("rows")
+    return max(0, int(rows_in) - int(rows_out)) if rows_in is not None and rows_out is not None else 0
 
 
 def _filtered_out(progress: dict[str, Any]) -> int:
@@ -239,6 +259,38 @@ class SinkStats:
     def pop(self, batch_id: int) -> dict[str, int]:
         with self._lock:
             return self._by_batch.pop(batch_id, {})
+
+
+class QueryHeartbeat:
+    """Beats every `every` seconds while the query is active and Spark's JVM answers, batch running or not.
+
+    Progress events come only at a batch's end; a batch longer than the worker's heartbeat timeout (the state
+    reloaded after a restart, a catch-up) would otherwise be killed as stalled. A JVM that stops answering
+    (`query.isActive` blocks or fails) stops the beats, so the worker still finds a job that is really stuck.
+    """
+
+    def __init__(self, query: Any, publisher: MetricsPublisher, every: float = HEARTBEAT_EVERY_SECONDS) -> None:
+        self._query = query
+        self._publisher = publisher
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{publisher.pipeline}", daemon=True)
+
+    def start(self) -> QueryHeartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                if not self._query.isActive:
+                    return
+            except Exception:  # the JVM is gone (the job is ending)
+                return
+            self._publisher.heartbeat()
 
 
 def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher) -> Any:

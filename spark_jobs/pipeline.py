@@ -1,7 +1,7 @@
 """Compose the pipeline in one visible place, and start it as a Structured Streaming query.
 
 Kafka -> parse_events (JSON) | parse_avro | parse_protobuf -> observe fields (field_watch) -> require_keys
-      -> check_columns -> dedup_time -> drop_duplicates
+      -> check_columns -> dedup_time -> dedup_key -> drop_unless_dead -> drop_duplicates (JVM, RocksDB state)
       -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import sys
 import uuid
 from dataclasses import dataclass
@@ -24,20 +25,72 @@ from spark_jobs import avro_decode, cds, dedup, field_watch, protobuf_decode, tr
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
-from spark_jobs.jars import connector_jars
-from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
+from spark_jobs.jars import job_jars
+from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat, SinkStats, make_listener
 from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
 
 log = logging.getLogger(__name__)
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 RUN_ID_FILE = "clearflow-run-id"
+# RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
+# off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
+# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect.
+DEFAULT_STATE_MEMORY_MB = 256
+_ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
+ROCKSDB_MEMORY_CONF = f"{_ROCKSDB}.maxMemoryUsageMB"
+
+
+def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, str]:
+    """The state store's settings: RocksDB (the dedup processor needs it) with bounded memory."""
+    memory_mb = max(64, int(memory_mb))
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        # A changelog per batch instead of uploading a snapshot of the whole state each time.
+        f"{_ROCKSDB}.changelogCheckpointing.enabled": "true",
+        # One memory budget (an LRU cache charged with the write buffers too) shared by all state partitions.
+        f"{_ROCKSDB}.boundedMemoryUsage": "true",
+        ROCKSDB_MEMORY_CONF: str(memory_mb),
+        f"{_ROCKSDB}.writeBufferCacheRatio": "0.5",
+        f"{_ROCKSDB}.writeBufferSizeMB": str(max(4, memory_mb // 16)),
+        f"{_ROCKSDB}.maxWriteBufferNumber": "3",
+        f"{_ROCKSDB}.blockCacheSizeInMB": str(max(8, memory_mb // 2)),
+        # Counting rows costs two more point reads per new key (an existence check on put, one on TTL expiry).
+        f"{_ROCKSDB}.trackTotalNumberOfRows": "false",
+    }
+
+
+class CheckpointMismatch(RuntimeError):
+    """The checkpoint holds state this engine cannot continue from; the message says what to do."""
+
+
+OLD_DEDUP_OPERATORS = ("dedupeWithinWatermark", "dedupe")  # dropDuplicates(WithinWatermark), before the JVM dedup
+_OPERATOR_NAME_RE = re.compile(r'"operatorName"\s*:\s*"([^"]+)"')
+
+
+def check_checkpoint_state(checkpoint: str) -> None:
+    """CheckpointMismatch when a local checkpoint holds the dedup state of the watermark-based operator of
+    earlier versions: Spark would fail on it with a long stack; the message says to reset the checkpoint."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return  # a remote checkpoint: Spark's own error stands
+    state = Path(checkpoint.removeprefix("file://")) / "state"
+    names = set()
+    for path in state.glob("*/_metadata/**/*"):
+        if path.is_file() and path.stat().st_size < 1_000_000:
+            names.update(_OPERATOR_NAME_RE.findall(path.read_text(errors="replace")))
+    old = sorted(names & set(OLD_DEDUP_OPERATORS))
+    if old:
+        raise CheckpointMismatch(
+            f"the checkpoint {checkpoint} holds dedup state of an earlier ClearFlow engine ({', '.join(old)}), "
+            "which this version cannot read: reset the pipeline's checkpoint (the job then starts from the "
+            "topic's committed offsets with an empty dedup window)"
+        )
 
 
 def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
-    """Spark settings the job needs (the thread stack for deep expression trees, UTC, lenient user expressions)."""
+    """Spark settings the job needs (the thread stack for deep expression trees, UTC, lenient user expressions,
+    the RocksDB state store)."""
     return {
         # The class-data archive (spark_jobs.cds), when made: the JVM maps Spark's classes instead of loading them.
         "spark.driver.extraJavaOptions": " ".join(filter(None, ["-Xss32m", cds.java_options()])),
@@ -46,13 +99,18 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.ansi.enabled": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        # No batch without data: the dedup processor runs in processing time, for which Spark would run an empty
+        # batch (a state store load and commit) at every trigger, and an availableNow run would never end.
+        # Expired keys are removed by the next batch with data (a read already treats them as gone).
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
         "spark.python.worker.reuse": "true",
         # No web UI unless asked (CLEARFLOW_SPARK_UI=1): its Jetty server and listeners cost start time and
         # memory in every job, and nobody opens a per-job UI behind the product's own pages.
         "spark.ui.enabled": "false",
         # Keeps the Kafka connector's secret options (SASL JAAS config, client key) out of the UI and event log.
         "spark.redaction.regex": REDACTION_REGEX,
+        # The dedup state; its memory bound is left to the job's own --conf (start_query sizes from it).
+        **{key: value for key, value in state_store_conf().items() if key != ROCKSDB_MEMORY_CONF},
     }
 
 
@@ -65,7 +123,7 @@ def build_session(
 ) -> SparkSession:
     """A SparkSession whose Python workers run this interpreter, with Spark's Kafka connector on its classpath.
 
-    `jars` defaults to `spark_jobs.jars.connector_jars()` (local files: nothing is downloaded). Pass `[]` under
+    `jars` defaults to `spark_jobs.jars.job_jars()` (local files: nothing is downloaded). Pass `[]` under
     `spark-submit`, whose `--jars` already carries them.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -73,7 +131,7 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    jar_list = connector_jars() if jars is None else jars
+    jar_list = job_jars() if jars is None else jars
     # Local mode: Python workers fork from a daemon with the sink's modules imported (spark_jobs.python_daemon).
     # Not on a cluster, whose executors' Python may lack them (the daemon would fail every task).
     daemon = {"spark.python.daemon.module": "spark_jobs.python_daemon"} if (master or "").startswith("local") else {}
@@ -174,8 +232,9 @@ def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | No
         rules = spec.dedup
         time_field = rules.event_time_field if rules.time == "event" else None
         df = dedup.dedup_time(df, time_field=time_field, window_seconds=rules.window_seconds)
+        df = dedup.dedup_key(df, rules.keys)
         df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
-        df = dedup.drop_duplicates(df, keys=rules.keys, window_seconds=rules.window_seconds)
+        df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds)
     df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
     for i, computed in enumerate(spec.transforms):
         step = [transforms.Transform(computed.name, computed.expression, computed.type)]
@@ -262,11 +321,14 @@ def start_query(
 ) -> StreamingQuery:
     """Check the spec against Spark, prepare ClickHouse, and start the streaming query.
 
-    `schemas`: an Avro source's writer schemas (default: `source_schemas(spec)`, asked of the registry now)."""
-    rocksdb = spec.dedup is not None and spec.dedup.use_rocksdb
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER if rocksdb else MEMORY_PROVIDER)
-    # RocksDB: commit a changelog per batch instead of uploading snapshots of the whole state each time.
-    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    `schemas`: an Avro source's writer schemas (default: `source_schemas(spec)`, asked of the registry now).
+    RocksDB's memory bound is the session's ROCKSDB_MEMORY_CONF (DEFAULT_STATE_MEMORY_MB when not set).
+    CheckpointMismatch when the checkpoint holds state of an earlier engine."""
+    if spec.dedup is not None:
+        check_checkpoint_state(checkpoint)
+    memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
+    for key, value in state_store_conf(memory_mb=memory_mb).items():
+        spark.conf.set(key, value)
     if schemas is None:
         schemas = source_schemas(spec)
     stream = build_stream(read_kafka(spark, spec), spec, schemas)
@@ -276,7 +338,8 @@ def start_query(
         )
     stats = SinkStats()
     query_name = f"clearflow-{spec.name}"
-    listener = make_listener(query_name, stats, MetricsPublisher(spec.name, redis_url))
+    publisher = MetricsPublisher(spec.name, redis_url)
+    listener = make_listener(query_name, stats, publisher)
     spark.streams.addListener(listener)
     token_prefix = f"{spec.name}:{run_id(checkpoint)}"
     writer = (
@@ -290,19 +353,21 @@ def start_query(
     except BaseException:
         spark.streams.removeListener(listener)
         raise
-    _LISTENERS[query.id] = listener
+    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher).start())
     return query
 
 
-_LISTENERS: dict[str, Any] = {}
+_RUNNING: dict[str, tuple[Any, QueryHeartbeat]] = {}  # query id -> its metrics listener and heartbeat
 
 
 def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
-    """Stop the query (if running) and detach its metrics listener."""
+    """Stop the query (if running), its heartbeat, and detach its metrics listener."""
     if query.isActive:
         query.stop()
-    listener = _LISTENERS.pop(query.id, None)
-    if listener is not None:
+    running = _RUNNING.pop(query.id, None)
+    if running is not None:
+        listener, heartbeat = running
+        heartbeat.stop()
         spark.streams.removeListener(listener)
 
 

@@ -2,7 +2,7 @@
 
 Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m --jars JARS
 $(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory, where
-JARS is Spark's Kafka connector: `",".join(spark_jobs.jars.connector_jars())`.
+JARS are the Kafka connector and the engine jar: `",".join(spark_jobs.jars.job_jars())`.
 SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`spark_jobs.protocol.ExitCode`):
 0 stopped or caught up, 1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
 """
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.jars import ConnectorJarsMissing
 
     try:
-        # Under spark-submit, `--jars` (spark_jobs.jars.connector_jars(), given by the worker) already has them.
+        # Under spark-submit, `--jars` (spark_jobs.jars.job_jars(), given by the worker) already has them.
         spark = build_session(
             app_name=f"clearflow-{spec.name}", master=master, conf=conf, jars=[] if under_spark_submit else None
         )

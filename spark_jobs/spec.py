@@ -231,8 +231,8 @@ class DedupSpec(BaseModel):
     window: str = "1h"
     time: Literal["ingestion", "event"] = "ingestion"
     event_time_field: str | None = None
-    # Where Spark keeps the dedup state: "memory" (JVM heap, fastest), "rocksdb" (off-heap, for large
-    # windows), "auto" (rocksdb for windows over 1h). Optional, with a default; frozen in the checkpoint.
+    # Accepted for specs written by earlier versions, which chose a memory or RocksDB store here. The dedup
+    # state is always on RocksDB now, with bounded memory (spark_jobs.pipeline.state_store_conf).
     state_store: StateStore = "auto"
 
     @field_validator("window")
@@ -244,12 +244,6 @@ class DedupSpec(BaseModel):
     @property
     def window_seconds(self) -> int:
         return parse_window(self.window)
-
-    @property
-    def use_rocksdb(self) -> bool:
-        if self.state_store == "auto":
-            return self.window_seconds > 3600
-        return self.state_store == "rocksdb"
 
     @model_validator(mode="after")
     def _event_time(self) -> DedupSpec:

@@ -4,7 +4,7 @@
 Columns the steps share (besides the user's fields, which are nested structs: `user.id` is `user` -> `id`):
 - `_cf_value` (raw record bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`, `_kafka_timestamp`;
 - `_cf_error`: NULL for a usable event, else the dead-letter reason;
-- `_cf_time`: the dedup time; `_cf_k0.._cf_kN`, `_cf_dlq_id`: the dedup key.
+- `_cf_time`: the dedup time; `_cf_key_high`, `_cf_key_low`: the dedup key's hash (spark_jobs.dedup).
 `spark_jobs.pipeline.build_stream` composes them in order.
 """
 
@@ -31,7 +31,6 @@ from spark_jobs.metrics import FILTER_OBSERVATION
 
 ERROR = "_cf_error"
 TIME = "_cf_time"
-DLQ_ID = "_cf_dlq_id"
 _JSON = "_cf_json"
 _CORRUPT = "_cf_corrupt"
 _RAW = "_cf_raw"

@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, SecretStr
 
-from spark_jobs.jars import connector_jars
+from spark_jobs.jars import job_jars
 from spark_jobs.protocol import STARTED_LINE_RE, RunFiles
 from spark_jobs.spec import PipelineSpec
 
@@ -140,7 +140,7 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--py-files", str(py_files),
         # Spark's Kafka connector from this install; the driver serves the jars to executors on other hosts.
-        "--jars", ",".join(connector_jars()),
+        "--jars", ",".join(job_jars()),
         *launch.submit_args,
         str(REPO_ROOT / "spark_jobs" / "run.py"),
         *runner_args,

@@ -186,7 +186,8 @@ def test_drop_duplicates_keeps_one_event_per_key_and_every_dead_letter(spark, tm
 
     def step(stream):
         timed = dedup.dedup_time(stream, time_field=None, window_seconds=3600)
-        return dedup.drop_duplicates(timed, keys=["id"], window_seconds=3600).select("id", ERROR, "_kafka_offset")
+        keyed = dedup.dedup_key(timed, ["id"])
+        return dedup.drop_duplicates(keyed, window_seconds=3600).select("id", ERROR, "_kafka_offset")
 
     actual = streamed(spark, tmp_path, df, step)
     kept = actual.where(F.col(ERROR).isNull()).groupBy("id").count()
@@ -205,7 +206,7 @@ def test_dedup_time_is_clamped_into_the_window_and_an_event_time_must_be_there(s
     )
     timed = dedup.dedup_time(df, time_field="ts", window_seconds=3600).select(
         ERROR,
-        # within the last half window (the watermark's delay), never in the future
+        # within the last half window, never in the future
         (F.col("_cf_time") >= F.current_timestamp() - F.expr("INTERVAL 1801 SECONDS")).alias("inside"),
         (F.col("_cf_time") <= F.current_timestamp()).alias("not_ahead"),
         (F.date_format("_cf_time", "yyyy-MM-dd'T'HH:mm:ss'Z'") == F.lit(recent)).alias("kept_as_is"),

@@ -311,6 +311,4 @@ def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[s
             reasons.append("the dedup keys changed (the dedup state is kept by key)")
         if (old_dedup.time, old_dedup.event_time_field) != (new_dedup.time, new_dedup.event_time_field):
             reasons.append("the dedup time (ingestion or event time field) changed")
-        if old_dedup.use_rocksdb != new_dedup.use_rocksdb:
-            reasons.append("the dedup state store changed")
     return reasons

@@ -1,0 +1,90 @@
+package io.clearflow.spark;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+
+import scala.Tuple2;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Keeps the first event of each key for one window: one TTL ValueState per key (the processing time it was
+ * first seen), on the RocksDB state store.
+ *
+ * <p>Why TTL state: Spark expires TTL values by walking an index ordered by expiry time, so a micro-batch
+ * pays for its own rows and the keys that expire now, never for the whole window (which is what the watermark
+ * eviction of dropDuplicatesWithinWatermark does).
+ *
+ * <p>A new key costs one state read and one write; a duplicate one read; a dead letter (a non-null error
+ * column) none: it is emitted as it is.
+ */
+public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, Row, Row> {
+    private static final long serialVersionUID = 1L;
+    static final String STATE_NAME = "first_seen";
+
+    private final long windowSeconds;
+    private final int errorIndex;
+    private final int[] orderIndexes;
+    private transient ValueState<Long> firstSeen;
+
+    DedupProcessor(long windowSeconds, int errorIndex, int[] orderIndexes) {
+        this.windowSeconds = windowSeconds;
+        this.errorIndex = errorIndex;
+        this.orderIndexes = orderIndexes.clone();
+    }
+
+    @Override
+    public void init(OutputMode outputMode, TimeMode timeMode) {
+        TTLConfig ttl = new TTLConfig(Duration.ofSeconds(windowSeconds));
+        firstSeen = getHandle().getValueState(STATE_NAME, Encoders.LONG(), ttl);
+    }
+
+    @Override
+    public scala.collection.Iterator<Row> handleInputRows(
+            Tuple2<Long, Long> key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+        List<Row> out = new ArrayList<>(1);
+        Row first = null;
+        while (rows.hasNext()) {
+            Row row = rows.next();
+            if (!row.isNullAt(errorIndex)) {
+                out.add(row); // a dead letter: passes through, the state is not touched
+            } else if (first == null || comesBefore(row, first)) {
+                first = row;
+            }
+        }
+        if (first != null && !firstSeen.exists()) {
+            firstSeen.update(timerValues.getCurrentProcessingTimeInMs());
+            out.add(first);
+        }
+        return CollectionConverters.asScala(out.iterator());
+    }
+
+    /** Earlier by the order columns (dedup time, Kafka partition, offset); a null sorts last. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private boolean comesBefore(Row a, Row b) {
+        for (int index : orderIndexes) {
+            boolean aNull = a.isNullAt(index);
+            boolean bNull = b.isNullAt(index);
+            if (aNull || bNull) {
+                if (aNull != bNull) {
+                    return bNull;
+                }
+                continue;
+            }
+            int order = ((Comparable) a.get(index)).compareTo(b.get(index));
+            if (order != 0) {
+                return order < 0;
+            }
+        }
+        return false;
+    }
+}

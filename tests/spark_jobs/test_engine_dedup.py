@@ -1,0 +1,172 @@
+"""The dedup processor (spark_jobs/jvm) end to end: which copy of a key wins, within a batch and across batches,
+for ingestion and event time; dead letters beside it; a checkpoint of the old operator; the heartbeat while a long
+batch runs. Real Kafka, real ClickHouse, the shared SparkSession."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+
+import pytest
+from engine_helpers import event, make_spec, produce, wait_for
+
+from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
+from spark_jobs.spec import parse_spec
+
+pytestmark = pytest.mark.spark
+
+
+def run_once(spark, spec, checkpoint):
+    """One availableNow run of `spec` from `checkpoint` (a second call continues from the same checkpoint)."""
+    query = start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)
+
+
+def kept(ch, spec):
+    return ch.query(f"SELECT event_id, n FROM {spec.sink.table} ORDER BY event_id").result_rows
+
+
+def event_time_spec(kafka_bootstrap, clickhouse_server, topic):
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        dedup={"keys": ["event_id"], "window": "1h", "time": "event", "event_time_field": "ts"},
+    )
+    data["source"]["fields"].append({"path": "ts", "type": "datetime"})
+    return parse_spec(data)
+
+
+def ago(seconds: int) -> str:
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_event_time_the_earliest_copy_in_a_batch_wins_and_a_later_batch_adds_nothing(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    topic = new_topic(2)
+    spec = event_time_spec(kafka_bootstrap, clickhouse_server, topic)
+    # One batch: "a" arrives first with a later event time; the copy with the earliest event time wins, in
+    # whichever partition and at whichever offset it is. "b": equal event times, the lower partition wins.
+    produce(
+        kafka_bootstrap,
+        topic,
+        [
+            (0, event("a", n=1, ts=ago(60))),
+            (0, event("a", n=2, ts=ago(120))),
+            (1, event("a", n=3, ts=ago(90))),
+            (1, event("b", n=5, ts=ago(30))),
+            (0, event("b", n=4, ts=ago(30))),
+        ],
+    )
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert kept(ch, spec) == [("a", 2), ("b", 4)]
+    # A later batch (after a restart from the checkpoint): the key is in the state, even an earlier event time
+    # adds nothing; a new key is kept.
+    produce(kafka_bootstrap, topic, [(1, event("a", n=6, ts=ago(600))), (0, event("c", n=7, ts=ago(10)))])
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert kept(ch, spec) == [("a", 2), ("b", 4), ("c", 7)]
+
+
+def test_ingestion_time_the_earliest_kafka_timestamp_in_a_batch_wins(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    topic = new_topic(2)
+    spec = parse_spec(make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]))
+    now_ms = int(time.time() * 1000)
+    produce(kafka_bootstrap, topic, [(0, event("a", n=1))], timestamp_ms=now_ms - 5_000)
+    produce(kafka_bootstrap, topic, [(1, event("a", n=2))], timestamp_ms=now_ms - 20_000)  # produced later
+    produce(kafka_bootstrap, topic, [(0, event("b", n=3)), (0, event("b", n=4))], timestamp_ms=now_ms - 1_000)
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert kept(ch, spec) == [("a", 2), ("b", 3)]  # b: equal times, the lower offset wins
+    produce(kafka_bootstrap, topic, [(1, event("b", n=5)), (1, event("d", n=6))], timestamp_ms=now_ms - 60_000)
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert kept(ch, spec) == [("a", 2), ("b", 3), ("d", 6)]
+
+
+def test_dead_letters_pass_through_and_do_not_take_a_key(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    """A dead letter carrying a key leaves the key free: its later good copy is written."""
+    topic = new_topic(1)
+    spec = parse_spec(make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[topic]))
+    bad = b'{"event_id": "x", "n": "seven"}'
+    produce(kafka_bootstrap, topic, [(0, bad), (0, bad), (0, event("x", n=1)), (0, b"{oops")])
+    run_once(spark, spec, tmp_path / "ckpt")
+    produce(kafka_bootstrap, topic, [(0, bad), (0, event("x", n=2))])
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert kept(ch, spec) == [("x", 1)]
+    dead = ch.query(f"SELECT offset, reason FROM {spec.sink.table}_dlq ORDER BY offset").result_rows
+    assert dead == [
+        (0, "field 'n': cannot convert 'seven' to int"),
+        (1, "field 'n': cannot convert 'seven' to int"),
+        (3, "invalid JSON"),
+        (4, "field 'n': cannot convert 'seven' to int"),
+    ]
+
+
+def test_a_checkpoint_of_the_old_dedup_operator_is_refused_with_what_to_do(
+    spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path
+):
+    from pyspark.sql import functions as F
+
+    # A checkpoint written by Spark's own dedup (what earlier versions ran).
+    source = tmp_path / "in"
+    spark.createDataFrame([("a",)], "id string").write.parquet(str(source))
+    old = (
+        spark.readStream.schema("id string")
+        .parquet(str(source))
+        .withColumn("t", F.current_timestamp())
+        .withWatermark("t", "10 seconds")
+        .dropDuplicatesWithinWatermark(["id"])
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    old.awaitTermination(120)
+    spec = parse_spec(make_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, topics=[new_topic(1)]))
+    with pytest.raises(CheckpointMismatch) as info:
+        start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    assert "reset the pipeline's checkpoint" in str(info.value)
+    assert not spark.streams.active
+
+
+def test_the_job_beats_while_a_long_batch_runs(spark, redis_url, tmp_path):
+    """No progress event comes during a batch: the heartbeat thread says the job is alive all along."""
+    import redis
+
+    from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat
+    from spark_jobs.protocol import heartbeat_key
+
+    name = f"slow-{uuid.uuid4().hex[:6]}"
+    source = tmp_path / "in"
+    spark.createDataFrame([("a",)], "id string").write.parquet(str(source))
+    query = (
+        spark.readStream.schema("id string")
+        .parquet(str(source))
+        .writeStream.foreachBatch(lambda _batch, _id: time.sleep(14))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    beat = QueryHeartbeat(query, MetricsPublisher(name, redis_url), every=1.0).start()
+    client = redis.Redis.from_url(redis_url)
+    beats = set()
+    try:
+        wait_for(lambda: query.status.get("isTriggerActive"), timeout=60)
+        started = time.monotonic()
+        while time.monotonic() - started < 11 and query.lastProgress is None:
+            value = client.get(heartbeat_key(name))
+            if value:
+                beats.add(value)
+            time.sleep(0.5)
+        assert query.lastProgress is None, "the batch ended early: the test proves nothing"
+    finally:
+        beat.stop()
+        query.stop()
+    assert len(beats) >= 2  # a beat every HEARTBEAT_EVERY_SECONDS (5 s), none from a batch's end
