@@ -21,7 +21,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, dedup, field_watch, protobuf_decode, transforms
+from spark_jobs import avro_decode, cds, dedup, field_watch, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
@@ -92,7 +92,8 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
     """Spark settings the job needs (the thread stack for deep expression trees, UTC, lenient user expressions,
     the RocksDB state store)."""
     return {
-        "spark.driver.extraJavaOptions": "-Xss32m",
+        # The class-data archive (spark_jobs.cds), when made: the JVM maps Spark's classes instead of loading them.
+        "spark.driver.extraJavaOptions": " ".join(filter(None, ["-Xss32m", cds.java_options()])),
         "spark.sql.session.timeZone": "UTC",
         # Runtime errors in user expressions give NULL instead of failing the whole job on one event.
         "spark.sql.ansi.enabled": "false",
@@ -103,6 +104,9 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         # Expired keys are removed by the next batch with data (a read already treats them as gone).
         "spark.sql.streaming.noDataMicroBatches.enabled": "false",
         "spark.python.worker.reuse": "true",
+        # No web UI unless asked (CLEARFLOW_SPARK_UI=1): its Jetty server and listeners cost start time and
+        # memory in every job, and nobody opens a per-job UI behind the product's own pages.
+        "spark.ui.enabled": "false",
         # Keeps the Kafka connector's secret options (SASL JAAS config, client key) out of the UI and event log.
         "spark.redaction.regex": REDACTION_REGEX,
         # The dedup state; its memory bound is left to the job's own --conf (start_query sizes from it).
@@ -128,7 +132,15 @@ def build_session(
     if master:
         builder = builder.master(master)
     jar_list = job_jars() if jars is None else jars
-    settings = {**session_conf(), **({"spark.jars": ",".join(jar_list)} if jar_list else {}), **(conf or {})}
+    # Local mode: Python workers fork from a daemon with the sink's modules imported (spark_jobs.python_daemon).
+    # Not on a cluster, whose executors' Python may lack them (the daemon would fail every task).
+    daemon = {"spark.python.daemon.module": "spark_jobs.python_daemon"} if (master or "").startswith("local") else {}
+    settings = {
+        **session_conf(),
+        **daemon,
+        **({"spark.jars": ",".join(jar_list)} if jar_list else {}),
+        **(conf or {}),
+    }
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -240,6 +252,14 @@ def table_spec(spec: PipelineSpec) -> ch.TableSpec:
         order_by=tuple(sink.order_by),
         columns=tuple((c.column, c.type) for c in sink.columns),
         insert_dedup_window=sink.insert_dedup_window,
+    )
+
+
+def prepare_sink(spec: PipelineSpec) -> None:
+    """Create or check the ClickHouse tables (what `start_query(prepare=True)` does first); no Spark needed, so a
+    runner can do it while its SparkSession starts."""
+    ch.prepare_tables(
+        connection_dict(spec.sink.clickhouse, reveal_secrets=True), table_spec(spec), create=spec.sink.create_table
     )
 
 

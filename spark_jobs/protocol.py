@@ -136,6 +136,10 @@ class ExitCode:
 # from it to mark the run running.
 STARTED_LINE = "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint})"
 STARTED_LINE_RE = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
+# One line per start-up step (runner: Python up; jvm: the driver JVM's start; session: SparkSession ready;
+# query: the streaming query started), epoch seconds: deploy -> first row, step by step (bench/deploy_start.py).
+TIMING_LINE = "start step {step} at {at:.3f}"
+TIMING_LINE_RE = re.compile(r"start step (\w+) at ([0-9.]+)")
 
 # -- the metrics record -------------------------------------------------------------------------------------
 
@@ -199,6 +203,8 @@ __all__ = [
     "RECENT_LIMIT",
     "STARTED_LINE",
     "STARTED_LINE_RE",
+    "TIMING_LINE",
+    "TIMING_LINE_RE",
     "TOTAL_FIELDS",
     "WATCHER_TICK_KEY",
     "BatchMetrics",

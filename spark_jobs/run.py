@@ -16,10 +16,11 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_jobs.protocol import STARTED_LINE, ExitCode
+from spark_jobs.protocol import STARTED_LINE, TIMING_LINE, ExitCode
 
 if TYPE_CHECKING:
     from spark_jobs.spec import PipelineSpec
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    # The start's steps, each as a log line with its epoch time (bench/deploy_start.py reads them).
+    log.info("%s", TIMING_LINE.format(step="runner", at=time.time()))
     from spark_jobs.spec import SpecError, parse_spec
 
     spec_path = Path(args.spec).expanduser().resolve()
@@ -84,7 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint = str(Path(checkpoint).expanduser().resolve())
 
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    from spark_jobs.pipeline import build_session, start_query, stop_query
+    from spark_jobs.pipeline import build_session, prepare_sink, source_schemas, start_query, stop_query
+
+    # What needs no Spark runs while the JVM and the session start (they take seconds): the ClickHouse tables'
+    # preparation and the registry's schemas. The query still starts only once both are done.
+    early = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clearflow-start")
+    prepared = early.submit(prepare_sink, spec)
+    first_schemas = early.submit(source_schemas, spec)
+    early.shutdown(wait=False)
 
     conf = spark_conf(args)
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
@@ -100,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         log.error("pipeline %s could not start: %s", spec.name, exc)
         return ExitCode.FAILED
     spark.sparkContext.setLogLevel("WARN")
+    log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
+    log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
+    if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
+        log.info("pipeline %s: Spark UI at %s", spec.name, spark.sparkContext.uiWebUrl)
+    # The first micro-batch's sink runs in Python workers: fork them now, while the query is being set up.
+    threading.Thread(target=_warm_python_workers, args=(spark,), name="clearflow-warm", daemon=True).start()
 
     stop_requested = threading.Event()
 
@@ -112,16 +128,25 @@ def main(argv: list[str] | None = None) -> int:
 
     trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
     from spark_jobs.avro_decode import unloaded_schema_id
-    from spark_jobs.pipeline import source_schemas
     from spark_jobs.schema_registry import RegistryError
 
     extra_schema_ids: set[int] = set()
     try:
         while True:
             try:
-                schemas = source_schemas(spec, extra_ids=extra_schema_ids)
+                if extra_schema_ids:
+                    schemas = source_schemas(spec, extra_ids=extra_schema_ids)
+                else:
+                    schemas = first_schemas.result()
+                    prepared.result()  # its error, if any, is handled as start_query's was
                 query = start_query(
-                    spark, spec, checkpoint=checkpoint, redis_url=args.redis_url, trigger=trigger, schemas=schemas
+                    spark,
+                    spec,
+                    checkpoint=checkpoint,
+                    redis_url=args.redis_url,
+                    trigger=trigger,
+                    schemas=schemas,
+                    prepare=False,
                 )
             except SpecError as exc:
                 log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
@@ -133,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 log.error("pipeline %s could not start: %s", spec.name, exc)
                 return ExitCode.FAILED
             if not extra_schema_ids:
+                log.info("%s", TIMING_LINE.format(step="query", at=time.time()))
                 log.info(
                     "%s",
                     STARTED_LINE.format(
@@ -164,6 +190,32 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.FAILED
     log.info("pipeline %s stopped", spec.name)
     return ExitCode.STOPPED
+
+
+def _warm_python_workers(spark: object) -> None:
+    """Run a no-op Arrow task per core so that Spark's Python daemon and reusable workers exist (with the sink's
+    modules imported, spark_jobs.python_daemon) before the first micro-batch needs them: seconds off the first
+    row. Only a warm-up: any failure is the first batch's to report."""
+    try:
+        parallelism = spark.sparkContext.defaultParallelism  # type: ignore[attr-defined]
+        spark.sparkContext.setJobDescription("clearflow: warm up the Python workers")  # type: ignore[attr-defined]
+        df = spark.range(0, parallelism, 1, parallelism)  # type: ignore[attr-defined]
+        df.mapInArrow(_pass_batches, df.schema).count()
+    except Exception as exc:
+        log.debug("warming the Python workers failed: %s", exc)
+
+
+def _pass_batches(batches: object) -> object:
+    yield from batches  # type: ignore[attr-defined]
+
+
+def _jvm_start_time(spark: object) -> float:
+    """Epoch seconds when the driver's JVM started (the JVM's own clock: same machine)."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        return jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime() / 1000.0
+    except Exception:  # only a log line
+        return 0.0
 
 
 def _run(query: object, stop_requested: threading.Event) -> BaseException | None:

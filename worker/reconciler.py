@@ -259,6 +259,7 @@ def _ended_with_stack(pipeline: Pipeline, run: PipelineRun, exit_code: int | Non
 
 
 def _start(pipeline: Pipeline) -> None:
+    log.info("pipeline %s: starting its job at %.3f", pipeline.pk, time.time())  # deploy -> pickup, for the bench
     version = pipeline.deployed_version
     if version is None:
         services.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
@@ -288,7 +289,11 @@ def _start(pipeline: Pipeline) -> None:
         redis_url=settings.REDIS_URL,
         driver_memory=driver_memory,
         trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
-        spark_conf=(*sized_conf, *settings.SPARK_JOB_CONF),
+        spark_conf=(
+            *sized_conf,
+            *(["spark.ui.enabled=true"] if settings.SPARK_UI_ENABLED else []),
+            *settings.SPARK_JOB_CONF,
+        ),
         submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
         lease_seconds=settings.PIPELINE_LEASE_SECONDS,
     )

@@ -77,6 +77,8 @@ JOB_MEMORY_LIMIT = env_str("CLEARFLOW_JOB_MEMORY_LIMIT", "")
 SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
 SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
+# Each job's Spark web UI (port 4040 and up): off by default, it slows every job's start; 1 turns it on.
+SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
 
 CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
