@@ -43,6 +43,9 @@ SPARK_OOM_EXIT = 52
 
 # Where the job's memory is set (webapp/config/settings/services.py, docker-compose.yml).
 MEMORY_SETTING = "CLEARFLOW_DRIVER_MEMORY"
+LIMIT_SETTING = "CLEARFLOW_JOB_MEMORY_LIMIT"
+# RocksDB's memory bound, sized from the expected state (spark_jobs.sizing.rocksdb_memory_mb).
+ROCKSDB_BOUND = "maxMemoryUsageMB"
 
 
 @dataclass(frozen=True)
@@ -102,14 +105,17 @@ _ERROR_WORDS = re.compile(r"(Error|Exception|ERROR|error|failed|refused|denied|\
 
 
 def _memory_advice(memory: str | None, *, state: bool) -> str:
+    # The dedup state is always in RocksDB, off the heap and with bounded memory (spark_jobs.sizing): what a job
+    # takes is its heap plus that bound plus the processes' own memory, the "job memory" of its expected state.
     now = f"; it ran with {memory}" if memory else ""
-    where = "keep the dedup state on disk (the spec's dedup.state_store: rocksdb, with a new checkpoint)"
+    advice = (
+        f"Give the job more memory ({MEMORY_SETTING}{now}), make sure the machine or container holds the job memory "
+        f"of the pipeline's expected dedup state (its heap plus RocksDB's bound, {ROCKSDB_BOUND}; {LIMIT_SETTING} "
+        "says what one job may take), or choose a shorter dedup window"
+    )
     if state:
-        return (
-            f"Give the job more memory ({MEMORY_SETTING}{now}), {where}, or choose a shorter dedup window; "
-            "starting from a new checkpoint also gets it running but loses the window's state."
-        )
-    return f"Give the job more memory ({MEMORY_SETTING}{now}), {where}, or choose a shorter dedup window."
+        return f"{advice}; starting from a new checkpoint also gets it running but loses the window's state."
+    return f"{advice}."
 
 
 def _find(patterns: tuple[str, ...], text: str) -> str | None:

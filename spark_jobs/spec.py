@@ -78,7 +78,7 @@ DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1d", "1 day"),
     ("7d", "7 days"),
 )
-# Where Spark keeps the dedup state (DedupSpec.state_store).
+# What earlier versions chose for the dedup state (DedupSpec.state_store): still accepted, no longer used.
 StateStore = Literal["auto", "memory", "rocksdb"]
 STATE_STORES: tuple[str, ...] = get_args(StateStore)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -1,10 +1,10 @@
 // The wizard's dedup step: cancel or repeat the key advice's measurement, choose a key from the fields that look
-// like keys, and preselect the window it recommends (and RocksDB when the state would be large) unless the user
-// picked one (data-user-chosen; the hidden inputs #window-chosen / #state-store-chosen tell the server so).
+// like keys, and preselect the window it recommends unless the user picked one (data-user-chosen; the hidden
+// input #window-chosen tells the server so).
 (function () {
   "use strict";
   var preselecting = false;
-  var CHOSEN = { id_window: "window-chosen", id_state_store: "state-store-chosen" };
+  var CHOSEN = { id_window: "window-chosen" };
 
   document.addEventListener("change", function (e) {
     if (CHOSEN[e.target.id] && !preselecting) {
@@ -59,7 +59,5 @@
     var advice = document.getElementById("dedup-advice");
     if (!advice) return;
     preselect(document.getElementById("id_window"), advice.dataset.recommendedWindow);
-    // RocksDB only when the state would be large; otherwise the user's (or the automatic) choice stands.
-    preselect(document.getElementById("id_state_store"), advice.dataset.recommendedStateStore);
   });
 })();

@@ -76,7 +76,10 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     expect(page.locator("#delay-max")).to_have_text("1.5 min")
     expect(page.locator("#recommended-window")).to_have_text("5m")
     expect(page.locator("#id_window")).to_have_value("5m")  # preselected
-    expect(page.locator("#id_state_store")).to_have_value("auto")  # a small state: no RocksDB advice
+    expect(page.locator("#id_state_store")).to_have_count(0)  # the state is always in RocksDB: nothing to choose
+    expect(page.locator("#state-estimate")).to_contain_text("Dedup state for 5m: about")
+    # 400 keys over 8 minutes, kept for 5: a few hundred keys, some kB: not rounded down to "0 MB".
+    expect(page.locator("#state-estimate-disk")).to_have_text("under 0.1 MB")
     expect(page.locator("#window-reason")).to_contain_text("5m covers 99.9% of the 40 duplicate delays")
     expect(page.locator("#delay-histogram .histogram-row")).to_have_count(4)
     expect(page.locator(".htmx-request")).to_have_count(0)
@@ -104,7 +107,7 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     draft.refresh_from_db()
     dedup = draft.data["spec"]["dedup"]
     assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
-    assert dedup["state_store"] == "auto"
+    assert dedup["state_store"] == "auto"  # the spec's default, accepted and ignored (nothing the page chose)
 
 
 def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(

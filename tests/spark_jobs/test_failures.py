@@ -44,9 +44,10 @@ def test_running_out_of_heap_says_so_and_names_the_memory_setting_not_the_traceb
     cause = classify(HEAP_LOG, 1, memory="1g")
     assert cause.code == failures.OUT_OF_MEMORY
     assert cause.words == (
-        "The job ran out of memory. Give the job more memory (CLEARFLOW_DRIVER_MEMORY; it ran with 1g), keep the "
-        "dedup state on disk (the spec's dedup.state_store: rocksdb, with a new checkpoint), or choose a shorter dedup "
-        "window."
+        "The job ran out of memory. Give the job more memory (CLEARFLOW_DRIVER_MEMORY; it ran with 1g), make sure "
+        "the machine or container holds the job memory of the pipeline's expected dedup state (its heap plus "
+        "RocksDB's bound, maxMemoryUsageMB; CLEARFLOW_JOB_MEMORY_LIMIT says what one job may take), or choose a "
+        "shorter dedup window."
     )
     assert cause.detail == "java.lang.OutOfMemoryError: Java heap space"
     assert classify("java.lang.OutOfMemoryError: GC overhead limit exceeded", 1).code == failures.OUT_OF_MEMORY
@@ -66,8 +67,10 @@ def test_a_state_too_large_to_load_back_is_a_state_problem_with_its_way_out() ->
     assert (
         cause.what == "The dedup state in the checkpoint could not be loaded back: it does not fit in the job's memory."
     )
-    assert "CLEARFLOW_DRIVER_MEMORY; it ran with 2g" in cause.change and "rocksdb" in cause.change
+    assert "CLEARFLOW_DRIVER_MEMORY; it ran with 2g" in cause.change and "maxMemoryUsageMB" in cause.change
     assert "new checkpoint" in cause.change
+    # The state is always in RocksDB now: no store left to choose in the spec.
+    assert "state_store" not in cause.change
     missing = runner_line(
         "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] Error reading delta file 3.delta"
     )

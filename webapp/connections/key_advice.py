@@ -10,8 +10,8 @@ first-seen time, and one delay per duplicate; never the events. It reports:
   timestamp or by an event-time field;
 - the smallest offered window (`spark_jobs.spec.DEDUP_WINDOWS`) covering 99.9% of those delays, marked
   "at least" when the scanned events span less time than that window (longer delays could not be seen);
-- the dedup state that window implies on disk (`spark_jobs.sizing`: events/s x window x unique share x bytes per
-  key) and the state store the in-memory estimate would call for;
+- the dedup state that window implies (`spark_jobs.sizing`: events/s x window x unique share): its keys and its
+  bytes on disk (the state is always in RocksDB, under the checkpoint);
 - key candidates: identifier-like fields (uuid-like, named like an id, or nearly unique), each with its
   duplicate share and how many of its duplicates differ from the first event (a key that merges different
   events).
@@ -33,7 +33,7 @@ from typing import Any, Literal
 import orjson
 
 from spark_jobs.connections import KafkaConnectionSpec
-from spark_jobs.sizing import state_estimate
+from spark_jobs.sizing import StateEstimate, state_estimate
 from spark_jobs.spec import DEDUP_WINDOWS, parse_window
 from webapp.connections.key_candidates import MISSING, CandidateFinder, KeyCandidate, hashable, lookup
 from webapp.connections.recent_events import RecentEvents
@@ -43,12 +43,9 @@ MAX_EVENTS_LIMIT = 500_000
 DEFAULT_TIME_BUDGET = 15.0
 MAX_TIME_BUDGET = 25.0  # below gunicorn's 30 s worker timeout
 COVERAGE = 0.999  # the recommended window covers this share of the observed duplicate delays
-# The in-memory store's dedup state per key (for the `state_store` advice), beyond the key's own bytes: the key
-# and value UnsafeRows (null bits, fixed slots, the expiry time), the objects around them and the map entry; the
-# in-memory store also keeps the previous version's map. An estimate, not a measurement.
-STATE_BYTES_PER_KEY = 200
-# Above this the in-memory store would take a large part of the job's default 2 GB heap (spark_jobs.run).
-ROCKSDB_ABOVE_BYTES = 512 * 1024 * 1024
+# `KeyAdvice.state_store`, deprecated: the dedup state is always in RocksDB now (spark_jobs.pipeline), so there is
+# no store to advise; the field stays in the API's answer for clients of earlier versions.
+STATE_STORE = "rocksdb"
 # Histogram bin upper bounds (ms), aligned with the offered windows plus finer bins under a minute.
 HISTOGRAM_EDGES_MS = (
     1_000,
@@ -109,8 +106,9 @@ class KeyAdvice:
     recommended_window: str | None
     window_is_lower_bound: bool
     reason: str
-    estimated_state_bytes: int | None
-    state_store: Literal["memory", "rocksdb"] | None
+    estimated_state_keys: int | None  # keys the state holds once the recommended window is full
+    estimated_state_bytes: int | None  # their bytes on disk
+    state_store: Literal["rocksdb"]  # deprecated: always "rocksdb" (STATE_STORE)
     candidates: list[KeyCandidate]
     complete: bool  # False: the time budget ran out first; the figures cover what was read
     elapsed_ms: int
@@ -198,7 +196,6 @@ class DuplicateCounter:
         self.first_seen: dict[int, int] = {}  # hash of the key -> first-seen time (ms)
         self.delays = array("q")
         self.scanned = self.duplicates = self.missing_keys = self.missing_time = self.not_json = 0
-        self.key_bytes = 0
         self.oldest: int | None = None
         self.newest: int | None = None
         self.finder = CandidateFinder(exclude={event_time_field} if event_time_field else set())
@@ -237,7 +234,6 @@ class DuplicateCounter:
         now = _NO_TIME if when is None else when
         if first is None:
             self.first_seen[key] = now
-            self.key_bytes += sum(len(str(p).encode()) for p in parts)
             return
         self.duplicates += 1
         if first == _NO_TIME or now == _NO_TIME:
@@ -264,8 +260,7 @@ class DuplicateCounter:
             else None
         )
         window, lower_bound = recommend_window(p999_ms=stats.p999 if stats else None, span_ms=span)
-        state_bytes = self._state_bytes(window, span)
-        heap_bytes = self._heap_bytes(window, span)
+        state = self._state(window, span)
         notes = []
         if not complete:
             notes.append(
@@ -292,17 +287,18 @@ class DuplicateCounter:
             recommended_window=window,
             window_is_lower_bound=lower_bound,
             reason=self._reason(window, lower_bound, stats, span),
-            estimated_state_bytes=state_bytes,
-            state_store=None if heap_bytes is None else ("rocksdb" if heap_bytes > ROCKSDB_ABOVE_BYTES else "memory"),
+            estimated_state_keys=None if state is None else state.keys,
+            estimated_state_bytes=None if state is None else state.disk_bytes,
+            state_store=STATE_STORE,
             candidates=self.finder.candidates(),
             complete=complete,
             elapsed_ms=elapsed_ms,
             notes=notes,
         )
 
-    def _state_bytes(self, window: str | None, span: int | None) -> int | None:
-        """The window's dedup state on disk (`spark_jobs.sizing`: the measured rate x window x unique share,
-        the bytes per key of the RocksDB state); None when the scan cannot tell a rate."""
+    def _state(self, window: str | None, span: int | None) -> StateEstimate | None:
+        """The window's dedup state (`spark_jobs.sizing`: the measured rate x window x unique share); None when
+        the scan cannot tell a rate."""
         distinct = len(self.first_seen)
         if window is None or not distinct or span is None or span < 1_000:
             return None
@@ -310,15 +306,7 @@ class DuplicateCounter:
             events_per_second=self.scanned * 1000 / span,
             window_seconds=parse_window(window),
             unique_share=distinct / self.scanned,
-        ).disk_bytes
-
-    def _heap_bytes(self, window: str | None, span: int | None) -> int | None:
-        """What the in-memory store would take of the heap for the window (for `state_store`)."""
-        distinct = len(self.first_seen)
-        if window is None or not distinct or span is None or span < 1_000:
-            return None
-        bytes_per_key = STATE_BYTES_PER_KEY + self.key_bytes / distinct
-        return int(distinct / span * parse_window(window) * 1000 * bytes_per_key)
+        )
 
     def _reason(self, window: str | None, lower_bound: bool, stats: DelayPercentiles | None, span: int | None) -> str:
         keys = " + ".join(self.keys)

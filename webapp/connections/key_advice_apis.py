@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from pydantic import ValidationError as PydanticValidationError
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -78,6 +78,7 @@ class KeyCandidateOutput(serializers.Serializer):
     uuid_like = serializers.BooleanField()
 
 
+@extend_schema_serializer(deprecate_fields=["state_store"])
 class DedupAnalysisOutput(serializers.Serializer):
     topics = serializers.ListField(child=serializers.CharField())
     keys = serializers.ListField(child=serializers.CharField())
@@ -98,8 +99,16 @@ class DedupAnalysisOutput(serializers.Serializer):
     recommended_window = serializers.ChoiceField([w for w, _ in DEDUP_WINDOWS], allow_null=True)
     window_is_lower_bound = serializers.BooleanField()
     reason = serializers.CharField()
-    estimated_state_bytes = serializers.IntegerField(allow_null=True)
-    state_store = serializers.CharField(allow_null=True)
+    estimated_state_keys = serializers.IntegerField(
+        allow_null=True, help_text="Keys the dedup state holds once the recommended window is full."
+    )
+    estimated_state_bytes = serializers.IntegerField(
+        allow_null=True, help_text="Those keys' bytes on disk (the state is always in RocksDB, under the checkpoint)."
+    )
+    state_store = serializers.CharField(
+        help_text="Deprecated: always `rocksdb`. The dedup state is always kept on disk in RocksDB; kept for clients "
+        "of earlier versions. The size to plan for is in `estimated_state_keys` and `estimated_state_bytes`."
+    )
     candidates = KeyCandidateOutput(many=True)
     complete = serializers.BooleanField(help_text="False: the time budget ran out; the figures cover what was read.")
     elapsed_ms = serializers.IntegerField()

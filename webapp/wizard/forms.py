@@ -8,18 +8,12 @@ import re
 
 from django import forms
 
-from spark_jobs.spec import DEDUP_WINDOWS, STATE_STORES
+from spark_jobs.spec import DEDUP_WINDOWS
 from webapp.connections.models import KafkaConnection, SchemaRegistryConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
 WINDOW_PRESETS = [*DEDUP_WINDOWS, ("custom", "Custom…")]
-_STATE_STORE_LABELS = {
-    "auto": "Automatic",
-    "memory": "In memory",
-    "rocksdb": "RocksDB",
-}
-STATE_STORE_CHOICES = [(store, _STATE_STORE_LABELS[store]) for store in STATE_STORES]
 ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
@@ -118,17 +112,6 @@ class DedupForm(forms.Form):
         max_length=20,
         help_text="A number and a unit: s, m, h or d (e.g. 90m, 2d).",
         widget=forms.TextInput(attrs={"placeholder": "e.g. 90m"}),
-    )
-    state_store = forms.ChoiceField(
-        label="State store",
-        choices=STATE_STORE_CHOICES,
-        initial="auto",
-        required=False,
-        help_text=(
-            "Where the job keeps the keys it remembers. In memory is fastest, but the keys must fit in the JVM heap; "
-            "RocksDB keeps a large state on disk. Automatic: RocksDB for windows over 1 hour. "
-            "Fixed once the pipeline has run."
-        ),
     )
     time_basis = forms.ChoiceField(
         label="Time basis",

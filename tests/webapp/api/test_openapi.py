@@ -35,6 +35,10 @@ def test_schema_lists_every_operation_with_auth(client):
     # Secrets are accepted but never described as returned.
     assert "sasl_password" in schema["components"]["schemas"]["KafkaConnectionInputRequest"]["properties"]
     assert "sasl_password" not in schema["components"]["schemas"]["KafkaConnectionOutput"]["properties"]
+    # The key advice's state store is no longer a choice: documented as deprecated, the size in the sizing's words.
+    advice = schema["components"]["schemas"]["DedupAnalysisOutput"]["properties"]
+    assert advice["state_store"]["deprecated"] is True and "always `rocksdb`" in advice["state_store"]["description"]
+    assert {"estimated_state_keys", "estimated_state_bytes"} <= set(advice)
 
 
 @pytest.mark.django_db

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from spark_jobs.connections import KafkaConnectionSpec
+from spark_jobs.sizing import BYTES_PER_KEY_ON_DISK
 from webapp.connections.kafka_client import KafkaTopicNotFoundError
 from webapp.connections.key_advice import analyze_duplicates
 
@@ -93,9 +94,10 @@ def test_share_delays_and_window_of_a_known_topic(settings, signups_topic):
     assert result.recommended_window == "5m"
     assert not result.window_is_lower_bound
     assert result.reason.startswith("5m covers 99.9%")
-    # 9,000 keys over about 19 minutes, held for 5 minutes: a small in-memory state.
-    assert 0 < result.estimated_state_bytes < 10_000_000
-    assert result.state_store == "memory"
+    # 9,000 keys over about 19 minutes, held for 5 minutes: about 2,400 keys, 60 bytes each on disk (the sizing).
+    assert 2_000 < result.estimated_state_keys < 3_000
+    assert result.estimated_state_bytes == result.estimated_state_keys * BYTES_PER_KEY_ON_DISK
+    assert result.state_store == "rocksdb"  # deprecated: the state is always in RocksDB
     assert [b.count for b in result.histogram] == [0, 600, 395, 5]  # <=1s, 1-10s, 10s-1min, 1-5min
 
 

@@ -186,9 +186,10 @@ def test_restarts_stop_early_when_the_job_keeps_running_out_of_memory_and_every_
     assert planned == [True, True, False]
     assert pipeline.status == S.FAILED
     words = (
-        "The job ran out of memory. Give the job more memory (CLEARFLOW_DRIVER_MEMORY; it ran with 1g), keep the "
-        "dedup state on disk (the spec's dedup.state_store: rocksdb, with a new checkpoint), or choose a shorter dedup "
-        "window."
+        "The job ran out of memory. Give the job more memory (CLEARFLOW_DRIVER_MEMORY; it ran with 1g), make sure "
+        "the machine or container holds the job memory of the pipeline's expected dedup state (its heap plus "
+        "RocksDB's bound, maxMemoryUsageMB; CLEARFLOW_JOB_MEMORY_LIMIT says what one job may take), or choose a "
+        "shorter dedup window."
     )
     assert pipeline.status_message == (
         f"Failed: {words} Stopped restarting: the job ran out of memory 3 times in a row; another restart cannot "

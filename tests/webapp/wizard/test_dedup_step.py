@@ -1,18 +1,29 @@
-"""The dedup step's advisor on the server: a topic whose keys would fill the heap gets RocksDB recommended."""
+"""The dedup step's advisor on the server: a busy topic's expected dedup state, in keys and MB on disk (the sizing's
+words), and no state store to choose: the state is always in RocksDB."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
 from django.urls import reverse
 
+from spark_jobs.sizing import MB, state_estimate
 from webapp.wizard.draft_spec import load_draft_spec
+from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_get_or_create, draft_save_step
 
 pytestmark = pytest.mark.django_db
 
 EVENTS = 100_000  # distinct 36-character keys in one second of record time: 100,000 new keys a second
+
+
+def shown(html: str, element_id: str, unit: str = "") -> float:
+    """The figure the page shows in the element (digits grouped by thousands)."""
+    match = re.search(rf'<b id="{element_id}">([\d,.]+){unit}</b>', html)
+    assert match, f"no #{element_id} figure"
+    return float(match.group(1).replace(",", ""))
 
 
 @pytest.fixture
@@ -37,15 +48,35 @@ def busy_topic(kafka_bootstrap) -> str:
     return topic
 
 
-def test_a_large_state_recommends_rocksdb(owner, owner_client, kafka_connection, busy_topic):
+def test_a_large_state_is_shown_in_keys_and_mb_on_disk_with_no_store_to_choose(
+    owner, owner_client, kafka_connection, busy_topic
+):
     draft = draft_get_or_create(user=owner)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_connection.pk}, advance=True)
     topics = load_draft_spec({"source": {"topics": [busy_topic]}})
     draft_save_step(draft=draft, step="topics", spec=topics, advance=True)
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
-    # The newest 50,000 events span about a second (with the copy): 50,000 keys a second, kept for a minute,
-    # about 236 B each: some 700 MB, more than the in-memory store should hold.
+    # The newest 50,000 events span about a second (with the copy): some 50,000 new keys a second, kept for a
+    # minute. The page sizes it as the review step does (spark_jobs.sizing), at the rate the advice measured.
     assert 'data-recommended-window="1m"' in html
-    assert 'data-recommended-state-store="rocksdb"' in html
-    assert "should keep it in the RocksDB state store" in html
+    kept = WizardDraft.objects.get(pk=draft.pk).section("dedup")["advice"]
+    expected = state_estimate(
+        events_per_second=kept["events_per_second"], window_seconds=60, unique_share=kept["unique_share"]
+    )
+    assert expected.keys > 1_000_000
+    # The kept rate and share are rounded (3 and 4 decimals): the same figures within a thousandth.
+    keys = shown(html, "state-estimate-keys")
+    assert keys == pytest.approx(expected.keys, rel=1e-3)
+    assert shown(html, "state-estimate-disk", unit=" MB") == pytest.approx(expected.disk_bytes / MB, rel=1e-3)
+    assert "on disk in RocksDB, with bounded memory" in html
+    # No store to choose or preselect, and none of the old in-memory advice.
+    assert "state-store" not in html and "state store" not in html and "in-memory" not in html.lower()
+
+    with_fields = load_draft_spec({"source": {"topics": [busy_topic], "fields": [{"path": "id", "type": "string"}]}})
+    draft_save_step(draft=draft, step="sample", values={"events": []}, spec=with_fields, advance=True)
+    response = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "dedup"}))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'name="state_store"' not in page and "State store" not in page
+    assert "on disk, in RocksDB under its checkpoint" in page

@@ -29,11 +29,11 @@ def draft(window: str | None, saved_advice: dict | None = None, **section) -> Wi
 def test_a_window_is_chosen_only_when_the_user_picked_it():
     # What the page posts (or kept while typing): the hidden flags the page sets on a change of the select.
     posted = MultiValueDict({"window_chosen": ["1"]})
-    assert chosen_fields(draft(None), posted) == {"window": True, "state_store": False}
+    assert chosen_fields(draft(None), posted) == {"window": True}
     # A refused Next kept the default window, not chosen: the advice may still preselect its own.
     assert chosen_fields(draft(None), MultiValueDict({"window": ["1h"], "window_chosen": [""]}))["window"] is False
     # As saved with the step.
-    assert chosen_fields(draft("1h", window_chosen=False)) == {"window": False, "state_store": False}
+    assert chosen_fields(draft("1h", window_chosen=False)) == {"window": False}
     assert chosen_fields(draft("6h", window_chosen=True))["window"] is True
     # A pipeline being edited chose its window when it was made.
     assert chosen_fields(WizardDraft(data={"spec": {"dedup": {"keys": ["id"], "window": "2h"}}}))["window"] is True

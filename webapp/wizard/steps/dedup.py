@@ -23,7 +23,7 @@ from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import initial_from, schema_fields
 from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
-CHOSEN_FIELDS = ("window", "state_store")  # what the advice preselects unless the user picked it
+CHOSEN_FIELDS = ("window",)  # what the advice preselects unless the user picked it
 ADVICE_FIELD = "advice"  # in the step's section: what the key advice last recommended, and for which keys
 # The review step warns when the chosen window and the advised one are this many times apart (either way).
 WARN_RATIO = 10
@@ -41,7 +41,7 @@ def _dedup_form(draft, data=None, initial=None, chosen: dict[str, bool] | None =
 
 
 def chosen_fields(draft: WizardDraft, source: Any = None) -> dict[str, bool]:
-    """Whether the user picked the window and the state store themselves: as posted or typed (`source`), else as
+    """Whether the user picked the window themselves: as posted or typed (`source`), else as
     saved with the step; a pipeline being edited (its dedup set, nothing saved by this step yet) chose its own."""
     if source:
         return {name: source.get(f"{name}_chosen") == "1" for name in CHOSEN_FIELDS}
@@ -67,7 +67,6 @@ def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
         "custom_window": "" if dedup.window in presets else dedup.window,
         "time_basis": "event_time" if dedup.time == "event" else "ingestion",
         "event_time_field": dedup.event_time_field or "",
-        "state_store": dedup.state_store,
     }
 
 
@@ -103,13 +102,13 @@ def dedup_submit(request, draft):
         event_time_field = data["event_time_field"] if event_time else ""
         if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
             return context
-        # Over what was there, so that a dedup setting this step does not show stays as it was.
+        # Over what was there, so that a dedup setting this step does not show stays as it was (an earlier
+        # version's `state_store`, accepted and ignored: the state is always in RocksDB).
         shown = {
             "keys": data["keys"],
             "window": window,
             "time": "event" if event_time else "ingestion",
             "event_time_field": data["event_time_field"] if event_time else None,
-            "state_store": data["state_store"] or "auto",
         }
         try:
             spec.dedup = specmod.DedupSpec.model_validate({**(spec.dedup.model_dump() if spec.dedup else {}), **shown})
