@@ -27,27 +27,32 @@ from typing import Any, Literal
 MB = 1024 * 1024
 GB = 1024 * MB
 
-# Bytes on disk per key in the dedup state. Measured for the RocksDB state store: about 53 bytes per key for
-# a 16-byte key hash and an 8-byte value (the first-seen time), with RocksDB's own overhead (block index,
-# bloom filter, compression) and the checkpoint's copy. Planned with 60 for headroom.
-BYTES_PER_KEY_ON_DISK = 60
+# Bytes on disk per key in the dedup state, as the checkpoint holds it. Measured with bench/soak.py
+# (2026-11-27, 20,000 events/s, 1h window, 30 min): 5,418 MB of state directories for 33.7M keys, about 169
+# bytes a key: each key is stored twice (its value state and its entry in the TTL index that expiry walks),
+# with RocksDB's block index and bloom filters, and the checkpoint keeps the files of the last batches' versions
+# until compaction and cleanup catch up. Planned with 170.
+BYTES_PER_KEY_ON_DISK = 170
 # The checkpoint keeps older versions of the state's files next to the newest (to recover from any of the
 # last batches) and compaction rewrites files before it removes the old ones: free disk is asked for this
 # many times the state.
 DISK_HEADROOM = 2.0
 # RocksDB memory: enough block cache for the index and filter blocks and a share of the hot data blocks,
-# plus the write buffers that take each batch's writes. A tenth of the state plus the write buffers, within
+# plus the write buffers that take each batch's writes. 3.5% of the state on disk (a tenth of the live keys'
+# own bytes: the disk figure also counts the TTL index and the checkpoint's older files) plus the write buffers, within
 # bounds: below 64 MB the write buffers alone starve; above 1 GB memory buys little, lookups of cold keys
 # go to disk through the bloom filters anyway.
 ROCKSDB_WRITE_BUFFERS_MB = 64
-ROCKSDB_CACHE_SHARE = 0.10
+ROCKSDB_CACHE_SHARE = 0.035
 ROCKSDB_MIN_MB = 64
 ROCKSDB_MAX_MB = 1024
 # The driver's JVM heap: the micro-batches and Spark's own bookkeeping, not the state (off-heap in RocksDB).
 DRIVER_HEAP_MB = 1024
 # Beyond heap and RocksDB, the job's processes hold the JVM's own memory (metaspace, code cache, thread
-# stacks, Netty's direct buffers: about 400 MB seen on a local[2] job) and the Python driver (about 100 MB).
-PROCESS_OVERHEAD_MB = 512
+# stacks, Netty's direct buffers), the Python driver and the Python workers that write to ClickHouse. Measured
+# with bench/soak.py (2026-11-27, 20,000 events/s): the job's processes held 2.6-2.8 GB with a 1 GB heap and a
+# 512 MB RocksDB bound, so about 1.2 GB beside them.
+PROCESS_OVERHEAD_MB = 1280
 
 RateSource = Literal["given", "advice", "topic"]
 

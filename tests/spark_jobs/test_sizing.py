@@ -16,17 +16,17 @@ MB = 1024**2
 def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys():
     estimate = state_estimate(events_per_second=20_000, window_seconds=3600)
     assert estimate.keys == 72_000_000
-    assert estimate.disk_bytes == 72_000_000 * 60  # about 4 GB on disk
-    # a tenth of 4.0 GiB plus 64 MB of write buffers, rounded up to 64 MB
+    assert estimate.disk_bytes == 72_000_000 * 170  # about 12 GB on disk
+    # 3.5% of 11.4 GiB plus 64 MB of write buffers, rounded up to 64 MB
     assert estimate.rocksdb_memory_mb == 512
     assert estimate.driver_memory == "1g"
-    assert estimate.job_memory_bytes == (1024 + 512 + 512) * MB
+    assert estimate.job_memory_bytes == (1024 + 512 + 1280) * MB
 
 
 def test_a_seven_day_window_at_200_events_per_second_holds_121_million_keys():
     estimate = state_estimate(events_per_second=200, window_seconds=7 * 86_400)
     assert estimate.keys == 120_960_000
-    assert round(estimate.disk_bytes / GB, 1) == 6.8
+    assert round(estimate.disk_bytes / GB, 1) == 19.2
     assert estimate.rocksdb_memory_mb == 768
 
 
@@ -67,7 +67,7 @@ def test_a_job_memory_limit_below_what_the_job_needs_is_said_in_words():
     check = machine_check(estimate, checkpoint_root="/tmp", memory_limit_bytes=1 * GB, free_disk=100 * GB)
     assert not check.fits
     [warning] = check.warnings
-    assert "2 GB of memory" in warning and "1 GB a job may take" in warning
+    assert "2.75 GB of memory" in warning and "1 GB a job may take" in warning
 
 
 def test_a_remote_checkpoint_root_is_not_checked_for_disk():

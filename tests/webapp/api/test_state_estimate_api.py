@@ -32,7 +32,7 @@ def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys(api, b
     assert state["rate_source"] == "given"
     assert state["window_seconds"] == 3600
     assert state["keys"] == 72_000_000
-    assert 4.0e9 < state["disk_bytes"] < 4.5e9  # about 60 bytes a key
+    assert 12.0e9 < state["disk_bytes"] < 12.5e9  # about 170 bytes a key
     assert state["rocksdb_memory_mb"] == 512
     assert state["driver_memory"] == "1g"
     assert state["fits"] is True

@@ -77,7 +77,7 @@ def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstr
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, busy_topic, kafka_bootstrap, tmp_path):
     # 8 GiB of state files in the checkpoint (the live state and its older versions: 4 GiB live), a quiet topic:
-    # a tenth of 4 GiB plus 64 MB, rounded up to 64 MB: 512 MB, more than the 128 MB the topic's rate calls for.
+    # 3.5% of 4 GiB plus 64 MB, rounded up to 64 MB: 256 MB, more than the 128 MB the topic's rate calls for.
     partition = tmp_path / "state" / "0" / "0"
     partition.mkdir(parents=True)
     with open(partition / "1.zip", "wb") as handle:
@@ -85,5 +85,5 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
     spec = spec_for(busy_topic, kafka_bootstrap, "1h")
     assert job_resources(spec=spec, kafka_connection=kafka_conn, checkpoint=str(tmp_path)) == (
         "1g",
-        (f"{ROCKSDB}=512",),
+        (f"{ROCKSDB}=256",),
     )
