@@ -27,11 +27,15 @@ message Order {
   }
 }
 """
+# Version 2: producers add a field (schema evolution), numbered after the others as Protobuf requires.
+ORDER_PROTO_V2 = ORDER_PROTO.replace(
+    "  repeated string tags = 6;\n", "  repeated string tags = 6;\n  string coupon = 7;\n", 1
+)
 PAID_AT_SECONDS = 1_767_268_800  # 2026-01-01T12:00:00Z
 
 
-def order_class() -> Any:
-    """The `shop.Order` message class, from a descriptor that says what ORDER_PROTO says."""
+def order_class(*, v2: bool = False) -> Any:
+    """The `shop.Order` message class, from a descriptor that says what ORDER_PROTO (ORDER_PROTO_V2) says."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
     field = descriptor_pb2.FieldDescriptorProto
@@ -46,6 +50,7 @@ def order_class() -> Any:
         ("paid_at", 4, field.TYPE_MESSAGE, ".google.protobuf.Timestamp", field.LABEL_OPTIONAL),
         ("status", 5, field.TYPE_ENUM, ".shop.Order.Status", field.LABEL_OPTIONAL),
         ("tags", 6, field.TYPE_STRING, "", field.LABEL_REPEATED),
+        *([("coupon", 7, field.TYPE_STRING, "", field.LABEL_OPTIONAL)] if v2 else []),
     ]:
         added = order.field.add(name=name, number=number, type=kind, label=label)
         if type_name:
@@ -77,12 +82,17 @@ def framed(schema_id: int, body: bytes, indexes: bytes = b"\x00") -> bytes:
     return b"\x00" + schema_id.to_bytes(4, "big") + indexes + body
 
 
-def order_bytes(event_id: str, qty: int, *, paid: bool = True, tags: tuple[str, ...] = ()) -> bytes:
-    message = order_class()()
+def order_bytes(
+    event_id: str, qty: int, *, paid: bool = True, tags: tuple[str, ...] = (), coupon: str | None = None
+) -> bytes:
+    """One `shop.Order`; with a coupon, a version 2 message."""
+    message = order_class(v2=coupon is not None)()
     message.event_id = event_id
     message.qty = qty
     message.customer.name = f"c-{event_id}"
     message.paid_at.seconds = PAID_AT_SECONDS
     message.status = 1 if paid else 0
     message.tags.extend(tags)
+    if coupon is not None:
+        message.coupon = coupon
     return message.SerializeToString()

@@ -1,6 +1,6 @@
 """Schema evolution as a user lives it, with a real Celery worker, Spark job, schema registry, Kafka and ClickHouse:
-an Avro pipeline runs, producers move to schema version 2 (a new field), the API and the pipeline page say so, one
-click adds the column, and the rows carry the field from then on, each event written once."""
+an Avro (or Protobuf) pipeline runs, producers move to schema version 2 (a new field), the API and the pipeline page
+say so, one click adds the column, and the rows carry the field from then on, each event written once."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from tests.spark_jobs.protobuf_events import ORDER_PROTO, ORDER_PROTO_V2, framed, order_bytes, register_proto
 from tests.webapp.avro_events import ORDER_V1, ORDER_V2, avro_order, serialized
 from tests.worker.helpers import JOB_TIMEOUT, URL, produce, wait_for, wait_status
 
@@ -44,10 +45,38 @@ def avro_spec(topic: str, table: str) -> dict:
     }
 
 
-def rows(ch, table: str) -> tuple[int, int]:
+def protobuf_spec(topic: str, table: str) -> dict:
+    return {
+        "source": {
+            "topics": [topic],
+            "format": "protobuf",
+            "starting_offsets": "earliest",
+            "fields": [
+                {"path": "event_id", "type": "string"},
+                {"path": "qty", "type": "int"},
+                {"path": "customer.name", "type": "string"},
+            ],
+        },
+        "dedup": {"keys": ["event_id"], "window": "1h"},
+        "sink": {
+            "clickhouse": {"database": "default"},
+            "table": table,
+            "create_table": True,
+            "engine": "MergeTree",
+            "order_by": ["event_id"],
+            "columns": [
+                {"field": "event_id", "column": "event_id", "type": "String"},
+                {"field": "qty", "column": "qty", "type": "Int64"},
+                {"field": "customer.name", "column": "customer_name", "type": "String"},
+            ],
+        },
+    }
+
+
+def rows(ch, table: str, key: str = "order_id") -> tuple[int, int]:
     if not ch.command(f"EXISTS TABLE `{table}`"):
         return 0, 0
-    total, distinct = ch.query(f"SELECT count(), uniqExact(order_id) FROM `{table}`").result_rows[0]
+    total, distinct = ch.query(f"SELECT count(), uniqExact({key}) FROM `{table}`").result_rows[0]
     return int(total), int(distinct)
 
 
@@ -118,6 +147,80 @@ def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_
     )])  # fmt: skip
     wait_for(lambda: rows(ch, table)[0] >= 100, timeout=JOB_TIMEOUT)
     assert rows(ch, table) == (100, 100)  # every event once, across the change
+    with_coupon = ch.query(f"SELECT count() FROM `{table}` WHERE coupon = 'NEWYEAR'").result_rows[0][0]
+    assert with_coupon == 20
+    assert all(c["path"] != "coupon" for c in api.get(f"{URL}{pk}/schema-changes/").json()["changes"])
+
+
+@pytest.mark.timeout(1500)  # as above: three job starts on the shared cores
+def test_a_new_protobuf_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_lost_or_doubled(
+    api, client, owner, kafka_conn, ch_conn, kafka_bootstrap, schema_registry_url, topic, ch, celery_worker
+):
+    """The Avro story above with Protobuf producers: `.proto` version 2 adds `string coupon = 7`."""
+    table = f"evolve_pb_{uuid.uuid4().hex[:8]}"
+    subject = f"{topic}-value"
+    v1 = register_proto(schema_registry_url, subject, ORDER_PROTO)
+    produce(kafka_bootstrap, topic, [(i % 2, framed(v1, order_bytes(f"o{i:03d}", i))) for i in range(50)])
+    registry = api.post(REGISTRY, {"name": "registry", "url": schema_registry_url}, format="json").json()
+    created = api.post(
+        URL,
+        {
+            "name": "evolving-protobuf",
+            "kafka_connection": kafka_conn.pk,
+            "clickhouse_connection": ch_conn.pk,
+            "schema_registry_connection": registry["id"],
+            "spec": protobuf_spec(topic, table),
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    pk = created.json()["id"]
+    celery_worker.start()
+    assert api.post(f"{URL}{pk}/deploy/").json()["status"] == "deploy_requested"
+    wait_status(api, pk, "running", worker=celery_worker)
+    wait_for(lambda: rows(ch, table, "event_id") == (50, 50), timeout=JOB_TIMEOUT)
+
+    # Version 2 is registered while the pipeline runs, and producers use it.
+    v2 = register_proto(schema_registry_url, subject, ORDER_PROTO_V2)
+    assert v2 != v1
+    produce(kafka_bootstrap, topic, [
+        (i % 2, framed(v2, order_bytes(f"o{i:03d}", i, coupon="XMAS"))) for i in range(50, 80)
+    ])  # fmt: skip
+    wait_for(lambda: rows(ch, table, "event_id") == (80, 80), timeout=JOB_TIMEOUT)
+
+    def coupon_reported() -> dict | None:
+        changes = api.get(f"{URL}{pk}/schema-changes/").json()["changes"]
+        return next((c for c in changes if c["path"] == "coupon" and c["events"] == 30), None)
+
+    coupon = wait_for(coupon_reported, timeout=60)
+    assert coupon["kind"] == "new" and coupon["column"] == "coupon" and coupon["column_type"] == "String", coupon
+    assert coupon["message"].startswith("new field `coupon` (string) seen in 30 events since "), coupon
+
+    client.force_login(owner)
+    page = client.get(f"/pipelines/{pk}/schema-changes/").content.decode()
+    assert "New field <code>coupon</code> (string) seen in 30 events" in page
+    assert 'data-add-column="coupon"' in page
+
+    answer = client.post(f"/pipelines/{pk}/schema-changes/add-column/", {"path": "coupon"}).content.decode()
+    assert "Column `coupon` added for `coupon`; version 2 maps it." in answer, answer
+    columns = dict(ch.query(f"SELECT name, type FROM system.columns WHERE table = '{table}'").result_rows)
+    assert columns["coupon"] == "String"
+    detail = api.get(f"{URL}{pk}/").json()
+    assert detail["current_version"] == 2
+    assert {"field": "coupon", "column": "coupon", "type": "String"} in detail["spec"]["sink"]["columns"]
+    wait_for(
+        lambda: (
+            api.get(f"{URL}{pk}/status/").json()["deployed_version"] == 2
+            and api.get(f"{URL}{pk}/status/").json()["status"] == "running"
+        ),
+        timeout=JOB_TIMEOUT,
+    )
+
+    produce(kafka_bootstrap, topic, [
+        (i % 2, framed(v2, order_bytes(f"o{i:03d}", i, coupon="NEWYEAR"))) for i in range(80, 100)
+    ])  # fmt: skip
+    wait_for(lambda: rows(ch, table, "event_id")[0] >= 100, timeout=JOB_TIMEOUT)
+    assert rows(ch, table, "event_id") == (100, 100)  # every event once, across the change
     with_coupon = ch.query(f"SELECT count() FROM `{table}` WHERE coupon = 'NEWYEAR'").result_rows[0][0]
     assert with_coupon == 20
     assert all(c["path"] != "coupon" for c in api.get(f"{URL}{pk}/schema-changes/").json()["changes"])
