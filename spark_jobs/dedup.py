@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+from pyspark.sql.types import TimestampType
 
 from spark_jobs.metrics import DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION
 from spark_jobs.transforms import ERROR, TIME, path_col
@@ -81,10 +82,17 @@ def drop_duplicates(df: DataFrame, *, window_seconds: int) -> DataFrame:
     assert jvm is not None
     # The metrics' duplicates: the rows in minus the rows out, both counted by the query (spark_jobs.metrics).
     counted = df.observe(DEDUP_IN_OBSERVATION, F.count(F.lit(1)).alias("rows"))
+    # Timestamps cross the processor as microseconds: Spark's Row encoders turn a TimestampType value into a
+    # java.sql.Timestamp and back, which overflows ("long overflow") for the far years a user's event may carry,
+    # and costs an object a value. Microseconds order the dedup time the same way.
+    stamps = [f.name for f in counted.schema.fields if isinstance(f.dataType, TimestampType)]
+    as_micros = counted.withColumns({name: F.unix_micros(F.col(name)) for name in stamps}) if stamps else counted
     jdf = jvm.io.clearflow.spark.Dedup.dropDuplicates(
-        counted._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), [TIME, ORDER_PARTITION, ORDER_OFFSET]
+        as_micros._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), [TIME, ORDER_PARTITION, ORDER_OFFSET]
     )
     kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW, ORDER_PARTITION, ORDER_OFFSET)
+    if stamps:
+        kept = kept.withColumns({name: F.timestamp_micros(F.col(name)) for name in stamps})
     return kept.observe(DEDUP_OUT_OBSERVATION, F.count(F.lit(1)).alias("rows"))
 
 

@@ -298,6 +298,10 @@ def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):
+        # The newest batch whose progress reached this listener (events come asynchronously, after the batch):
+        # `spark_jobs.pipeline.stop_query` waits for the query's last one before removing the listener.
+        last_batch_id = -1
+
         def onQueryStarted(self, event: Any) -> None:
             pass
 
@@ -308,6 +312,7 @@ def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher
                     return
                 publisher.heartbeat()
                 batch_id = int(progress.get("batchId", -1))
+                self.last_batch_id = max(self.last_batch_id, batch_id)
                 sink = stats.pop(batch_id)
                 if not sink and int(progress.get("numInputRows", 0)) == 0:
                     return  # an idle trigger or a no-data (state cleanup) batch

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,7 +369,21 @@ def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
     if running is not None:
         listener, heartbeat = running
         heartbeat.stop()
+        _await_last_progress(query, listener)
         spark.streams.removeListener(listener)
+
+
+def _await_last_progress(query: StreamingQuery, listener: Any, timeout: float = 10.0) -> None:
+    """Let the listener see the query's last batch before it is removed: progress events arrive after the batch,
+    and a run that ends with its only batch (availableNow) would otherwise publish no metrics at all."""
+    try:
+        progress = query.lastProgress
+    except Exception:  # the JVM is gone: nothing more will arrive
+        return
+    last = int(progress.get("batchId", -1)) if progress else -1
+    deadline = time.monotonic() + timeout
+    while listener.last_batch_id < last and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 __all__ = [
