@@ -32,34 +32,27 @@ def connector_dir() -> Path:
     return jars_root() / CONNECTOR_BUNDLE
 
 
+def bundle_jars(bundle: str) -> list[str]:
+    """Absolute paths of one installed bundle's jars; ConnectorJarsMissing (naming what to run) when it has none."""
+    directory = jars_root() / bundle
+    found = sorted(str(path) for path in directory.glob("*.jar"))
+    if not found:
+        raise ConnectorJarsMissing(
+            f"the engine's jars ({bundle}) are not installed in {directory}: run `make install` "
+            f"(python -m localstack jars), or point ${JARS_DIR_ENV} at a directory holding {bundle}/*.jar"
+        )
+    return found
+
+
 def connector_jars() -> list[str]:
     """Absolute paths of Spark's Kafka connector and its dependencies, and of ClearFlow's Protobuf decoder and
-    its dependencies (for `spark.jars` or `spark-submit --jars`).
-
-    Raises ConnectorJarsMissing when a bundle's directory holds no jar (it was never resolved or built).
-    """
-    found = []
-    for bundle in (CONNECTOR_BUNDLE, PROTOBUF_BUNDLE):
-        directory = jars_root() / bundle
-        jars = sorted(str(path) for path in directory.glob("*.jar"))
-        if not jars:
-            raise ConnectorJarsMissing(
-                f"the engine's jars ({bundle}) are not installed in {directory}: run `make install` "
-                f"(python -m localstack jars), or point ${JARS_DIR_ENV} at a directory holding {bundle}/*.jar"
-            )
-        found += jars
-    return found
+    its dependencies (for `spark.jars` or `spark-submit --jars`). ConnectorJarsMissing when one is missing."""
+    return [*bundle_jars(CONNECTOR_BUNDLE), *bundle_jars(PROTOBUF_BUNDLE)]
 
 
 def engine_jars() -> list[str]:
     """The jar of ClearFlow's own Java code (the dedup processor); ConnectorJarsMissing when it was never built."""
-    directory = jars_root() / ENGINE_BUNDLE
-    found = sorted(str(path) for path in directory.glob("*.jar"))
-    if not found:
-        raise ConnectorJarsMissing(
-            f"ClearFlow's engine jar is not built in {directory}: run `make install` (python -m localstack jars)"
-        )
-    return found
+    return bundle_jars(ENGINE_BUNDLE)
 
 
 def job_jars() -> list[str]:
