@@ -12,8 +12,13 @@ the job's metrics lines; the wall time including Spark's start is reported too),
 duration, peak RSS of the job's whole process tree (driver, JVM, Python workers), the CPU seconds each
 component used (the JVM, the Python workers, the broker, ClickHouse), and a ClickHouse row-count check.
 
---runs N repeats everything on a fresh topic and prints medians. (The before/after comparison with the first
-engine's Python source, `--sources python,native`, ran at commit 09eb563; see docs/performance.md.)
+--runs N repeats everything on a fresh topic and prints medians.
+--vs-code DIR adds, right after each run's dedup job, the same dedup job run with the engine of another checkout
+(`PYTHONPATH=DIR`: its `spark_jobs`, this venv's jars), on the same topic; the paired ratio (this code / DIR's)
+per run and its median are printed: `--vs-code <export of main before a change> --runs 3 --skip-no-dedup
+--skip-ceiling` is the before/after comparison of a change in one run, alternated.
+(The before/after comparison with the first engine's Python source, `--sources python,native`, ran at commit
+09eb563; see docs/performance.md.)
 --latency measures produce -> visible-in-ClickHouse latency under a steady load instead (bench/latency.py).
 
 Starts its own Apache Kafka broker and ClickHouse (chDB) unless --bootstrap/--clickhouse are given.
@@ -138,13 +143,17 @@ def run_job(
     services: dict[str, int],
     *,
     ceiling: bool = False,
+    code: str | None = None,
 ) -> dict:
     spec_file = workdir / f"{label}.json"
     spec_file.write_text(json.dumps(spec))
     log_file = workdir / f"{label}.log"
     argv = [*job_argv(spec_file, workdir / f"{label}-checkpoint", spark_conf, ceiling=ceiling), "--available-now"]
     started = time.monotonic()
-    job = JobProcess(argv, log_file, dict(os.environ), services)
+    env = dict(os.environ)
+    if code:  # another checkout's engine, on this venv
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [code, env.get("PYTHONPATH")]))
+    job = JobProcess(argv, log_file, env, services)
     code = job.wait()
     wall = time.monotonic() - started
     text = log_file.read_text(errors="replace")
@@ -210,6 +219,7 @@ def main() -> int:
     parser.add_argument("--bootstrap", help="use this broker instead of starting Apache Kafka")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
     parser.add_argument("--skip-no-dedup", action="store_true")
+    parser.add_argument("--vs-code", metavar="DIR", help="also run the dedup job with DIR's spark_jobs (paired)")
     parser.add_argument("--skip-ceiling", action="store_true", help="do not measure the ingest ceiling")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     parser.add_argument("--latency", action="store_true", help="latency mode (see bench/latency.py) instead")
@@ -285,10 +295,11 @@ def main() -> int:
             raw = raw_consume_rate(bootstrap, topic, args.partitions, args.events)
             raw_rates.append(raw)
             log(f"raw confluent-kafka consume: {raw:,.0f} events/s (load average {os.getloadavg()[0]:.2f})")
-            for label in ("dedup", "no-dedup", "ingest-ceiling"):
+            labels = ("dedup", *(("dedup-vs",) if args.vs_code else ()), "no-dedup", "ingest-ceiling")
+            for label in labels:
                 if (label == "no-dedup" and args.skip_no_dedup) or (label == "ingest-ceiling" and args.skip_ceiling):
                     continue
-                dedup = label == "dedup"
+                dedup = label.startswith("dedup")
                 data = bench_spec(
                     topic=topic,
                     bootstrap=bootstrap,
@@ -300,7 +311,13 @@ def main() -> int:
                 log(f"running the pipeline ({label})")
                 load_before = os.getloadavg()[0]
                 result = run_job(
-                    data, workdir, f"{label}#{run}", args.conf, services, ceiling=label == "ingest-ceiling"
+                    data,
+                    workdir,
+                    f"{label}#{run}",
+                    args.conf,
+                    services,
+                    ceiling=label == "ingest-ceiling",
+                    code=args.vs_code if label == "dedup-vs" else None,
                 )
                 result["load_avg_1m_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
                 result["raw_consume_events_per_s"] = round(raw)
@@ -323,6 +340,20 @@ def main() -> int:
             "medians": summarize(raw_rates, results),
             "cpu_count": os.cpu_count(),
         }
+        if args.vs_code:
+            pairs = [
+                a["events_per_s"] / b["events_per_s"]
+                for a, b in zip(
+                    [r for r in results if r["label"].startswith("dedup#")],
+                    [r for r in results if r["label"].startswith("dedup-vs#")],
+                    strict=True,
+                )
+            ]
+            summary["vs_code"] = {
+                "code": args.vs_code,
+                "paired_ratio_this_over_vs": [round(r, 3) for r in pairs],
+                "median": round(statistics.median(pairs), 3),
+            }
         print(json.dumps(summary, indent=2))
     return 0
 

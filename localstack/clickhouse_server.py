@@ -7,14 +7,23 @@ How it works (measured): the engine reads `config.xml` from the working director
 engine is inside a query, so the same call goes on into an endless one. `chdb._chdb.query` with the
 TabSeparated format is a private entry point: chdb and chdb-core are pinned in pyproject.toml.
 One process per data directory (the engine locks it).
+
+The engine module is loaded by itself (`_load_engine`), not through `import chdb`: the package's `__init__` runs a
+probe query that shuts the engine's table registry down for the rest of the process, after which
+`CREATE TABLE ... ENGINE = Kafka` fails with "Shutdown was called" (bench/peers.py uses that engine).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import importlib.machinery
+import importlib.util
 import os
 import signal
+import sys
 from pathlib import Path
+from types import ModuleType
 
 CONFIG_XML = """<clickhouse>
     <http_port>{port}</http_port>
@@ -22,6 +31,22 @@ CONFIG_XML = """<clickhouse>
     <logger><level>warning</level><console>1</console></logger>
 </clickhouse>
 """
+
+
+def _load_engine() -> ModuleType:
+    """chDB's `_chdb` extension without the `chdb` package's import-time probe query. The package preloads the
+    library with RTLD_DEEPBIND (its allocator must win over another libstdc++'s); so does this."""
+    spec = importlib.util.find_spec("chdb")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("chdb is not installed (pip install -e '.[local]')")
+    library = str(Path(next(iter(spec.submodule_search_locations))) / "_chdb.abi3.so")
+    ctypes.CDLL(library, mode=sys.getdlopenflags() | os.RTLD_DEEPBIND)
+    loader = importlib.machinery.ExtensionFileLoader("_chdb", library)
+    module_spec = importlib.util.spec_from_file_location("_chdb", library, loader=loader)
+    assert module_spec is not None
+    module = importlib.util.module_from_spec(module_spec)
+    loader.exec_module(module)
+    return module
 
 
 def serve(*, host: str, port: int, data_dir: Path) -> None:
@@ -37,7 +62,7 @@ def serve(*, host: str, port: int, data_dir: Path) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    from chdb import _chdb
+    _chdb = _load_engine()
 
     print(f"clickhouse: starting on http://{host}:{port}, data in {data_dir}", flush=True)
     # One call: a second entry into the engine re-initialises it and fails ("initialized twice").

@@ -215,32 +215,54 @@ def parse_source(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | No
     return transforms.parse_events(raw, _fields(spec))
 
 
-def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
-    """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
+def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> list[tuple[str, Any]]:
+    """The transformation as named `DataFrame -> DataFrame` steps, in order (build_stream applies them all;
+    bench/stage_profile.py times prefixes of the same list, so the profile measures the pipeline itself):
+    parse, checks (field watch, keys, column checks, dedup time and key, dead-letter split), dedup, output."""
     field_types = spec.field_types()
     if schemas is None and spec.source.format == "avro" and spec.source.schema_registry is None:
         schemas = source_schemas(spec)
-    df = parse_source(raw, spec, schemas)
-    # Every event, duplicates too, before anything drops one: "seen in N events" counts what came in.
-    if schemas is not None:
-        df = field_watch.observe_schema_ids(df, [*schemas.by_id, *schemas.unreadable])
-    else:
-        df = field_watch.observe_json_keys(df, [f.path for f in spec.source.fields])
-    if spec.dedup is not None:
-        df = dedup.require_keys(df, spec.dedup.keys)
-    df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
-    if spec.dedup is not None:
-        rules = spec.dedup
-        time_field = rules.event_time_field if rules.time == "event" else None
-        df = dedup.dedup_time(df, time_field=time_field, window_seconds=rules.window_seconds)
-        df = dedup.dedup_key(df, rules.keys)
-        df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
-        df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds)
-    df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
-    for i, computed in enumerate(spec.transforms):
-        step = [transforms.Transform(computed.name, computed.expression, computed.type)]
-        df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
-    return transforms.map_columns(df, _sink_columns(spec), field_types)
+
+    def parse(df: DataFrame) -> DataFrame:
+        df = parse_source(df, spec, schemas)
+        # Every event, duplicates too, before anything drops one: "seen in N events" counts what came in.
+        if schemas is not None:
+            return field_watch.observe_schema_ids(df, [*schemas.by_id, *schemas.unreadable])
+        return field_watch.observe_json_keys(df, [f.path for f in spec.source.fields])
+
+    def checks(df: DataFrame) -> DataFrame:
+        if spec.dedup is not None:
+            df = dedup.require_keys(df, spec.dedup.keys)
+        df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
+        if spec.dedup is not None:
+            rules = spec.dedup
+            time_field = rules.event_time_field if rules.time == "event" else None
+            df = dedup.dedup_time(df, time_field=time_field, window_seconds=rules.window_seconds)
+            df = dedup.dedup_key(df, rules.keys)
+            df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
+        return df
+
+    def drop_duplicates(df: DataFrame) -> DataFrame:
+        if spec.dedup is None:
+            return df
+        return dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
+
+    def output(df: DataFrame) -> DataFrame:
+        df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
+        for i, computed in enumerate(spec.transforms):
+            step = [transforms.Transform(computed.name, computed.expression, computed.type)]
+            df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
+        return transforms.map_columns(df, _sink_columns(spec), field_types)
+
+    return [("parse", parse), ("checks", checks), ("dedup", drop_duplicates), ("output", output)]
+
+
+def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
+    """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
+    df = raw
+    for _name, step in stream_steps(spec, schemas):
+        df = step(df)
+    return df
 
 
 def table_spec(spec: PipelineSpec) -> ch.TableSpec:
@@ -394,4 +416,5 @@ __all__ = [
     "read_kafka",
     "start_query",
     "stop_query",
+    "stream_steps",
 ]

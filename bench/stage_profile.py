@@ -1,0 +1,237 @@
+"""Per-stage profile of one micro-batch on the native path (run by hand, not a test).
+
+    .venv/bin/python bench/stage_profile.py --events 500000 --rounds 3
+
+Pre-loads N JSON events (bench/engine_bench.py's events: 187 B, 10% duplicates, 2 partitions) into a fresh
+topic on its own Apache Kafka broker and ClickHouse (chDB), then in ONE SparkSession runs the pipeline's
+cumulative prefixes on that same topic, each as a streaming query with a fresh checkpoint and one
+available-now micro-batch holding every event:
+
+  1. fetch      the Kafka source (`read_kafka`) into Spark's noop sink
+  2. from_json  + `from_json` of the record (every field as text), nothing else
+  3. parse      + the whole parse step instead (text -> typed values, parse dead-letter reasons, field watch)
+  4. checks     + key/column checks, dedup time and key, dead-letter split (`pipeline.stream_steps`' "checks")
+  5. dedup      + the JVM dedup processor (transformWithState, RocksDB state)
+  6. handover   + map_columns and foreachBatch: mapInArrow hands every row to a Python worker as Arrow, which
+                builds the table and the dead-letter split as the sink does, but inserts nothing
+  7. insert     the job's own BatchWriter: + the ClickHouse inserts with their tokens
+
+Prefixes 3-7 are `spark_jobs.pipeline.stream_steps`, so the profile measures the pipeline's own code. A stage's
+cost is its prefix's batch time (Spark's `addBatch` duration) less the previous prefix's; the rounds rotate
+nothing (a stage always follows the one before it), and the first round warms the JIT and the Python workers:
+medians are over rounds 2.. (all rounds are printed). Commit: the walCommit + commitOffsets durations of the
+insert prefix (the offsets log and the commit log), plus the state store's commit inside addBatch (not
+separable here). Planning: `queryPlanning`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench_pipeline import REPO, bench_spec, log
+from engine_bench import make_events, preload
+
+STAGES = ("fetch", "from_json", "parse", "checks", "dedup", "handover", "insert")
+
+
+@dataclass(frozen=True)
+class NoInsert:
+    """What the sink's PartitionWriter does before its insert (Arrow table, dead-letter split), no insert."""
+
+    columns: tuple[str, ...]
+
+    def __call__(self, batches: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        collected = [b for b in batches if b.num_rows]
+        rows = 0
+        if collected:
+            table = pa.Table.from_batches(collected)
+            good = pc.is_null(table.column("_cf_error"))
+            rows = table.filter(good).select(list(self.columns)).num_rows
+        yield pa.RecordBatch.from_pydict(
+            {
+                "partition": pa.array([0], pa.int32()),
+                "rows_written": pa.array([rows], pa.int64()),
+                "dead_letters": pa.array([0], pa.int64()),
+                "insert_ms": pa.array([0], pa.int64()),
+            }
+        )
+
+
+def build_prefix(spark: Any, spec: Any, stage: str) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark_jobs import pipeline, transforms
+
+    df = pipeline.read_kafka(spark, spec)
+    if stage == "fetch":
+        return df
+    if stage == "from_json":
+        schema = transforms._string_schema([f.path for f in spec.source.fields])
+        text = F.col("_cf_value").cast("string")
+        return df.select("*", F.from_json(text, schema, {"mode": "PERMISSIVE"}).alias("_cf_json"))
+    upto = {"parse": 1, "checks": 2, "dedup": 3}.get(stage, 4)
+    for _name, step in pipeline.stream_steps(spec)[:upto]:
+        df = step(df)
+    return df
+
+
+def run_prefix(spark: Any, spec: Any, stage: str, workdir: Path, label: str) -> dict[str, Any]:
+    from spark_jobs import pipeline
+    from spark_jobs import sink as ch
+    from spark_jobs.metrics import SinkStats
+
+    df = build_prefix(spark, spec, stage)
+    writer = df.writeStream.queryName(f"profile-{label}").option("checkpointLocation", str(workdir / label))
+    stats = SinkStats()
+    if stage == "handover":
+        columns = tuple(c.column for c in spec.sink.columns)
+        writer = writer.foreachBatch(lambda b, _i: b.mapInArrow(NoInsert(columns), ch.STATS_SCHEMA).collect())
+    elif stage == "insert":
+        writer = writer.foreachBatch(pipeline.BatchWriter(spec, f"{spec.name}:{label}", stats))
+    else:
+        writer = writer.format("noop")
+    started = time.monotonic()
+    query = writer.trigger(availableNow=True).start()
+    query.awaitTermination()
+    wall = time.monotonic() - started
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    if len(progress) != 1:
+        raise SystemExit(f"{label}: expected one micro-batch with rows, got {len(progress)}")
+    durations = dict(progress[0]["durationMs"])
+    return {
+        "stage": stage,
+        "rows": progress[0]["numInputRows"],
+        "add_batch_ms": durations.get("addBatch", 0),
+        "trigger_ms": durations.get("triggerExecution", 0),
+        "planning_ms": durations.get("queryPlanning", 0),
+        "get_batch_ms": durations.get("getBatch", 0) + durations.get("latestOffset", 0),
+        "commit_ms": durations.get("walCommit", 0) + durations.get("commitOffsets", 0),
+        "insert_ms_max": stats.pop(0).get("insert_ms_max", 0) if stage == "insert" else 0,
+        "wall_s": round(wall, 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=500_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--dup-ratio", type=float, default=0.10)
+    parser.add_argument("--rounds", type=int, default=3, help="the first warms up; medians over the others")
+    parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset, in pipeline order")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    args = parser.parse_args()
+    stages = [s for s in STAGES if s in args.stages.split(",")]
+
+    sys.path.insert(0, str(REPO))
+    from localstack import processes
+    from spark_jobs import pipeline
+    from spark_jobs import sink as ch
+    from spark_jobs.connections import connection_dict
+    from spark_jobs.spec import parse_spec
+
+    workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
+    with processes.ProcessGroup(workdir / "logs") as group:
+        port = processes.free_port()
+        group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka"))
+        bootstrap = f"127.0.0.1:{port}"
+        ch_port = processes.free_port()
+        group.start(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata"))
+
+        events = make_events(args.events, args.dup_ratio)
+        topic = f"profile-{uuid.uuid4().hex[:8]}"
+        seconds = preload(bootstrap, topic, args.partitions, events)
+        log(f"pre-loaded {args.events:,} events into {topic} in {seconds:.1f}s")
+
+        conf = {
+            "spark.sql.shuffle.partitions": str(args.partitions),
+            "spark.driver.memory": "2g",
+            **pipeline.state_store_conf(),
+            **dict(item.split("=", 1) for item in args.conf),
+        }
+        spark = pipeline.build_session(app_name="stage-profile", master="local[2]", conf=conf)
+        spark.sparkContext.setLogLevel("WARN")
+        results: list[dict[str, Any]] = []
+        try:
+            for round_no in range(args.rounds):
+                for stage in stages:
+                    data = bench_spec(
+                        topic=topic,
+                        bootstrap=bootstrap,
+                        clickhouse=("127.0.0.1", ch_port),
+                        dedup=True,
+                        max_records_per_batch=args.events * 2,
+                    )
+                    spec = parse_spec(json.dumps(data))
+                    if stage == "insert":
+                        ch.prepare_tables(
+                            connection_dict(spec.sink.clickhouse, reveal_secrets=True),
+                            pipeline.table_spec(spec),
+                            create=True,
+                        )
+                    load = os.getloadavg()[0]
+                    result = run_prefix(spark, spec, stage, workdir, f"{stage}-{round_no}")
+                    result.update(round=round_no + 1, load_avg_1m=round(load, 2))
+                    log(json.dumps(result))
+                    results.append(result)
+        finally:
+            spark.stop()
+
+    print(json.dumps({"events": args.events, "rounds": results, "table": table(results, stages)}, indent=2))
+    print(markdown(results, stages, args.events))
+    return 0
+
+
+def table(results: list[dict[str, Any]], stages: list[str]) -> list[dict[str, Any]]:
+    """Per stage: the median batch time of its prefix (rounds after the first) and the difference to the
+    previous prefix."""
+    warm = [r for r in results if r["round"] > 1] or results
+    rows, previous = [], 0.0
+    for stage in stages:
+        prefix = statistics.median(r["add_batch_ms"] for r in warm if r["stage"] == stage)
+        rows.append(
+            {
+                "stage": stage,
+                "prefix_ms": prefix,
+                "stage_ms": prefix - previous,
+                "planning_ms": statistics.median(r["planning_ms"] for r in warm if r["stage"] == stage),
+                "commit_ms": statistics.median(r["commit_ms"] for r in warm if r["stage"] == stage),
+                "runs_ms": [r["add_batch_ms"] for r in results if r["stage"] == stage],
+            }
+        )
+        previous = prefix
+    return rows
+
+
+def markdown(results: list[dict[str, Any]], stages: list[str], events: int) -> str:
+    rows = table(results, stages)
+    total = rows[-1]["prefix_ms"] or 1
+    lines = [
+        "| stage | prefix batch ms (median) | stage ms | share | events/s of the prefix | runs (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        rate = events / (row["prefix_ms"] / 1000) if row["prefix_ms"] else 0
+        lines.append(
+            f"| {row['stage']} | {row['prefix_ms']:,.0f} | {row['stage_ms']:,.0f} | {row['stage_ms'] / total:.0%} "
+            f"| {rate:,.0f} | {', '.join(f'{v:,}' for v in row['runs_ms'])} |"
+        )
+    last = rows[-1]
+    lines.append(f"\nplanning {last['planning_ms']:,.0f} ms, commit (offsets + commit log) {last['commit_ms']:,.0f} ms")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
