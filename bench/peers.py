@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -240,6 +241,9 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))
     from localstack import processes
+
+    # SIGTERM unwinds like Ctrl-C, so the broker and ClickHouse started below are stopped too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-peers-"))
     with processes.ProcessGroup(workdir / "logs") as group:

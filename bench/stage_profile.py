@@ -16,6 +16,10 @@ available-now micro-batch holding every event:
                 builds the table and the dead-letter split as the sink does, but inserts nothing
   7. insert     the job's own BatchWriter: + the ClickHouse inserts with their tokens
 
+and, with `--stages ...,narrow`, one more prefix beside them: checks, then only the dedup processor's own columns
+(key, error, order) through it. dedup - narrow is what the other columns cost in the dedup stage (the Row
+encoders' round trip of every value, and their bytes through the shuffle and the sort).
+
 Prefixes 3-7 are `spark_jobs.pipeline.stream_steps`, so the profile measures the pipeline's own code. A stage's
 cost is its prefix's batch time (Spark's `addBatch` duration) less the previous prefix's; the rounds rotate
 nothing (a stage always follows the one before it), and the first round warms the JIT and the Python workers:
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -42,6 +47,7 @@ from bench_pipeline import REPO, bench_spec, log
 from engine_bench import make_events, preload
 
 STAGES = ("fetch", "from_json", "parse", "checks", "dedup", "handover", "insert")
+EXTRA = ("narrow",)  # not a prefix of the pipeline: measured beside it
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,15 @@ def build_prefix(spark: Any, spec: Any, stage: str) -> Any:
         schema = transforms._string_schema([f.path for f in spec.source.fields])
         text = F.col("_cf_value").cast("string")
         return df.select("*", F.from_json(text, schema, {"mode": "PERMISSIVE"}).alias("_cf_json"))
-    upto = {"parse": 1, "checks": 2, "dedup": 3}.get(stage, 4)
+    upto = {"parse": 1, "checks": 2, "dedup": 3, "narrow": 2}.get(stage, 4)
     for _name, step in pipeline.stream_steps(spec)[:upto]:
         df = step(df)
+    if stage == "narrow":
+        from spark_jobs import dedup
+
+        df = dedup.drop_duplicates(
+            df.select(dedup.KEY_HIGH, dedup.KEY_LOW, transforms.ERROR, *dedup.ORDER_COLUMNS), window_seconds=3600
+        )
     return df
 
 
@@ -133,10 +145,13 @@ def main() -> int:
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset, in pipeline order")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     args = parser.parse_args()
-    stages = [s for s in STAGES if s in args.stages.split(",")]
+    stages = [s for s in (*STAGES, *EXTRA) if s in args.stages.split(",")]
 
     sys.path.insert(0, str(REPO))
     from localstack import processes
+
+    # SIGTERM unwinds like Ctrl-C, so the broker and ClickHouse started below are stopped too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     from spark_jobs import pipeline
     from spark_jobs import sink as ch
     from spark_jobs.connections import connection_dict
@@ -198,26 +213,30 @@ def table(results: list[dict[str, Any]], stages: list[str]) -> list[dict[str, An
     """Per stage: the median batch time of its prefix (rounds after the first) and the difference to the
     previous prefix."""
     warm = [r for r in results if r["round"] > 1] or results
-    rows, previous = [], 0.0
+    rows, previous, by_stage = [], 0.0, {}
     for stage in stages:
         prefix = statistics.median(r["add_batch_ms"] for r in warm if r["stage"] == stage)
+        by_stage[stage] = prefix
         rows.append(
             {
                 "stage": stage,
+                # narrow stands beside the pipeline: its cost is counted from checks, like dedup's
                 "prefix_ms": prefix,
-                "stage_ms": prefix - previous,
+                "stage_ms": prefix - (by_stage.get("checks", 0.0) if stage in EXTRA else previous),
                 "planning_ms": statistics.median(r["planning_ms"] for r in warm if r["stage"] == stage),
                 "commit_ms": statistics.median(r["commit_ms"] for r in warm if r["stage"] == stage),
                 "runs_ms": [r["add_batch_ms"] for r in results if r["stage"] == stage],
             }
         )
-        previous = prefix
+        if stage not in EXTRA:
+            previous = prefix
     return rows
 
 
 def markdown(results: list[dict[str, Any]], stages: list[str], events: int) -> str:
     rows = table(results, stages)
-    total = rows[-1]["prefix_ms"] or 1
+    pipeline_rows = [r for r in rows if r["stage"] not in EXTRA]
+    total = pipeline_rows[-1]["prefix_ms"] if pipeline_rows else 1
     lines = [
         "| stage | prefix batch ms (median) | stage ms | share | events/s of the prefix | runs (ms) |",
         "|---|---|---|---|---|---|",
@@ -228,7 +247,7 @@ def markdown(results: list[dict[str, Any]], stages: list[str], events: int) -> s
             f"| {row['stage']} | {row['prefix_ms']:,.0f} | {row['stage_ms']:,.0f} | {row['stage_ms'] / total:.0%} "
             f"| {rate:,.0f} | {', '.join(f'{v:,}' for v in row['runs_ms'])} |"
         )
-    last = rows[-1]
+    last = pipeline_rows[-1] if pipeline_rows else rows[-1]
     lines.append(f"\nplanning {last['planning_ms']:,.0f} ms, commit (offsets + commit log) {last['commit_ms']:,.0f} ms")
     return "\n".join(lines)
 

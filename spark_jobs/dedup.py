@@ -24,7 +24,10 @@ from spark_jobs.transforms import ERROR, TIME, path_col
 
 # Columns the dedup steps add and drop again (reserved `_cf_` names).
 KEY_HIGH, KEY_LOW = "_cf_key_high", "_cf_key_low"
-ORDER_PARTITION, ORDER_OFFSET = "_cf_order_partition", "_cf_order_offset"
+# Within a batch a key's first event is the earliest by dedup time, then Kafka partition and offset. The Kafka
+# columns are used as they are: `drop_unless_dead` leaves fixed-width columns alone (a NULL saves no bytes in
+# Spark's rows), so they need no copies through the shuffle and the processor's Row encoders.
+ORDER_COLUMNS = (TIME, "_kafka_partition", "_kafka_offset")
 _SECOND_SEED = "clearflow-dedup-key"  # hashed first: the second hash starts from another seed than the first
 
 
@@ -53,9 +56,9 @@ def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) ->
 
 def dedup_key(df: DataFrame, keys: Sequence[str]) -> DataFrame:
     """The state's key: a 128-bit hash of the dedup key values (two xxhash64 with different seeds; small RocksDB
-    keys whatever the key's size), and the Kafka coordinates that order a key's events within a batch.
+    keys whatever the key's size).
 
-    Runs before `drop_unless_dead`, which nulls the Kafka metadata of usable events. A dead letter is keyed by
+    Runs before `drop_unless_dead`, which nulls the Kafka topic of usable events. A dead letter is keyed by
     its Kafka coordinates, so dead letters spread over the partitions like events do.
     """
     usable = F.col(ERROR).isNull()
@@ -67,8 +70,6 @@ def dedup_key(df: DataFrame, keys: Sequence[str]) -> DataFrame:
         F.when(usable, F.xxhash64(F.lit(_SECOND_SEED), *values))
         .otherwise(F.xxhash64(F.lit(_SECOND_SEED), *coordinates))
         .alias(KEY_LOW),
-        F.col("_kafka_partition").alias(ORDER_PARTITION),
-        F.col("_kafka_offset").alias(ORDER_OFFSET),
     )
 
 
@@ -88,17 +89,18 @@ def drop_duplicates(df: DataFrame, *, window_seconds: int) -> DataFrame:
     stamps = [f.name for f in counted.schema.fields if isinstance(f.dataType, TimestampType)]
     as_micros = counted.withColumns({name: F.unix_micros(F.col(name)) for name in stamps}) if stamps else counted
     jdf = jvm.io.clearflow.spark.Dedup.dropDuplicates(
-        as_micros._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), [TIME, ORDER_PARTITION, ORDER_OFFSET]
+        as_micros._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), list(ORDER_COLUMNS)
     )
-    kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW, ORDER_PARTITION, ORDER_OFFSET)
+    kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW)
     if stamps:
         kept = kept.withColumns({name: F.timestamp_micros(F.col(name)) for name in stamps})
     return kept.observe(DEDUP_OUT_OBSERVATION, F.count(F.lit(1)).alias("rows"))
 
 
 def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """NULL these columns (the raw record, Kafka metadata) for usable events, where nothing reads them later
-    (only dead letters store them): less data through the dedup shuffle."""
+    """NULL these columns (the raw record, the Kafka topic) for usable events, where nothing reads them later
+    (only dead letters store them): less data through the dedup shuffle. Only variable-width columns are worth
+    it (a NULL int or long takes its 8 bytes all the same); the dedup's order columns are never nulled."""
     dead = F.col(ERROR).isNotNull()
     for name in columns:
         df = df.withColumn(name, F.when(dead, F.col(name)))

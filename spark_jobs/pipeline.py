@@ -179,7 +179,13 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
         return []
     used = {c.field for c in spec.sink.columns}
     expressions = " ".join([spec.filter or "", *[t.expression for t in spec.transforms]])
-    metadata = [name for name in KAFKA_METADATA_FIELDS if name not in used and name not in expressions]
+    # Variable-width metadata only (the topic): fixed-width columns cost their bytes even when NULL, and the
+    # dedup orders a key's events by Kafka partition and offset (dedup.ORDER_COLUMNS).
+    metadata = [
+        name
+        for name, kind in KAFKA_METADATA_FIELDS.items()
+        if kind == "string" and name not in used and name not in expressions
+    ]
     return ["_cf_value", *metadata]
 
 

@@ -51,21 +51,31 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
     @Override
     public scala.collection.Iterator<Row> handleInputRows(
             Tuple2<Long, Long> key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
-        List<Row> out = new ArrayList<>(1);
+        // Nearly every group is one usable event: no list and no wrapper iterator for it (a row per group).
+        List<Row> dead = null;
         Row first = null;
         while (rows.hasNext()) {
             Row row = rows.next();
             if (!row.isNullAt(errorIndex)) {
-                out.add(row); // a dead letter: passes through, the state is not touched
+                if (dead == null) {
+                    dead = new ArrayList<>(1);
+                }
+                dead.add(row); // a dead letter: passes through, the state is not touched
             } else if (first == null || comesBefore(row, first)) {
                 first = row;
             }
         }
-        if (first != null && !firstSeen.exists()) {
+        boolean keep = first != null && !firstSeen.exists();
+        if (keep) {
             firstSeen.update(timerValues.getCurrentProcessingTimeInMs());
-            out.add(first);
         }
-        return CollectionConverters.asScala(out.iterator());
+        if (dead == null) {
+            return keep ? scala.collection.Iterator$.MODULE$.single(first) : scala.collection.Iterator$.MODULE$.empty();
+        }
+        if (keep) {
+            dead.add(first);
+        }
+        return CollectionConverters.asScala(dead.iterator());
     }
 
     /** Earlier by the order columns (dedup time, Kafka partition, offset); a null sorts last. */
