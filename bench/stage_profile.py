@@ -20,6 +20,10 @@ and, with `--stages ...,narrow`, one more prefix beside them: checks, then only 
 (key, error, order) through it. dedup - narrow is what the other columns cost in the dedup stage (the Row
 encoders' round trip of every value, and their bytes through the shuffle and the sort).
 
+Each prefix is timed twice: Spark's `addBatch` duration (wall) and the CPU seconds the job's process tree used
+during the query (the JVM, Spark's Python workers; for the insert prefix ClickHouse's too, apart). On a shared
+machine the CPU figure is the steadier one: wall time there measures the other processes as much as this one.
+
 Prefixes 3-7 are `spark_jobs.pipeline.stream_steps`, so the profile measures the pipeline's own code. A stage's
 cost is its prefix's batch time (Spark's `addBatch` duration) less the previous prefix's; the rounds rotate
 nothing (a stage always follows the one before it), and the first round warms the JIT and the Python workers:
@@ -43,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import REPO, bench_spec, log
+from bench_pipeline import REPO, _descendants, bench_spec, cpu_seconds, log
 from engine_bench import make_events, preload
 
 STAGES = ("fetch", "from_json", "parse", "checks", "dedup", "handover", "insert")
@@ -100,7 +104,22 @@ def build_prefix(spark: Any, spec: Any, stage: str) -> Any:
     return df
 
 
-def run_prefix(spark: Any, spec: Any, stage: str, workdir: Path, label: str) -> dict[str, Any]:
+def spark_cpu(services: set[int]) -> float:
+    """CPU seconds of this process's children but the services: Spark's JVM and its Python workers."""
+    total = 0.0
+    for pid in _descendants(os.getpid()):
+        if pid == os.getpid() or pid in services:
+            continue
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            continue
+    return total
+
+
+def run_prefix(
+    spark: Any, spec: Any, stage: str, workdir: Path, label: str, services: dict[str, int]
+) -> dict[str, Any]:
     from spark_jobs import pipeline
     from spark_jobs import sink as ch
     from spark_jobs.metrics import SinkStats
@@ -115,10 +134,13 @@ def run_prefix(spark: Any, spec: Any, stage: str, workdir: Path, label: str) -> 
         writer = writer.foreachBatch(pipeline.BatchWriter(spec, f"{spec.name}:{label}", stats))
     else:
         writer = writer.format("noop")
+    service_trees = {pid for root in services.values() for pid in _descendants(root)}
+    cpu_before, ch_before = spark_cpu(service_trees), cpu_seconds(services["clickhouse"])
     started = time.monotonic()
     query = writer.trigger(availableNow=True).start()
     query.awaitTermination()
     wall = time.monotonic() - started
+    cpu = spark_cpu(service_trees) - cpu_before
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
     if len(progress) != 1:
         raise SystemExit(f"{label}: expected one micro-batch with rows, got {len(progress)}")
@@ -133,6 +155,8 @@ def run_prefix(spark: Any, spec: Any, stage: str, workdir: Path, label: str) -> 
         "commit_ms": durations.get("walCommit", 0) + durations.get("commitOffsets", 0),
         "insert_ms_max": stats.pop(0).get("insert_ms_max", 0) if stage == "insert" else 0,
         "wall_s": round(wall, 2),
+        "spark_cpu_s": round(cpu, 2),
+        "clickhouse_cpu_s": round(cpu_seconds(services["clickhouse"]) - ch_before, 2),
     }
 
 
@@ -160,10 +184,11 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
     with processes.ProcessGroup(workdir / "logs") as group:
         port = processes.free_port()
-        group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka"))
+        services = {"broker": group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka")).process.pid}
         bootstrap = f"127.0.0.1:{port}"
         ch_port = processes.free_port()
-        group.start(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata"))
+        clickhouse = group.start(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata"))
+        services["clickhouse"] = clickhouse.process.pid
 
         events = make_events(args.events, args.dup_ratio)
         topic = f"profile-{uuid.uuid4().hex[:8]}"
@@ -197,7 +222,7 @@ def main() -> int:
                             create=True,
                         )
                     load = os.getloadavg()[0]
-                    result = run_prefix(spark, spec, stage, workdir, f"{stage}-{round_no}")
+                    result = run_prefix(spark, spec, stage, workdir, f"{stage}-{round_no}", services)
                     result.update(round=round_no + 1, load_avg_1m=round(load, 2))
                     log(json.dumps(result))
                     results.append(result)
@@ -213,40 +238,48 @@ def table(results: list[dict[str, Any]], stages: list[str]) -> list[dict[str, An
     """Per stage: the median batch time of its prefix (rounds after the first) and the difference to the
     previous prefix."""
     warm = [r for r in results if r["round"] > 1] or results
-    rows, previous, by_stage = [], 0.0, {}
+    rows, previous, previous_cpu, by_stage = [], 0.0, 0.0, {}
     for stage in stages:
         prefix = statistics.median(r["add_batch_ms"] for r in warm if r["stage"] == stage)
+        cpu = statistics.median(r["spark_cpu_s"] for r in warm if r["stage"] == stage)
         by_stage[stage] = prefix
+        by_stage[f"{stage}:cpu"] = cpu
         rows.append(
             {
                 "stage": stage,
                 # narrow stands beside the pipeline: its cost is counted from checks, like dedup's
                 "prefix_ms": prefix,
                 "stage_ms": prefix - (by_stage.get("checks", 0.0) if stage in EXTRA else previous),
+                "prefix_cpu_s": cpu,
+                "stage_cpu_s": cpu - (by_stage.get("checks:cpu", 0.0) if stage in EXTRA else previous_cpu),
+                "clickhouse_cpu_s": statistics.median(r["clickhouse_cpu_s"] for r in warm if r["stage"] == stage),
                 "planning_ms": statistics.median(r["planning_ms"] for r in warm if r["stage"] == stage),
                 "commit_ms": statistics.median(r["commit_ms"] for r in warm if r["stage"] == stage),
                 "runs_ms": [r["add_batch_ms"] for r in results if r["stage"] == stage],
             }
         )
         if stage not in EXTRA:
-            previous = prefix
+            previous, previous_cpu = prefix, cpu
     return rows
 
 
 def markdown(results: list[dict[str, Any]], stages: list[str], events: int) -> str:
     rows = table(results, stages)
     pipeline_rows = [r for r in rows if r["stage"] not in EXTRA]
-    total = pipeline_rows[-1]["prefix_ms"] if pipeline_rows else 1
+    total_cpu = pipeline_rows[-1]["prefix_cpu_s"] if pipeline_rows else 1
     lines = [
-        "| stage | prefix batch ms (median) | stage ms | share | events/s of the prefix | runs (ms) |",
-        "|---|---|---|---|---|---|",
+        "| stage | prefix CPU s | stage CPU s | share of CPU | CPU µs per event | prefix batch ms | stage ms "
+        "| runs (ms) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        rate = events / (row["prefix_ms"] / 1000) if row["prefix_ms"] else 0
         lines.append(
-            f"| {row['stage']} | {row['prefix_ms']:,.0f} | {row['stage_ms']:,.0f} | {row['stage_ms'] / total:.0%} "
-            f"| {rate:,.0f} | {', '.join(f'{v:,}' for v in row['runs_ms'])} |"
+            f"| {row['stage']} | {row['prefix_cpu_s']:.1f} | {row['stage_cpu_s']:.1f} "
+            f"| {row['stage_cpu_s'] / (total_cpu or 1):.0%} | {row['stage_cpu_s'] / events * 1e6:.1f} "
+            f"| {row['prefix_ms']:,.0f} | {row['stage_ms']:,.0f} | {', '.join(f'{v:,}' for v in row['runs_ms'])} |"
         )
+    if pipeline_rows and pipeline_rows[-1]["clickhouse_cpu_s"]:
+        lines.append(f"\nClickHouse's CPU during the insert prefix: {pipeline_rows[-1]['clickhouse_cpu_s']:.1f} s")
     last = pipeline_rows[-1] if pipeline_rows else rows[-1]
     lines.append(f"\nplanning {last['planning_ms']:,.0f} ms, commit (offsets + commit log) {last['commit_ms']:,.0f} ms")
     return "\n".join(lines)
