@@ -7,6 +7,7 @@ its process tree for peak RSS and CPU time per component (the JVM, the Python wo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,8 +15,15 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def patient(service: Any) -> Any:
+    """A localstack service definition with 10 minutes to get ready: under `nice -n 19` on a loaded shared machine
+    the broker took more than its usual minute."""
+    return dataclasses.replace(service, ready_timeout=600.0)
 
 
 def log(message: str) -> None:

@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import REPO, bench_spec, cpu_seconds, log
+from bench_pipeline import REPO, bench_spec, cpu_seconds, log, patient
 from engine_bench import make_events, preload, raw_consume_rate, run_job
 
 SYSTEMS = ("raw", "handrolled", "kafka_engine", "clearflow")
@@ -248,11 +248,10 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-peers-"))
     with processes.ProcessGroup(workdir / "logs") as group:
         port, ch_port, redis_port = processes.free_port(), processes.free_port(), processes.free_port()
-        services = {
-            "broker": group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka")).process.pid,
-            "clickhouse": group.start(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")).process.pid,
-            "redis": group.start(processes.redis(port=redis_port, data_dir=workdir / "redis")).process.pid,
-        }
+        broker = group.start(patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka")))
+        clickhouse = group.start(patient(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
+        redis = group.start(patient(processes.redis(port=redis_port, data_dir=workdir / "redis")))
+        services = {"broker": broker.process.pid, "clickhouse": clickhouse.process.pid, "redis": redis.process.pid}
         bootstrap = f"127.0.0.1:{port}"
         peers = Peers(bootstrap, ("127.0.0.1", ch_port), f"redis://127.0.0.1:{redis_port}/0", services)
 

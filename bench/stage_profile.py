@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import REPO, _descendants, bench_spec, cpu_seconds, log
+from bench_pipeline import REPO, _descendants, bench_spec, cpu_seconds, log, patient
 from engine_bench import make_events, preload
 
 STAGES = ("fetch", "from_json", "parse", "checks", "dedup", "handover", "insert")
@@ -184,10 +184,11 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
     with processes.ProcessGroup(workdir / "logs") as group:
         port = processes.free_port()
-        services = {"broker": group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka")).process.pid}
+        broker = group.start(patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka")))
+        services = {"broker": broker.process.pid}
         bootstrap = f"127.0.0.1:{port}"
         ch_port = processes.free_port()
-        clickhouse = group.start(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata"))
+        clickhouse = group.start(patient(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
         services["clickhouse"] = clickhouse.process.pid
 
         events = make_events(args.events, args.dup_ratio)
