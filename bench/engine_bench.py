@@ -37,7 +37,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench_pipeline import REPO, JobProcess, bench_spec, job_argv, log
+from bench_pipeline import REPO, JobProcess, bench_spec, job_argv, log, patient
 
 
 def make_events(n: int, dup_ratio: float) -> list[bytes]:
@@ -238,14 +238,14 @@ def main() -> int:
         if not bootstrap:
             port = processes.free_port()
             services["broker"] = group.start(
-                processes.kafka_broker(port=port, data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-")))
+                patient(processes.kafka_broker(port=port, data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-"))))
             ).process.pid
             bootstrap = f"127.0.0.1:{port}"
         if args.clickhouse:
             ch_host, ch_port = args.clickhouse.rsplit(":", 1)
         else:
             ch_host, ch_port = "127.0.0.1", str(processes.free_port())
-            clickhouse = group.start(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
+            clickhouse = group.start(patient(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata")))
             services["clickhouse"] = clickhouse.process.pid
         ch_address = (ch_host, int(ch_port))
 
