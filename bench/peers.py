@@ -16,11 +16,15 @@ reading that whole topic from the start (a fresh consumer group, a fresh table):
 - clearflow: the job (`python -m spark_jobs.run --available-now`, dedup on event_id over 1h, exactly-once sink),
   bench/engine_bench.py's pipeline.
 
-The systems run in turn (raw, handrolled, kafka_engine, clearflow; the order rotates each round). Events/s: the
-whole topic over the time from the system's first read to the last row visible in ClickHouse (ClearFlow: first
-micro-batch start to the end of the last, Spark's start excluded; its wall time with the start is given too). CPU
-seconds per million events: every process the system used (ClickHouse, the broker and Redis included: their CPU
-during the system's run). Medians over the rounds; each round's figures and the load average are printed.
+With `--vs-code DIR`, one more system, clearflow_vs: the same job with another checkout's engine (`PYTHONPATH=DIR`,
+this venv's jars), for a before/after of a change in the same run.
+
+The systems run in turn (raw, handrolled, kafka_engine, clearflow[, clearflow_vs]; the order rotates each round).
+Events/s: the whole topic over the time from the system's first read to the last row visible in ClickHouse
+(ClearFlow: first micro-batch start to the end of the last, Spark's start excluded; its wall time with the start
+is given too). CPU seconds per million events: every process the system used (ClickHouse, the broker and Redis
+included: their CPU during the system's run). Medians over the rounds; each round's figures and the load average
+are printed.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ GUARANTEES = {
     "kafka_engine": "at-least-once; duplicates visible until a background merge or FINAL (dedup only within the "
     "table's merges, no window; a block replayed after a crash is written again)",
     "clearflow": "exactly-once across SIGKILL; first event wins over a 1h window; dead letters with reasons",
+    "clearflow_vs": "the same job, another checkout's engine (--vs-code)",
 }
 HANDROLLED_BATCH = 50_000
 # KEYS: the batch's keys; ARGV[1]: the TTL. 1 for a key seen for the first time, 0 for a duplicate.
@@ -127,10 +132,13 @@ def handrolled(args: argparse.Namespace) -> int:
 class Peers:
     """The services of one benchmark run and the figures of each system's runs."""
 
-    def __init__(self, bootstrap: str, ch: tuple[str, int], redis_url: str, services: dict[str, int]) -> None:
+    def __init__(
+        self, bootstrap: str, ch: tuple[str, int], redis_url: str, services: dict[str, int], vs_code: str | None
+    ) -> None:
         import clickhouse_connect
 
         self.bootstrap, self.ch, self.redis_url, self.services = bootstrap, ch, redis_url, services
+        self.vs_code = vs_code
         self.client = clickhouse_connect.get_client(host=ch[0], port=ch[1])
 
     def services_cpu(self) -> dict[str, float]:
@@ -206,11 +214,16 @@ class Peers:
             "duplicates_visible": visible - unique,
         }
 
-    def clearflow(self, topic: str, events: int, _partitions: int, workdir: Path) -> dict[str, Any]:
+    def clearflow_vs(self, topic: str, events: int, partitions: int, workdir: Path) -> dict[str, Any]:
+        return self.clearflow(topic, events, partitions, workdir, code=self.vs_code)
+
+    def clearflow(
+        self, topic: str, events: int, _partitions: int, workdir: Path, code: str | None = None
+    ) -> dict[str, Any]:
         spec = bench_spec(
             topic=topic, bootstrap=self.bootstrap, clickhouse=self.ch, dedup=True, max_records_per_batch=500_000
         )
-        result = run_job(spec, workdir, f"clearflow-{uuid.uuid4().hex[:6]}", [], {})
+        result = run_job(spec, workdir, f"clearflow-{uuid.uuid4().hex[:6]}", [], {}, code=code)
         rows = int(self.client.command(f"SELECT count() FROM {spec['sink']['table']}"))
         return {
             "events_per_s": result["events_per_s"],
@@ -236,8 +249,9 @@ def main() -> int:
     parser.add_argument("--dup-ratio", type=float, default=0.10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset")
+    parser.add_argument("--vs-code", metavar="DIR", help="also run the job with DIR's spark_jobs (clearflow_vs)")
     args = parser.parse_args()
-    systems = [s for s in SYSTEMS if s in args.systems.split(",")]
+    systems = [s for s in SYSTEMS if s in args.systems.split(",")] + (["clearflow_vs"] if args.vs_code else [])
 
     sys.path.insert(0, str(REPO))
     from localstack import processes
@@ -253,7 +267,7 @@ def main() -> int:
         redis = group.start(patient(processes.redis(port=redis_port, data_dir=workdir / "redis")))
         services = {"broker": broker.process.pid, "clickhouse": clickhouse.process.pid, "redis": redis.process.pid}
         bootstrap = f"127.0.0.1:{port}"
-        peers = Peers(bootstrap, ("127.0.0.1", ch_port), f"redis://127.0.0.1:{redis_port}/0", services)
+        peers = Peers(bootstrap, ("127.0.0.1", ch_port), f"redis://127.0.0.1:{redis_port}/0", services, args.vs_code)
 
         events = make_events(args.events, args.dup_ratio)
         unique = len({json.loads(e)["event_id"] for e in events})
@@ -272,7 +286,7 @@ def main() -> int:
                 used = {name: services_after[name] - services_before[name] for name in services}
                 if system == "raw":
                     used = {"broker": used["broker"]}
-                elif system in ("kafka_engine", "clearflow"):
+                elif system in ("kafka_engine", "clearflow", "clearflow_vs"):
                     used.pop("redis")
                 cpu = {**result.pop("cpu_s"), **used}
                 result.update(
@@ -294,20 +308,23 @@ def markdown(results: list[dict[str, Any]], systems: list[str]) -> str:
     raw = statistics.median(r["events_per_s"] for r in results if r["system"] == "raw") if "raw" in systems else 0
     cf = [r for r in results if r["system"] == "clearflow"]
     lines = [
-        "| system | events/s (median) | runs | of raw | ClearFlow / this (paired) | CPU s per 1M events | guarantees |",
-        "|---|---|---|---|---|---|---|",
+        "| system | events/s (median) | runs | of raw | ClearFlow / this (paired) | CPU s per 1M events "
+        "| its CPU / ClearFlow's (paired) | guarantees |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for system in systems:
         runs = [r for r in results if r["system"] == system]
         rate = statistics.median(r["events_per_s"] for r in runs)
         paired = [c["events_per_s"] / r["events_per_s"] for c, r in zip(cf, runs, strict=False)]
+        cpu_paired = [r["cpu_s_per_million"] / c["cpu_s_per_million"] for c, r in zip(cf, runs, strict=False)]
         each = ", ".join(f"{r['events_per_s']:,.0f}" for r in runs)
         lines.append(
             f"| {system} | {rate:,.0f} | {each} "
             f"| {rate / raw:.2f} | {statistics.median(paired):.2f} "
-            f"| {statistics.median(r['cpu_s_per_million'] for r in runs):.1f} | {GUARANTEES[system]} |"
+            f"| {statistics.median(r['cpu_s_per_million'] for r in runs):.1f} | {statistics.median(cpu_paired):.2f} "
+            f"| {GUARANTEES[system]} |"
             if raw and paired
-            else f"| {system} | {rate:,.0f} | | | | | {GUARANTEES[system]} |"
+            else f"| {system} | {rate:,.0f} | | | | | | {GUARANTEES[system]} |"
         )
     return "\n".join(lines)
 
