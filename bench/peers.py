@@ -139,6 +139,7 @@ class Peers:
 
         self.bootstrap, self.ch, self.redis_url, self.services = bootstrap, ch, redis_url, services
         self.vs_code = vs_code
+        self.unique = 0  # unique keys in the topic, set once it is loaded
         self.client = clickhouse_connect.get_client(host=ch[0], port=ch[1])
 
     def services_cpu(self) -> dict[str, float]:
@@ -181,6 +182,7 @@ class Peers:
         }
 
     def kafka_engine(self, topic: str, events: int, partitions: int, _workdir: Path) -> dict[str, Any]:
+        unique = self.unique
         suffix = uuid.uuid4().hex[:6]
         queue, dest, view = f"kafka_{suffix}", f"replacing_{suffix}", f"mv_{suffix}"
         self.client.command(f"CREATE TABLE {dest} ({DEST_COLUMNS}) ENGINE = ReplacingMergeTree ORDER BY event_id")
@@ -196,11 +198,15 @@ class Peers:
             f"CREATE MATERIALIZED VIEW {view} TO {dest} AS "
             f"SELECT event_id, user.id AS user_id, email, amount, created_at FROM {queue}"
         )
-        rows = 0
-        while rows < events and time.monotonic() - started < 900:
-            rows = int(self.client.command(f"SELECT count() FROM {dest}"))
-            if rows < events:
-                time.sleep(0.1)
+        # Done when the consumers' offsets reach the topic's end (ClickHouse commits them after the block is in
+        # the table) and every unique event is visible: count() cannot tell, background merges drop duplicates.
+        done_sql = (
+            f"SELECT (SELECT sum(arraySum(assignments.current_offset)) FROM system.kafka_consumers "
+            f"WHERE database = currentDatabase() AND table = '{queue}') >= {events} "
+            f"AND (SELECT uniqExact(event_id) FROM {dest}) >= {unique}"
+        )
+        while time.monotonic() - started < 900 and self.client.command(done_sql) != 1:
+            time.sleep(0.1)
         elapsed = time.monotonic() - started
         self.client.command(f"DROP TABLE {view}")
         self.client.command(f"DROP TABLE {queue}")
@@ -274,6 +280,7 @@ def main() -> int:
         topic = f"peers-{uuid.uuid4().hex[:8]}"
         seconds = preload(bootstrap, topic, args.partitions, events)
         log(f"pre-loaded {args.events:,} events ({unique:,} unique) into {topic} in {seconds:.1f}s")
+        peers.unique = unique
 
         results: list[dict[str, Any]] = []
         for round_no in range(args.rounds):
