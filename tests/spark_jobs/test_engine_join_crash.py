@@ -26,7 +26,7 @@ def test_sigkill_during_load_then_restart_writes_each_joined_row_once(
     table = data["sink"]["table"]
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "job.log"
 
-    count = 40_000
+    count = 20_000
     ids = [f"o{i:06d}" for i in range(count)]
     # Every order paid once; 10% of orders and payments sent twice (deduplicated before the join).
     order_records = [(i % 2, order(k, i)) for i, k in enumerate(ids)]
