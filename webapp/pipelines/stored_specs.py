@@ -366,6 +366,9 @@ def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[s
             reasons.append("the join keys or type changed (the join state is kept by key)")
         if old.join.dedup != new.join.dedup:
             reasons.append("the joined topic's dedup changed")
+        # The join's state keeps each side's events whole (every field): its layout follows the fields.
+        if old.source.fields != new.source.fields or old.join.source.fields != new.join.source.fields:
+            reasons.append("the fields of a joined topic changed (the join state keeps the events with their fields)")
     old_dedup, new_dedup = old.dedup, new.dedup
     if (old_dedup is None) != (new_dedup is None):
         reasons.append("deduplication was switched " + ("on" if new_dedup else "off"))
