@@ -144,6 +144,12 @@ def _loc_to_path(loc: tuple[int | str, ...]) -> str:
 # --- windows -----------------------------------------------------------------------------------------------
 
 
+def version_for(data: Any) -> int:
+    """The version a spec is written with when none is given: 2 with a join (what version 2 added), else 1, so a
+    spec without a join stays what it was for every reader."""
+    return 2 if isinstance(data, dict) and data.get("join") else 1
+
+
 def parse_window(window: str) -> int:
     """'30s', '5m', '1h', '7d' -> seconds (1 second to 7 days). Raises ValueError with a readable message."""
     match = _WINDOW_RE.match(window) if isinstance(window, str) else None
@@ -758,4 +764,5 @@ __all__ = [
     "parse_spec",
     "parse_window",
     "schema_field_issues",
+    "version_for",
 ]

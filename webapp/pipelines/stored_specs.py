@@ -25,6 +25,7 @@ from spark_jobs.spec import (
     SpecIssue,
     field_type_compatible,
     parse_spec,
+    version_for,
 )
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def merge_connections(
 
     Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
     is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
-    data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
+    data: dict[str, Any] = {**spec, "version": spec.get("version", version_for(spec))}
     if name is not None:
         data["name"] = name
     # A section is read from its connection only where the spec has a place for it (else validation says so).
