@@ -44,7 +44,7 @@ from spark_jobs.connections import (
     secret_fields,
     spec_with_connections,
 )
-from spark_jobs.spec import SPEC_VERSION, SpecError, parse_spec
+from spark_jobs.spec import SpecError, parse_spec, version_for
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 # ${VAR}, ${VAR:-default} (used when VAR is unset or empty), and $$ for a literal $.
@@ -433,7 +433,7 @@ def full_spec(
     pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
 ) -> dict[str, Any]:
     """The spec as the server would check it: version, name and the connections' sections (secrets masked)."""
-    data = {**pipeline.spec, "version": pipeline.spec.get("version", SPEC_VERSION), "name": pipeline.name}
+    data = {**pipeline.spec, "version": pipeline.spec.get("version", version_for(pipeline.spec)), "name": pipeline.name}
     registry = connection_dict(schema_registry, reveal_secrets=False) if schema_registry is not None else None
     return spec_with_connections(
         data,

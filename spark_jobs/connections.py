@@ -212,6 +212,15 @@ def spec_with_connections(
         data["source"] = source = {**source, "kafka": dict(kafka)}
     if schema_registry is not None and isinstance(source, dict):
         data["source"] = {**source, "schema_registry": dict(schema_registry)}
+    # A join's right side reads the same cluster (and registry) as the left one: a pipeline has one of each.
+    join = data.get("join")
+    right = join.get("source") if isinstance(join, dict) else None
+    if isinstance(join, dict) and isinstance(right, dict):
+        if kafka is not None:
+            right = {**right, "kafka": dict(kafka)}
+        if schema_registry is not None and right.get("format", "json") != "json":
+            right = {**right, "schema_registry": dict(schema_registry)}
+        data["join"] = {**join, "source": right}
     if clickhouse is not None and isinstance(sink, dict):
         given = sink.get("clickhouse")
         database = given.get(PIPELINE_DATABASE) if isinstance(given, dict) else None
@@ -230,6 +239,10 @@ def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
     source, sink = data.get("source"), data.get("sink")
     if isinstance(source, dict):
         data["source"] = {k: v for k, v in source.items() if k not in ("kafka", "schema_registry")}
+    join = data.get("join")
+    if isinstance(join, dict) and isinstance(join.get("source"), dict):
+        right = {k: v for k, v in join["source"].items() if k not in ("kafka", "schema_registry")}
+        data["join"] = {**join, "source": right}
     if isinstance(sink, dict) and "clickhouse" in sink:
         section = sink["clickhouse"]
         if isinstance(section, dict) and PIPELINE_DATABASE in section:

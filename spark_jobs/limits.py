@@ -37,6 +37,10 @@ _NAMES = (
     "source.fields[].path",
     "dedup.keys[]",
     "dedup.event_time_field",
+    "join.source.fields[].path",
+    "join.dedup.keys[]",
+    "join.keys[].left",
+    "join.keys[].right",
     "transforms[].name",
     "sink.table",
     "sink.dlq_table",
@@ -45,9 +49,9 @@ _NAMES = (
     "sink.columns[].column",
 )
 
-FIELDS = Limit("fields", 1_000, "fields", ("source.fields",), "fields a source declares")
-TOPICS = Limit("topics", 100, "topics", ("source.topics",), "topics a pipeline reads")
-DEDUP_KEYS = Limit("dedup_keys", 10, "keys", ("dedup.keys",), "fields of the dedup key")
+FIELDS = Limit("fields", 1_000, "fields", ("source.fields", "join.source.fields"), "fields a source declares")
+TOPICS = Limit("topics", 100, "topics", ("source.topics", "join.source.topics"), "topics a pipeline reads")
+DEDUP_KEYS = Limit("dedup_keys", 10, "keys", ("dedup.keys", "join.dedup.keys", "join.keys"), "fields of the dedup key")
 TRANSFORMS = Limit("transforms", 100, "computed fields", ("transforms",), "computed fields")
 COLUMNS = Limit("columns", 1_000, "columns", ("sink.columns",), "columns a pipeline writes")
 ORDER_BY = Limit("order_by", 16, "columns", ("sink.order_by",), "columns of a new table's ORDER BY")

@@ -128,9 +128,12 @@ def metrics_from_progress(
 ) -> BatchMetrics:
     """Combine Spark's progress JSON for a batch with what the sink counted for it. `state_keys`: the dedup
     state's keys when Spark does not count them (StateKeyCount)."""
-    source = (progress.get("sources") or [{}])[0]
-    end = _offsets(source.get("endOffset"))
-    latest = _offsets(source.get("latestOffset"))
+    # Every source's topics: a join reads two Kafka sources (the topics of one are not the other's).
+    end: dict[str, dict[str, int]] = {}
+    latest: dict[str, dict[str, int]] = {}
+    for source in progress.get("sources") or []:
+        end.update(_offsets(source.get("endOffset")))
+        latest.update(_offsets(source.get("latestOffset")))
     lag: dict[str, dict[str, int]] = {}
     for topic, parts in latest.items():
         for p, last in parts.items():

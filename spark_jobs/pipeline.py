@@ -3,6 +3,10 @@
 Kafka -> parse_events (JSON) | parse_avro | parse_protobuf -> observe fields (field_watch) -> require_keys
       -> check_columns -> dedup_time -> dedup_key -> drop_unless_dead -> drop_duplicates (JVM, RocksDB state)
       -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
+
+With a `join`, each topic (left: `source`, right: `join.source`) is parsed, checked and deduplicated on its own
+(`_side_stream`), then joined (`spark_jobs.join`: prepare_side, join_sides, unpack), and the joined rows go on
+to apply_filter as above.
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, cds, dedup, field_watch, protobuf_decode, transforms
+from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import job_jars
 from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat, SinkStats, StateKeyCount, make_listener
 from spark_jobs.source import REDACTION_REGEX, read_kafka
-from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
+from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, PipelineSpec, SourceSpec, SpecError, SpecIssue
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +151,8 @@ def build_session(
     return builder.getOrCreate()
 
 
-def _fields(spec: PipelineSpec) -> list[transforms.Field]:
-    return [transforms.Field(f.path, f.type) for f in spec.source.fields]
+def _fields(spec: PipelineSpec, source: SourceSpec | None = None) -> list[transforms.Field]:
+    return [transforms.Field(f.path, f.type) for f in (source or spec.source).fields]
 
 
 def _sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[transforms.SinkColumn]:
@@ -189,11 +193,14 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
     return ["_cf_value", *metadata]
 
 
-def source_schemas(spec: PipelineSpec, *, extra_ids: set[int] | None = None) -> WriterSchemas | None:
+def source_schemas(
+    spec: PipelineSpec, *, extra_ids: set[int] | None = None, source: SourceSpec | None = None
+) -> WriterSchemas | None:
     """The Avro or Protobuf writer schemas a run decodes with (None for JSON): the pasted schema, or every version
     of the topics' subjects in the registry (plus `extra_ids`, ids seen in records since). Raises SpecError when
-    `source.fields` names a field no version has, RegistryError when the registry cannot be asked."""
-    source = spec.source
+    `source.fields` names a field no version has, RegistryError when the registry cannot be asked.
+    `source`: another source of the spec (the join's right side) instead of `spec.source`."""
+    source = source or spec.source
     if source.format not in ("avro", "protobuf"):
         return None
     if source.schema_registry is None:
@@ -208,17 +215,81 @@ def source_schemas(spec: PipelineSpec, *, extra_ids: set[int] | None = None) -> 
     return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or (), kind=kind)
 
 
-def parse_source(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None) -> DataFrame:
+def parse_source(
+    raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None, source: SourceSpec | None = None
+) -> DataFrame:
     """The format's parse step: typed field columns and `_cf_error`, whatever the records' encoding."""
-    if spec.source.format == "avro":
+    source = source or spec.source
+    fields = _fields(spec, source)
+    if source.format == "avro":
         if schemas is None:
             raise ValueError("an Avro source needs its writer schemas (source_schemas)")
-        return avro_decode.parse_avro(raw, _fields(spec), schemas)
-    if spec.source.format == "protobuf":
+        return avro_decode.parse_avro(raw, fields, schemas)
+    if source.format == "protobuf":
         if schemas is None:
             raise ValueError("a Protobuf source needs its writer schemas (source_schemas)")
-        return protobuf_decode.parse_protobuf(raw, _fields(spec), schemas)
-    return transforms.parse_events(raw, _fields(spec))
+        return protobuf_decode.parse_protobuf(raw, fields, schemas)
+    return transforms.parse_events(raw, fields)
+
+
+def _side_columns(spec: PipelineSpec, side: str) -> list[transforms.SinkColumn]:
+    """The sink columns mapping one side's fields, named as that side knows them (`left.n` -> `n`)."""
+    prefix = f"{side}."
+    return [
+        transforms.SinkColumn(c.field.removeprefix(prefix), c.column, c.type)
+        for c in spec.sink.columns
+        if c.field.startswith(prefix)
+    ]
+
+
+def _side_stream(
+    raw: DataFrame, spec: PipelineSpec, side: str, schemas: WriterSchemas | None
+) -> tuple[DataFrame, join.Side]:
+    """One side of a join, parsed, checked (its own columns) and deduplicated, in the join's shape. Only the left
+    side is observed for the metrics (Spark allows one observation of a name per query)."""
+    assert spec.join is not None
+    left = side == JOIN_SIDES[0]
+    source = spec.source if left else spec.join.source
+    rules = spec.dedup if left else spec.join.dedup
+    keys = tuple(k.left if left else k.right for k in spec.join.keys)
+    time_field = None
+    if spec.join.time == "event":
+        time_field = spec.join.left_time_field if left else spec.join.right_time_field
+    fields = _fields(spec, source)
+    this = join.Side(side, tuple(fields), keys, time_field)
+    df = parse_source(raw, spec, schemas, source)
+    if left:
+        if schemas is not None:
+            df = field_watch.observe_schema_ids(df, [*schemas.by_id, *schemas.unreadable])
+        else:
+            df = field_watch.observe_json_keys(df, [f.path for f in source.fields])
+    if rules is not None:
+        df = dedup.require_keys(df, rules.keys)
+    df = join.require_join_keys(df, this)
+    field_types = {**{f.path: f.type for f in fields}, **KAFKA_METADATA_FIELDS}
+    df = transforms.check_columns(df, _side_columns(spec, side), field_types)
+    if rules is not None:
+        dedup_field = rules.event_time_field if rules.time == "event" else None
+        df = dedup.dedup_time(df, time_field=dedup_field, window_seconds=rules.window_seconds)
+        df = dedup.dedup_key(df, rules.keys)
+        df = dedup.drop_unless_dead(df, ["_cf_value"])
+        df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds, observe=left)
+    return join.prepare_side(df, this), this
+
+
+def build_joined(
+    left_raw: DataFrame,
+    right_raw: DataFrame,
+    spec: PipelineSpec,
+    schemas: WriterSchemas | None = None,
+    right_schemas: WriterSchemas | None = None,
+) -> DataFrame:
+    """A spec with a join, from both Kafka sources' rows to the rows the sink writes."""
+    assert spec.join is not None
+    left, left_side = _side_stream(left_raw, spec, JOIN_SIDES[0], schemas)
+    right, right_side = _side_stream(right_raw, spec, JOIN_SIDES[1], right_schemas)
+    joined = join.join_sides(left, right, window_seconds=spec.join.window_seconds, left_join=spec.join.type == "left")
+    return _after_dedup(join.unpack(joined, [left_side, right_side]), spec)
 
 
 def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> list[tuple[str, Any]]:
@@ -254,21 +325,30 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
         return dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
 
     def output(df: DataFrame) -> DataFrame:
-        df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
-        for i, computed in enumerate(spec.transforms):
-            step = [transforms.Transform(computed.name, computed.expression, computed.type)]
-            df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
-        return transforms.map_columns(df, _sink_columns(spec), field_types)
+        return _after_dedup(df, spec)
 
     return [("parse", parse), ("checks", checks), ("dedup", drop_duplicates), ("output", output)]
 
 
 def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
-    """The whole transformation, from the Kafka source's rows to the rows the sink writes."""
+    """The whole transformation, from the Kafka source's rows to the rows the sink writes (without a join;
+    `build_joined` with one)."""
+    if spec.join is not None:
+        raise ValueError("a spec with a join reads two sources: use build_joined")
     df = raw
     for _name, step in stream_steps(spec, schemas):
         df = step(df)
     return df
+
+
+def _after_dedup(df: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """Filter, transforms and the sink's columns: the same steps with or without a join."""
+    field_types = spec.field_types()
+    df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
+    for i, computed in enumerate(spec.transforms):
+        step = [transforms.Transform(computed.name, computed.expression, computed.type)]
+        df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
+    return transforms.map_columns(df, _sink_columns(spec), field_types)
 
 
 def table_spec(spec: PipelineSpec) -> ch.TableSpec:
@@ -360,7 +440,12 @@ def start_query(
         spark.conf.set(key, value)
     if schemas is None:
         schemas = source_schemas(spec)
-    stream = build_stream(read_kafka(spark, spec), spec, schemas)
+    if spec.join is None:
+        stream = build_stream(read_kafka(spark, spec), spec, schemas)
+    else:
+        right = spec.join.source
+        right_raw = read_kafka(spark, spec, source=right)
+        stream = build_joined(read_kafka(spark, spec), right_raw, spec, schemas, source_schemas(spec, source=right))
     if prepare:
         ch.prepare_tables(
             connection_dict(spec.sink.clickhouse, reveal_secrets=True), table_spec(spec), create=spec.sink.create_table
@@ -378,16 +463,40 @@ def start_query(
         .option("checkpointLocation", checkpoint)
         .trigger(**(trigger or {"processingTime": "1 second"}))
     )
+    restore = _timeouts_need_empty_batches(spark, spec, trigger)
     try:
         query = writer.start()
     except BaseException:
         spark.streams.removeListener(listener)
+        _restore_conf(spark, restore)
         raise
-    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher).start())
+    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher).start(), restore)
     return query
 
 
-_RUNNING: dict[str, tuple[Any, QueryHeartbeat]] = {}  # query id -> its metrics listener and heartbeat
+_RUNNING: dict[str, tuple[Any, QueryHeartbeat, dict[str, str | None]]] = {}  # query id -> listener, heartbeat, conf
+_NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+def _timeouts_need_empty_batches(
+    spark: SparkSession, spec: PipelineSpec, trigger: dict[str, Any] | None
+) -> dict[str, str | None]:
+    """A left join emits an unmatched left event from a timer, which only a micro-batch fires: such a query runs
+    batches without data (session_conf turns them off for all others), so a quiet topic's timeouts still come.
+    Not for availableNow, which would then never end. Returns the settings to restore when the query stops."""
+    if spec.join is None or spec.join.type != "left" or (trigger or {}).get("availableNow"):
+        return {}
+    previous = spark.conf.get(_NO_DATA_BATCHES, None)
+    spark.conf.set(_NO_DATA_BATCHES, "true")
+    return {_NO_DATA_BATCHES: previous}
+
+
+def _restore_conf(spark: SparkSession, settings: dict[str, str | None]) -> None:
+    for key, value in settings.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
@@ -396,7 +505,8 @@ def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
         query.stop()
     running = _RUNNING.pop(query.id, None)
     if running is not None:
-        listener, heartbeat = running
+        listener, heartbeat, restore = running
+        _restore_conf(spark, restore)
         heartbeat.stop()
         _await_last_progress(query, listener)
         spark.streams.removeListener(listener)

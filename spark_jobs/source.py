@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.connections import KAFKA_SECRET_OPTIONS, kafka_connector_options
-from spark_jobs.spec import PipelineSpec
+from spark_jobs.spec import PipelineSpec, SourceSpec
 
 SECRET_OPTIONS = KAFKA_SECRET_OPTIONS
 # Spark's default (secret|password|token|access key) plus the Kafka options that carry secrets: Spark redacts
@@ -30,10 +30,11 @@ _FETCH_OPTIONS = {
 }
 
 
-def read_kafka(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
+def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | None = None) -> DataFrame:
     """The spec's topics as rows `_cf_value` (bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
-    `_kafka_timestamp`: the columns `spark_jobs.transforms` starts from."""
-    source = spec.source
+    `_kafka_timestamp`: the columns `spark_jobs.transforms` starts from. `source`: another source of the spec
+    (a join's right side, `join.source`) instead of `spec.source`."""
+    source = source or spec.source
     raw = (
         spark.readStream.format("kafka")
         .options(**_FETCH_OPTIONS)

@@ -1,4 +1,5 @@
-"""The pipeline spec, version 1: ClearFlow's public contract between the web app and the streaming job.
+"""The pipeline spec, version 2: ClearFlow's public contract between the web app and the streaming job (a
+version 1 spec, the same without `join`, still loads).
 
 No Spark import here: the web app validates specs with this module alone.
 
@@ -51,7 +52,9 @@ from spark_jobs.expressions import KnownNames, expression_error
 from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
 from spark_jobs.limits import VALIDATION_SECONDS, size_issues
 
-SPEC_VERSION = 1
+# Version 2 added `join` (a second topic joined in time); a version 1 spec is a version 2 spec without it.
+SPEC_VERSION = 2
+SPEC_VERSIONS = (1, 2)
 # `sink.insert_dedup_window` was called this until the rename; parse_spec still accepts it (an alias).
 OLD_INSERT_DEDUP_WINDOW = "deduplication_window"
 
@@ -139,6 +142,12 @@ def _loc_to_path(loc: tuple[int | str, ...]) -> str:
 
 
 # --- windows -----------------------------------------------------------------------------------------------
+
+
+def version_for(data: Any) -> int:
+    """The version a spec is written with when none is given: 2 with a join (what version 2 added), else 1, so a
+    spec without a join stays what it was for every reader."""
+    return 2 if isinstance(data, dict) and data.get("join") else 1
 
 
 def parse_window(window: str) -> int:
@@ -331,13 +340,62 @@ class SinkSpec(BaseModel):
         return self.dlq_table or f"{self.table}_dlq"
 
 
+JoinType = Literal["inner", "left"]
+JOIN_SIDES = ("left", "right")  # the prefixes of the joined fields: `left.<path>`, `right.<path>`
+
+
+class JoinKeySpec(BaseModel):
+    model_config = _STRICT
+
+    left: str  # a field of `source.fields`
+    right: str  # a field of `join.source.fields`
+
+
+class JoinSpec(BaseModel):
+    """A second topic (the right side) joined to the source (the left side) on keys, within a time window.
+
+    Each side is deduplicated first (`dedup`, `join.dedup`). The joined row's fields are `left.<path>` and
+    `right.<path>` (Kafka metadata too: `right._kafka_offset`). inner: a row per left and right event whose join
+    times are within `window` of each other; left: also each left event that nothing matched, with empty right
+    fields, once `window` has passed since it arrived. The join time is the Kafka timestamp (ingestion) or a
+    datetime field of each side (event). State is kept for `window` of processing time on each side."""
+
+    model_config = _STRICT
+
+    source: SourceSpec
+    dedup: DedupSpec | None = None
+    keys: list[JoinKeySpec] = Field(min_length=1)
+    window: str = "30m"
+    type: JoinType = "inner"
+    time: Literal["ingestion", "event"] = "ingestion"
+    left_time_field: str | None = None
+    right_time_field: str | None = None
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        parse_window(value)
+        return value.strip()
+
+    @property
+    def window_seconds(self) -> int:
+        return parse_window(self.window)
+
+    @model_validator(mode="after")
+    def _event_time(self) -> JoinSpec:
+        if self.time == "event" and not (self.left_time_field and self.right_time_field):
+            raise ValueError("time 'event' needs left_time_field and right_time_field")
+        return self
+
+
 class PipelineSpec(BaseModel):
     model_config = _STRICT
 
-    version: Literal[1]
+    version: Literal[1, 2]
     name: str
     source: SourceSpec
     dedup: DedupSpec | None = None
+    join: JoinSpec | None = None
     filter: str | None = None
     transforms: list[TransformSpec] = Field(default_factory=list)
     sink: SinkSpec
@@ -373,8 +431,11 @@ class PipelineSpec(BaseModel):
 
     def field_types(self) -> dict[str, str]:
         """Every name a column may map: field paths, Kafka metadata, then transforms (in order)."""
-        types = {f.path: f.type for f in self.source.fields}
-        types.update(KAFKA_METADATA_FIELDS)
+        if self.join is not None:
+            types = joined_field_types(self.source.fields, self.join.source.fields)
+        else:
+            types = {f.path: f.type for f in self.source.fields}
+            types.update(KAFKA_METADATA_FIELDS)
         types.update({t.name: t.type for t in self.transforms})
         return types
 
@@ -386,6 +447,15 @@ class PipelineSpec(BaseModel):
 
     def to_json(self, *, reveal_secrets: bool = False, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(reveal_secrets=reveal_secrets), indent=indent)
+
+
+def joined_field_types(left: Sequence[FieldSpec], right: Sequence[FieldSpec]) -> dict[str, str]:
+    """The names a joined row offers, prefixed by side: `left.<path>`, `left._kafka_topic`, `right.<path>`..."""
+    types: dict[str, str] = {}
+    for side, fields in zip(JOIN_SIDES, (left, right), strict=True):
+        types.update({f"{side}.{f.path}": f.type for f in fields})
+        types.update({f"{side}.{name}": kind for name, kind in KAFKA_METADATA_FIELDS.items()})
+    return types
 
 
 def _walk_secrets(node: Any, reveal: bool) -> None:
@@ -438,7 +508,11 @@ _FROM_SCHEMA_JSON = ("string", "json")
 
 
 def schema_field_issues(
-    fields: Sequence[FieldSpec], known: dict[str, SchemaField], *, where: str = "the Avro schema"
+    fields: Sequence[FieldSpec],
+    known: dict[str, SchemaField],
+    *,
+    where: str = "the Avro schema",
+    prefix: str = "source",
 ) -> list[SpecIssue]:
     """`source.fields` against a schema's fields (`spark_jobs.avro_schema`): a path the schema lacks is an error
     under `source.fields[i].path`, a type its values cannot be read as under `source.fields[i].type`."""
@@ -446,11 +520,11 @@ def schema_field_issues(
     for i, field in enumerate(fields):
         found = known.get(field.path)
         if found is None:
-            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{field.path}' is not in {where}"))
+            issues.append(SpecIssue(f"{prefix}.fields[{i}].path", f"field '{field.path}' is not in {where}"))
         elif found.type == "json" and field.type not in _FROM_SCHEMA_JSON:
             issues.append(
                 SpecIssue(
-                    f"source.fields[{i}].type",
+                    f"{prefix}.fields[{i}].type",
                     f"field '{field.path}' is {found.describe()} in {where}: read it as string or json, "
                     f"not {field.type}",
                 )
@@ -458,34 +532,35 @@ def schema_field_issues(
     return issues
 
 
-def _source_issues(source: SourceSpec) -> list[SpecIssue]:
+def _source_issues(source: SourceSpec, prefix: str = "source") -> list[SpecIssue]:
     if source.format == "json":
         if source.schema_registry is not None:
             return [
                 SpecIssue(
-                    "source.schema_registry", "a schema registry is for formats avro and protobuf; this source is json"
+                    f"{prefix}.schema_registry",
+                    "a schema registry is for formats avro and protobuf; this source is json",
                 )
             ]
         if source.avro_schema is not None:
-            return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is json")]
+            return [SpecIssue(f"{prefix}.avro_schema", "an Avro schema is for format avro; this source is json")]
         return []
     if source.format == "protobuf":
         if source.avro_schema is not None:
-            return [SpecIssue("source.avro_schema", "an Avro schema is for format avro; this source is protobuf")]
+            return [SpecIssue(f"{prefix}.avro_schema", "an Avro schema is for format avro; this source is protobuf")]
         if source.schema_registry is None:
             return [
                 SpecIssue(
-                    "source.schema_registry",
+                    f"{prefix}.schema_registry",
                     "format protobuf needs a schema registry (Confluent wire format, subjects <topic>-value)",
                 )
             ]
         return []  # checked against the registry when the job starts and when the web app saves the spec
     if source.schema_registry is not None and source.avro_schema is not None:
-        return [SpecIssue("source.avro_schema", "give a schema registry or an Avro schema, not both")]
+        return [SpecIssue(f"{prefix}.avro_schema", "give a schema registry or an Avro schema, not both")]
     if source.schema_registry is None and source.avro_schema is None:
         return [
             SpecIssue(
-                "source.schema_registry",
+                f"{prefix}.schema_registry",
                 "format avro needs a schema registry (Confluent wire format) or avro_schema (plain Avro)",
             )
         ]
@@ -493,54 +568,103 @@ def _source_issues(source: SourceSpec) -> list[SpecIssue]:
         try:
             known = fields_by_path(source.avro_schema)
         except AvroSchemaError as exc:
-            return [SpecIssue("source.avro_schema", str(exc))]
-        return schema_field_issues(source.fields, known)
+            return [SpecIssue(f"{prefix}.avro_schema", str(exc))]
+        return schema_field_issues(source.fields, known, prefix=prefix)
     return []  # checked against the registry when the job starts and when the web app saves the spec
 
 
-def _field_issues(spec: PipelineSpec) -> list[SpecIssue]:
+def _field_issues(fields: Sequence[FieldSpec], prefix: str = "source") -> list[SpecIssue]:
     """Fields listed twice, and a field that is also the parent of another (`user` and `user.id`): one pass
     over the paths and their prefixes, linear in their total length."""
-    paths = [f.path for f in spec.source.fields]
+    paths = [f.path for f in fields]
     counts = Counter(paths)
     parents = {path[:index] for path in paths for index, char in enumerate(path) if char == "."}
     issues = []
     for i, path in enumerate(paths):
         if counts[path] > 1:
-            issues.append(SpecIssue(f"source.fields[{i}].path", f"field '{path}' is listed twice"))
+            issues.append(SpecIssue(f"{prefix}.fields[{i}].path", f"field '{path}' is listed twice"))
         elif path in parents:
             issues.append(
-                SpecIssue(f"source.fields[{i}].path", f"'{path}' is both a field and the parent of another field")
+                SpecIssue(f"{prefix}.fields[{i}].path", f"'{path}' is both a field and the parent of another field")
             )
+    return issues
+
+
+def _dedup_issues(dedup: DedupSpec, fields: dict[str, str], path: str, source_path: str) -> list[SpecIssue]:
+    """One side's dedup keys and event time field against that side's fields."""
+    issues = []
+    for i, key in enumerate(dedup.keys):
+        if key not in fields:
+            issues.append(SpecIssue(f"{path}.keys[{i}]", f"unknown field '{key}'; add it to {source_path}.fields"))
+        elif fields[key] == "json":
+            issues.append(SpecIssue(f"{path}.keys[{i}]", f"a json field ('{key}') cannot be a dedup key"))
+    if len(set(dedup.keys)) != len(dedup.keys):
+        issues.append(SpecIssue(f"{path}.keys", "a key is listed twice"))
+    if dedup.time == "event" and dedup.event_time_field:
+        issues += _time_field_issues(dedup.event_time_field, fields, f"{path}.event_time_field", source_path)
+    return issues
+
+
+def _time_field_issues(name: str, fields: dict[str, str], path: str, source_path: str) -> list[SpecIssue]:
+    if name not in fields:
+        return [SpecIssue(path, f"unknown field '{name}'; add it to {source_path}.fields")]
+    if fields[name] != "datetime":
+        return [SpecIssue(path, f"field '{name}' must have type datetime, not {fields[name]}")]
+    return []
+
+
+def _join_issues(spec: PipelineSpec, left: dict[str, str]) -> list[SpecIssue]:
+    """The right side as a source of its own, then the keys (same type on both sides) and the time fields."""
+    join = spec.join
+    assert join is not None
+    if spec.version < 2:
+        return [SpecIssue("version", "a join needs version 2 (version 1 has no join)")]
+    issues = _source_issues(join.source, "join.source") + _field_issues(join.source.fields, "join.source")
+    right = {f.path: f.type for f in join.source.fields}
+    if join.dedup is not None:
+        issues += _dedup_issues(join.dedup, right, "join.dedup", "join.source")
+    for i, key in enumerate(join.keys):
+        for side, fields, source_path in (("left", left, "source"), ("right", right, "join.source")):
+            name = getattr(key, side)
+            if name not in fields:
+                issues.append(
+                    SpecIssue(f"join.keys[{i}].{side}", f"unknown field '{name}'; add it to {source_path}.fields")
+                )
+            elif fields[name] == "json":
+                issues.append(SpecIssue(f"join.keys[{i}].{side}", f"a json field ('{name}') cannot be a join key"))
+        if key.left in left and key.right in right and left[key.left] != right[key.right]:
+            issues.append(
+                SpecIssue(
+                    f"join.keys[{i}].right",
+                    f"key types differ: '{key.right}' is {right[key.right]} on the right, "
+                    f"'{key.left}' is {left[key.left]} on the left; join fields of the same type",
+                )
+            )
+    if join.time == "event":
+        if join.left_time_field:
+            issues += _time_field_issues(join.left_time_field, left, "join.left_time_field", "source")
+        if join.right_time_field:
+            issues += _time_field_issues(join.right_time_field, right, "join.right_time_field", "join.source")
     return issues
 
 
 def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix. Every rule is one pass (sets
     and dicts, no list searched per item), so the time grows with the spec's size, not with its square."""
-    issues = _source_issues(spec.source) + _field_issues(spec)
+    issues = _source_issues(spec.source) + _field_issues(spec.source.fields)
     fields = {f.path: f.type for f in spec.source.fields}
     budget.check("source.fields")
-
     if spec.dedup is not None:
-        for i, key in enumerate(spec.dedup.keys):
-            if key not in fields:
-                issues.append(SpecIssue(f"dedup.keys[{i}]", f"unknown field '{key}'; add it to source.fields"))
-            elif fields[key] == "json":
-                issues.append(SpecIssue(f"dedup.keys[{i}]", f"a json field ('{key}') cannot be a dedup key"))
-        if len(set(spec.dedup.keys)) != len(spec.dedup.keys):
-            issues.append(SpecIssue("dedup.keys", "a key is listed twice"))
-        if spec.dedup.time == "event" and spec.dedup.event_time_field:
-            etf = spec.dedup.event_time_field
-            if etf not in fields:
-                issues.append(SpecIssue("dedup.event_time_field", f"unknown field '{etf}'; add it to source.fields"))
-            elif fields[etf] != "datetime":
-                issues.append(
-                    SpecIssue("dedup.event_time_field", f"field '{etf}' must have type datetime, not {fields[etf]}")
-                )
+        issues += _dedup_issues(spec.dedup, fields, "dedup", "source")
+    if spec.join is not None:
+        issues += _join_issues(spec, fields)
+        budget.check("join")
 
+    names = list(fields)
+    if spec.join is not None:
+        names = list(joined_field_types(spec.source.fields, spec.join.source.fields))
     issues += expression_issues(
-        list(fields), spec.filter, [(transform.name, transform.expression) for transform in spec.transforms], budget
+        names, spec.filter, [(transform.name, transform.expression) for transform in spec.transforms], budget
     )
     budget.check("sink.columns")
 
@@ -552,12 +676,13 @@ def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue
             issues.append(SpecIssue(f"sink.columns[{i}].column", f"column '{column.column}' is mapped twice"))
         column_names.add(column.column)
         if column.field not in types:
-            issues.append(
-                SpecIssue(
-                    f"sink.columns[{i}].field",
-                    f"unknown field '{column.field}'; map a source field, a transform or Kafka metadata",
-                )
+            sides = [f"{side}.{column.field}" for side in JOIN_SIDES if f"{side}.{column.field}" in types]
+            hint = (
+                f"with a join, name it by its side: {' or '.join(sides)}"
+                if sides
+                else "map a source field, a transform or Kafka metadata"
             )
+            issues.append(SpecIssue(f"sink.columns[{i}].field", f"unknown field '{column.field}'; {hint}"))
         elif not field_type_compatible(types[column.field], column.type):
             issues.append(
                 SpecIssue(
@@ -602,11 +727,13 @@ def parse_spec(data: dict[str, Any] | str | bytes) -> PipelineSpec:
 __all__ = [
     "DEDUP_WINDOWS",
     "FIELD_TYPES",
+    "JOIN_SIDES",
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "SECRET_MASK",
     "SOURCE_FORMATS",
     "SPEC_VERSION",
+    "SPEC_VERSIONS",
     "STATE_STORES",
     "ClickHouseConnectionSpec",
     "ClickHouseType",
@@ -614,6 +741,9 @@ __all__ = [
     "DedupSpec",
     "FieldSpec",
     "FieldType",
+    "JoinKeySpec",
+    "JoinSpec",
+    "JoinType",
     "KafkaConnectionSpec",
     "PipelineSpec",
     "SchemaRegistryConnectionSpec",
@@ -629,8 +759,10 @@ __all__ = [
     "expression_error",
     "expression_issues",
     "field_type_compatible",
+    "joined_field_types",
     "parse_clickhouse_type",
     "parse_spec",
     "parse_window",
     "schema_field_issues",
+    "version_for",
 ]

@@ -194,6 +194,31 @@ def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEO
     ]
 
 
+def topic_retention_ms(
+    settings: KafkaConnectionSpec, topics: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, int | None]:
+    """Each topic's `retention.ms` from its config (-1: no time limit); None where the cluster did not say."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    collector = ErrorCollector()
+    admin = _admin(settings, timeout, collector)
+    found: dict[str, int | None] = dict.fromkeys(names)
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name) for name in names])
+    for resource, future in futures.items():
+        try:
+            entry = future.result(timeout=timeout).get("retention.ms")
+        except (KafkaException, TimeoutError) as exc:
+            logger.info("retention of topic %s unavailable: %s", resource.name, exc)
+            continue
+        if entry is not None and entry.value is not None:
+            found[resource.name] = int(entry.value)
+    return found
+
+
 def direct_consumer(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector, *, purpose: str) -> Any:
     """A consumer for partitions assigned by hand: a throwaway group id, nothing committed, end of partition
     reported (so a reader knows when it has seen everything). Unusable settings raise KafkaSettingsError."""

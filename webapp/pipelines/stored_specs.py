@@ -25,6 +25,7 @@ from spark_jobs.spec import (
     SpecIssue,
     field_type_compatible,
     parse_spec,
+    version_for,
 )
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def merge_connections(
 
     Only the levels it changes are copied (the top, `source`, `sink`; `spec_with_connections`): the client's spec
     is left as it was, and a large one (thousands of fields, refused by the spec's caps) costs no deep copy."""
-    data: dict[str, Any] = {**spec, "version": spec.get("version", SPEC_VERSION)}
+    data: dict[str, Any] = {**spec, "version": spec.get("version", version_for(spec))}
     if name is not None:
         data["name"] = name
     # A section is read from its connection only where the spec has a place for it (else validation says so).
@@ -157,10 +158,18 @@ def _with_sections(
     database stays the pipeline's. Nothing else changes, so nothing needs checking again."""
     clickhouse = clickhouse.model_copy(update={"database": spec.sink.clickhouse.database})
     source = {"kafka": kafka, **({"schema_registry": registry} if registry is not None else {})}
+    join = {}
+    if spec.join is not None:  # the right side reads the same cluster and registry
+        right = {
+            "kafka": kafka,
+            **({"schema_registry": registry} if registry and spec.join.source.format != "json" else {}),
+        }
+        join = {"join": spec.join.model_copy(update={"source": spec.join.source.model_copy(update=right)})}
     return spec.model_copy(
         update={
             "source": spec.source.model_copy(update=source),
             "sink": spec.sink.model_copy(update={"clickhouse": clickhouse}),
+            **join,
             **({"name": name} if name is not None else {}),
         }
     )
@@ -227,10 +236,15 @@ def check_live(
     from webapp.pipelines.mapping import writable
 
     issues: list[SpecIssue] = []
-    topics = set(kafka_client.list_topic_names(kafka_connection.client_settings()))
+    kafka = kafka_connection.client_settings()
+    topics = set(kafka_client.list_topic_names(kafka))
     for i, topic in enumerate(parsed.source.topics):
         if topic not in topics:
             issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
+    if parsed.join is not None:
+        issues += join_topic_issues(
+            parsed, topics, kafka_client.topic_retention_ms(kafka, _join_topics(parsed, topics))
+        )
     if schema_registry_connection is not None and parsed.source.uses_registry:
         registry = schema_registry_connection.client_settings()
         subjects = {}
@@ -294,6 +308,47 @@ def check_live(
         raise SpecError(issues)
 
 
+def _join_topics(parsed: PipelineSpec, existing: set[str]) -> list[str]:
+    assert parsed.join is not None
+    return [t for t in [*parsed.source.topics, *parsed.join.source.topics] if t in existing]
+
+
+def join_topic_issues(
+    parsed: PipelineSpec, existing: set[str], retention_ms: Mapping[str, int | None]
+) -> list[SpecIssue]:
+    """The right side's topics exist; the join window is no longer than any topic's retention (a restart after
+    a pause as long as the window must still find the events the window holds). `retention_ms`: by topic, None
+    or a negative value for no time limit."""
+    join = parsed.join
+    assert join is not None
+    issues = [
+        SpecIssue(f"join.source.topics[{i}]", f"topic '{topic}' does not exist on the cluster")
+        for i, topic in enumerate(join.source.topics)
+        if topic not in existing
+    ]
+    window_ms = join.window_seconds * 1000
+    for side, topics in (("left", parsed.source.topics), ("right", join.source.topics)):
+        for topic in topics:
+            retention = retention_ms.get(topic)
+            if retention is not None and 0 <= retention < window_ms:
+                issues.append(
+                    SpecIssue(
+                        "join.window",
+                        f"the window ({join.window}) is longer than the retention of the {side} topic '{topic}' "
+                        f"({_duration(retention)}): shorten the window or raise the topic's retention.ms",
+                    )
+                )
+    return issues
+
+
+def _duration(ms: int) -> str:
+    seconds = ms // 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s" if ms % 1000 == 0 else f"{ms} ms"
+
+
 def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[str]:
     """Why a job of spec `new` cannot continue from the checkpoint of spec `old` ([] when it can).
 
@@ -303,6 +358,18 @@ def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[s
     reasons = []
     if sorted(old.source.topics) != sorted(new.source.topics):
         reasons.append("the topics changed (the checkpoint keeps offsets per topic)")
+    if (old.join is None) != (new.join is None):
+        reasons.append("the join was " + ("added" if new.join else "removed") + " (the checkpoint reads its sources)")
+    elif old.join is not None and new.join is not None:
+        if sorted(old.join.source.topics) != sorted(new.join.source.topics):
+            reasons.append("the joined topics changed (the checkpoint keeps offsets per topic)")
+        if old.join.keys != new.join.keys or old.join.type != new.join.type:
+            reasons.append("the join keys or type changed (the join state is kept by key)")
+        if old.join.dedup != new.join.dedup:
+            reasons.append("the joined topic's dedup changed")
+        # The join's state keeps each side's events whole (every field): its layout follows the fields.
+        if old.source.fields != new.source.fields or old.join.source.fields != new.join.source.fields:
+            reasons.append("the fields of a joined topic changed (the join state keeps the events with their fields)")
     old_dedup, new_dedup = old.dedup, new.dedup
     if (old_dedup is None) != (new_dedup is None):
         reasons.append("deduplication was switched " + ("on" if new_dedup else "off"))

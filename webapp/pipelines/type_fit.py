@@ -295,6 +295,17 @@ def sample_check_live(
         spec=spec, values=[e.value for e in events if e.is_json], accept_dead_letters=accept_dead_letters
     )
     issues = report_issues(spec, report)
+    if spec.join is not None:
+        from webapp.pipelines.join_preview import right_sample_issues
+
+        right = conn_selectors.kafka_event_sample(
+            connection=kafka_connection,
+            topics=spec.join.source.topics,
+            count=count,
+            position="newest",
+            schema_registry_connection=schema_registry_connection if spec.join.source.uses_registry else None,
+        )
+        issues += right_sample_issues(spec, right)
     if issues:
         raise SampleCheckError(issues, report)
     return report

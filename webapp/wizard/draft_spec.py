@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from spark_jobs.spec import SPEC_VERSION, PipelineSpec
+from spark_jobs.spec import PipelineSpec, version_for
 from webapp.pipelines.spec_field import upgrade_spec
 
 logger = logging.getLogger(__name__)
@@ -144,7 +144,8 @@ def complete_spec(spec: DraftSection, *, name: str, starting_offsets: str | None
     complete = spec.model_copy(deep=True)
     if starting_offsets:
         complete.source.starting_offsets = starting_offsets
-    return {**complete.to_dict(), "version": SPEC_VERSION, "name": name}
+    data = complete.to_dict()
+    return {**data, "version": version_for(data), "name": name}
 
 
 def edit_draft_data(

@@ -1,0 +1,122 @@
+"""The temporal join end to end (spark_jobs.join, the JVM JoinProcessor): inner join rows in ClickHouse, within
+and across batches; a left join writes an unmatched order with empty payment columns once its window passed.
+Real Kafka, real ClickHouse, the shared SparkSession."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from engine_helpers import JOB_TIMEOUT, produce, wait_for
+from join_helpers import join_spec, order, payment
+
+from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.spec import parse_spec
+
+pytestmark = pytest.mark.spark
+
+
+def run_once(spark, spec, checkpoint):
+    query = start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)
+
+
+def rows(ch, spec):
+    return ch.query(
+        f"SELECT order_id, amount, payment_id, paid FROM {spec.sink.table} ORDER BY order_id, payment_id"
+    ).result_rows
+
+
+def test_inner_join_writes_each_order_with_each_of_its_payments_once(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    orders, payments = new_topic(2), new_topic(2)
+    spec = parse_spec(
+        join_spec(kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, orders=orders, payments=payments)
+    )
+    # o1 twice (deduplicated), o2 with two payments, o3 not paid yet; p2 twice (deduplicated); p9 for no order.
+    produce(
+        kafka_bootstrap,
+        orders,
+        [(0, order("o1", 10)), (1, order("o1", 11)), (1, order("o2", 20)), (0, order("o3", 30))],
+    )
+    produce(
+        kafka_bootstrap,
+        payments,
+        [
+            (0, payment("p1", "o1", 10)),
+            (1, payment("p2", "o2", 5)),
+            (1, payment("p2", "o2", 6)),  # the later copy in the partition: dropped
+            (1, payment("p3", "o2", 15)),
+            (0, payment("p9", "o9", 1)),
+        ],
+    )
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert rows(ch, spec) == [("o1", 10, "p1", 10), ("o2", 20, "p2", 5), ("o2", 20, "p3", 15)]
+    # A later batch: o3's payment joins the order kept in state; the order o9 joins its payment kept in state.
+    produce(kafka_bootstrap, payments, [(1, payment("p4", "o3", 30))])
+    produce(kafka_bootstrap, orders, [(0, order("o9", 90))])
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert rows(ch, spec) == [
+        ("o1", 10, "p1", 10),
+        ("o2", 20, "p2", 5),
+        ("o2", 20, "p3", 15),
+        ("o3", 30, "p4", 30),
+        ("o9", 90, "p9", 1),
+    ]
+    assert ch.command(f"SELECT count() FROM {spec.sink.table}_dlq") == 0
+
+
+def test_events_further_apart_than_the_window_do_not_join(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    orders, payments = new_topic(1), new_topic(1)
+    spec = parse_spec(
+        join_spec(
+            kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, orders=orders, payments=payments, window="1m"
+        )
+    )
+    now_ms = int(time.time() * 1000)
+    produce(kafka_bootstrap, orders, [(0, order("o1")), (0, order("o2"))], timestamp_ms=now_ms - 600_000)
+    produce(kafka_bootstrap, payments, [(0, payment("p1", "o1"))], timestamp_ms=now_ms - 570_000)  # 30 s later
+    produce(kafka_bootstrap, payments, [(0, payment("p2", "o2"))], timestamp_ms=now_ms)  # 10 minutes later
+    run_once(spark, spec, tmp_path / "ckpt")
+    assert rows(ch, spec) == [("o1", 10, "p1", 10)]
+
+
+def test_left_join_writes_an_unpaid_order_with_empty_payment_columns_after_the_window(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    orders, payments = new_topic(1), new_topic(1)
+    spec = parse_spec(
+        join_spec(
+            kafka_bootstrap=kafka_bootstrap,
+            clickhouse=clickhouse_server,
+            orders=orders,
+            payments=payments,
+            window="8s",
+            join_type="left",
+        )
+    )
+    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"processingTime": "500 milliseconds"})
+    try:
+        produce(kafka_bootstrap, orders, [(0, order("o1")), (0, order("o2", 20))])
+        produce(kafka_bootstrap, payments, [(0, payment("p1", "o1"))])
+        matched = wait_for(
+            lambda: rows(ch, spec) if ch.command(f"EXISTS TABLE {spec.sink.table}") else [], timeout=JOB_TIMEOUT
+        )
+        written_at = time.monotonic()
+        assert matched == [("o1", 10, "p1", 10)]  # o2 waits for its payment while the window lasts
+        wait_for(lambda: len(rows(ch, spec)) == 2, timeout=120)
+        assert query.exception() is None
+        # No new event came: the timeout fired from a batch without data. A NULL payment reads as empty.
+        assert rows(ch, spec) == [("o1", 10, "p1", 10), ("o2", 20, None, None)]
+        assert time.monotonic() - written_at > 2  # not before the window: o2 arrived with o1
+        time.sleep(3)
+        assert len(rows(ch, spec)) == 2  # and only once
+    finally:
+        stop_query(spark, query)
