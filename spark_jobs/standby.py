@@ -1,0 +1,115 @@
+"""The job side of a standby: a `spark_jobs.run --standby CHANNEL` process with its JVM and SparkSession up,
+waiting for the one pipeline it will run.
+
+The worker starts a standby ahead of any deploy (`worker.standby`), so a deploy skips the JVM's and the
+session's start (most of deploy -> first row). The standby listens on a Unix socket in its run directory (mode
+0700: only this user reaches it) and takes exactly one hand-off (`spark_jobs.protocol.Handoff`): the path of
+the spec file (the secrets stay in that 0600 file, as for any job), the checkpoint, the trigger and the Spark
+settings the run asks for. It accepts only when its session can honour them: the same driver memory, and every
+setting either equal to the session's or a runtime SQL setting (RocksDB's memory bound) that is set now, before
+any query. Anything else is refused with the reason, and the worker starts the pipeline cold.
+
+One standby serves one pipeline and then is that pipeline's job until it ends: nothing from one pipeline can
+reach the next (no shared session, no reused process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.protocol import Handoff
+
+log = logging.getLogger("clearflow.standby")
+
+ACCEPT_POLL_SECONDS = 0.5  # how often the wait looks at the stop flag
+RECEIVE_TIMEOUT_SECONDS = 10.0  # a worker that connects and sends nothing is dropped
+
+
+def settings_conflict(spark: Any, handoff: Handoff) -> tuple[str | None, dict[str, str]]:
+    """Why this session cannot run the hand-off (None when it can), and the runtime settings to set for it."""
+    own_memory = spark.sparkContext.getConf().get("spark.driver.memory", "")
+    if handoff.driver_memory and handoff.driver_memory.lower() != own_memory.lower():
+        return f"the run is sized for a {handoff.driver_memory} heap, the standby has {own_memory or 'the default'}", {}
+    wanted: dict[str, str] = {}
+    for item in handoff.conf:
+        key, _, value = item.partition("=")
+        wanted[key.strip()] = value.strip()
+    to_set: dict[str, str] = {}
+    static = spark.sparkContext._jvm.org.apache.spark.sql.internal.SQLConf
+    for key, value in wanted.items():
+        current = spark.conf.get(key, None)
+        if current == value:
+            continue
+        if key.startswith("spark.sql.") and not static.isStaticConfigKey(key):
+            to_set[key] = value  # read when a query starts: setting it now is the same as at launch
+            continue
+        return f"the setting {key}={value} needs a new JVM (the standby has {key}={current})", {}
+    return None, to_set
+
+
+def wait_for_handoff(spark: Any, channel: Path, stop: threading.Event) -> Handoff | None:
+    """Listen on `channel` until a hand-off this session can run arrives (then apply its settings and return it),
+    or `stop` is set (None). Refused hand-offs are answered with the reason and the wait goes on."""
+    channel.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(channel))
+        os.chmod(channel, 0o600)
+        server.listen(4)
+        server.settimeout(ACCEPT_POLL_SECONDS)
+        log.info("standby: JVM and session up, waiting for a pipeline on %s", channel)
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                handoff = _receive(connection)
+                if handoff is None:
+                    continue
+                reason, to_set = settings_conflict(spark, handoff)
+                if reason is not None:
+                    log.info("standby: refused a pipeline: %s", reason)
+                    _answer(connection, {"accepted": False, "reason": reason})
+                    continue
+                for key, value in to_set.items():
+                    spark.conf.set(key, value)
+                # The supervisor (worker.jobwrap) is this process's parent: the pid the run records.
+                if _answer(connection, {"accepted": True, "pid": os.getppid()}):
+                    return handoff
+                log.info("standby: the worker left before the answer; still waiting")
+        return None
+    finally:
+        server.close()
+        channel.unlink(missing_ok=True)  # taken (or stopping): no other worker may connect
+
+
+def _receive(connection: socket.socket) -> Handoff | None:
+    connection.settimeout(RECEIVE_TIMEOUT_SECONDS)
+    data = b""
+    with contextlib.suppress(OSError):
+        while not data.endswith(b"\n") and len(data) < 64 * 1024:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    try:
+        return Handoff.from_json(data.decode())
+    except (ValueError, TypeError) as exc:
+        log.warning("standby: unreadable hand-off ignored: %s", exc)
+        return None
+
+
+def _answer(connection: socket.socket, answer: dict[str, Any]) -> bool:
+    try:
+        connection.sendall((json.dumps(answer) + "\n").encode())
+        return True
+    except OSError:
+        return False
