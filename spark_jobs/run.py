@@ -90,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         spark = _start_session(args, app_name="clearflow-standby")
         if spark is None:
             return ExitCode.FAILED
-        from spark_jobs.standby import wait_for_handoff
+        from spark_jobs.standby import rehearse, wait_for_handoff
 
+        rehearse(spark)
         handoff = wait_for_handoff(spark, Path(args.standby), stop_requested)
         if handoff is None:
             log.info("standby stopped before it took a pipeline")
