@@ -29,6 +29,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,8 @@ def wait_for_handoff(spark: Any, channel: Path, stop: threading.Event) -> Handof
     channel.unlink(missing_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        server.bind(str(channel))
+        with socket_path(channel) as address:
+            server.bind(address)
         os.chmod(channel, 0o600)
         server.listen(4)
         server.settimeout(ACCEPT_POLL_SECONDS)
@@ -98,6 +100,20 @@ def wait_for_handoff(spark: Any, channel: Path, stop: threading.Event) -> Handof
     finally:
         server.close()
         channel.unlink(missing_ok=True)  # taken (or stopping): no other worker may connect
+
+
+@contextlib.contextmanager
+def socket_path(path: Path) -> Iterator[str]:
+    """An address for the Unix socket at `path` that fits the kernel's 108 bytes: the path itself when short,
+    else through /proc/self/fd of its directory (run directories under a deep run root are longer)."""
+    if len(os.fsencode(str(path))) < 100:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def _receive(connection: socket.socket) -> Handoff | None:

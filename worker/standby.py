@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs.protocol import STANDBY_DIR, Handoff, RunFiles
+from spark_jobs.standby import socket_path
 from worker import jobs
 
 CLAIMED = "claimed"
@@ -255,7 +256,8 @@ def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:
 def _exchange(channel: Path, message: str) -> dict:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(ANSWER_TIMEOUT_SECONDS)
-        connection.connect(str(channel))
+        with socket_path(channel) as address:
+            connection.connect(address)
         connection.sendall(message.encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
