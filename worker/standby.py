@@ -171,12 +171,33 @@ def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int) -> list[Stan
                 fitting.append(standby)
             elif _claim(standby):  # else a worker is handing it a pipeline: it is that pipeline's job now
                 jobs.request_stop(pid=standby.handle.pid, process_started=standby.handle.process_started)
-        for _ in range(count - len(fitting)):
+        missing = count - len(fitting)
+        if missing > 0 and _failed_lately(run_root):
+            return []  # a standby that cannot start would otherwise take a core every watcher tick
+        for _ in range(missing):
             launch = dataclasses.replace(
                 template, name="standby", run_dir=new_directory(run_root), spec=None, checkpoint=""
             )
             started.append(start(launch))
     return started
+
+
+FAILED_STANDBY_PAUSE_SECONDS = 120.0
+
+
+def _failed_lately(run_root: Path) -> bool:
+    """The newest standby that ended without a pipeline failed (exit code not 0) less than a pause ago."""
+    base = root(run_root)
+    ended = [d for d in base.iterdir() if (d / RunFiles.EXIT_CODE).exists()] if base.is_dir() else []
+    for directory in sorted(ended, key=lambda d: (d / RunFiles.EXIT_CODE).stat().st_mtime, reverse=True)[:1]:
+        if (directory / RunFiles.JOB_NAME).exists():
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            failed = int((directory / RunFiles.EXIT_CODE).read_text().strip()) != 0
+            return (
+                failed and time.time() - (directory / RunFiles.EXIT_CODE).stat().st_mtime < FAILED_STANDBY_PAUSE_SECONDS
+            )
+    return False
 
 
 def _claim(standby: Standby) -> bool:
