@@ -369,8 +369,8 @@ def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
     return jobs.start_job(launch), f"Cold start: {taken}."
 
 
-# A standby's JVM start takes a core for seconds: not while a job of this host is starting or has just started
-# (its first batch would wait for the CPU); the next watcher tick after that starts it.
+# A standby's JVM start takes a core for seconds: not while a deploy is under way or a job of this host is starting
+# or has just started (its first batch would wait for the CPU); the next watcher tick after that starts it.
 STANDBY_QUIET_SECONDS = 10.0
 
 
@@ -384,6 +384,8 @@ def keep_standby() -> list[standby.Standby]:
         Q(running_at__isnull=True) | Q(running_at__gt=quiet_since)
     )
     if starting.filter(host__in=["", jobs.this_host()]).exists():
+        return []
+    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():  # a deploy under way may be taking one now
         return []
     template = _launch(
         name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.default_driver_memory()

@@ -55,6 +55,7 @@ def history(api, pk: int) -> list[tuple[str, str]]:
     return [(h["from_status"], h["to_status"]) for h in reversed(api.get(f"{URL}{pk}/history/").json())]
 
 
+@pytest.mark.timeout(1800)  # three pipelines' starts and two restarts on the shared cores
 def test_a_dropped_table_a_bad_flood_and_a_killed_job_leave_the_other_pipeline_running(
     api, kafka_conn, ch_conn, kafka_bootstrap, ch, celery_worker
 ):

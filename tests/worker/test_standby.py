@@ -28,7 +28,7 @@ from worker import jobs, standby
 
 pytestmark = [pytest.mark.spark]
 
-STANDBY_START_TIMEOUT = 240  # a JVM and a session on a loaded 2-core machine
+STANDBY_START_TIMEOUT = 600  # a JVM, a session and the rehearsal on a loaded 2-core machine (load 30: minutes)
 
 
 def ready_standby(run_root: Path, *, other_than: set[int] = frozenset()) -> standby.Standby | None:
@@ -45,6 +45,7 @@ def gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.timeout(1800)  # two standbys' and two pipelines' starts on the shared cores
 @pytest.mark.django_db(transaction=True)
 def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker, worker_env
@@ -112,6 +113,7 @@ def template(run_root: Path, **overrides) -> jobs.JobLaunch:
     return jobs.JobLaunch(**{**values, **overrides})
 
 
+@pytest.mark.timeout(1200)  # two standbys' starts
 @pytest.mark.django_db(transaction=True)
 def test_a_standby_refuses_what_it_cannot_honour_and_the_stacks_stop_ends_it_uncounted(tmp_path, settings):
     from worker.reconciler import stop_stack_jobs
