@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from spark_jobs.protocol import RunFiles
 from tests.worker.helpers import (
@@ -76,6 +77,8 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
         lambda: ready_standby(run_root, other_than={first.handle.pid}), timeout=STANDBY_START_TIMEOUT, interval=0.5
     )
     topic_b = f"{topic}-b"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic_b, 2, 1)])[topic_b].result(30)
     produce(kafka_bootstrap, topic_b, events("b", 300, 30))
     pk_b = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic_b, table_b))
     api.post(f"{URL}{pk_b}/deploy/")
