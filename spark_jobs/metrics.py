@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from spark_jobs.protocol import (
@@ -69,8 +71,63 @@ def _offsets(text: Any) -> dict[str, dict[str, int]]:
     return {topic: {p: int(v) for p, v in parts.items()} for topic, parts in data.items()}
 
 
-def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[str, int]) -> BatchMetrics:
-    """Combine Spark's progress JSON for a batch with what the sink counted for it."""
+def _dedup_operators(progress: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dedup's state operator: ClearFlow's processor (transformWithState), or Spark's own dedup in runs of
+    earlier versions (a replayed progress)."""
+    return [
+        op
+        for op in progress.get("stateOperators") or []
+        if any(name in op.get("operatorName", "").lower() for name in ("dedup", "transformwithstate"))
+    ]
+
+
+class StateKeyCount:
+    """The keys the dedup state holds: keys added (the processor's state updates, one per new key) minus keys
+    expired (TTL), counted batch by batch and carried in the checkpoint across runs.
+
+    Why count here: RocksDB's own count (`trackTotalNumberOfRows`) costs two more state reads for each new key,
+    the dedup's main cost. The count is kept in `<checkpoint>/clearflow-state-keys` with the batch it holds, so a
+    batch Spark runs again after a crash is not counted twice; a crash between a batch's commit and this file's
+    write leaves that one batch's keys out. A remote checkpoint keeps the count of this run only.
+    """
+
+    FILE = "clearflow-state-keys"
+
+    def __init__(self, checkpoint: str | None) -> None:
+        self._path: Path | None = None
+        self.batch_id, self.keys = -1, 0
+        if checkpoint and ("://" not in checkpoint or checkpoint.startswith("file://")):
+            self._path = Path(checkpoint.removeprefix("file://")) / self.FILE
+            try:
+                saved = json.loads(self._path.read_text())
+                self.batch_id, self.keys = int(saved["batch_id"]), int(saved["keys"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # no count yet (a new checkpoint), or an unreadable one: count from here
+
+    def add(self, progress: dict[str, Any]) -> int:
+        """The count after this batch's progress (a batch already counted changes nothing)."""
+        batch_id = int(progress.get("batchId", -1))
+        if batch_id <= self.batch_id:
+            return self.keys
+        operators = _dedup_operators(progress)
+        added = sum(int(op.get("numRowsUpdated", 0)) for op in operators)
+        expired = sum(int((op.get("customMetrics") or {}).get("numValuesRemovedDueToTTLExpiry", 0)) for op in operators)
+        self.batch_id, self.keys = batch_id, max(0, self.keys + added - expired)
+        if self._path is not None:
+            try:
+                tmp = self._path.with_name(f".{self.FILE}.tmp")
+                tmp.write_text(json.dumps({"batch_id": self.batch_id, "keys": self.keys}))
+                os.replace(tmp, self._path)
+            except OSError:
+                log.warning("could not keep the state key count in %s", self._path)
+        return self.keys
+
+
+def metrics_from_progress(
+    pipeline: str, progress: dict[str, Any], sink: dict[str, int], *, state_keys: int | None = None
+) -> BatchMetrics:
+    """Combine Spark's progress JSON for a batch with what the sink counted for it. `state_keys`: the dedup
+    state's keys when Spark does not count them (StateKeyCount)."""
     source = (progress.get("sources") or [{}])[0]
     end = _offsets(source.get("endOffset"))
     latest = _offsets(source.get("latestOffset"))
@@ -78,13 +135,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
     for topic, parts in latest.items():
         for p, last in parts.items():
             lag.setdefault(topic, {})[p] = max(0, last - end.get(topic, {}).get(p, 0))
-    # The dedup's state operator: ClearFlow's processor (transformWithState), or Spark's own dedup in runs of
-    # earlier versions (a replayed progress).
-    dedup_ops = [
-        op
-        for op in progress.get("stateOperators") or []
-        if any(name in op.get("operatorName", "").lower() for name in ("dedup", "transformwithstate"))
-    ]
+    dedup_ops = _dedup_operators(progress)
     duplicates = _duplicates(progress) + sum(
         int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in dedup_ops
     )
@@ -106,7 +157,7 @@ def metrics_from_progress(pipeline: str, progress: dict[str, Any], sink: dict[st
         ),
         lag=lag,
         total_lag=sum(v for parts in lag.values() for v in parts.values()),
-        state_rows=sum(int(op.get("numRowsTotal", 0)) for op in dedup_ops),
+        state_rows=sum(int(op.get("numRowsTotal", 0)) for op in dedup_ops) or state_keys or 0,
         state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in dedup_ops),
         late_rows_dropped=late,
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
@@ -293,8 +344,11 @@ class QueryHeartbeat:
             self._publisher.heartbeat()
 
 
-def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher) -> Any:
-    """A StreamingQueryListener publishing one record per finished batch of the query named `query_name`."""
+def make_listener(
+    query_name: str, stats: SinkStats, publisher: MetricsPublisher, key_count: StateKeyCount | None = None
+) -> Any:
+    """A StreamingQueryListener publishing one record per finished batch of the query named `query_name`;
+    `key_count` counts the dedup state's keys (a pipeline with dedup)."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):
@@ -314,9 +368,10 @@ def make_listener(query_name: str, stats: SinkStats, publisher: MetricsPublisher
                 batch_id = int(progress.get("batchId", -1))
                 self.last_batch_id = max(self.last_batch_id, batch_id)
                 sink = stats.pop(batch_id)
+                state_keys = key_count.add(progress) if key_count is not None else None
                 if not sink and int(progress.get("numInputRows", 0)) == 0:
                     return  # an idle trigger or a no-data (state cleanup) batch
-                publisher.publish(metrics_from_progress(publisher.pipeline, progress, sink))
+                publisher.publish(metrics_from_progress(publisher.pipeline, progress, sink, state_keys=state_keys))
             except Exception:
                 log.exception("could not build the metrics record")
 

@@ -27,7 +27,7 @@ from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import job_jars
-from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat, SinkStats, make_listener
+from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat, SinkStats, StateKeyCount, make_listener
 from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import KAFKA_METADATA_FIELDS, PipelineSpec, SpecError, SpecIssue
 
@@ -342,7 +342,8 @@ def start_query(
     stats = SinkStats()
     query_name = f"clearflow-{spec.name}"
     publisher = MetricsPublisher(spec.name, redis_url)
-    listener = make_listener(query_name, stats, publisher)
+    key_count = StateKeyCount(checkpoint) if spec.dedup is not None else None
+    listener = make_listener(query_name, stats, publisher, key_count)
     spark.streams.addListener(listener)
     token_prefix = f"{spec.name}:{run_id(checkpoint)}"
     writer = (

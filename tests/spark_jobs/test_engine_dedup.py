@@ -11,6 +11,7 @@ import uuid
 import pytest
 from engine_helpers import event, make_spec, produce, wait_for
 
+from spark_jobs.metrics import StateKeyCount
 from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
 from spark_jobs.spec import parse_spec
 
@@ -71,6 +72,8 @@ def test_event_time_the_earliest_copy_in_a_batch_wins_and_a_later_batch_adds_not
     produce(kafka_bootstrap, topic, [(1, event("a", n=6, ts=ago(600))), (0, event("c", n=7, ts=ago(10)))])
     run_once(spark, spec, tmp_path / "ckpt")
     assert kept(ch, spec) == [("a", 2), ("b", 4), ("c", 7)]
+    # The keys the state holds, as the metrics report them (state_rows), counted across both runs.
+    assert StateKeyCount(str(tmp_path / "ckpt")).keys == 3
 
 
 def test_ingestion_time_the_earliest_kafka_timestamp_in_a_batch_wins(
@@ -101,6 +104,7 @@ def test_dead_letters_pass_through_and_do_not_take_a_key(
     produce(kafka_bootstrap, topic, [(0, bad), (0, event("x", n=2))])
     run_once(spark, spec, tmp_path / "ckpt")
     assert kept(ch, spec) == [("x", 1)]
+    assert StateKeyCount(str(tmp_path / "ckpt")).keys == 1  # only the good copy took a key
     dead = ch.query(f"SELECT offset, reason FROM {spec.sink.table}_dlq ORDER BY offset").result_rows
     assert dead == [
         (0, "field 'n': cannot convert 'seven' to int"),

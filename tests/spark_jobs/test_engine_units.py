@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spark_jobs.clickhouse_types import quote_ident
-from spark_jobs.metrics import latest_key, metrics_from_progress, recent_key
+from spark_jobs.metrics import StateKeyCount, latest_key, metrics_from_progress, recent_key
 from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, with_retries
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
@@ -50,6 +50,37 @@ def test_metrics_record_from_progress():
     assert json.loads(record.to_json())["pipeline"] == "p1"
     assert latest_key("p1") == "clearflow:metrics:p1"
     assert recent_key("p1") == "clearflow:metrics:p1:recent"
+
+
+def _processor_progress(batch_id: int, *, added: int, expired: int) -> dict:
+    return {
+        "batchId": batch_id,
+        "numInputRows": added,
+        "stateOperators": [
+            {
+                "operatorName": "transformWithStateExec",
+                "numRowsTotal": 0,  # Spark does not count them (trackTotalNumberOfRows=false)
+                "numRowsUpdated": added,
+                "customMetrics": {"numValuesRemovedDueToTTLExpiry": expired},
+            }
+        ],
+    }
+
+
+def test_state_keys_are_added_minus_expired_carried_in_the_checkpoint_and_a_replay_counts_once(tmp_path):
+    count = StateKeyCount(str(tmp_path))
+    assert count.add(_processor_progress(0, added=100, expired=0)) == 100
+    assert count.add(_processor_progress(1, added=50, expired=30)) == 120
+    # The next run from the same checkpoint goes on from there; batch 1 run again after a crash counts once.
+    again = StateKeyCount(f"file://{tmp_path}")
+    assert again.keys == 120
+    assert again.add(_processor_progress(1, added=50, expired=30)) == 120
+    assert again.add(_processor_progress(2, added=0, expired=20)) == 100
+    record = metrics_from_progress("p1", _processor_progress(3, added=5, expired=0), {}, state_keys=again.keys)
+    assert record.state_rows == 100
+    # A new checkpoint starts from nothing; a remote one counts this run only.
+    assert StateKeyCount(str(tmp_path / "new")).keys == 0
+    assert StateKeyCount("s3a://bucket/ckpt").add(_processor_progress(0, added=7, expired=0)) == 7
 
 
 def test_create_table_sql_quotes_names_and_sets_the_dedup_window():

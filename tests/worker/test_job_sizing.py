@@ -1,5 +1,6 @@
 """A deployed job gets the memory its dedup state needs: with CLEARFLOW_DRIVER_MEMORY=auto the worker starts it
-with the sized heap and RocksDB's memory bound (webapp.pipelines.state_size), and it runs with them."""
+with the sized heap and RocksDB's memory bound (webapp.pipelines.state_size), and it runs with them (and with
+bounded malloc arenas)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     # runs): the job says what it runs with either way.
     log = wait_for(lambda: "memory bound" in Path(run["log_path"]).read_text() and Path(run["log_path"]).read_text())
     assert f"pipeline-{pk}: dedup state in RocksDB, memory bound 128 MB" in log
+    # The JVM (RocksDB's allocations) runs with two malloc arenas, so its RSS stays near the bounds above.
+    job = psutil.Process(run["pid"])
+    [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
+    assert jvm.environ().get("MALLOC_ARENA_MAX") == "2"
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)
     api.post(f"{URL}{pk}/stop/")
     wait_status(api, pk, "stopped", timeout=120, worker=celery_worker)

@@ -5,24 +5,22 @@ from django.urls import path
 from webapp.connections import apis, key_advice_apis
 
 urlpatterns = [
-    path("kafka/", apis.KafkaConnectionListCreateApi.as_view(), name="kafka-connections"),
-    path("kafka/test/", apis.KafkaConnectionTestUnsavedApi.as_view(), name="kafka-connection-test-unsaved"),
-    path("kafka/diff/", apis.KafkaConnectionDiffApi.as_view(), name="kafka-connection-diff"),
-    path("kafka/<int:pk>/", apis.KafkaConnectionDetailApi.as_view(), name="kafka-connection"),
-    path("kafka/<int:pk>/test/", apis.KafkaConnectionTestApi.as_view(), name="kafka-connection-test"),
+    path("kafka/", apis.KAFKA_APIS.list_create.as_view(), name="kafka-connections"),
+    path("kafka/test/", apis.KAFKA_APIS.test_unsaved.as_view(), name="kafka-connection-test-unsaved"),
+    path("kafka/diff/", apis.KAFKA_APIS.diff.as_view(), name="kafka-connection-diff"),
+    path("kafka/<int:pk>/", apis.KAFKA_APIS.detail.as_view(), name="kafka-connection"),
+    path("kafka/<int:pk>/test/", apis.KAFKA_APIS.test.as_view(), name="kafka-connection-test"),
     path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
     path("kafka/<int:pk>/sample/", apis.KafkaSampleApi.as_view(), name="kafka-sample"),
     path("kafka/<int:pk>/infer-schema/", apis.KafkaInferSchemaApi.as_view(), name="kafka-infer-schema"),
     path(
         "kafka/<int:pk>/dedup-analysis/", key_advice_apis.KafkaDedupAnalysisApi.as_view(), name="kafka-dedup-analysis"
     ),
-    path("clickhouse/", apis.ClickHouseConnectionListCreateApi.as_view(), name="clickhouse-connections"),
-    path(
-        "clickhouse/test/", apis.ClickHouseConnectionTestUnsavedApi.as_view(), name="clickhouse-connection-test-unsaved"
-    ),
-    path("clickhouse/diff/", apis.ClickHouseConnectionDiffApi.as_view(), name="clickhouse-connection-diff"),
-    path("clickhouse/<int:pk>/", apis.ClickHouseConnectionDetailApi.as_view(), name="clickhouse-connection"),
-    path("clickhouse/<int:pk>/test/", apis.ClickHouseConnectionTestApi.as_view(), name="clickhouse-connection-test"),
+    path("clickhouse/", apis.CLICKHOUSE_APIS.list_create.as_view(), name="clickhouse-connections"),
+    path("clickhouse/test/", apis.CLICKHOUSE_APIS.test_unsaved.as_view(), name="clickhouse-connection-test-unsaved"),
+    path("clickhouse/diff/", apis.CLICKHOUSE_APIS.diff.as_view(), name="clickhouse-connection-diff"),
+    path("clickhouse/<int:pk>/", apis.CLICKHOUSE_APIS.detail.as_view(), name="clickhouse-connection"),
+    path("clickhouse/<int:pk>/test/", apis.CLICKHOUSE_APIS.test.as_view(), name="clickhouse-connection-test"),
     path("clickhouse/<int:pk>/databases/", apis.ClickHouseDatabaseListApi.as_view(), name="clickhouse-databases"),
     path(
         "clickhouse/<int:pk>/databases/<str:database>/tables/",
@@ -34,21 +32,17 @@ urlpatterns = [
         apis.ClickHouseColumnListApi.as_view(),
         name="clickhouse-columns",
     ),
-    path("schema-registry/", apis.SchemaRegistryConnectionListCreateApi.as_view(), name="schema-registry-connections"),
+    path("schema-registry/", apis.SCHEMA_REGISTRY_APIS.list_create.as_view(), name="schema-registry-connections"),
     path(
         "schema-registry/test/",
-        apis.SchemaRegistryConnectionTestUnsavedApi.as_view(),
+        apis.SCHEMA_REGISTRY_APIS.test_unsaved.as_view(),
         name="schema-registry-connection-test-unsaved",
     ),
-    path(
-        "schema-registry/diff/", apis.SchemaRegistryConnectionDiffApi.as_view(), name="schema-registry-connection-diff"
-    ),
-    path(
-        "schema-registry/<int:pk>/", apis.SchemaRegistryConnectionDetailApi.as_view(), name="schema-registry-connection"
-    ),
+    path("schema-registry/diff/", apis.SCHEMA_REGISTRY_APIS.diff.as_view(), name="schema-registry-connection-diff"),
+    path("schema-registry/<int:pk>/", apis.SCHEMA_REGISTRY_APIS.detail.as_view(), name="schema-registry-connection"),
     path(
         "schema-registry/<int:pk>/test/",
-        apis.SchemaRegistryConnectionTestApi.as_view(),
+        apis.SCHEMA_REGISTRY_APIS.test.as_view(),
         name="schema-registry-connection-test",
     ),
 ]

@@ -6,6 +6,7 @@ diff says only whether one would change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
@@ -288,83 +289,113 @@ class _ConnectionTestUnsavedApi(APIView):
         return Response(self.kind.test_output({"ok": True, **info.__dict__}).data)
 
 
+class ConnectionApis(NamedTuple):
+    """The five views of one kind of connection (`api_urls` routes them)."""
+
+    list_create: type[APIView]
+    diff: type[APIView]
+    detail: type[APIView]
+    test: type[APIView]
+    test_unsaved: type[APIView]
+
+
+def _connection_apis(
+    kind: _ApiKind,
+    *,
+    tag: list[str],
+    write_only_noun: str,
+    create_description: str | None = None,
+    test_description: str | None = None,
+) -> ConnectionApis:
+    """The same views for every kind, each with its OpenAPI description (operation ids `<kind>_connections_…`).
+    `write_only_noun`: what a connection of this kind keeps secret ("secret", "password")."""
+    prefix = f"{kind.slug.replace('-', '_')}_connections"
+    documented = {**ERROR_RESPONSES}
+
+    def view(base: type[APIView], suffix: str, **schemas: Any) -> type[APIView]:
+        name = f"{kind.model.__name__}{suffix}Api"
+        attrs = {"kind": kind, "__module__": __name__, "__qualname__": name}
+        return extend_schema_view(**schemas)(type(name, (base,), attrs))
+
+    return ConnectionApis(
+        list_create=view(
+            _ConnectionListCreateApi,
+            "ListCreate",
+            get=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_list",
+                parameters=[NameQuery],
+                responses={200: kind.output(many=True), **documented},
+            ),
+            post=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_create",
+                description=create_description,
+                request=kind.input,
+                responses={201: kind.output, **documented},
+            ),
+        ),
+        diff=view(
+            _ConnectionDiffApi,
+            "Diff",
+            post=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_diff",
+                request=kind.input,
+                description="What saving these settings under their `name` would do, without saving anything: "
+                "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
+                f"A {write_only_noun} left out is kept; a secret's values are never returned.",
+                responses={200: ConnectionDiffOutput, **documented},
+            ),
+        ),
+        detail=view(
+            _ConnectionDetailApi,
+            "Detail",
+            get=extend_schema(tags=tag, operation_id=f"{prefix}_retrieve", responses={200: kind.output, **documented}),
+            patch=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_update",
+                description=f"Change the given fields. A {write_only_noun} is changed only when sent; an empty string "
+                "clears it.",
+                request=kind.input(partial=True),
+                responses={200: kind.output, **documented},
+            ),
+            delete=extend_schema(tags=tag, operation_id=f"{prefix}_delete", responses={204: None, **documented}),
+        ),
+        test=view(
+            _ConnectionTestApi,
+            "Test",
+            post=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_test",
+                request=None,
+                description=test_description,
+                responses={200: kind.test_output, **documented},
+            ),
+        ),
+        test_unsaved=view(
+            _ConnectionTestUnsavedApi,
+            "TestUnsaved",
+            post=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_test_unsaved",
+                request=kind.input,
+                description="Test connection settings without saving them.",
+                responses={200: kind.test_output, **documented},
+            ),
+        ),
+    )
+
+
 # -- Kafka ----------------------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    get=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_list",
-        parameters=[NameQuery],
-        responses={200: KafkaConnectionOutput(many=True), **ERROR_RESPONSES},
-    ),
-    post=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_create",
-        request=KafkaConnectionInput,
-        responses={201: KafkaConnectionOutput, **ERROR_RESPONSES},
-    ),
+KAFKA_APIS = _connection_apis(
+    _KAFKA,
+    tag=KAFKA_TAG,
+    write_only_noun="secret",
+    test_description="Ask the cluster for its brokers and topics (a few seconds at most). 502 with the reason.",
 )
-class KafkaConnectionListCreateApi(_ConnectionListCreateApi):
-    kind = _KAFKA
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_diff",
-        request=KafkaConnectionInput,
-        description="What saving these settings under their `name` would do, without saving anything: "
-        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
-        "A secret left out is kept; a secret's values are never returned.",
-        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
-    )
-)
-class KafkaConnectionDiffApi(_ConnectionDiffApi):
-    kind = _KAFKA
-
-
-@extend_schema_view(
-    get=extend_schema(tags=KAFKA_TAG, operation_id="kafka_connections_retrieve", responses=KafkaConnectionOutput),
-    patch=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_update",
-        description="Change the given fields. A secret is changed only when sent; an empty string clears it.",
-        request=KafkaConnectionInput(partial=True),
-        responses={200: KafkaConnectionOutput, **ERROR_RESPONSES},
-    ),
-    delete=extend_schema(
-        tags=KAFKA_TAG, operation_id="kafka_connections_delete", responses={204: None, **ERROR_RESPONSES}
-    ),
-)
-class KafkaConnectionDetailApi(_ConnectionDetailApi):
-    kind = _KAFKA
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_test",
-        request=None,
-        description="Ask the cluster for its brokers and topics (a few seconds at most). 502 with the reason.",
-        responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class KafkaConnectionTestApi(_ConnectionTestApi):
-    kind = _KAFKA
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=KAFKA_TAG,
-        operation_id="kafka_connections_test_unsaved",
-        request=KafkaConnectionInput,
-        description="Test connection settings without saving them.",
-        responses={200: KafkaClusterInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class KafkaConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
-    kind = _KAFKA
 
 
 class KafkaTopicListApi(APIView):
@@ -438,81 +469,7 @@ def _with_registry(request: Request, data: dict) -> dict:
 # -- ClickHouse -----------------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    get=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_list",
-        parameters=[NameQuery],
-        responses={200: ClickHouseConnectionOutput(many=True), **ERROR_RESPONSES},
-    ),
-    post=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_create",
-        request=ClickHouseConnectionInput,
-        responses={201: ClickHouseConnectionOutput, **ERROR_RESPONSES},
-    ),
-)
-class ClickHouseConnectionListCreateApi(_ConnectionListCreateApi):
-    kind = _CLICKHOUSE
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_diff",
-        request=ClickHouseConnectionInput,
-        description="What saving these settings under their `name` would do, without saving anything: "
-        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
-        "A password left out is kept; a secret's values are never returned.",
-        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
-    )
-)
-class ClickHouseConnectionDiffApi(_ConnectionDiffApi):
-    kind = _CLICKHOUSE
-
-
-@extend_schema_view(
-    get=extend_schema(
-        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_retrieve", responses=ClickHouseConnectionOutput
-    ),
-    patch=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_update",
-        description="Change the given fields. The password is changed only when sent; an empty string clears it.",
-        request=ClickHouseConnectionInput(partial=True),
-        responses={200: ClickHouseConnectionOutput, **ERROR_RESPONSES},
-    ),
-    delete=extend_schema(
-        tags=CLICKHOUSE_TAG, operation_id="clickhouse_connections_delete", responses={204: None, **ERROR_RESPONSES}
-    ),
-)
-class ClickHouseConnectionDetailApi(_ConnectionDetailApi):
-    kind = _CLICKHOUSE
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_test",
-        request=None,
-        responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class ClickHouseConnectionTestApi(_ConnectionTestApi):
-    kind = _CLICKHOUSE
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=CLICKHOUSE_TAG,
-        operation_id="clickhouse_connections_test_unsaved",
-        request=ClickHouseConnectionInput,
-        description="Test connection settings without saving them.",
-        responses={200: ClickHouseServerInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class ClickHouseConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
-    kind = _CLICKHOUSE
+CLICKHOUSE_APIS = _connection_apis(_CLICKHOUSE, tag=CLICKHOUSE_TAG, write_only_noun="password")
 
 
 class ClickHouseDatabaseListApi(APIView):
@@ -554,85 +511,11 @@ class ClickHouseColumnListApi(APIView):
 # -- Schema registry ------------------------------------------------------------------------------------
 
 
-@extend_schema_view(
-    get=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_list",
-        parameters=[NameQuery],
-        responses={200: SchemaRegistryConnectionOutput(many=True), **ERROR_RESPONSES},
-    ),
-    post=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_create",
-        description="A Confluent-compatible schema registry: its API's URL (for Apicurio, ending in "
-        "/apis/ccompat/v7), basic auth, TLS (verify, a private CA in PEM).",
-        request=SchemaRegistryConnectionInput,
-        responses={201: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
-    ),
+SCHEMA_REGISTRY_APIS = _connection_apis(
+    _SCHEMA_REGISTRY,
+    tag=SCHEMA_REGISTRY_TAG,
+    write_only_noun="password",
+    create_description="A Confluent-compatible schema registry: its API's URL (for Apicurio, ending in "
+    "/apis/ccompat/v7), basic auth, TLS (verify, a private CA in PEM).",
+    test_description="Ask the registry for its subjects (a few seconds at most). 502 with the reason.",
 )
-class SchemaRegistryConnectionListCreateApi(_ConnectionListCreateApi):
-    kind = _SCHEMA_REGISTRY
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_diff",
-        request=SchemaRegistryConnectionInput,
-        description="What saving these settings under their `name` would do, without saving anything: "
-        "create a connection, or change these fields of yours (checked as when saving: 400 by field). "
-        "A password left out is kept; a secret's values are never returned.",
-        responses={200: ConnectionDiffOutput, **ERROR_RESPONSES},
-    )
-)
-class SchemaRegistryConnectionDiffApi(_ConnectionDiffApi):
-    kind = _SCHEMA_REGISTRY
-
-
-@extend_schema_view(
-    get=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_retrieve",
-        responses={200: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
-    ),
-    patch=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_update",
-        description="Change the given fields. The password is changed only when sent; an empty string clears it.",
-        request=SchemaRegistryConnectionInput(partial=True),
-        responses={200: SchemaRegistryConnectionOutput, **ERROR_RESPONSES},
-    ),
-    delete=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_delete",
-        responses={204: None, **ERROR_RESPONSES},
-    ),
-)
-class SchemaRegistryConnectionDetailApi(_ConnectionDetailApi):
-    kind = _SCHEMA_REGISTRY
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_test",
-        request=None,
-        description="Ask the registry for its subjects (a few seconds at most). 502 with the reason.",
-        responses={200: SchemaRegistryInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class SchemaRegistryConnectionTestApi(_ConnectionTestApi):
-    kind = _SCHEMA_REGISTRY
-
-
-@extend_schema_view(
-    post=extend_schema(
-        tags=SCHEMA_REGISTRY_TAG,
-        operation_id="schema_registry_connections_test_unsaved",
-        request=SchemaRegistryConnectionInput,
-        description="Test connection settings without saving them.",
-        responses={200: SchemaRegistryInfoOutput, **ERROR_RESPONSES},
-    )
-)
-class SchemaRegistryConnectionTestUnsavedApi(_ConnectionTestUnsavedApi):
-    kind = _SCHEMA_REGISTRY

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from spark_jobs.sizing import MB
+from spark_jobs.sizing import human_bytes
 from spark_jobs.spec import parse_window
 from webapp.connections import key_advice as advice
 from webapp.core.exceptions import ApplicationError
@@ -53,8 +53,8 @@ def analysis_context(analysis: advice.KeyAdvice) -> dict[str, Any]:
         if delays
         else None,
         "span": advice.human_duration(analysis.span_ms) if analysis.span_ms else None,
-        # In MB as the review step's "Dedup state" card shows it (webapp/wizard/steps/dedup.py: expected_state).
-        "state_disk_mb": None if analysis.estimated_state_bytes is None else analysis.estimated_state_bytes / MB,
+        # In the units of the review step's "Dedup state" card and its warnings (spark_jobs.sizing.human_bytes).
+        "state_disk": None if analysis.estimated_state_bytes is None else human_bytes(analysis.estimated_state_bytes),
         "bins": bins,
         "candidates": [
             {

@@ -43,8 +43,8 @@ def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client
     html = review_page(owner_client, owner, window="7d", events_per_second=200)
     assert "Dedup state for 7d" in html
     assert text_of(html, "state-keys") == "120,960,000"
-    assert text_of(html, "state-disk") == "19,610.6 MB"  # 170 bytes a key
-    assert text_of(html, "state-memory") == "3,072 MB (1g heap, 768 MB for RocksDB)"
+    assert text_of(html, "state-disk") == "19.2 GB"  # 170 bytes a key, in the warnings' units
+    assert text_of(html, "state-memory") == "3 GB (a 1 GB heap, 768 MB for RocksDB)"
     assert "at 200 events/s measured on the topic by the key advice, 100% of them new keys" in text_of(
         html, "state-basis"
     )
@@ -54,7 +54,7 @@ def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client
 def test_a_one_hour_window_at_20k_events_per_second_shows_72_million_keys(owner_client, owner):
     html = review_page(owner_client, owner, window="1h", events_per_second=20_000)
     assert text_of(html, "state-keys") == "72,000,000"
-    assert text_of(html, "state-disk") == "11,673 MB"
+    assert text_of(html, "state-disk") == "11.4 GB"
 
 
 def test_a_state_no_disk_here_holds_is_warned_before_deploy(owner_client, owner):

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
-from spark_jobs.sizing import MB
+from spark_jobs.sizing import human_bytes, parse_memory
 from webapp.pipelines import state_size
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
@@ -153,8 +153,11 @@ def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> 
     return {
         "window": dedup.window,
         "estimate": estimate,
-        "disk_mb": estimate.disk_bytes / MB,
-        "job_memory_mb": estimate.job_memory_bytes / MB,
+        # One unit system with the warnings (sizing.human_bytes, powers of 1024): "19.2 GB", not "19,610.6 MB".
+        "disk": human_bytes(estimate.disk_bytes),
+        "job_memory": human_bytes(estimate.job_memory_bytes),
+        "heap": human_bytes(parse_memory(estimate.driver_memory)),
+        "rocksdb_memory": human_bytes(estimate.rocksdb_memory_bytes),
         "unique_pct": 100 * estimate.unique_share,
         "warnings": check.warnings,
     }
