@@ -369,9 +369,9 @@ def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
     return jobs.start_job(launch), f"Cold start: {taken}."
 
 
-# A standby's JVM start takes a core for seconds: not while a deploy is under way or a job of this host is starting
-# or has just started (its first batch would wait for the CPU); the next watcher tick after that starts it.
-STANDBY_QUIET_SECONDS = 10.0
+# A standby's JVM start takes a core for seconds (minutes on a loaded machine): not while a deploy is under way or
+# a job of this host has not finished its first micro-batch (it would wait for the CPU), for at most this long.
+STANDBY_FIRST_BATCH_WAIT_SECONDS = 120.0
 
 
 def keep_standby() -> list[standby.Standby]:
@@ -379,14 +379,18 @@ def keep_standby() -> list[standby.Standby]:
     count = settings.PIPELINE_STANDBY_JOBS
     if count <= 0 or jobs.is_cluster(settings.SPARK_MASTER):
         return []
-    quiet_since = timezone.now() - timedelta(seconds=STANDBY_QUIET_SECONDS)
-    starting = PipelineRun.objects.filter(ended_at__isnull=True).filter(
-        Q(running_at__isnull=True) | Q(running_at__gt=quiet_since)
-    )
-    if starting.filter(host__in=["", jobs.this_host()]).exists():
-        return []
     if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():  # a deploy under way may be taking one now
         return []
+    recent = timezone.now() - timedelta(seconds=STANDBY_FIRST_BATCH_WAIT_SECONDS)
+    starting = (
+        PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
+        .filter(Q(running_at__isnull=True) | Q(running_at__gt=recent))
+        .select_related("pipeline")
+    )
+    for run in starting:
+        first_batch = redis_state.last_batch_at(run.pipeline.job_name) if run.running_at else None
+        if first_batch is None or first_batch < run.running_at - timedelta(seconds=5):
+            return []
     template = _launch(
         name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.default_driver_memory()
     )
