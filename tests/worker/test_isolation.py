@@ -31,7 +31,8 @@ def new_topic(kafka_bootstrap: str) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     name = f"iso-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": kafka_bootstrap}).create_topics([NewTopic(name, 2, 1)])[name].result(30)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})  # kept until the result: its handle serves it
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(30)
     return name
 
 
