@@ -1,6 +1,6 @@
 """Deploy -> first row, step by step (run by hand, not a test; results go to docs/performance.md).
 
-    nice -n 19 .venv/bin/python bench/deploy_start.py [--pipelines 3] [--events 1000] [--stop-each]
+    nice -n 19 .venv/bin/python bench/deploy_start.py [--pipelines 3] [--events 1000] [--stop-each] [--back-to-back]
 
 Starts the whole local stack as `make up` does (bench/soak.py's Stack: Kafka, ClickHouse, Redis, the web app, a
 Celery worker and beat, on free ports, removed at the end), then deploys --pipelines pipelines through the REST
@@ -11,6 +11,8 @@ running unless --stop-each. For each deploy, seconds from the deploy call to:
 - runner:  the job's Python runner has imported and logs its first line (spark_jobs.protocol.TIMING_LINE);
 - jvm:     the driver JVM started (its RuntimeMXBean start time);
 - session: the SparkSession is ready;
+- handoff: a standby job (worker.standby) took the pipeline: spawn, runner, jvm and session are then negative
+           (they happened before the deploy, while the standby waited);
 - query:   the streaming query started (registry, ClickHouse prepare, checkpoint, writeStream.start());
 - batch:   the first micro-batch started (its metrics record in Redis: `timestamp`);
 - insert:  the first row arrived in ClickHouse (min `_cf_ingested_at`, ClickHouse's clock, the same machine);
@@ -39,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from localstack.processes import wait_until
 from spark_jobs.protocol import TIMING_LINE_RE, history_key
 
-STEPS = ("pickup", "spawn", "runner", "jvm", "session", "query", "batch", "insert", "visible")
+STEPS = ("pickup", "spawn", "runner", "jvm", "session", "handoff", "query", "batch", "insert", "visible")
 PICKUP_RE = re.compile(r"pipeline (\d+): starting its job at ([0-9.]+)")
 FIRST_ROW_TIMEOUT = 180.0
 
@@ -50,6 +52,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=1000, help="events waiting in each topic before the deploy")
     parser.add_argument("--stop-each", action="store_true", help="stop each pipeline before deploying the next")
     parser.add_argument("--keep", action="store_true", help="keep the stack's state and database")
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="deploy as soon as the previous first row is seen, without waiting for the worker's new standby job",
+    )
     return parser.parse_args(argv)
 
 
@@ -91,9 +98,20 @@ def job_steps(log_path: str) -> dict[str, float]:
     return {m.group(1): float(m.group(2)) for m in TIMING_LINE_RE.finditer(text)}
 
 
-def deploy_once(stack: Stack, clickhouse, redis_client, connections: tuple[int, int], index: int, events: int) -> dict:
+def standby_ready(stack: Stack) -> bool:
+    """The worker's standby job waits for a pipeline (its channel exists, no pipeline took it)."""
+    from worker import standby
+
+    return any(s.ready for s in standby.waiting(stack.var_dir / "runs"))
+
+
+def deploy_once(
+    stack: Stack, clickhouse, redis_client, connections: tuple[int, int], index: int, events: int, *, wait_standby: bool
+) -> dict:
     topic, table = f"start-{uuid.uuid4().hex[:8]}", f"start_{uuid.uuid4().hex[:8]}"
     produce(stack.env["KAFKA_BOOTSTRAP_SERVERS"], topic, events)
+    if wait_standby and not wait_until(lambda: standby_ready(stack), timeout=300, interval=0.5):
+        log("no standby job ready after 300 s: this deploy starts cold")
     spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
     pipeline = stack.api(
         "POST",
@@ -130,13 +148,14 @@ def deploy_once(stack: Stack, clickhouse, redis_client, connections: tuple[int, 
     at = {
         "pickup": pickup_time(stack.var_dir, pipeline["id"], deployed - 1),
         "spawn": process_started(run.get("pid")),
-        **{step: steps.get(step) for step in ("runner", "jvm", "session", "query")},
+        **{step: steps.get(step) for step in ("runner", "jvm", "session", "handoff", "query")},
         "batch": batch_start(json.loads(records[0])) if records else None,
         "insert": int(first_insert) / 1000.0,
         "visible": visible,
     }
     if len(runs) > 1:
         log(f"pipeline {pipeline['id']} ran {len(runs)} times before its first row")
+    log(f"pipeline {pipeline['id']}: {run.get('start', '')}")
     return {"pipeline": pipeline["id"], **{step: (t - deployed if t else None) for step, t in at.items()}}
 
 
@@ -163,7 +182,15 @@ def main() -> int:
         ch = stack.api("POST", "connections/clickhouse/", ch_body)
         results = []
         for index in range(args.pipelines):
-            result = deploy_once(stack, clickhouse, redis_client, (kafka["id"], ch["id"]), index, args.events)
+            result = deploy_once(
+                stack,
+                clickhouse,
+                redis_client,
+                (kafka["id"], ch["id"]),
+                index,
+                args.events,
+                wait_standby=not args.back_to_back,
+            )
             results.append(result)
             log(line(f"deploy {index + 1}", result))
             if args.stop_each:

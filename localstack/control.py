@@ -177,7 +177,7 @@ def _alive(pid: Any) -> bool:
 def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
     """Each job process of this stack with its pipeline (from the database, when it answers), and the deployed
     pipelines that wait for the next start."""
-    from worker import jobs
+    from worker import jobs, standby
 
     handles = {h.run_dir: h for h in jobs.find_jobs(_run_root(config))}
     pipelines = _pipelines_by_job(config)
@@ -186,14 +186,16 @@ def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
     else:
         print(f"  Pipeline jobs ({len(handles)}):")
         for run_dir, handle in sorted(handles.items()):
-            job_name = Path(run_dir).parent.name
+            job_name = standby.job_name_of(run_dir)
             pipeline = pipelines.get(job_name, {})
             label = f"{pipeline['name']} ({job_name})" if pipeline else job_name
+            if standby.is_waiting(run_dir):
+                label = "standby (waits for the next deploy)"
             print(
                 f"    {label:<40} {pipeline.get('status', ''):<10} job pid {handle.pid}, "
                 f"up {_ago(time.time() - handle.process_started)}, log {handle.log_path}"
             )
-    running = {Path(run_dir).parent.name for run_dir in handles}
+    running = {standby.job_name_of(run_dir) for run_dir in handles}
     waiting = [p for name, p in pipelines.items() if p["waits"] and name not in running]
     if waiting:
         names = ", ".join(p["name"] for p in waiting)

@@ -120,6 +120,38 @@ class RunFiles:
     # Written before the stack stops the job: the run ended because the stack stopped, not because the job failed
     # (the pipeline stays deployed and starts again with the stack).
     STOPPED_WITH_STACK = "stopped_with_stack"
+    # A standby job (`spark_jobs.standby`): the Unix socket it waits on for its pipeline (in its run directory,
+    # mode 0700, so only this user reaches it), and what the worker that started it wrote about it.
+    CHANNEL = "standby.sock"
+    STANDBY = "standby.json"
+    # Written at the hand-off: the job name of the pipeline a standby took (its directory is not named after it).
+    JOB_NAME = "job_name"
+
+
+# Standby jobs live in this directory under the run root, one directory each.
+STANDBY_DIR = "standby"
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """What the worker sends a standby job over its channel (one JSON line): where the spec file is (0600, with
+    the secrets: never in the message), the checkpoint, the trigger, and the Spark settings the run asks for.
+    The standby answers one JSON line: {"accepted": true, "pid": <its supervisor>} or {"accepted": false,
+    "reason": "..."}."""
+
+    spec: str
+    checkpoint: str
+    trigger_interval: str
+    driver_memory: str
+    conf: tuple[str, ...] = ()  # KEY=VALUE, later ones win
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "conf": list(self.conf)})
+
+    @classmethod
+    def from_json(cls, text: str) -> Handoff:
+        data = json.loads(text)
+        return cls(**{**data, "conf": tuple(data.get("conf", ()))})
 
 
 class ExitCode:
@@ -201,6 +233,7 @@ __all__ = [
     "METRICS_KEY_PREFIX",
     "PIPELINE_TASKS_ROUTE",
     "RECENT_LIMIT",
+    "STANDBY_DIR",
     "STARTED_LINE",
     "STARTED_LINE_RE",
     "TIMING_LINE",
@@ -209,6 +242,7 @@ __all__ = [
     "WATCHER_TICK_KEY",
     "BatchMetrics",
     "ExitCode",
+    "Handoff",
     "RunFiles",
     "Task",
     "counted_key",

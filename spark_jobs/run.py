@@ -1,5 +1,8 @@
 """Run one pipeline: `python -m spark_jobs.run --spec FILE [--checkpoint DIR] [--master URL] [--redis-url URL]`.
 
+With `--standby CHANNEL` instead of `--spec`, it starts the JVM and the session first and then waits on the Unix
+socket CHANNEL for the pipeline to run (`spark_jobs.standby`: spec file, checkpoint, trigger, settings).
+
 Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m --jars JARS
 $(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory, where
 JARS are the Kafka connector and the engine jar: `",".join(spark_jobs.jars.job_jars())`.
@@ -18,7 +21,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs.protocol import STARTED_LINE, TIMING_LINE, ExitCode
 
@@ -30,7 +33,9 @@ log = logging.getLogger("clearflow.run")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True, help="pipeline spec (JSON file)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--spec", help="pipeline spec (JSON file)")
+    what.add_argument("--standby", metavar="CHANNEL", help="start Spark, then wait on this Unix socket for a pipeline")
     parser.add_argument(
         "--checkpoint",
         help="checkpoint directory or URI (default: $CLEARFLOW_CHECKPOINT_ROOT/<name>, "
@@ -70,6 +75,32 @@ def main(argv: list[str] | None = None) -> int:
     )
     # The start's steps, each as a log line with its epoch time (bench/deploy_start.py reads them).
     log.info("%s", TIMING_LINE.format(step="runner", at=time.time()))
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("received %s: stopping after the current micro-batch", signal.Signals(signum).name)
+        stop_requested.set()
+
+    spark = None
+    if args.standby:
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        spark = _start_session(args, app_name="clearflow-standby")
+        if spark is None:
+            return ExitCode.FAILED
+        from spark_jobs.standby import rehearse, wait_for_handoff
+
+        rehearse(spark)
+        handoff = wait_for_handoff(spark, Path(args.standby), stop_requested)
+        if handoff is None:
+            log.info("standby stopped before it took a pipeline")
+            spark.stop()
+            return ExitCode.STOPPED
+        log.info("%s", TIMING_LINE.format(step="handoff", at=time.time()))
+        args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
+
     from spark_jobs.spec import SpecError, parse_spec
 
     spec_path = Path(args.spec).expanduser().resolve()
@@ -81,13 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
         return ExitCode.INVALID_SPEC
+    if args.standby:
+        log.info("standby: runs pipeline %s from now on", spec.name)
 
     checkpoint = args.checkpoint or default_checkpoint(spec.name)
     if "://" not in checkpoint:
         checkpoint = str(Path(checkpoint).expanduser().resolve())
 
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    from spark_jobs.pipeline import build_session, prepare_sink, source_schemas, start_query, stop_query
+    from spark_jobs.pipeline import prepare_sink, source_schemas, start_query, stop_query
 
     # What needs no Spark runs while the JVM and the session start (they take seconds): the ClickHouse tables'
     # preparation and the registry's schemas. The query still starts only once both are done.
@@ -96,32 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     first_schemas = early.submit(source_schemas, spec)
     early.shutdown(wait=False)
 
-    conf = spark_conf(args)
-    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    master = args.master or (None if under_spark_submit else "local[*]")
-    from spark_jobs.jars import ConnectorJarsMissing
-
-    try:
-        # Under spark-submit, `--jars` (spark_jobs.jars.job_jars(), given by the worker) already has them.
-        spark = build_session(
-            app_name=f"clearflow-{spec.name}", master=master, conf=conf, jars=[] if under_spark_submit else None
-        )
-    except ConnectorJarsMissing as exc:
-        log.error("pipeline %s could not start: %s", spec.name, exc)
-        return ExitCode.FAILED
-    spark.sparkContext.setLogLevel("WARN")
-    log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
-    log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
-    if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
-        log.info("pipeline %s: Spark UI at %s", spec.name, spark.sparkContext.uiWebUrl)
-    # The first micro-batch's sink runs in Python workers: fork them now, while the query is being set up.
-    threading.Thread(target=_warm_python_workers, args=(spark,), name="clearflow-warm", daemon=True).start()
-
-    stop_requested = threading.Event()
-
-    def request_stop(signum: int, _frame: object) -> None:
-        log.info("received %s: stopping after the current micro-batch", signal.Signals(signum).name)
-        stop_requested.set()
+    if spark is None:
+        spark = _start_session(args, app_name=f"clearflow-{spec.name}")
+        if spark is None:
+            return ExitCode.FAILED
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
@@ -190,6 +200,32 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.FAILED
     log.info("pipeline %s stopped", spec.name)
     return ExitCode.STOPPED
+
+
+def _start_session(args: argparse.Namespace, *, app_name: str) -> Any:
+    """The SparkSession the command line asks for, with the Python workers warming up; None when the connector's
+    jars are missing (logged)."""
+    from spark_jobs.jars import ConnectorJarsMissing
+    from spark_jobs.pipeline import build_session
+
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = args.master or (None if under_spark_submit else "local[*]")
+    try:
+        # Under spark-submit, `--jars` (spark_jobs.jars.job_jars(), given by the worker) already has them.
+        spark = build_session(
+            app_name=app_name, master=master, conf=spark_conf(args), jars=[] if under_spark_submit else None
+        )
+    except ConnectorJarsMissing as exc:
+        log.error("pipeline %s could not start: %s", app_name.removeprefix("clearflow-"), exc)
+        return None
+    spark.sparkContext.setLogLevel("WARN")
+    log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
+    log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
+    if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
+        log.info("%s: Spark UI at %s", app_name, spark.sparkContext.uiWebUrl)
+    # The first micro-batch's sink runs in Python workers: fork them now, while the query is being set up.
+    threading.Thread(target=_warm_python_workers, args=(spark,), name="clearflow-warm", daemon=True).start()
+    return spark
 
 
 def _warm_python_workers(spark: object) -> None:

@@ -38,18 +38,19 @@ from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REDACTED = "**********"
-JOB_MALLOC_ARENAS = "2"  # glibc malloc arenas of a job process (MALLOC_ARENA_MAX; start_job says why)
+JOB_MALLOC_ARENAS = "2"  # glibc malloc arenas of a job process (MALLOC_ARENA_MAX; job_env says why)
 
 
 @dataclass(frozen=True)
 class JobLaunch:
-    """Everything needed to start one run of a job (nothing secret except `spec`, which goes to a 0600 file)."""
+    """Everything needed to start one run of a job (nothing secret except `spec`, which goes to a 0600 file).
+    A standby job (`worker.standby`) has no spec yet: it comes with the hand-off."""
 
     name: str
     run_dir: Path
     checkpoint: str
     master: str
-    spec: PipelineSpec
+    spec: PipelineSpec | None
     redis_url: str | None = None
     driver_memory: str = "1g"
     trigger_interval: str = "1 second"
@@ -116,15 +117,22 @@ def spark_home() -> str:
     return str(Path(pyspark.__file__).parent)
 
 
+def spark_args(launch: JobLaunch) -> list[str]:
+    """The runner's Spark arguments: driver memory and settings (a standby job starts with the same)."""
+    return [
+        "--driver-memory", launch.driver_memory,
+        "--conf", "spark.ui.showConsoleProgress=false",  # progress bars would fill the log
+        *[arg for item in launch.spark_conf for arg in ("--conf", item)],
+    ]  # fmt: skip
+
+
 def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
     """The job's command line (no secrets: those are in the spec file and the environment)."""
     runner_args = [
         "--spec", str(spec_path),
         "--checkpoint", launch.checkpoint,
         "--trigger-interval", launch.trigger_interval,
-        "--driver-memory", launch.driver_memory,
-        "--conf", "spark.ui.showConsoleProgress=false",  # progress bars would fill the log
-        *[arg for item in launch.spark_conf for arg in ("--conf", item)],
+        *spark_args(launch),
     ]  # fmt: skip
     if not is_cluster(launch.master):
         return [sys.executable, "-m", "spark_jobs.run", "--master", launch.master, *runner_args]
@@ -150,8 +158,19 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
 
 def start_job(launch: JobLaunch) -> JobHandle:
     """Write the spec, start the job detached under `worker.jobwrap`, and return how to find it again."""
+    if launch.spec is None:
+        raise ValueError("a job needs a spec (a standby job is started by worker.standby)")
     launch.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     spec_path = write_spec(launch.run_dir, launch.spec)
+    try:
+        return spawn_supervised(launch, spec_path, job_command(launch, spec_path))
+    except RuntimeError:
+        spec_path.unlink(missing_ok=True)
+        raise
+
+
+def job_env(launch: JobLaunch) -> dict[str, str]:
+    """The job's environment: this worker's, the launch's extras, this interpreter for Spark's Python."""
     env = {**os.environ, **launch.extra_env, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -162,25 +181,42 @@ def start_job(launch: JobLaunch) -> JobHandle:
     env.setdefault("MALLOC_ARENA_MAX", JOB_MALLOC_ARENAS)
     if launch.redis_url:
         env["CLEARFLOW_REDIS_URL"] = launch.redis_url  # may hold a password: not on the command line
-    command = [
+    return env
+
+
+def spawn_supervised(launch: JobLaunch, spec_path: Path, command: list[str]) -> JobHandle:
+    """Start `command` detached under `worker.jobwrap` in the launch's run directory (which removes `spec_path`
+    when the job ends); how to find it again."""
+    launch.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    wrapped = [
         sys.executable, "-m", "worker.jobwrap",
         "--run-dir", str(launch.run_dir), "--spec", str(spec_path),
         "--lease-seconds", str(launch.lease_seconds if launch.redis_url else 0), "--",
-        *job_command(launch, spec_path),
+        *command,
     ]  # fmt: skip
     launcher = subprocess.run(
-        command, cwd=launch.run_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+        wrapped,
+        cwd=launch.run_dir,
+        env=job_env(launch),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     if launcher.returncode != 0 or not launcher.stdout.strip().isdigit():
-        spec_path.unlink(missing_ok=True)
         raise RuntimeError(f"the job launcher failed: {launcher.stderr.strip()[-500:] or launcher.returncode}")
     pid = int(launcher.stdout.strip())
+    return handle_of(pid, launch.run_dir)
+
+
+def handle_of(pid: int, run_dir: Path) -> JobHandle:
+    """The handle of the supervisor `pid` running in `run_dir` (its start time read now)."""
     return JobHandle(
         pid=pid,
         process_started=psutil.Process(pid).create_time(),
         host=this_host(),
-        run_dir=str(launch.run_dir),
-        log_path=str(launch.run_dir / RunFiles.LOG),
+        run_dir=str(run_dir),
+        log_path=str(run_dir / RunFiles.LOG),
     )
 
 

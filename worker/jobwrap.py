@@ -171,7 +171,6 @@ def _log_tail(log_path: Path, secrets: list[str], lines: int = 200) -> str:
 
 
 def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: LeaseHolder | None) -> int:
-    secrets = _spec_secrets(spec) if lease is not None else []
     with open(run_dir / RunFiles.LOG, "ab", buffering=0) as log:
 
         def say(message: str) -> None:
@@ -196,6 +195,8 @@ def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: Leas
         if lease is not None and lease.fenced:
             code = ExitCode.LEASE_LOST
         say(f"job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    # Read now, not at the start: a standby job's spec file arrives with its pipeline (worker.standby).
+    secrets = _spec_secrets(spec) if lease is not None else []
     tmp = run_dir / f".{RunFiles.EXIT_CODE}.tmp"
     tmp.write_text(str(code))
     os.replace(tmp, run_dir / RunFiles.EXIT_CODE)

@@ -24,16 +24,17 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
-from spark_jobs.spec import SpecError
+from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.core import queue
 from webapp.pipelines import services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
-from worker import jobs, redis_state
+from worker import jobs, redis_state, standby
 from worker.job_control import JobControl, control_for
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,10 @@ def watch() -> int:
             reconcile(pipeline_id)
         except Exception:  # one broken pipeline must not stop the watcher for the others
             log.exception("pipeline %s: reconcile failed", pipeline_id)
+    try:
+        keep_standby()
+    except Exception:  # a deploy then starts cold: slower, not broken
+        log.exception("could not start a standby job")
     return len(ids)
 
 
@@ -280,25 +285,16 @@ def _start(pipeline: Pipeline) -> None:
     driver_memory, sized_conf = state_size.job_resources(
         spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
     )
-    launch = jobs.JobLaunch(
+    launch = _launch(
         name=pipeline.job_name,
         run_dir=run_dir,
         checkpoint=checkpoint,
-        master=settings.SPARK_MASTER,
         spec=job_spec,
-        redis_url=settings.REDIS_URL,
         driver_memory=driver_memory,
-        trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
-        spark_conf=(
-            *sized_conf,
-            *(["spark.ui.enabled=true"] if settings.SPARK_UI_ENABLED else []),
-            *settings.SPARK_JOB_CONF,
-        ),
-        submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
-        lease_seconds=settings.PIPELINE_LEASE_SECONDS,
+        sized_conf=sized_conf,
     )
     try:
-        handle = jobs.start_job(launch)
+        handle, start_note = _start_job(launch)
     except (OSError, RuntimeError) as exc:
         services.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
         return
@@ -315,8 +311,90 @@ def _start(pipeline: Pipeline) -> None:
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
         driver_memory=driver_memory,
+        start=start_note,
     )
-    log.info("pipeline %s: started version %s (attempt %s, pid %s)", pipeline.pk, version.number, attempt, handle.pid)
+    log.info(
+        "pipeline %s: started version %s (attempt %s, pid %s): %s",
+        pipeline.pk,
+        version.number,
+        attempt,
+        handle.pid,
+        start_note,
+    )
+
+
+def _launch(
+    *,
+    name: str,
+    run_dir: Path,
+    checkpoint: str,
+    spec: PipelineSpec | None,
+    driver_memory: str,
+    sized_conf: tuple[str, ...] = (),
+) -> jobs.JobLaunch:
+    """A job's launch from the settings; a standby job's when `spec` is None (the base heap, no sized settings)."""
+    return jobs.JobLaunch(
+        name=name,
+        run_dir=run_dir,
+        checkpoint=checkpoint,
+        master=settings.SPARK_MASTER,
+        spec=spec,
+        redis_url=settings.REDIS_URL,
+        driver_memory=driver_memory,
+        trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
+        spark_conf=(
+            *sized_conf,
+            *(["spark.ui.enabled=true"] if settings.SPARK_UI_ENABLED else []),
+            *settings.SPARK_JOB_CONF,
+        ),
+        submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
+        lease_seconds=settings.PIPELINE_LEASE_SECONDS,
+    )
+
+
+STANDBY_START = "In a standby job: its JVM and Spark session were already up."
+
+
+def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
+    """Hand the run to this host's standby job when one fits (`worker.standby`), else start it cold; the handle
+    and how it started, in words, for the run's record."""
+    if settings.PIPELINE_STANDBY_JOBS <= 0 or jobs.is_cluster(launch.master):
+        return jobs.start_job(launch), "Cold start (no standby jobs: CLEARFLOW_STANDBY=0 or a cluster master)."
+    taken = standby.take(
+        launch, run_root=Path(settings.CLEARFLOW_RUN_ROOT), wait=settings.PIPELINE_STANDBY_WAIT_SECONDS
+    )
+    if isinstance(taken, standby.Taken):
+        return taken.handle, STANDBY_START
+    log.info("%s: cold start: %s", launch.name, taken)
+    return jobs.start_job(launch), f"Cold start: {taken}."
+
+
+# A standby's JVM start takes a core for seconds (minutes on a loaded machine): not while a deploy is under way or
+# a job of this host has not finished its first micro-batch (it would wait for the CPU), for at most this long.
+STANDBY_FIRST_BATCH_WAIT_SECONDS = 120.0
+
+
+def keep_standby() -> list[standby.Standby]:
+    """Start this host's standby jobs if some are missing (the watcher calls it every tick); the ones started."""
+    count = settings.PIPELINE_STANDBY_JOBS
+    if count <= 0 or jobs.is_cluster(settings.SPARK_MASTER):
+        return []
+    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():  # a deploy under way may be taking one now
+        return []
+    recent = timezone.now() - timedelta(seconds=STANDBY_FIRST_BATCH_WAIT_SECONDS)
+    starting = (
+        PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
+        .filter(Q(running_at__isnull=True) | Q(running_at__gt=recent))
+        .select_related("pipeline")
+    )
+    for run in starting:
+        first_batch = redis_state.last_batch_at(run.pipeline.job_name) if run.running_at else None
+        if first_batch is None or first_batch < run.running_at - timedelta(seconds=5):
+            return []
+    template = _launch(
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.default_driver_memory()
+    )
+    return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count)
 
 
 def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None:
@@ -354,7 +432,9 @@ def stop_stack_jobs(*, timeout: float) -> StackStop:
     handles = jobs.find_jobs(run_root)
     for handle in handles:
         jobs.mark_stopped_with_stack(handle.run_dir)  # first: a record written later finds it (also a later start)
+    standbys = {handle.run_dir for handle in handles if standby.is_waiting(handle.run_dir)}  # no pipeline's
     results = jobs.stop_jobs(handles, timeout=timeout)
+    results = [result for result in results if result.handle.run_dir not in standbys]
     recorded = True
     try:
         open_runs = PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])

@@ -4,6 +4,7 @@ created on first use (never at import)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -45,6 +46,18 @@ def heartbeat_at(job_name: str) -> datetime | None:
         log.warning("could not read the heartbeat of %s: %s", job_name, exc)
         return None  # Redis down: no heartbeat seen, the run's own start time counts
     return datetime.fromtimestamp(float(raw), UTC) if raw else None
+
+
+def last_batch_at(job_name: str) -> datetime | None:
+    """When the job's latest micro-batch (its metrics record) started; None when none is recorded or Redis is
+    down."""
+    try:
+        raw = client().get(protocol.latest_key(job_name))
+        stamp = json.loads(raw).get("timestamp") if raw else None
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+    except Exception as exc:
+        log.warning("could not read the latest batch of %s: %s", job_name, exc)
+        return None
 
 
 def remember_secrets(job_name: str, secrets: list[str]) -> None:

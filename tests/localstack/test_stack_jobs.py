@@ -275,10 +275,13 @@ def test_stopping_make_up_stops_its_pipeline_jobs(stack: Stack) -> None:
     )
     stack.state.update(topic=topic, table=table, pipeline_id=pipeline["id"])
 
+    # The worker keeps a standby job (JVM and session up) for the next deploy: Ctrl-C must stop it too.
+    assert wait_until(lambda: any("--standby" in c for c in _commands(_job_processes(stack))), timeout=JOB_TIMEOUT)
+
     # More events just before the stop: the job is likely busy with them when Ctrl-C comes.
     produce(bootstrap, topic, _events("e", 300, 200) + _events("e", 100, 50))
     job_processes = _job_processes(stack)
-    commands = [" ".join(psutil.Process(pid).cmdline()) for pid in job_processes]
+    commands = _commands(job_processes)
     assert any("worker.jobwrap" in c for c in commands) and any("spark_jobs.run" in c for c in commands), commands
     assert any("java" in c for c in commands), commands  # Spark's JVM, in the job's session
 
@@ -291,6 +294,7 @@ def test_stopping_make_up_stops_its_pipeline_jobs(stack: Stack) -> None:
     print(f"Ctrl-C -> every job process gone: {jobs_gone_after:.1f} s; -> make up ended: {stopped_after:.1f} s")
 
     output = run.output()
+    # The standby ran no pipeline: it is stopped, not counted.
     assert "clearflow: stopped 1 pipeline job; it resumes on the next `make up`" in output, output
     assert "clearflow: stopped\n" in output
     assert not [pid for pid in job_processes if psutil.pid_exists(pid) and _not_zombie(pid)]
@@ -305,6 +309,14 @@ def test_stopping_make_up_stops_its_pipeline_jobs(stack: Stack) -> None:
     status = subprocess.run(["make", "-s", "status"], cwd=REPO_ROOT, env=stack.env, capture_output=True, text=True)
     assert "ClearFlow is not running here" in status.stdout, status.stdout + status.stderr
     assert "Deployed, not running now: owned-by-the-stack: they start with the stack." in status.stdout
+
+
+def _commands(pids: set[int]) -> list[str]:
+    commands = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            commands.append(" ".join(psutil.Process(pid).cmdline()))
+    return commands
 
 
 def _not_zombie(pid: int) -> bool:

@@ -74,3 +74,16 @@ def test_run_directory_files_are_distinct():
     assert len({protocol.RunFiles.SPEC, protocol.RunFiles.LOG, protocol.RunFiles.EXIT_CODE}) == 3
     codes = [protocol.ExitCode.STOPPED, protocol.ExitCode.FAILED, protocol.ExitCode.INVALID_SPEC]
     assert len(set(codes)) == 3
+
+
+def test_a_handoff_carries_paths_and_settings_and_reads_back_the_same():
+    handoff = protocol.Handoff(
+        spec="/runs/standby/x/spec.json",
+        checkpoint="/checkpoints/pipeline-3",
+        trigger_interval="1 second",
+        driver_memory="1g",
+        conf=("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB=64", "spark.ui.enabled=false"),
+    )
+    line = handoff.to_json()
+    assert "\n" not in line and json.loads(line)["conf"][1] == "spark.ui.enabled=false"
+    assert protocol.Handoff.from_json(line) == handoff

@@ -6,6 +6,7 @@ Kafka broker and writing its ClickHouse; each test's jobs are killed at the end 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -122,7 +123,7 @@ def celery_worker(worker_env: dict[str, str], celery_app: Any, tmp_path: Path) -
     worker = CeleryWorker(worker_env, tmp_path)
     yield worker
     worker.stop()
-    _kill_jobs()
+    _kill_jobs(Path(worker_env["CLEARFLOW_RUN_ROOT"]))
 
 
 @pytest.fixture(scope="session")
@@ -142,10 +143,16 @@ def topic(kafka_bootstrap):
     return name
 
 
-def _kill_jobs() -> None:
+def _kill_jobs(run_root: Path) -> None:
+    """Every job the test's worker started: its runs', and the standby jobs that took no pipeline."""
     import psutil
 
     from webapp.pipelines.models import PipelineRun
+    from worker import jobs
+
+    for handle in jobs.find_jobs(run_root):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(handle.pid, signal.SIGKILL)
 
     for pid, started in PipelineRun.objects.values_list("pid", "process_started"):
         try:

@@ -130,3 +130,16 @@ def test_log_tails_and_reasons_never_show_secrets(tmp_path):
         assert secret not in tail
     assert classify(tail, 1).what == "ClickHouse refused the write: Code: 53. bad type"
     assert classify("", None).what == "The job was killed or lost (no exit code)."
+
+
+@pytest.mark.fast
+def test_a_standby_directory_names_its_pipeline_once_taken(tmp_path):
+    from worker import standby
+
+    waiting = standby.root(tmp_path) / "20261127T070000-abc123"
+    waiting.mkdir(parents=True)
+    assert standby.is_waiting(waiting) and standby.job_name_of(waiting) == "standby"
+    (waiting / RunFiles.JOB_NAME).write_text("pipeline-7")
+    assert not standby.is_waiting(waiting) and standby.job_name_of(waiting) == "pipeline-7"
+    assert standby.job_name_of(tmp_path / "pipeline-3" / "20261127T070000-1") == "pipeline-3"
+    assert not standby.is_waiting(tmp_path / "pipeline-3" / "20261127T070000-1")

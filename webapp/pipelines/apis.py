@@ -109,6 +109,7 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "spark_app_id",
             "spark_master",
             "driver_memory",
+            "start",
             "log_path",
             "started_at",
             "running_at",

@@ -183,6 +183,9 @@ class PipelineRun(models.Model):
     spark_app_id = models.CharField(max_length=100, blank=True, default="")
     spark_master = models.CharField(max_length=255, blank=True, default="")
     driver_memory = models.CharField(max_length=20, blank=True, default="", help_text="the heap it was started with")
+    start = models.TextField(
+        blank=True, default="", help_text="how the job started: in a standby job, or cold (and why not in a standby)"
+    )
     run_dir = models.CharField(max_length=500, blank=True, default="")
     log_path = models.CharField(max_length=500, blank=True, default="")
     checkpoint = models.CharField(max_length=500, blank=True, default="")

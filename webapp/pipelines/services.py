@@ -422,7 +422,7 @@ def pipeline_job_spec(*, pipeline: Pipeline, version: PipelineVersion | None = N
 
 def pipeline_run_create(*, pipeline: Pipeline, version: PipelineVersion, attempt: int, **where: Any) -> PipelineRun:
     """Record a started job (`where`: host, pid, process_started, run_dir, log_path, checkpoint, spark_master,
-    driver_memory).
+    driver_memory, start).
     The partial unique constraint makes a second active run of the pipeline fail (IntegrityError)."""
     run = PipelineRun(pipeline=pipeline, version=version, attempt=attempt, **where)
     run.full_clean(exclude=["pipeline", "version"], validate_constraints=False)

@@ -119,6 +119,14 @@ UNKNOWN_RATE_ROCKSDB_MB = 256
 ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 
 
+def default_driver_memory() -> str:
+    """The driver memory of a job with nothing to size it from (and of the standby jobs): CLEARFLOW_DRIVER_MEMORY,
+    or with `auto` the base heap."""
+    if settings.SPARK_DRIVER_MEMORY.strip().lower() != "auto":
+        return settings.SPARK_DRIVER_MEMORY
+    return state_estimate(events_per_second=0, window_seconds=1).driver_memory
+
+
 def job_resources(
     *, spec: PipelineSpec, kafka_connection: KafkaConnection | None, checkpoint: str | None = None
 ) -> tuple[str, tuple[str, ...]]:
@@ -126,14 +134,11 @@ def job_resources(
     with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
     either way (a pipeline without dedup has no state: no bound), and never below what the state already in
     `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
-    configured = settings.SPARK_DRIVER_MEMORY.strip().lower()
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
-    if configured != "auto":
-        driver_memory = settings.SPARK_DRIVER_MEMORY
-    elif estimate is not None:
+    if estimate is not None and settings.SPARK_DRIVER_MEMORY.strip().lower() == "auto":
         driver_memory = estimate.driver_memory
     else:
-        driver_memory = state_estimate(events_per_second=0, window_seconds=1).driver_memory  # the base heap
+        driver_memory = default_driver_memory()
     if spec.dedup is None:
         return driver_memory, ()
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB

@@ -1,0 +1,296 @@
+"""Many pipelines on one machine (run by hand, not a test; results go to docs/performance.md).
+
+    nice -n 19 ionice -c3 .venv/bin/python bench/density.py [--pipelines 20] [--rate 100] [--minutes 5]
+
+Starts the whole local stack as `make up` does (bench/soak.py's Stack, free ports, removed at the end), creates
+--pipelines pipelines through the REST API, each on a topic of its own, with the product's defaults (dedup on a
+UUID `id`, 10 min window), and one producer process that sends --rate JSON events/s to every topic (10% of them
+re-sends of a recent event's bytes). All are deployed at once; then:
+- running:   seconds from the deploys until every pipeline is `running`;
+- memory:    RSS of each pipeline's job (its process tree: supervisor, Python driver, JVM, Python workers),
+             median and max, and the standby job's;
+- p95:       produced -> visible per pipeline over the last --minutes (ClickHouse: `_cf_ingested_at` -
+             `produced_at`, the same machine's clocks), the median and the worst pipeline's;
+- UI:        the pipeline list page (logged in) and the API's list, 10 requests each while everything runs;
+- deploy:    one more pipeline deployed while the others run: deploy -> first row visible;
+- idle CPU:  the producer stopped and every pipeline caught up, CPU of all job processes over 60 s;
+- exact:     per pipeline, count() and uniqExact(id) against the unique ids produced to its topic.
+Prints one line per measure and writes them to --out (JSON) if given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.cookiejar
+import json
+import multiprocessing
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench_pipeline import REPO, _descendants, cpu_seconds, log, sample_tree
+from soak import Stack, pipeline_spec
+
+sys.path.insert(0, str(REPO))
+
+from localstack.processes import wait_until
+
+RECENT = 1000  # re-sends pick among this many recent events of the topic
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pipelines", type=int, default=20)
+    parser.add_argument("--rate", type=int, default=100, help="events/s per pipeline")
+    parser.add_argument("--minutes", type=float, default=5.0, help="the measured time once every pipeline runs")
+    parser.add_argument("--dup-share", type=float, default=0.1)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", action="store_true")
+    return parser.parse_args(argv)
+
+
+def produce_all(bootstrap: str, topics: list[str], rate: int, dup_share: float, stop: Any, unique: Any) -> None:
+    """`rate` events/s to each topic until `stop` is set; `unique[i]`: unique ids sent to topics[i]."""
+    from confluent_kafka import Producer
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    rng = random.Random(25)
+    recent: list[list[bytes]] = [[] for _ in topics]
+    sent = [0] * len(topics)
+    started = time.monotonic()
+    while not stop.is_set():
+        due = int(rate * (time.monotonic() - started))
+        for i, topic in enumerate(topics):
+            for _ in range(due - sent[i]):
+                if recent[i] and rng.random() < dup_share:
+                    value = recent[i][rng.randrange(len(recent[i]))]
+                else:
+                    value = (
+                        f'{{"id":"{uuid.uuid4()}","produced_at":{int(time.time() * 1000)},'
+                        f'"user":"user-{unique[i] % 500}","amount":{(unique[i] % 1000) / 7:.2f}}}'
+                    ).encode()
+                    if len(recent[i]) < RECENT:
+                        recent[i].append(value)
+                    else:
+                        recent[i][unique[i] % RECENT] = value
+                    unique[i] += 1
+                producer.produce(topic, value, partition=sent[i] % 2)
+                sent[i] += 1
+        producer.poll(0)
+        time.sleep(0.01)
+    producer.flush(120)
+
+
+def create_topics(bootstrap: str, topics: list[str]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, 2, 1) for t in topics]).values():
+        future.result(60)
+
+
+def job_pids(stack: Stack, pipeline_ids: list[int]) -> dict[int, int]:
+    pids = {}
+    for pk in pipeline_ids:
+        runs = stack.api("GET", f"pipelines/{pk}/runs/")
+        if runs and runs[0]["ended_at"] is None and runs[0]["pid"]:
+            pids[pk] = runs[0]["pid"]
+    return pids
+
+
+def tree_cpu(pid: int) -> float:
+    total = 0.0
+    for member in _descendants(pid):
+        with contextlib.suppress(OSError, ProcessLookupError):
+            total += cpu_seconds(member)
+    return total
+
+
+def p95_ms(clickhouse: Any, table: str, since_ms: int) -> float | None:
+    value = clickhouse.command(
+        "SELECT quantile(0.95)(toUnixTimestamp64Milli(_cf_ingested_at) - toUnixTimestamp64Milli(produced_at)) "
+        f"FROM `{table}` WHERE _cf_ingested_at >= fromUnixTimestamp64Milli({int(since_ms)})"
+    )
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def ui_timings(stack: Stack, requests: int = 10) -> dict[str, float]:
+    """Seconds per request: the pipeline list page (logged in as the admin) and the API's pipeline list."""
+    base = f"http://127.0.0.1:{stack.ports['web']}"
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{base}/login/", timeout=60).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    password = (stack.var_dir / "secrets" / "admin_password").read_text().strip()
+    form = {"username": "admin", "password": password, "csrfmiddlewaretoken": token.group(1) if token else ""}
+    request = urllib.request.Request(  # noqa: S310 - the local stack
+        f"{base}/login/", data=urllib.parse.urlencode(form).encode(), headers={"Referer": f"{base}/login/"}
+    )
+    opener.open(request, timeout=60).read()
+    timings: dict[str, list[float]] = {"page": [], "api": []}
+    for _ in range(requests):
+        started = time.monotonic()
+        body = opener.open(f"{base}/", timeout=60).read()
+        timings["page"].append(time.monotonic() - started)
+        started = time.monotonic()
+        stack.api("GET", "pipelines/")
+        timings["api"].append(time.monotonic() - started)
+    if b"login" in body[:2000].lower() and b"logout" not in body.lower():
+        log("the page answered a login form: its timing is the login page's")
+    return {f"{k}_median_s": statistics.median(v) for k, v in timings.items()} | {
+        f"{k}_max_s": max(v) for k, v in timings.items()
+    }
+
+
+def first_row_seconds(stack: Stack, clickhouse: Any, connections: tuple[int, int]) -> tuple[float, str]:
+    """One more pipeline deployed now (its topic has 100 events waiting): deploy -> first row visible."""
+    topic, table = f"density-new-{uuid.uuid4().hex[:6]}", f"density_new_{uuid.uuid4().hex[:6]}"
+    create_topics(stack.env["KAFKA_BOOTSTRAP_SERVERS"], [topic])
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": stack.env["KAFKA_BOOTSTRAP_SERVERS"]})
+    for _ in range(100):
+        producer.produce(topic, json.dumps({"id": str(uuid.uuid4()), "produced_at": int(time.time() * 1000)}))
+    producer.flush(30)
+    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
+    body = {"name": "density-new", "kafka_connection": connections[0], "clickhouse_connection": connections[1]}
+    pipeline = stack.api("POST", "pipelines/", {**body, "spec": spec})
+    time.sleep(1.0)
+    deployed = time.time()
+    stack.api("POST", f"pipelines/{pipeline['id']}/deploy/")
+
+    def visible() -> bool:
+        with contextlib.suppress(Exception):
+            return int(clickhouse.command(f"SELECT count() FROM `{table}`")) > 0
+        return False
+
+    wait_until(visible, timeout=300, interval=0.1)
+    seconds = time.time() - deployed
+    runs = stack.api("GET", f"pipelines/{pipeline['id']}/runs/")
+    return seconds, (runs[0].get("start", "") if runs else "")
+
+
+def main() -> int:
+    args = parse_args()
+    stack = Stack(keep=args.keep)
+    results: dict[str, Any] = {"pipelines": args.pipelines, "rate": args.rate}
+    results["load_before"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    stop = multiprocessing.Event()
+    producer = None
+    try:
+        log(f"starting the stack in {stack.var_dir}")
+        stack.start()
+        import clickhouse_connect
+
+        clickhouse = clickhouse_connect.get_client(host="127.0.0.1", port=stack.ports["clickhouse"])
+        bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
+        kafka = stack.api("POST", "connections/kafka/", {"name": "density kafka", "bootstrap_servers": bootstrap})
+        ch_body = {"name": "density ch", "host": "127.0.0.1", "port": stack.ports["clickhouse"]}
+        ch = stack.api("POST", "connections/clickhouse/", ch_body)
+        names = [f"density-{i:02d}-{uuid.uuid4().hex[:6]}" for i in range(args.pipelines)]
+        tables = [name.replace("-", "_") for name in names]
+        create_topics(bootstrap, names)
+        unique = multiprocessing.Array("l", args.pipelines, lock=False)
+        producer = multiprocessing.get_context("fork").Process(
+            target=produce_all, args=(bootstrap, names, args.rate, args.dup_share, stop, unique), daemon=True
+        )
+        producer.start()
+        ids = []
+        for name, table in zip(names, tables, strict=True):
+            spec = pipeline_spec(name, table, window="10m", time_mode="ingestion", state_store=None)
+            body = {"name": name, "kafka_connection": kafka["id"], "clickhouse_connection": ch["id"], "spec": spec}
+            ids.append(stack.api("POST", "pipelines/", body)["id"])
+        deployed = time.monotonic()
+        for pk in ids:
+            stack.api("POST", f"pipelines/{pk}/deploy/")
+
+        def statuses() -> list[str]:
+            return [stack.api("GET", f"pipelines/{pk}/status/")["status"] for pk in ids]
+
+        all_running = wait_until(lambda: all(s == "running" for s in statuses()), timeout=1800, interval=5.0)
+        results["all_running_after_s"] = round(time.monotonic() - deployed, 1) if all_running else None
+        log(f"all running: {all_running} after {time.monotonic() - deployed:.0f} s; statuses {statuses()}")
+        measure_from_ms = time.time() * 1000
+        time.sleep(args.minutes * 60 / 2)
+
+        pids = job_pids(stack, ids)
+        rss = [sample_tree(pid, {}) for pid in pids.values()]
+        results["rss_per_pipeline_mb"] = {
+            "median": round(statistics.median(rss) / 2**20),
+            "max": round(max(rss) / 2**20),
+            "total": round(sum(rss) / 2**20),
+        }
+        log(f"memory per pipeline: {results['rss_per_pipeline_mb']}")
+        results["ui"] = ui_timings(stack)
+        log(f"UI: {results['ui']}")
+        results["new_deploy_first_row_s"], results["new_deploy_start"] = first_row_seconds(
+            stack, clickhouse, (kafka["id"], ch["id"])
+        )
+        log(f"a new deploy's first row: {results['new_deploy_first_row_s']:.2f} s ({results['new_deploy_start']})")
+        time.sleep(args.minutes * 60 / 2)
+
+        p95 = {name: p95_ms(clickhouse, table, measure_from_ms) for name, table in zip(names, tables, strict=True)}
+        known = [v for v in p95.values() if v is not None]
+        results["p95_ms"] = {
+            "median": statistics.median(known) if known else None,
+            "max": max(known) if known else None,
+            "per_pipeline": p95,
+        }
+        log(f"p95 produced -> visible: median {results['p95_ms']['median']} ms, worst {results['p95_ms']['max']} ms")
+
+        stop.set()
+        producer.join(timeout=180)
+        expected = list(unique)
+
+        def caught_up() -> bool:
+            counts = [int(clickhouse.command(f"SELECT count() FROM `{t}`")) for t in tables]
+            return all(c >= e for c, e in zip(counts, expected, strict=True))
+
+        wait_until(caught_up, timeout=600, interval=2.0)
+        time.sleep(10)
+        pids = job_pids(stack, ids)
+        before = {pk: tree_cpu(pid) for pk, pid in pids.items()}
+        time.sleep(60)
+        after = {pk: tree_cpu(pid) for pk, pid in pids.items()}
+        idle = sum(after[pk] - before[pk] for pk in before) / 60
+        results["idle_cpu_cores_all_jobs"] = round(idle, 3)
+        results["idle_cpu_percent_per_pipeline"] = round(100 * idle / max(1, len(before)), 2)
+        log(f"idle CPU: {idle:.3f} cores for {len(before)} jobs")
+
+        exact = []
+        for table, wanted in zip(tables, expected, strict=True):
+            total, distinct = clickhouse.query(f"SELECT count(), uniqExact(id) FROM `{table}`").result_rows[0]
+            exact.append(int(total) == int(distinct) == wanted)
+        results["exact_rows"] = f"{sum(exact)}/{len(exact)}"
+        results["restarts"] = sum(max(0, len(stack.api("GET", f"pipelines/{pk}/runs/")) - 1) for pk in ids)
+        results["load_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        log(f"exact rows: {results['exact_rows']}, restarts {results['restarts']}")
+        print(json.dumps(results, indent=2))
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=2))
+        return 0
+    finally:
+        stop.set()
+        if producer is not None:
+            producer.join(timeout=30)
+        log("stopping the stack")
+        stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Standby jobs: a deploy runs in the job process the worker started beforehand (JVM and Spark session up),
+a new standby takes its place, two pipelines in two standbys share nothing, a stop is a stop; a standby refuses
+a run whose heap or static Spark settings it cannot honour; the stack's stop ends a standby without counting it
+as a pipeline job. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from spark_jobs.protocol import RunFiles
+from tests.worker.helpers import (
+    JOB_TIMEOUT,
+    URL,
+    api_spec,
+    create_pipeline,
+    events,
+    produce,
+    table_counts,
+    wait_for,
+    wait_status,
+)
+from tests.worker.test_jobs import job_spec
+from worker import jobs, standby
+
+pytestmark = [pytest.mark.spark]
+
+STANDBY_START_TIMEOUT = 600  # a JVM, a session and the rehearsal on a loaded 2-core machine (load 30: minutes)
+
+
+def ready_standby(run_root: Path, *, other_than: set[int] = frozenset()) -> standby.Standby | None:
+    found = [s for s in standby.waiting(run_root) if s.ready and s.handle.pid not in other_than]
+    return found[0] if found else None
+
+
+def active_run(api, pk: int) -> dict:
+    [run] = [run for run in api.get(f"{URL}{pk}/runs/").json() if run["ended_at"] is None]
+    return run
+
+
+def gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.timeout(1800)  # two standbys' and two pipelines' starts on the shared cores
+@pytest.mark.django_db(transaction=True)
+def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
+    api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker, worker_env
+):
+    run_root = Path(worker_env["CLEARFLOW_RUN_ROOT"])
+    table_a, table_b = f"sb_a_{uuid.uuid4().hex[:8]}", f"sb_b_{uuid.uuid4().hex[:8]}"
+    produce(kafka_bootstrap, topic, events("a", 500, 50))
+    celery_worker.start()
+    first = wait_for(lambda: ready_standby(run_root), timeout=STANDBY_START_TIMEOUT, interval=0.5)
+
+    pk_a = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic, table_a))
+    api.post(f"{URL}{pk_a}/deploy/")
+    wait_status(api, pk_a, "running", worker=celery_worker)
+    wait_for(lambda: table_counts(ch, table_a) == (500, 500), timeout=JOB_TIMEOUT)
+    run_a = active_run(api, pk_a)
+    assert run_a["pid"] == first.handle.pid, (run_a, first)  # the standby's process runs it
+    assert run_a["start"].startswith("In a standby job"), run_a["start"]
+    assert Path(run_a["log_path"]).parent == first.directory
+    spec_file = first.directory / RunFiles.SPEC
+    assert spec_file.exists() and (spec_file.stat().st_mode & 0o777) == 0o600
+    job = psutil.Process(run_a["pid"])
+    for process in [job, *job.children(recursive=True)]:  # connection details are in the spec file only
+        if process.status() != psutil.STATUS_ZOMBIE:
+            assert kafka_bootstrap not in " ".join(process.cmdline())
+
+    # A new standby appears once the first pipeline runs; the second pipeline runs in it, on its own topic.
+    second = wait_for(
+        lambda: ready_standby(run_root, other_than={first.handle.pid}), timeout=STANDBY_START_TIMEOUT, interval=0.5
+    )
+    topic_b = f"{topic}-b"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic_b, 2, 1)])[topic_b].result(30)
+    produce(kafka_bootstrap, topic_b, events("b", 300, 30))
+    pk_b = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic_b, table_b))
+    api.post(f"{URL}{pk_b}/deploy/")
+    wait_status(api, pk_b, "running", worker=celery_worker)
+    wait_for(lambda: table_counts(ch, table_b) == (300, 300), timeout=JOB_TIMEOUT)
+    run_b = active_run(api, pk_b)
+    assert run_b["pid"] == second.handle.pid and run_b["start"].startswith("In a standby job")
+    assert run_b["spark_app_id"] != run_a["spark_app_id"]
+    # Nothing of one pipeline in the other's table or application.
+    assert ch.command(f"SELECT countIf(startsWith(event_id, 'b-')) FROM `{table_a}`") == 0
+    assert ch.command(f"SELECT countIf(startsWith(event_id, 'a-')) FROM `{table_b}`") == 0
+
+    # A stop is a stop: the standby's process ends with its pipeline, the other pipeline runs on.
+    api.post(f"{URL}{pk_a}/stop/")
+    stopped = wait_status(api, pk_a, "stopped", timeout=120, worker=celery_worker)
+    assert "Stopped gracefully" in stopped["status_message"]
+    assert gone(run_a["pid"]) and not spec_file.exists()
+    [ended] = api.get(f"{URL}{pk_a}/runs/").json()
+    assert ended["outcome"] == "stopped" and ended["exit_code"] == 0
+    produce(kafka_bootstrap, topic_b, events("c", 100, 0))
+    wait_for(lambda: table_counts(ch, table_b) == (400, 400), timeout=JOB_TIMEOUT)
+    assert wait_status(api, pk_b, "running")["status"] == "running"
+
+
+def template(run_root: Path, **overrides) -> jobs.JobLaunch:
+    values = {
+        "name": "standby",
+        "run_dir": run_root,
+        "checkpoint": "",
+        "master": "local[2]",
+        "spec": None,
+        "driver_memory": "1g",
+        "spark_conf": ("spark.ui.enabled=false",),
+    }
+    return jobs.JobLaunch(**{**values, **overrides})
+
+
+@pytest.mark.timeout(1200)  # two standbys' starts
+@pytest.mark.django_db(transaction=True)
+def test_a_standby_refuses_what_it_cannot_honour_and_the_stacks_stop_ends_it_uncounted(tmp_path, settings):
+    from worker.reconciler import stop_stack_jobs
+
+    run_root = tmp_path / "runs"
+    [started] = standby.ensure(template(run_root), run_root=run_root, count=1)
+    try:
+        waiting = wait_for(lambda: ready_standby(run_root), timeout=STANDBY_START_TIMEOUT, interval=0.5)
+        assert waiting.handle.pid == started.handle.pid
+        assert standby.ensure(template(run_root), run_root=run_root, count=1) == []  # one is enough
+
+        def launch(**overrides) -> jobs.JobLaunch:
+            values = {"name": "pipeline-1", "run_dir": run_root / "x", "spec": job_spec(), "checkpoint": "/nowhere"}
+            return template(run_root, **{**values, **overrides})
+
+        # A run sized for another heap: the worker does not even ask.
+        refused = standby.take(launch(driver_memory="2g"), run_root=run_root, wait=5)
+        assert refused == "the pipeline is sized for a 2g heap and the standby job has 1g"
+        # A static setting the session was started without: the standby itself refuses, and goes on waiting.
+        refused = standby.take(launch(spark_conf=("spark.ui.enabled=true",)), run_root=run_root, wait=5)
+        assert "spark.ui.enabled=true needs a new JVM" in refused, refused
+        assert not (waiting.directory / RunFiles.SPEC).exists()  # the refused run's spec (secrets) is gone
+        assert ready_standby(run_root) == waiting
+
+        # Other settings replace it at the watcher's next look (ensure).
+        [replacement] = standby.ensure(template(run_root, driver_memory="768m"), run_root=run_root, count=1)
+        assert wait_for(lambda: gone(waiting.handle.pid), timeout=60)
+
+        settings.CLEARFLOW_RUN_ROOT = str(run_root)
+        result = stop_stack_jobs(timeout=30)
+        assert result.jobs == 0  # a standby is no pipeline's job
+        assert gone(replacement.handle.pid)
+        assert not jobs.find_jobs(run_root)
+    finally:
+        for handle in jobs.find_jobs(run_root):
+            jobs.force_kill(pid=handle.pid, process_started=handle.process_started)

@@ -1,0 +1,289 @@
+"""Standby jobs, the worker's side: a job process started before any deploy, its JVM and SparkSession up, that
+the next deploy on this host hands its pipeline to (`spark_jobs.standby` is the job's side).
+
+A standby runs under `worker.jobwrap` like any job, in its own directory under `<run root>/standby/`: the stack's
+stop (`find_jobs` over the run root) stops it with the pipeline jobs. `standby.json` there says how it was
+started (supervisor pid and start time, driver memory, Spark settings, master). To take one, a worker
+
+1. claims it (creates `claimed` with O_EXCL: two workers never hand two pipelines to one standby);
+2. writes the spec file into its directory (0600, secrets included, as for any job; removed when the job ends);
+3. sends the hand-off over the standby's Unix socket (paths and settings, no secret) and reads the answer.
+
+The standby answers yes only when its session honours the run's settings (driver memory, static Spark settings);
+otherwise the worker starts the pipeline cold and the run's record says why. From the hand-off on, the standby's
+directory is the run's directory and the process is the run's job: stop, kill and the watcher's checks are those
+of any job. A standby serves one pipeline only, so nothing of one pipeline reaches another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_jobs.protocol import STANDBY_DIR, Handoff, RunFiles
+from spark_jobs.standby import socket_path
+from worker import jobs
+
+CLAIMED = "claimed"
+READY_POLL_SECONDS = 0.2
+ANSWER_TIMEOUT_SECONDS = 30.0  # the standby answers at once; a loaded machine may take seconds to schedule it
+
+
+@dataclass(frozen=True)
+class Standby:
+    """A standby job found on this host, as `standby.json` describes it."""
+
+    handle: jobs.JobHandle
+    driver_memory: str
+    conf: tuple[str, ...]
+    master: str
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.handle.run_dir)
+
+    @property
+    def ready(self) -> bool:
+        return (self.directory / RunFiles.CHANNEL).exists()
+
+    def alive(self) -> bool:
+        return jobs.job_state(
+            pid=self.handle.pid, process_started=self.handle.process_started, run_dir=self.handle.run_dir
+        ).alive
+
+    def fits(self, launch: jobs.JobLaunch) -> bool:
+        """Started as this launch would start a standby (the settings changed since: it is replaced)."""
+        return (self.driver_memory, self.conf, self.master) == (
+            launch.driver_memory,
+            tuple(launch.spark_conf),
+            launch.master,
+        )
+
+
+def root(run_root: Path) -> Path:
+    return Path(run_root) / STANDBY_DIR
+
+
+def is_waiting(run_dir: str | Path) -> bool:
+    """A standby's directory that no pipeline took (its job runs no pipeline)."""
+    path = Path(run_dir)
+    return path.parent.name == STANDBY_DIR and not (path / RunFiles.JOB_NAME).exists()
+
+
+def job_name_of(run_dir: str | Path) -> str:
+    """The job name of the pipeline a run directory belongs to: a standby's says it in a file, others are named
+    `<run root>/<job name>/<start>`."""
+    path = Path(run_dir)
+    with contextlib.suppress(OSError):
+        return (path / RunFiles.JOB_NAME).read_text().strip()
+    return path.parent.name
+
+
+def start(launch: jobs.JobLaunch) -> Standby:
+    """Start a standby job with the launch's master, driver memory and Spark settings (its name, spec,
+    checkpoint and trigger are unused: they come with the hand-off)."""
+    directory = launch.run_dir
+    command = [
+        sys.executable, "-m", "spark_jobs.run",
+        "--standby", str(directory / RunFiles.CHANNEL),
+        "--master", launch.master,
+        *jobs.spark_args(launch),
+    ]  # fmt: skip
+    if jobs.is_cluster(launch.master):
+        raise ValueError("standby jobs run on local masters only")
+    handle = jobs.spawn_supervised(launch, directory / RunFiles.SPEC, command)
+    standby = Standby(handle, launch.driver_memory, tuple(launch.spark_conf), launch.master)
+    tmp = directory / f".{RunFiles.STANDBY}.tmp"
+    tmp.write_text(
+        json.dumps(
+            {
+                "pid": handle.pid,
+                "process_started": handle.process_started,
+                "driver_memory": standby.driver_memory,
+                "conf": list(standby.conf),
+                "master": standby.master,
+            }
+        )
+    )
+    os.replace(tmp, directory / RunFiles.STANDBY)
+    return standby
+
+
+def new_directory(run_root: Path) -> Path:
+    return root(run_root) / f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def waiting(run_root: Path) -> list[Standby]:
+    """The live standby jobs of this host under `run_root` that no pipeline took, oldest first."""
+    found = []
+    base = root(run_root)
+    for directory in sorted(base.iterdir()) if base.is_dir() else []:
+        if not directory.is_dir() or (directory / CLAIMED).exists():
+            continue
+        try:
+            data = json.loads((directory / RunFiles.STANDBY).read_text())
+            handle = jobs.JobHandle(
+                pid=int(data["pid"]),
+                process_started=float(data["process_started"]),
+                host=jobs.this_host(),
+                run_dir=str(directory),
+                log_path=str(directory / RunFiles.LOG),
+            )
+            standby = Standby(handle, str(data["driver_memory"]), tuple(data["conf"]), str(data["master"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written, or not a standby's
+        if standby.alive():
+            found.append(standby)
+    return found
+
+
+@contextlib.contextmanager
+def _locked(run_root: Path) -> Iterator[None]:
+    """One worker at a time counts and starts standbys on this host."""
+    base = root(run_root)
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(base / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int) -> list[Standby]:
+    """Keep `count` standbys on this host started as `template` says (master, driver memory, Spark settings,
+    Redis, lease): stop those started with other settings, start what is missing. Returns the ones it started."""
+    started = []
+    with _locked(run_root):
+        fitting = []
+        for standby in waiting(run_root):
+            if standby.fits(template) and len(fitting) < count:
+                fitting.append(standby)
+            elif _claim(standby):  # else a worker is handing it a pipeline: it is that pipeline's job now
+                jobs.request_stop(pid=standby.handle.pid, process_started=standby.handle.process_started)
+        missing = count - len(fitting)
+        if missing > 0 and _failed_lately(run_root):
+            return []  # a standby that cannot start would otherwise take a core every watcher tick
+        for _ in range(missing):
+            launch = dataclasses.replace(
+                template, name="standby", run_dir=new_directory(run_root), spec=None, checkpoint=""
+            )
+            started.append(start(launch))
+    return started
+
+
+FAILED_STANDBY_PAUSE_SECONDS = 120.0
+
+
+def _failed_lately(run_root: Path) -> bool:
+    """The newest standby that ended without a pipeline failed (exit code not 0) less than a pause ago."""
+    base = root(run_root)
+    ended = [d for d in base.iterdir() if (d / RunFiles.EXIT_CODE).exists()] if base.is_dir() else []
+    for directory in sorted(ended, key=lambda d: (d / RunFiles.EXIT_CODE).stat().st_mtime, reverse=True)[:1]:
+        if (directory / RunFiles.JOB_NAME).exists():
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            failed = int((directory / RunFiles.EXIT_CODE).read_text().strip()) != 0
+            return (
+                failed and time.time() - (directory / RunFiles.EXIT_CODE).stat().st_mtime < FAILED_STANDBY_PAUSE_SECONDS
+            )
+    return False
+
+
+def _claim(standby: Standby) -> bool:
+    try:
+        fd = os.open(standby.directory / CLAIMED, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _unclaim(standby: Standby) -> None:
+    (standby.directory / CLAIMED).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Taken:
+    handle: jobs.JobHandle  # the run's job from now on (its directory is the run's)
+
+
+def take(launch: jobs.JobLaunch, *, run_root: Path, wait: float) -> Taken | str:
+    """Hand `launch`'s pipeline to a standby of this host; the job's handle, or why it could not (the caller
+    starts the job cold). Waits up to `wait` seconds for a standby that is still starting."""
+    if jobs.is_cluster(launch.master):
+        return "standby jobs run on local masters only"
+    candidates = [s for s in waiting(run_root) if s.master == launch.master]
+    if not candidates:
+        return "no standby job was running"
+    fitting = [s for s in candidates if s.driver_memory.lower() == launch.driver_memory.lower()]
+    if not fitting:
+        return (
+            f"the pipeline is sized for a {launch.driver_memory} heap and the standby job has "
+            f"{candidates[0].driver_memory}"
+        )
+    deadline = time.monotonic() + wait
+    while True:
+        ready = [s for s in fitting if s.ready]
+        for standby in ready:
+            if not _claim(standby):
+                continue
+            outcome = _hand_off(standby, launch)
+            if isinstance(outcome, Taken):
+                return outcome
+            _unclaim(standby)
+            return outcome
+        fitting = [s for s in fitting if s.alive() and not (s.directory / CLAIMED).exists()]
+        if not fitting:
+            return "the standby job was taken or ended"
+        if time.monotonic() >= deadline:
+            return f"the standby job was not ready within {wait:.0f} s"
+        time.sleep(READY_POLL_SECONDS)
+
+
+def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:
+    assert launch.spec is not None
+    spec_path = jobs.write_spec(standby.directory, launch.spec)
+    handoff = Handoff(
+        spec=str(spec_path),
+        checkpoint=launch.checkpoint,
+        trigger_interval=launch.trigger_interval,
+        driver_memory=launch.driver_memory,
+        conf=tuple(launch.spark_conf),
+    )
+    # The job name first: from the answer on, this directory is the pipeline's run (make status, the stack's stop).
+    (standby.directory / RunFiles.JOB_NAME).write_text(launch.name)
+    try:
+        answer = _exchange(standby.directory / RunFiles.CHANNEL, handoff.to_json())
+    except (OSError, ValueError) as exc:
+        answer = {"accepted": False, "reason": f"the standby job did not answer ({exc})"}
+    if answer.get("accepted"):
+        return Taken(standby.handle)
+    (standby.directory / RunFiles.JOB_NAME).unlink(missing_ok=True)
+    spec_path.unlink(missing_ok=True)
+    return str(answer.get("reason") or "the standby job refused the pipeline")
+
+
+def _exchange(channel: Path, message: str) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(ANSWER_TIMEOUT_SECONDS)
+        with socket_path(channel) as address:
+            connection.connect(address)
+        connection.sendall(message.encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.decode() or "{}")
