@@ -113,6 +113,10 @@ def worker_env(settings: Any, redis_url: str, tmp_path: Path) -> dict[str, str]:
         "CLEARFLOW_DRIVER_MEMORY": "1g",
         "CLEARFLOW_SPARK_CONF": "spark.ui.enabled=false",
         "SPARK_MASTER": "local[2]",
+        # No standby job (a JVM and session kept up for the next deploy) unless a test asks for one
+        # (tests/worker/test_standby.py): each test's worker would start its own, 1 GB and a JVM start each, and
+        # a deploy would wait for it; cold starts are what most tests exercise.
+        "CLEARFLOW_STANDBY": "0",
     }
 
 

@@ -54,6 +54,7 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     run_root = Path(worker_env["CLEARFLOW_RUN_ROOT"])
     table_a, table_b = f"sb_a_{uuid.uuid4().hex[:8]}", f"sb_b_{uuid.uuid4().hex[:8]}"
     produce(kafka_bootstrap, topic, events("a", 500, 50))
+    worker_env["CLEARFLOW_STANDBY"] = "1"  # the product's default (the other worker tests turn it off)
     celery_worker.start()
     first = wait_for(lambda: ready_standby(run_root), timeout=STANDBY_START_TIMEOUT, interval=0.5)
 
