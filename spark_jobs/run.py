@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.standby:
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        spark = _start_session(args, app_name="clearflow-standby")
+        spark = _start_session(args, app_name="clearflow-standby", who="standby")
         if spark is None:
             return ExitCode.FAILED
         from spark_jobs.standby import rehearse, wait_for_handoff
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     early.shutdown(wait=False)
 
     if spark is None:
-        spark = _start_session(args, app_name=f"clearflow-{spec.name}")
+        spark = _start_session(args, app_name=f"clearflow-{spec.name}", who=f"pipeline {spec.name}")
         if spark is None:
             return ExitCode.FAILED
 
@@ -202,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     return ExitCode.STOPPED
 
 
-def _start_session(args: argparse.Namespace, *, app_name: str) -> Any:
+def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
     """The SparkSession the command line asks for, with the Python workers warming up; None when the connector's
-    jars are missing (logged)."""
+    jars are missing (logged). `who` names the job in the log ("pipeline orders", "standby")."""
     from spark_jobs.jars import ConnectorJarsMissing
     from spark_jobs.pipeline import build_session
 
@@ -216,13 +216,13 @@ def _start_session(args: argparse.Namespace, *, app_name: str) -> Any:
             app_name=app_name, master=master, conf=spark_conf(args), jars=[] if under_spark_submit else None
         )
     except ConnectorJarsMissing as exc:
-        log.error("pipeline %s could not start: %s", app_name.removeprefix("clearflow-"), exc)
+        log.error("%s could not start: %s", who, exc)
         return None
     spark.sparkContext.setLogLevel("WARN")
     log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
     log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
     if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
-        log.info("%s: Spark UI at %s", app_name, spark.sparkContext.uiWebUrl)
+        log.info("%s: Spark UI at %s", who, spark.sparkContext.uiWebUrl)
     # The first micro-batch's sink runs in Python workers: fork them now, while the query is being set up.
     threading.Thread(target=_warm_python_workers, args=(spark,), name="clearflow-warm", daemon=True).start()
     return spark
