@@ -233,7 +233,23 @@ class SourceSpec(BaseModel):
         return self.format.upper()
 
 
-class DedupSpec(BaseModel):
+class _Windowed(BaseModel):
+    """A section with a `window` ("30m", "1h", "7d"; each subclass declares the field and its default): checked
+    once here, and its length in seconds. The field is declared by each subclass, so it keeps its place among
+    their fields (and in the spec's JSON)."""
+
+    @field_validator("window", check_fields=False)
+    @classmethod
+    def _window(cls, value: str) -> str:
+        parse_window(value)
+        return value.strip()
+
+    @property
+    def window_seconds(self) -> int:
+        return parse_window(self.window)  # type: ignore[attr-defined]  # declared by the subclass
+
+
+class DedupSpec(_Windowed):
     model_config = _STRICT
 
     keys: list[str] = Field(min_length=1)
@@ -243,16 +259,6 @@ class DedupSpec(BaseModel):
     # Accepted for specs written by earlier versions, which chose a memory or RocksDB store here. The dedup
     # state is always on RocksDB now, with bounded memory (spark_jobs.pipeline.state_store_conf).
     state_store: StateStore = "auto"
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: str) -> str:
-        parse_window(value)
-        return value.strip()
-
-    @property
-    def window_seconds(self) -> int:
-        return parse_window(self.window)
 
     @model_validator(mode="after")
     def _event_time(self) -> DedupSpec:
@@ -351,7 +357,7 @@ class JoinKeySpec(BaseModel):
     right: str  # a field of `join.source.fields`
 
 
-class JoinSpec(BaseModel):
+class JoinSpec(_Windowed):
     """A second topic (the right side) joined to the source (the left side) on keys, within a time window.
 
     Each side is deduplicated first (`dedup`, `join.dedup`). The joined row's fields are `left.<path>` and
@@ -370,16 +376,6 @@ class JoinSpec(BaseModel):
     time: Literal["ingestion", "event"] = "ingestion"
     left_time_field: str | None = None
     right_time_field: str | None = None
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: str) -> str:
-        parse_window(value)
-        return value.strip()
-
-    @property
-    def window_seconds(self) -> int:
-        return parse_window(self.window)
 
     @model_validator(mode="after")
     def _event_time(self) -> JoinSpec:
