@@ -47,7 +47,17 @@ ROCKSDB_CACHE_SHARE = 0.035
 ROCKSDB_MIN_MB = 64
 ROCKSDB_MAX_MB = 1024
 # The driver's JVM heap: the micro-batches and Spark's own bookkeeping, not the state (off-heap in RocksDB).
+# What the 20,000 events/s soak ran with (bench/soak.py, 1h window: 0 restarts, heap used up to ~720 MB).
 DRIVER_HEAP_MB = 1024
+# A light pipeline's heap: a few hundred events a second in batches of as many rows, and a state that stays
+# small, need far less. LIGHT_DRIVER_HEAP_MB is measured (docs/performance.md, "A light job's heap"): the live
+# heap of a job at 100 events/s after its first batches, and a catch-up batch of max_records_per_batch rows.
+LIGHT_DRIVER_HEAP_MB = 512
+# Light means both: at most this rate (the rows a micro-batch holds) and this many keys in the state (RocksDB
+# is off-heap, but its per-file bookkeeping and the state's maintenance grow with it). 1,000 events/s over the
+# default 1h window is the edge; 100 events/s over 7 days is not light.
+LIGHT_MAX_EVENTS_PER_SECOND = 1000
+LIGHT_MAX_KEYS = 3_600_000
 # Beyond heap and RocksDB, the job's processes hold the JVM's own memory (metaspace, code cache, thread
 # stacks, Netty's direct buffers), the Python driver and the Python workers that write to ClickHouse. Measured
 # with bench/soak.py (2026-11-27, 20,000 events/s): the job's processes held 2.6-2.8 GB with a 1 GB heap and a
@@ -94,6 +104,23 @@ def _spark_memory(mb: int) -> str:
     return f"{mb // 1024}g" if mb % 1024 == 0 else f"{mb}m"
 
 
+def driver_heap_mb(*, events_per_second: float, keys: int) -> int:
+    """The driver's heap for a pipeline at `events_per_second` whose state holds `keys`: the light heap when
+    both are within the light bounds, else the full one."""
+    light = events_per_second <= LIGHT_MAX_EVENTS_PER_SECOND and keys <= LIGHT_MAX_KEYS
+    return LIGHT_DRIVER_HEAP_MB if light else DRIVER_HEAP_MB
+
+
+def full_driver_memory() -> str:
+    """The heap of a job with nothing to size it from (a rate that could not be read: not assumed light)."""
+    return _spark_memory(DRIVER_HEAP_MB)
+
+
+def light_driver_memory() -> str:
+    """The heap of a light pipeline's job, as Spark's --driver-memory takes it (the standby jobs' too)."""
+    return _spark_memory(LIGHT_DRIVER_HEAP_MB)
+
+
 def rocksdb_memory_mb(disk_bytes: int) -> int:
     """RocksDB's memory bound for a state of `disk_bytes`, in MB (a multiple of 64, within the bounds)."""
     wanted = disk_bytes * ROCKSDB_CACHE_SHARE / MB + ROCKSDB_WRITE_BUFFERS_MB
@@ -121,6 +148,7 @@ def state_estimate(
         keys = int(key_space or 0)
     disk = keys * BYTES_PER_KEY_ON_DISK
     rocksdb_mb = rocksdb_memory_mb(disk)
+    heap_mb = driver_heap_mb(events_per_second=events_per_second, keys=keys)
     return StateEstimate(
         events_per_second=round(float(events_per_second), 1),
         window_seconds=int(window_seconds),
@@ -128,8 +156,8 @@ def state_estimate(
         keys=keys,
         disk_bytes=disk,
         rocksdb_memory_mb=rocksdb_mb,
-        driver_memory=_spark_memory(DRIVER_HEAP_MB),
-        job_memory_bytes=(DRIVER_HEAP_MB + rocksdb_mb + PROCESS_OVERHEAD_MB) * MB,
+        driver_memory=_spark_memory(heap_mb),
+        job_memory_bytes=(heap_mb + rocksdb_mb + PROCESS_OVERHEAD_MB) * MB,
         rate_source=rate_source,
         capped_by_key_space=capped,
     )
@@ -233,7 +261,10 @@ __all__ = [
     "MachineCheck",
     "StateEstimate",
     "free_disk_bytes",
+    "driver_heap_mb",
+    "full_driver_memory",
     "human_bytes",
+    "light_driver_memory",
     "machine_check",
     "parse_memory",
     "rocksdb_memory_mb",

@@ -392,7 +392,7 @@ def keep_standby() -> list[standby.Standby]:
         if first_batch is None or first_batch < run.running_at - timedelta(seconds=5):
             return []
     template = _launch(
-        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.default_driver_memory()
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
     )
     return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count)
 

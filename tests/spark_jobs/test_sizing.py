@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.sizing import machine_check, parse_memory, state_estimate, stored_state_bytes
+from spark_jobs.sizing import (
+    full_driver_memory,
+    light_driver_memory,
+    machine_check,
+    parse_memory,
+    state_estimate,
+    stored_state_bytes,
+)
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
@@ -21,6 +28,26 @@ def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys():
     assert estimate.rocksdb_memory_mb == 512
     assert estimate.driver_memory == "1g"
     assert estimate.job_memory_bytes == (1024 + 512 + 1280) * MB
+
+
+def test_a_light_pipeline_gets_the_light_heap():
+    # 100 events/s over the default 1h window: 360,000 keys, 58 MB on disk; 3.5% of it plus 64 MB of write
+    # buffers, rounded up to 64 MB: a 128 MB bound; and the light heap instead of the full 1 GB.
+    estimate = state_estimate(events_per_second=100, window_seconds=3600)
+    assert estimate.keys == 360_000
+    assert estimate.rocksdb_memory_mb == 128
+    assert estimate.driver_memory == light_driver_memory() == "512m"
+    assert estimate.job_memory_bytes == (512 + 128 + 1280) * MB
+
+
+def test_the_light_heap_ends_at_1000_events_per_second_over_an_hour():
+    assert state_estimate(events_per_second=1000, window_seconds=3600).driver_memory == "512m"
+    assert state_estimate(events_per_second=1001, window_seconds=60).driver_memory == "1g"  # the batches' rows
+    assert state_estimate(events_per_second=1000, window_seconds=3601).driver_memory == "1g"  # the state's keys
+
+
+def test_a_light_rate_over_a_long_window_keeps_the_full_heap():
+    assert state_estimate(events_per_second=100, window_seconds=7 * 86_400).driver_memory == full_driver_memory()
 
 
 def test_a_seven_day_window_at_200_events_per_second_holds_121_million_keys():

@@ -20,6 +20,8 @@ from spark_jobs.sizing import (
     DISK_HEADROOM,
     MachineCheck,
     StateEstimate,
+    full_driver_memory,
+    light_driver_memory,
     machine_check,
     parse_memory,
     rocksdb_memory_mb,
@@ -119,12 +121,21 @@ UNKNOWN_RATE_ROCKSDB_MB = 256
 ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 
 
+def _auto() -> bool:
+    return settings.SPARK_DRIVER_MEMORY.strip().lower() == "auto"
+
+
 def default_driver_memory() -> str:
-    """The driver memory of a job with nothing to size it from (and of the standby jobs): CLEARFLOW_DRIVER_MEMORY,
-    or with `auto` the base heap."""
-    if settings.SPARK_DRIVER_MEMORY.strip().lower() != "auto":
-        return settings.SPARK_DRIVER_MEMORY
-    return state_estimate(events_per_second=0, window_seconds=1).driver_memory
+    """The driver memory of a job with nothing to size it from: CLEARFLOW_DRIVER_MEMORY, or with `auto` the full
+    heap (a pipeline without dedup, or whose topic's rate could not be read, is not assumed to be light)."""
+    return settings.SPARK_DRIVER_MEMORY if not _auto() else full_driver_memory()
+
+
+def standby_driver_memory() -> str:
+    """The standby jobs' driver memory: CLEARFLOW_DRIVER_MEMORY, or with `auto` the light heap. A standby takes
+    only a run sized for its heap (a JVM's heap is fixed at its start), and most deploys are light pipelines; a
+    heavy one (or one sized without a rate) starts cold, and its run's record says why."""
+    return settings.SPARK_DRIVER_MEMORY if not _auto() else light_driver_memory()
 
 
 def job_resources(
@@ -135,7 +146,7 @@ def job_resources(
     either way (a pipeline without dedup has no state: no bound), and never below what the state already in
     `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
-    if estimate is not None and settings.SPARK_DRIVER_MEMORY.strip().lower() == "auto":
+    if estimate is not None and _auto():
         driver_memory = estimate.driver_memory
     else:
         driver_memory = default_driver_memory()

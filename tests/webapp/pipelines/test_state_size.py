@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec
-from webapp.pipelines.state_size import job_resources
+from webapp.pipelines.state_size import job_resources, standby_driver_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +50,24 @@ def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, 
     driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn)
     assert driver_memory == "1g"
     assert conf == (f"{ROCKSDB}=448",)
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_auto_gives_a_light_pipeline_the_light_heap(kafka_conn, busy_topic, kafka_bootstrap):
+    # 100 events/s for an hour: 360,000 keys; at most 1,000 events/s and 3.6M keys is light.
+    driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn)
+    assert driver_memory == "512m"
+    assert conf == (f"{ROCKSDB}=128",)
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_the_standby_jobs_are_sized_for_a_light_pipeline():
+    assert standby_driver_memory() == "512m"
+
+
+@override_settings(SPARK_DRIVER_MEMORY="2g")
+def test_a_configured_driver_memory_sizes_the_standby_jobs_too():
+    assert standby_driver_memory() == "2g"
 
 
 @override_settings(SPARK_DRIVER_MEMORY="3g")
