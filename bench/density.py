@@ -8,13 +8,18 @@ UUID `id`, 10 min window), and one producer process that sends --rate JSON event
 re-sends of a recent event's bytes). All are deployed at once; then:
 - running:   seconds from the deploys until every pipeline is `running`;
 - memory:    RSS of each pipeline's job (its process tree: supervisor, Python driver, JVM, Python workers),
-             median and max, and the standby job's;
-- p95:       produced -> visible per pipeline over the last --minutes (ClickHouse: `_cf_ingested_at` -
+             median and max; and its PSS (shared pages counted once: the forked Python workers share most of
+             theirs with their daemon), by part; the machine's memory in use (all of its users', not only ours);
+- caught up: seconds from the deploys until every pipeline has written what was produced while they started;
+- p95:       produced -> visible per pipeline from then on, for --minutes (ClickHouse: `_cf_ingested_at` -
              `produced_at`, the same machine's clocks), the median and the worst pipeline's;
 - UI:        the pipeline list page (logged in) and the API's list, 10 requests each while everything runs;
 - deploy:    one more pipeline deployed while the others run: deploy -> first row visible;
 - idle CPU:  the producer stopped and every pipeline caught up, CPU of all job processes over 60 s;
-- exact:     per pipeline, count() and uniqExact(id) against the unique ids produced to its topic.
+- load:      the load average at those points;
+- exact:     per pipeline, count() and uniqExact(id) against the unique ids produced to its topic;
+- heap:      per job's JVM, the heap it was given (-Xmx), committed and used (`jstat -gc`), and live: used
+             after a full GC (`jcmd GC.run`), taken last (it stops each JVM for a moment); the JVM's own RSS.
 Prints one line per measure and writes them to --out (JSON) if given.
 """
 
@@ -25,6 +30,7 @@ import contextlib
 import http.cookiejar
 import json
 import multiprocessing
+import os
 import random
 import re
 import signal
@@ -38,7 +44,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import REPO, _descendants, cpu_seconds, log, sample_tree
+from bench_pipeline import REPO, _component, _descendants, log, sample_tree
 from soak import Stack, pipeline_spec
 
 sys.path.insert(0, str(REPO))
@@ -109,12 +115,111 @@ def job_pids(stack: Stack, pipeline_ids: list[int]) -> dict[int, int]:
     return pids
 
 
-def tree_cpu(pid: int) -> float:
-    total = 0.0
+def tree_pss(pid: int) -> dict[str, int]:
+    """Proportional set size of a job's process tree by part (jvm, python_driver, python_workers), bytes: the
+    forked Python workers share most of their pages with their daemon, which RSS would count in each of them."""
+    parts = {"jvm": 0, "python_driver": 0, "python_workers": 0}
     for member in _descendants(pid):
-        with contextlib.suppress(OSError, ProcessLookupError):
-            total += cpu_seconds(member)
-    return total
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    parts[_part(member)] += int(line.split()[1]) * 1024
+    return parts
+
+
+def _part(pid: int) -> str:
+    """jvm, python_workers (PySpark's daemon, here `spark_jobs.python_daemon`, and the workers it forks) or
+    python_driver (the runner and its supervisor)."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+    if b"python_daemon" in argv or b"pyspark.daemon" in argv:
+        return "python_workers"
+    return _component(pid)
+
+
+def machine_used_mb() -> int:
+    """This machine's memory in use (MemTotal - MemAvailable), MB."""
+    info = {
+        k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    }
+    return round((info["MemTotal"] - info["MemAvailable"]) / 1024)
+
+
+def tree_cpu(pid: int) -> dict[tuple[int, int], float]:
+    """CPU seconds of each process of a job's tree, its own only (utime + stime), keyed by (pid, start tick): a
+    Python worker that ends between two samples takes its time with it, which the children's times of its
+    parent would not give back (the daemon does not wait for its workers), so the sum of two samples is not
+    comparable; `cpu_between` compares process by process."""
+    found = {}
+    for member in _descendants(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            found[(member, int(fields[19]))] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def cpu_between(before: dict[tuple[int, int], float], after: dict[tuple[int, int], float]) -> float:
+    """CPU seconds used between two `tree_cpu` samples: the processes in both, and all of those started since
+    (those that ended in between are missed: a lower bound)."""
+    return sum(used - before.get(key, 0.0) for key, used in after.items())
+
+
+def _jstat(pid: int) -> dict[str, float]:
+    """`jstat -gc` of a JVM as {column: KB}; {} when it does not answer."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True, timeout=60).stdout
+        rows = [line.split() for line in out.splitlines() if line.strip()]
+        if len(rows) >= 2:
+            with contextlib.suppress(ValueError):
+                return {k: float(v) for k, v in zip(rows[0], rows[1], strict=False)}
+    return {}
+
+
+def jvm_heap(supervisor: int, *, full_gc: bool = True) -> dict[str, Any] | None:
+    """The heap of a job's JVM in MB: its -Xmx, committed and used now, and live (used after a full GC, when
+    `full_gc`); the JVM's RSS. None when the job has no JVM (any more)."""
+    jvms = [pid for pid in _descendants(supervisor) if _safe_component(pid) == "jvm"]
+    if not jvms:
+        return None
+    pid = jvms[0]
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    xmx = next((a.decode()[4:] for a in argv if a.startswith(b"-Xmx")), "")
+    before = _jstat(pid)
+    if full_gc:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60, check=False)
+    after = _jstat(pid) if full_gc else {}
+
+    def mb(row: dict[str, float], names: tuple[str, ...]) -> int | None:
+        return round(sum(row[n] for n in names) / 1024) if row and all(n in row for n in names) else None
+
+    rss = None
+    with contextlib.suppress(OSError, ValueError):
+        rss = round(int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4096 / 2**20)
+    return {
+        "xmx": xmx,
+        "committed_mb": mb(before, ("S0C", "S1C", "EC", "OC")),
+        "used_mb": mb(before, ("S0U", "S1U", "EU", "OU")),
+        "live_mb": mb(after, ("S0U", "S1U", "EU", "OU")),
+        "metaspace_mb": mb(before, ("MU",)),
+        "jvm_rss_mb": rss,
+    }
+
+
+def heap_summary(heaps: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Median and max of each of `jvm_heap`'s figures over the jobs, and the -Xmx they ran with."""
+    found = [h for h in heaps if h is not None]
+    return {
+        key: {"median": statistics.median(vals), "max": max(vals)}
+        for key in ("committed_mb", "used_mb", "live_mb", "metaspace_mb", "jvm_rss_mb")
+        if (vals := [h[key] for h in found if h[key] is not None])
+    } | {"xmx": sorted({h["xmx"] for h in found})}
+
+
+def _safe_component(pid: int) -> str:
+    try:
+        return _component(pid)
+    except OSError:
+        return ""
 
 
 def p95_ms(clickhouse: Any, table: str, since_ms: int) -> float | None:
@@ -163,8 +268,9 @@ def first_row_seconds(stack: Stack, clickhouse: Any, connections: tuple[int, int
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": stack.env["KAFKA_BOOTSTRAP_SERVERS"]})
-    for _ in range(100):
-        producer.produce(topic, json.dumps({"id": str(uuid.uuid4()), "produced_at": int(time.time() * 1000)}))
+    for i in range(100):  # the shape the bench's producer sends (every column of the table has its field)
+        event = {"id": str(uuid.uuid4()), "produced_at": int(time.time() * 1000), "user": f"user-{i}", "amount": 1.5}
+        producer.produce(topic, json.dumps(event))
     producer.flush(30)
     spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
     body = {"name": "density-new", "kafka_connection": connections[0], "clickhouse_connection": connections[1]}
@@ -189,6 +295,7 @@ def main() -> int:
     stack = Stack(keep=args.keep)
     results: dict[str, Any] = {"pipelines": args.pipelines, "rate": args.rate}
     results["load_before"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    results["machine_memory_used_mb_before"] = machine_used_mb()
     stop = multiprocessing.Event()
     producer = None
     try:
@@ -224,6 +331,18 @@ def main() -> int:
         all_running = wait_until(lambda: all(s == "running" for s in statuses()), timeout=1800, interval=5.0)
         results["all_running_after_s"] = round(time.monotonic() - deployed, 1) if all_running else None
         log(f"all running: {all_running} after {time.monotonic() - deployed:.0f} s; statuses {statuses()}")
+        results["load"] = {"all_running": os.getloadavg()}
+        # The events produced while the jobs started wait in their topics: the latency counts from when every
+        # pipeline has caught up with them, not from the start's backlog.
+        backlog = list(unique)
+
+        def caught_up_with(wanted: list[int]) -> bool:
+            counts = [int(clickhouse.command(f"SELECT count() FROM `{t}`")) for t in tables]
+            return all(c >= e for c, e in zip(counts, wanted, strict=True))
+
+        wait_until(lambda: caught_up_with(backlog), timeout=900, interval=2.0)
+        results["caught_up_after_s"] = round(time.monotonic() - deployed, 1)
+        log(f"caught up with the start's backlog ({sum(backlog)} events) after {results['caught_up_after_s']} s")
         measure_from_ms = time.time() * 1000
         time.sleep(args.minutes * 60 / 2)
 
@@ -235,6 +354,19 @@ def main() -> int:
             "total": round(sum(rss) / 2**20),
         }
         log(f"memory per pipeline: {results['rss_per_pipeline_mb']}")
+        pss = [tree_pss(pid) for pid in pids.values()]
+        by_part = {part: statistics.median(p[part] for p in pss) for part in ("jvm", "python_driver", "python_workers")}
+        results["pss_per_pipeline_mb"] = {
+            "median": round(statistics.median(sum(p.values()) for p in pss) / 2**20),
+            "max": round(max(sum(p.values()) for p in pss) / 2**20),
+            "total": round(sum(sum(p.values()) for p in pss) / 2**20),
+            **{f"{part}_median": round(value / 2**20) for part, value in by_part.items()},
+        }
+        log(f"memory per pipeline, shared pages counted once (PSS): {results['pss_per_pipeline_mb']}")
+        results["machine_memory_used_mb"] = machine_used_mb()
+        results["heap_under_load_mb"] = heap_summary([jvm_heap(pid, full_gc=False) for pid in pids.values()])
+        log(f"heap under load: {results['heap_under_load_mb']}")
+        results["load"]["mid"] = os.getloadavg()
         results["ui"] = ui_timings(stack)
         log(f"UI: {results['ui']}")
         results["new_deploy_first_row_s"], results["new_deploy_start"] = first_row_seconds(
@@ -252,21 +384,18 @@ def main() -> int:
         }
         log(f"p95 produced -> visible: median {results['p95_ms']['median']} ms, worst {results['p95_ms']['max']} ms")
 
+        results["load"]["end_of_load"] = os.getloadavg()
         stop.set()
         producer.join(timeout=180)
         expected = list(unique)
-
-        def caught_up() -> bool:
-            counts = [int(clickhouse.command(f"SELECT count() FROM `{t}`")) for t in tables]
-            return all(c >= e for c, e in zip(counts, expected, strict=True))
-
-        wait_until(caught_up, timeout=600, interval=2.0)
+        wait_until(lambda: caught_up_with(expected), timeout=600, interval=2.0)
         time.sleep(10)
         pids = job_pids(stack, ids)
         before = {pk: tree_cpu(pid) for pk, pid in pids.items()}
         time.sleep(60)
         after = {pk: tree_cpu(pid) for pk, pid in pids.items()}
-        idle = sum(after[pk] - before[pk] for pk in before) / 60
+        idle = sum(cpu_between(before[pk], after[pk]) for pk in before if pk in after) / 60
+        results["load"]["idle"] = os.getloadavg()
         results["idle_cpu_cores_all_jobs"] = round(idle, 3)
         results["idle_cpu_percent_per_pipeline"] = round(100 * idle / max(1, len(before)), 2)
         log(f"idle CPU: {idle:.3f} cores for {len(before)} jobs")
@@ -276,7 +405,10 @@ def main() -> int:
             total, distinct = clickhouse.query(f"SELECT count(), uniqExact(id) FROM `{table}`").result_rows[0]
             exact.append(int(total) == int(distinct) == wanted)
         results["exact_rows"] = f"{sum(exact)}/{len(exact)}"
+        results["heap_idle_mb"] = heap_summary([jvm_heap(pid) for pid in job_pids(stack, ids).values()])
+        log(f"heap once idle (live: after a full GC): {results['heap_idle_mb']}")
         results["restarts"] = sum(max(0, len(stack.api("GET", f"pipelines/{pk}/runs/")) - 1) for pk in ids)
+        results["machine_memory_used_mb_idle"] = machine_used_mb()
         results["load_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         log(f"exact rows: {results['exact_rows']}, restarts {results['restarts']}")
         print(json.dumps(results, indent=2))

@@ -6,7 +6,8 @@ worker gives the job its memory from it.
 - `state_estimate(events_per_second=..., window_seconds=..., unique_share=...)`: the keys the dedup state holds
   once a window is full (rate x window x share of unique keys, capped by a known key space), their bytes on
   disk, the RocksDB memory to give the job (block cache + write buffers, bounded), the driver's JVM heap
-  (`driver_memory`, as Spark spells it) and the job's expected resident memory (RSS).
+  (`driver_memory`, as Spark spells it: the light heap for a light pipeline, else the full one) and the job's
+  expected resident memory (RSS).
 - `machine_check(estimate, ...)`: whether this machine can hold it (free disk at the checkpoint root, the
   memory a job may take), with the reasons in words.
 
@@ -50,9 +51,11 @@ ROCKSDB_MAX_MB = 1024
 # What the 20,000 events/s soak ran with (bench/soak.py, 1h window: 0 restarts, heap used up to ~720 MB).
 DRIVER_HEAP_MB = 1024
 # A light pipeline's heap: a few hundred events a second in batches of as many rows, and a state that stays
-# small, need far less. LIGHT_DRIVER_HEAP_MB is measured (docs/performance.md, "A light job's heap"): the live
-# heap of a job at 100 events/s after its first batches, and a catch-up batch of max_records_per_batch rows.
-LIGHT_DRIVER_HEAP_MB = 512
+# small, need far less. Measured with bench/density.py (2026-11-27, 3 pipelines at 100 events/s, 1g heaps): the
+# live heap (used after a full GC) was 96-98 MB once their first batches ran, while G1 had let the heap grow to
+# 523-676 MB committed because it could. Four times the live set, rounded up to 128 MB: 384 MB
+# (docs/performance.md, "Many pipelines on one machine").
+LIGHT_DRIVER_HEAP_MB = 384
 # Light means both: at most this rate (the rows a micro-batch holds) and this many keys in the state (RocksDB
 # is off-heap, but its per-file bookkeeping and the state's maintenance grow with it). 1,000 events/s over the
 # default 1h window is the edge; 100 events/s over 7 days is not light.
