@@ -5,8 +5,12 @@
 Starts the whole local stack as `make up` does (bench/soak.py's Stack, free ports, removed at the end), creates
 --pipelines pipelines through the REST API, each on a topic of its own, with the product's defaults (dedup on a
 UUID `id`, 10 min window), and one producer process that sends --rate JSON events/s to every topic (10% of them
-re-sends of a recent event's bytes). All are deployed at once; then:
-- running:   seconds from the deploys until every pipeline is `running`;
+re-sends of a recent event's bytes). They are deployed --wave at a time (5), each wave once the one before
+runs, and no further wave when its jobs (at the largest PSS so far, plus a quarter) would leave less than
+--memory-margin-mb available: this machine has no swap, and its OOM killer would pick the largest process,
+anyone's. Below --memory-floor-mb available at any time the bench ends (writing what it measured). Then:
+- deployed:  how many (all, or where memory stopped the waves, and why);
+- running:   seconds from the first deploy until every deployed pipeline is `running`;
 - memory:    RSS of each pipeline's job (its process tree: supervisor, Python driver, JVM, Python workers),
              median and max; and its PSS (shared pages counted once: the forked Python workers share most of
              theirs with their daemon), by part; the machine's memory in use (all of its users', not only ours);
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import http.cookiejar
 import json
 import multiprocessing
@@ -37,6 +42,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -60,6 +66,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=100, help="events/s per pipeline")
     parser.add_argument("--minutes", type=float, default=5.0, help="the measured time once every pipeline runs")
     parser.add_argument("--dup-share", type=float, default=0.1)
+    parser.add_argument("--wave", type=int, default=5, help="pipelines deployed at a time, each wave once running")
+    parser.add_argument(
+        "--memory-margin-mb", type=int, default=3072, help="no further wave when it would leave less available"
+    )
+    parser.add_argument("--memory-floor-mb", type=int, default=1024, help="end the bench below this much available")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep", action="store_true")
     return parser.parse_args(argv)
@@ -290,6 +301,80 @@ def first_row_seconds(stack: Stack, clickhouse: Any, connections: tuple[int, int
     return seconds, (runs[0].get("start", "") if runs else "")
 
 
+def memory_available_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def statuses(stack: Stack, ids: list[int]) -> list[str]:
+    return [stack.api("GET", f"pipelines/{pk}/status/")["status"] for pk in ids]
+
+
+def all_running(stack: Stack, ids: list[int]) -> bool:
+    return all(status == "running" for status in statuses(stack, ids))
+
+
+def deploy_in_waves(stack: Stack, ids: list[int], *, wave: int, margin_mb: int, results: dict[str, Any]) -> list[int]:
+    """Deploy `ids` `wave` at a time, each wave once the one before runs; stop before a wave whose jobs (at the
+    largest PSS of the jobs running so far, plus a quarter for growth) would leave less than `margin_mb` of
+    this machine's memory available: a machine without swap would otherwise have its OOM killer pick the
+    largest process, anyone's. Returns the pipelines deployed (all of them running, or the bench stops)."""
+    deployed: list[int] = []
+    per_job_mb = 0.0
+    for start in range(0, len(ids), wave):
+        batch = ids[start : start + wave]
+        available = memory_available_mb()
+        needed = len(batch) * per_job_mb * 1.25
+        if deployed and available - needed < margin_mb:
+            results["stopped_deploying"] = (
+                f"memory: {available} MB available with {len(deployed)} running, {per_job_mb:.0f} MB PSS per job: "
+                f"{len(batch)} more would leave less than {margin_mb} MB"
+            )
+            log(f"not deploying more: {results['stopped_deploying']}")
+            break
+        for pk in batch:
+            stack.api("POST", f"pipelines/{pk}/deploy/")
+        deployed += batch
+
+        if not wait_until(functools.partial(all_running, stack, list(deployed)), timeout=1800, interval=5.0):
+            raise SystemExit(f"not all running after 30 min: {statuses(stack, deployed)}")
+        pids = job_pids(stack, deployed)
+        per_job_mb = max(sum(tree_pss(pid).values()) for pid in pids.values()) / 2**20
+        log(f"{len(deployed)} running; {memory_available_mb()} MB available, the largest job {per_job_mb:.0f} MB PSS")
+    results["deployed"] = len(deployed)
+    return deployed
+
+
+class MemoryWatch:
+    """Ends the bench (SIGINT to itself: the stack is stopped) when this machine's available memory falls below
+    `floor_mb`, before the kernel's OOM killer picks a process; `tripped` says it did."""
+
+    def __init__(self, floor_mb: int) -> None:
+        self.floor_mb = floor_mb
+        self.tripped = ""
+        self.lowest_mb = memory_available_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> MemoryWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(2.0):
+            available = memory_available_mb()
+            self.lowest_mb = min(self.lowest_mb, available)
+            if available < self.floor_mb and not self.tripped:
+                self.tripped = f"{available} MB available, below {self.floor_mb} MB"
+                log(f"memory watch: {self.tripped}; ending the bench")
+                os.kill(os.getpid(), signal.SIGINT)
+
+
 def main() -> int:
     args = parse_args()
     stack = Stack(keep=args.keep)
@@ -298,6 +383,7 @@ def main() -> int:
     results["machine_memory_used_mb_before"] = machine_used_mb()
     stop = multiprocessing.Event()
     producer = None
+    watch = MemoryWatch(args.memory_floor_mb).start()
     try:
         log(f"starting the stack in {stack.var_dir}")
         stack.start()
@@ -322,19 +408,14 @@ def main() -> int:
             body = {"name": name, "kafka_connection": kafka["id"], "clickhouse_connection": ch["id"], "spec": spec}
             ids.append(stack.api("POST", "pipelines/", body)["id"])
         deployed = time.monotonic()
-        for pk in ids:
-            stack.api("POST", f"pipelines/{pk}/deploy/")
-
-        def statuses() -> list[str]:
-            return [stack.api("GET", f"pipelines/{pk}/status/")["status"] for pk in ids]
-
-        all_running = wait_until(lambda: all(s == "running" for s in statuses()), timeout=1800, interval=5.0)
-        results["all_running_after_s"] = round(time.monotonic() - deployed, 1) if all_running else None
-        log(f"all running: {all_running} after {time.monotonic() - deployed:.0f} s; statuses {statuses()}")
+        ids = deploy_in_waves(stack, ids, wave=args.wave, margin_mb=args.memory_margin_mb, results=results)
+        names, tables = names[: len(ids)], tables[: len(ids)]  # those deployed (the others' topics fill unread)
+        results["all_running_after_s"] = round(time.monotonic() - deployed, 1)
+        log(f"{len(ids)} running after {results['all_running_after_s']:.0f} s")
         results["load"] = {"all_running": os.getloadavg()}
         # The events produced while the jobs started wait in their topics: the latency counts from when every
         # pipeline has caught up with them, not from the start's backlog.
-        backlog = list(unique)
+        backlog = list(unique)[: len(tables)]
 
         def caught_up_with(wanted: list[int]) -> bool:
             counts = [int(clickhouse.command(f"SELECT count() FROM `{t}`")) for t in tables]
@@ -387,7 +468,7 @@ def main() -> int:
         results["load"]["end_of_load"] = os.getloadavg()
         stop.set()
         producer.join(timeout=180)
-        expected = list(unique)
+        expected = list(unique)[: len(tables)]
         wait_until(lambda: caught_up_with(expected), timeout=600, interval=2.0)
         time.sleep(10)
         pids = job_pids(stack, ids)
@@ -411,12 +492,17 @@ def main() -> int:
         results["machine_memory_used_mb_idle"] = machine_used_mb()
         results["load_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         log(f"exact rows: {results['exact_rows']}, restarts {results['restarts']}")
+        return 0
+    except KeyboardInterrupt:
+        results["aborted"] = watch.tripped or "interrupted"
+        return 1
+    finally:
+        watch.stop()
+        results["lowest_memory_available_mb"] = watch.lowest_mb
         print(json.dumps(results, indent=2))
-        if args.out:
+        if args.out:  # also what was measured before an abort
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(results, indent=2))
-        return 0
-    finally:
         stop.set()
         if producer is not None:
             producer.join(timeout=30)

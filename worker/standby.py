@@ -233,22 +233,24 @@ def take(launch: jobs.JobLaunch, *, run_root: Path, wait: float) -> Taken | str:
             f"{candidates[0].driver_memory}"
         )
     deadline = time.monotonic() + wait
-    while True:
-        ready = [s for s in fitting if s.ready]
-        for standby in ready:
-            if not _claim(standby):
-                continue
-            outcome = _hand_off(standby, launch)
-            if isinstance(outcome, Taken):
-                return outcome
+    # Claimed before it is ready: one deploy waits for a standby that is still starting and the others start
+    # cold at once. In a burst of deploys (twenty pipelines deployed together) each would otherwise hold one of
+    # the worker's processes for the whole wait, and only one of them could have it.
+    for standby in sorted(fitting, key=lambda s: not s.ready):
+        if not _claim(standby):
+            continue
+        while not standby.ready:
+            if not standby.alive() or time.monotonic() >= deadline:
+                _unclaim(standby)
+                if not standby.alive():
+                    return "the standby job ended"
+                return f"the standby job was not ready within {wait:.0f} s"
+            time.sleep(READY_POLL_SECONDS)
+        outcome = _hand_off(standby, launch)
+        if not isinstance(outcome, Taken):
             _unclaim(standby)
-            return outcome
-        fitting = [s for s in fitting if s.alive() and not (s.directory / CLAIMED).exists()]
-        if not fitting:
-            return "the standby job was taken or ended"
-        if time.monotonic() >= deadline:
-            return f"the standby job was not ready within {wait:.0f} s"
-        time.sleep(READY_POLL_SECONDS)
+        return outcome
+    return "the standby job was taken by another deploy"
 
 
 def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:

@@ -1,11 +1,14 @@
 """Standby jobs: a deploy runs in the job process the worker started beforehand (JVM and Spark session up),
 a new standby takes its place, two pipelines in two standbys share nothing, a stop is a stop; a standby refuses
-a run whose heap or static Spark settings it cannot honour; the stack's stop ends a standby without counting it
+a run whose heap or static Spark settings it cannot honour; while a standby starts, one deploy waits for it and
+the others start cold at once; the stack's stop ends a standby without counting it
 as a pipeline job. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -151,6 +154,31 @@ def test_a_standby_refuses_what_it_cannot_honour_and_the_stacks_stop_ends_it_unc
         assert result.jobs == 0  # a standby is no pipeline's job
         assert gone(replacement.handle.pid)
         assert not jobs.find_jobs(run_root)
+    finally:
+        for handle in jobs.find_jobs(run_root):
+            jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
+
+
+@pytest.mark.timeout(300)
+def test_while_a_standby_starts_one_deploy_waits_for_it_and_the_others_start_cold_at_once(tmp_path):
+    run_root = tmp_path / "runs"
+    [started] = standby.ensure(template(run_root), run_root=run_root, count=1)  # its JVM takes seconds to start
+    try:
+
+        def launch(name: str) -> jobs.JobLaunch:
+            return template(run_root, name=name, run_dir=run_root / name, spec=job_spec(), checkpoint="/nowhere")
+
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(standby.take, launch("pipeline-1"), run_root=run_root, wait=3)
+            wait_for(lambda: (started.directory / standby.CLAIMED).exists(), timeout=10, interval=0.05)
+            began = time.monotonic()
+            second = standby.take(launch("pipeline-2"), run_root=run_root, wait=3)
+            assert time.monotonic() - began < 1.0  # no wait: the worker starts pipeline-2 cold at once
+            assert second == "the standby job was taken by another deploy"
+            assert first.result() == "the standby job was not ready within 3 s"
+        # The wait is over: the standby is free again for the next deploy.
+        assert [s.handle.pid for s in standby.waiting(run_root)] == [started.handle.pid]
+        assert not (started.directory / standby.CLAIMED).exists()
     finally:
         for handle in jobs.find_jobs(run_root):
             jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
