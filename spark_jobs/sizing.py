@@ -53,9 +53,11 @@ DRIVER_HEAP_MB = 1024
 # A light pipeline's heap: a few hundred events a second in batches of as many rows, and a state that stays
 # small, need far less. Measured with bench/density.py (2026-11-27, 3 pipelines at 100 events/s, 1g heaps): the
 # live heap (used after a full GC) was 96-98 MB once their first batches ran, while G1 had let the heap grow to
-# 523-676 MB committed because it could. Four times the live set, rounded up to 128 MB: 384 MB
-# (docs/performance.md, "Many pipelines on one machine").
-LIGHT_DRIVER_HEAP_MB = 384
+# 523-676 MB committed because it could (docs/performance.md, "Many pipelines on one machine"). The floor is
+# Spark's, not the live set's: a driver whose JVM reports less than 450 MB of heap does not start
+# (INVALID_DRIVER_MEMORY, "System memory 402653184 must be at least 471859200" with 384m). 512 MB: Spark's
+# minimum with a margin, five times the live set.
+LIGHT_DRIVER_HEAP_MB = 512
 # Light means both: at most this rate (the rows a micro-batch holds) and this many keys in the state (RocksDB
 # is off-heap, but its per-file bookkeeping and the state's maintenance grow with it). 1,000 events/s over the
 # default 1h window is the edge; 100 events/s over 7 days is not light.

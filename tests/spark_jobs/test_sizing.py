@@ -36,12 +36,12 @@ def test_a_light_pipeline_gets_the_light_heap():
     estimate = state_estimate(events_per_second=100, window_seconds=3600)
     assert estimate.keys == 360_000
     assert estimate.rocksdb_memory_mb == 128
-    assert estimate.driver_memory == light_driver_memory() == "384m"
-    assert estimate.job_memory_bytes == (384 + 128 + 1280) * MB
+    assert estimate.driver_memory == light_driver_memory() == "512m"
+    assert estimate.job_memory_bytes == (512 + 128 + 1280) * MB
 
 
 def test_the_light_heap_ends_at_1000_events_per_second_over_an_hour():
-    assert state_estimate(events_per_second=1000, window_seconds=3600).driver_memory == "384m"
+    assert state_estimate(events_per_second=1000, window_seconds=3600).driver_memory == "512m"
     assert state_estimate(events_per_second=1001, window_seconds=60).driver_memory == "1g"  # the batches' rows
     assert state_estimate(events_per_second=1000, window_seconds=3601).driver_memory == "1g"  # the state's keys
 

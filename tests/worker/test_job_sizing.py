@@ -36,7 +36,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     table = f"sized_{uuid.uuid4().hex[:8]}"
     # 3,000 events written now (50 events/s over the last minute), a 1-hour window: 180,000 keys, 10 MB on disk;
     # 3.5% of it plus 64 MB of write buffers, rounded up to 64 MB: a 128 MB bound; a light pipeline (at most
-    # 1,000 events/s and 3.6M keys): the light 384 MB heap, not the full 1 GB.
+    # 1,000 events/s and 3.6M keys): the light 512 MB heap, not the full 1 GB.
     produce(kafka_bootstrap, topic, events("s", 2500, 500))
     worker_env["CLEARFLOW_DRIVER_MEMORY"] = "auto"
     celery_worker.start()
@@ -45,7 +45,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     wait_status(api, pk, "running", worker=celery_worker)
     [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
     command = job_command_line(run["pid"])
-    assert "--driver-memory 384m" in command
+    assert "--driver-memory 512m" in command
     # On the command line of a job started cold; handed over with the spec to a standby job (its JVM already
     # runs): the job says what it runs with either way.
     log = wait_for(lambda: "memory bound" in Path(run["log_path"]).read_text() and Path(run["log_path"]).read_text())
@@ -54,9 +54,9 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     job = psutil.Process(run["pid"])
     [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
     assert jvm.environ().get("MALLOC_ARENA_MAX") == "2"
-    assert "-Xmx384m" in jvm.cmdline()  # the heap the JVM really has
+    assert "-Xmx512m" in jvm.cmdline()  # the heap the JVM really has
     [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
-    assert run["driver_memory"] == "384m"  # what the run's record (and a failure's advice) says it ran with
+    assert run["driver_memory"] == "512m"  # what the run's record (and a failure's advice) says it ran with
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)
     api.post(f"{URL}{pk}/stop/")
     wait_status(api, pk, "stopped", timeout=120, worker=celery_worker)

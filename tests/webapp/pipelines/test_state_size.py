@@ -56,13 +56,13 @@ def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, 
 def test_auto_gives_a_light_pipeline_the_light_heap(kafka_conn, busy_topic, kafka_bootstrap):
     # 100 events/s for an hour: 360,000 keys; at most 1,000 events/s and 3.6M keys is light.
     driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn)
-    assert driver_memory == "384m"
+    assert driver_memory == "512m"
     assert conf == (f"{ROCKSDB}=128",)
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_the_standby_jobs_are_sized_for_a_light_pipeline():
-    assert standby_driver_memory() == "384m"
+    assert standby_driver_memory() == "512m"
 
 
 @override_settings(SPARK_DRIVER_MEMORY="2g")

@@ -61,7 +61,7 @@ def test_a_one_hour_window_at_20k_events_per_second_shows_72_million_keys(owner_
 def test_a_light_pipeline_shows_the_light_heap(owner_client, owner):
     html = review_page(owner_client, owner, window="1h", events_per_second=100)
     assert text_of(html, "state-keys") == "360,000"
-    assert text_of(html, "state-memory") == "1.75 GB (a 384 MB heap, 128 MB for RocksDB)"
+    assert text_of(html, "state-memory") == "1.88 GB (a 512 MB heap, 128 MB for RocksDB)"
 
 
 def test_a_state_no_disk_here_holds_is_warned_before_deploy(owner_client, owner):
