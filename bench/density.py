@@ -6,9 +6,8 @@ Starts the whole local stack as `make up` does (bench/soak.py's Stack, free port
 --pipelines pipelines through the REST API, each on a topic of its own, with the product's defaults (dedup on a
 UUID `id`, 10 min window), and one producer process that sends --rate JSON events/s to every topic (10% of them
 re-sends of a recent event's bytes). They are deployed --wave at a time (5), each wave once the one before
-runs, and no further wave when its jobs (at the largest PSS so far, plus a quarter) would leave less than
---memory-margin-mb available: this machine has no swap, and its OOM killer would pick the largest process,
-anyone's. Below --memory-floor-mb available at any time the bench ends (writing what it measured). Then:
+runs, and only as many as leave --memory-margin-mb available (at the largest job's PSS so far, plus a
+quarter): this machine has no swap, and its OOM killer would pick the largest process, anyone's. Below --memory-floor-mb available at any time the bench ends (writing what it measured). Then:
 - deployed:  how many (all, or where memory stopped the waves, and why);
 - running:   seconds from the first deploy until every deployed pipeline is `running`;
 - memory:    RSS of each pipeline's job (its process tree: supervisor, Python driver, JVM, Python workers),
@@ -68,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dup-share", type=float, default=0.1)
     parser.add_argument("--wave", type=int, default=5, help="pipelines deployed at a time, each wave once running")
     parser.add_argument(
-        "--memory-margin-mb", type=int, default=3072, help="no further wave when it would leave less available"
+        "--memory-margin-mb", type=int, default=2048, help="no further wave when it would leave less available"
     )
     parser.add_argument("--memory-floor-mb", type=int, default=1024, help="end the bench below this much available")
     parser.add_argument("--out", type=Path)
@@ -317,20 +316,20 @@ def all_running(stack: Stack, ids: list[int]) -> bool:
 
 
 def deploy_in_waves(stack: Stack, ids: list[int], *, wave: int, margin_mb: int, results: dict[str, Any]) -> list[int]:
-    """Deploy `ids` `wave` at a time, each wave once the one before runs; stop before a wave whose jobs (at the
-    largest PSS of the jobs running so far, plus a quarter for growth) would leave less than `margin_mb` of
-    this machine's memory available: a machine without swap would otherwise have its OOM killer pick the
-    largest process, anyone's. Returns the pipelines deployed (all of them running, or the bench stops)."""
+    """Deploy `ids` `wave` at a time, each wave once the one before runs, and only as many as leave `margin_mb`
+    of this machine's memory available at the largest PSS of the jobs running so far plus a quarter for growth:
+    a machine without swap would otherwise have its OOM killer pick the largest process, anyone's. Returns the
+    pipelines deployed (all of them running, or the bench stops)."""
     deployed: list[int] = []
     per_job_mb = 0.0
-    for start in range(0, len(ids), wave):
-        batch = ids[start : start + wave]
+    while len(deployed) < len(ids):
         available = memory_available_mb()
-        needed = len(batch) * per_job_mb * 1.25
-        if deployed and available - needed < margin_mb:
+        fit = int((available - margin_mb) / (per_job_mb * 1.25)) if per_job_mb else wave
+        batch = ids[len(deployed) : len(deployed) + min(wave, fit)]
+        if not batch:
             results["stopped_deploying"] = (
-                f"memory: {available} MB available with {len(deployed)} running, {per_job_mb:.0f} MB PSS per job: "
-                f"{len(batch)} more would leave less than {margin_mb} MB"
+                f"memory: {available} MB available with {len(deployed)} running at up to {per_job_mb:.0f} MB PSS "
+                f"each: one more (plus a quarter for growth) would leave less than {margin_mb} MB"
             )
             log(f"not deploying more: {results['stopped_deploying']}")
             break
