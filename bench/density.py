@@ -140,10 +140,13 @@ def tree_pss(pid: int) -> dict[str, int]:
 def _part(pid: int) -> str:
     """jvm, python_workers (PySpark's daemon, here `spark_jobs.python_daemon`, and the workers it forks) or
     python_driver (the runner and its supervisor)."""
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-    if b"python_daemon" in argv or b"pyspark.daemon" in argv:
+    component = _component(pid)
+    if component == "jvm":  # its command line names the daemon's module too (spark.python.daemon.module)
+        return component
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    if b"spark_jobs.python_daemon" in argv or b"pyspark.daemon" in argv:
         return "python_workers"
-    return _component(pid)
+    return component
 
 
 def machine_used_mb() -> int:
