@@ -7,7 +7,8 @@ Starts the whole local stack as `make up` does (bench/soak.py's Stack, free port
 UUID `id`, 10 min window), and one producer process that sends --rate JSON events/s to every topic (10% of them
 re-sends of a recent event's bytes). They are deployed --wave at a time (5), each wave once the one before
 runs, and only as many as leave --memory-margin-mb available (at the largest job's PSS so far, plus a
-quarter): this machine has no swap, and its OOM killer would pick the largest process, anyone's. Below --memory-floor-mb available at any time the bench ends (writing what it measured). Then:
+quarter): this machine has no swap, and its OOM killer would pick the largest process, anyone's. Below
+--memory-floor-mb available at any time the bench ends (writing what it measured). Then:
 - deployed:  how many (all, or where memory stopped the waves, and why);
 - running:   seconds from the first deploy until every deployed pipeline is `running`;
 - memory:    RSS of each pipeline's job (its process tree: supervisor, Python driver, JVM, Python workers),
