@@ -105,7 +105,8 @@ class MachineCheck:
     warnings: list[str] = field(default_factory=list)
 
 
-def _spark_memory(mb: int) -> str:
+def spark_memory(mb: int) -> str:
+    """MB as Spark's --driver-memory takes it: '1g', '512m'."""
     return f"{mb // 1024}g" if mb % 1024 == 0 else f"{mb}m"
 
 
@@ -118,12 +119,12 @@ def driver_heap_mb(*, events_per_second: float, keys: int) -> int:
 
 def full_driver_memory() -> str:
     """The heap of a job with nothing to size it from (a rate that could not be read: not assumed light)."""
-    return _spark_memory(DRIVER_HEAP_MB)
+    return spark_memory(DRIVER_HEAP_MB)
 
 
 def light_driver_memory() -> str:
     """The heap of a light pipeline's job, as Spark's --driver-memory takes it (the standby jobs' too)."""
-    return _spark_memory(LIGHT_DRIVER_HEAP_MB)
+    return spark_memory(LIGHT_DRIVER_HEAP_MB)
 
 
 def rocksdb_memory_mb(disk_bytes: int) -> int:
@@ -161,7 +162,7 @@ def state_estimate(
         keys=keys,
         disk_bytes=disk,
         rocksdb_memory_mb=rocksdb_mb,
-        driver_memory=_spark_memory(heap_mb),
+        driver_memory=spark_memory(heap_mb),
         job_memory_bytes=(heap_mb + rocksdb_mb + PROCESS_OVERHEAD_MB) * MB,
         rate_source=rate_source,
         capped_by_key_space=capped,
@@ -265,14 +266,15 @@ __all__ = [
     "BYTES_PER_KEY_ON_DISK",
     "MachineCheck",
     "StateEstimate",
-    "free_disk_bytes",
     "driver_heap_mb",
+    "free_disk_bytes",
     "full_driver_memory",
     "human_bytes",
     "light_driver_memory",
     "machine_check",
     "parse_memory",
     "rocksdb_memory_mb",
+    "spark_memory",
     "state_estimate",
     "stored_state_bytes",
     "total_memory_bytes",

@@ -17,14 +17,17 @@ from typing import Any
 from django.conf import settings
 
 from spark_jobs.sizing import (
+    BYTES_PER_KEY_ON_DISK,
     DISK_HEADROOM,
     MachineCheck,
     StateEstimate,
+    driver_heap_mb,
     full_driver_memory,
     light_driver_memory,
     machine_check,
     parse_memory,
     rocksdb_memory_mb,
+    spark_memory,
     state_estimate,
     stored_state_bytes,
 )
@@ -143,17 +146,20 @@ def job_resources(
 ) -> tuple[str, tuple[str, ...]]:
     """The job's driver memory and the Spark settings that bound its RocksDB memory, for the worker to start it
     with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
-    either way (a pipeline without dedup has no state: no bound), and never below what the state already in
-    `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
+    either way (a pipeline without dedup has no state: no bound). Neither is below what the state already in
+    `checkpoint` calls for (a restart with a full window while the topic is quiet: not a light pipeline)."""
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
+    # The checkpoint keeps older versions beside the live state: its files count DISK_HEADROOM times over.
+    stored = stored_state_bytes(checkpoint) if checkpoint and spec.dedup is not None else None
+    live_stored = int(stored / DISK_HEADROOM) if stored else 0
     if estimate is not None and _auto():
-        driver_memory = estimate.driver_memory
+        keys = max(estimate.keys, live_stored // BYTES_PER_KEY_ON_DISK)
+        driver_memory = spark_memory(driver_heap_mb(events_per_second=estimate.events_per_second, keys=keys))
     else:
         driver_memory = default_driver_memory()
     if spec.dedup is None:
         return driver_memory, ()
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
-    stored = stored_state_bytes(checkpoint) if checkpoint else None
-    if stored:  # the checkpoint keeps older versions beside the live state: count it as DISK_HEADROOM times over
-        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(int(stored / DISK_HEADROOM)))
+    if live_stored:
+        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(live_stored))
     return driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",)
