@@ -424,9 +424,13 @@ def main() -> int:
             counts = [int(clickhouse.command(f"SELECT count() FROM `{t}`")) for t in tables]
             return all(c >= e for c, e in zip(counts, wanted, strict=True))
 
-        wait_until(lambda: caught_up_with(backlog), timeout=900, interval=2.0)
-        results["caught_up_after_s"] = round(time.monotonic() - deployed, 1)
-        log(f"caught up with the start's backlog ({sum(backlog)} events) after {results['caught_up_after_s']} s")
+        # At most 5 minutes: jobs that cannot keep up never catch up, and that is a result (the p95 shows it).
+        caught_up = wait_until(lambda: caught_up_with(backlog), timeout=300, interval=2.0)
+        results["caught_up_after_s"] = round(time.monotonic() - deployed, 1) if caught_up else None
+        log(
+            f"caught up with the start's backlog ({sum(backlog)} events): {caught_up}, "
+            f"at {time.monotonic() - deployed:.0f} s"
+        )
         measure_from_ms = time.time() * 1000
         time.sleep(args.minutes * 60 / 2)
 
