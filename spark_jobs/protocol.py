@@ -10,7 +10,9 @@ processes) and the job (`spark_jobs.run`, on a Spark driver). This module is the
   (written by every web and worker process, read at `/metrics`);
 - the files of a run directory (`RunFiles`): the spec file the worker writes, the log and exit code the job's
   wrapper (`worker.jobwrap`) writes, and the exit codes and the "started" line of `spark_jobs.run`;
-- the metrics record (`BatchMetrics`): one per micro-batch, as JSON.
+- the metrics record (`BatchMetrics`): one per micro-batch, as JSON;
+- which checkpoint locations are local directories (`local_checkpoint_path`): the job keeps files of its own in
+  them, the worker deletes them on reset.
 
 No Django, no Spark, nothing but the standard library: the job ships this module with `spark_jobs`.
 """
@@ -21,6 +23,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 # -- Celery tasks -------------------------------------------------------------------------------------------
 
@@ -130,6 +133,14 @@ class RunFiles:
 
 # Standby jobs live in this directory under the run root, one directory each.
 STANDBY_DIR = "standby"
+
+
+def local_checkpoint_path(checkpoint: str) -> Path | None:
+    """The directory of a local checkpoint (a path or a file:// URI); None for a remote one (s3a://, hdfs://...),
+    which only Spark's own file system layer reaches."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return None
+    return Path(checkpoint.removeprefix("file://"))
 
 
 @dataclass(frozen=True)
