@@ -177,7 +177,9 @@ class ExitCode:
 
 # The line `spark_jobs.run` logs once the streaming query has started; the worker reads the application id
 # from it to mark the run running.
-STARTED_LINE = "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint})"
+STARTED_LINE = (
+    "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint}, trigger {trigger})"
+)
 STARTED_LINE_RE = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
 # One line per start-up step (runner: Python up; jvm: the driver JVM's start; session: SparkSession ready;
 # query: the streaming query started), epoch seconds: deploy -> first row, step by step (bench/deploy_start.py).
