@@ -200,6 +200,16 @@ def _failed_lately(run_root: Path) -> bool:
     return False
 
 
+def _waited_for(run_root: Path) -> bool:
+    """A standby of this host is claimed and has no pipeline yet: another deploy is waiting for it to be ready."""
+    base = root(run_root)
+    return base.is_dir() and any(
+        (d / CLAIMED).exists() and not (d / RunFiles.JOB_NAME).exists() and not (d / RunFiles.EXIT_CODE).exists()
+        for d in base.iterdir()
+        if d.is_dir()
+    )
+
+
 def _claim(standby: Standby) -> bool:
     try:
         fd = os.open(standby.directory / CLAIMED, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -225,7 +235,7 @@ def take(launch: jobs.JobLaunch, *, run_root: Path, wait: float) -> Taken | str:
         return "standby jobs run on local masters only"
     candidates = [s for s in waiting(run_root) if s.master == launch.master]
     if not candidates:
-        return "no standby job was running"
+        return "the standby job was taken by another deploy" if _waited_for(run_root) else "no standby job was running"
     fitting = [s for s in candidates if s.driver_memory.lower() == launch.driver_memory.lower()]
     if not fitting:
         return (
