@@ -174,7 +174,7 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     expect(page.locator("#id_window")).to_have_value("1h")
     page.goto(f"{live_server.url}/wizard/{draft.pk}/review/")
     expect(page.locator("#chosen-window")).to_have_text("1h")
-    expect(page.locator("#review-no-table")).to_have_text("not chosen yet (step 6)")
+    expect(page.locator("#review-no-table")).to_have_text("not chosen yet (step 7)")
     expect(page.locator("#window-factor")).to_have_text("12\u00d7 longer than advised")
     warning = page.locator("#window-warning")
     expect(warning).to_contain_text("is 12\u00d7 the advised 5m")
