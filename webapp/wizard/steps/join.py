@@ -140,7 +140,8 @@ def read_join(draft: WizardDraft, post: Any, *, topics: list[str], kafka: dict[s
     keys = _key_rows(post)
     read = JoinInput(form, rows, dedup_form, keys)
     if not form.is_valid() or form.cleaned_data["enabled"] != "on":
-        dedup_form.is_valid()  # not shown while the join is off; its errors only after a failed Next with it on
+        # The rest is hidden while the join is off: kept as typed, not checked.
+        read.dedup_form = right_dedup_form(rows, initial=initial_from(post, forms.DedupForm, prefix=RIGHT_DEDUP))
         return read
     if not rows:
         read.rows_error = "Add at least one field of the joined topic: fetch a sample, or add the fields by hand."
