@@ -79,6 +79,7 @@ def test_join_orders_with_their_payments(page: Page, screen: Screen, live_server
     right_fields = page.locator("#right-schema-rows input[type=text]")
     expect(right_fields).to_have_count(3)
     expect(page.locator('#right-schema-rows input[value="payment_id"]')).to_have_count(1)
+    expect(page.locator("#join-right-area .alert-error")).to_have_count(0)
     # The payments' own dedup key, and the join key: order_id on both sides.
     page.locator("#field-right-keys").get_by_label("payment_id").check()
     page.get_by_label("Key field of this topic").select_option("order_id")

@@ -29,6 +29,7 @@ def join_sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = draft_get(user=request.user, pk=draft_id)
     topics, topics_error = join_step.right_topics(request, draft)
     read = join_step.read_join(draft, request.POST, topics=topics, kafka={})
+    read.rows_error = ""  # a fetch is how the rows come: their absence is no error here
     context = join_step.join_context(draft, read, topics_error)
     form = read.form
     topic = request.POST.get("right_topic") or ""
@@ -62,7 +63,7 @@ def join_sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         step=JOIN_SECTION,
         changes={"events": stored, "fetched_at": fetched_at, "topic": topic, "count": count, "position": position},
     )
-    read.rows = rows
+    read.rows, read.rows_error = rows, ""  # the rows are what the sample gave: nothing to say about them yet
     read.dedup_form = join_step.right_dedup_form(rows, initial=_dedup_initial(request))
     context = join_step.join_context(draft, read, topics_error)
     response = _area(request, context)
