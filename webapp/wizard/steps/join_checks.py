@@ -9,7 +9,7 @@
 
 Each takes a `PipelineSpec`; at this step the draft has no sink yet, so they get `check_spec`: the draft's left
 source and dedup with the join, built without validation (these checks read only `source`, `dedup` and `join`).
-`place_issues` puts each issue's message next to the form field its path names.
+`place_issues` puts each finding's message next to the form field its path names.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def preview_rows(draft: WizardDraft, join: specmod.JoinSpec) -> list[dict[str, A
 def place_issues(
     issues: list[specmod.SpecIssue], *, form: Any, dedup_form: Any, keys: list[dict[str, Any]]
 ) -> list[str]:
-    """Each issue's message next to the field its path names (the join form's, the right dedup form's, a key
+    """Each finding's message next to the field its path names (the join form's, the right dedup form's, a key
     row's); returns those with no field of their own (for the top of the step)."""
     left_over = []
     for issue in issues:
