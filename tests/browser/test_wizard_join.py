@@ -65,6 +65,8 @@ def test_join_orders_with_their_payments(page: Page, screen: Screen, live_server
     page.get_by_label("Oldest").check()
     page.locator("#fetch-sample").click()
     expect(page.locator("#samples .sample")).to_have_count(len(ORDERS))
+    expect(page.locator("#schema-rows tr")).to_have_count(4)  # order_id, amount, customer.id, status
+    expect(page.locator(".htmx-request")).to_have_count(0)
     next_step(page, "Deduplication")
     page.get_by_label("order_id").check()
     next_step(page, "Join another topic")
@@ -78,6 +80,7 @@ def test_join_orders_with_their_payments(page: Page, screen: Screen, live_server
     page.locator("#fetch-right-sample").click()
     right_fields = page.locator("#right-schema-rows input[type=text]")
     expect(right_fields).to_have_count(3)
+    expect(page.locator(".htmx-request")).to_have_count(0)
     expect(page.locator('#right-schema-rows input[value="payment_id"]')).to_have_count(1)
     expect(page.locator("#join-right-area .alert-error")).to_have_count(0)
     # The payments' own dedup key, and the join key: order_id on both sides.
