@@ -644,6 +644,13 @@ def _join_issues(spec: PipelineSpec, left: dict[str, str]) -> list[SpecIssue]:
     return issues
 
 
+def join_issues(spec: PipelineSpec) -> list[SpecIssue]:
+    """The join section's own rules (the right side, the keys' types, the time fields), as validation runs them:
+    for a form that edits the join before the rest of the spec exists (the wizard's join step). Reads only
+    `spec.version`, `spec.source.fields` and `spec.join`."""
+    return _join_issues(spec, {f.path: f.type for f in spec.source.fields})
+
+
 def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix. Every rule is one pass (sets
     and dicts, no list searched per item), so the time grows with the spec's size, not with its square."""
@@ -755,6 +762,7 @@ __all__ = [
     "expression_error",
     "expression_issues",
     "field_type_compatible",
+    "join_issues",
     "joined_field_types",
     "parse_clickhouse_type",
     "parse_spec",
