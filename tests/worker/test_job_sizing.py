@@ -4,6 +4,7 @@ bounded malloc arenas)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 
@@ -26,8 +27,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 
 
 def job_command_line(pid: int) -> str:
+    """The command lines of the job's processes (a Python worker that just ended, a zombie until reaped, has none)."""
     job = psutil.Process(pid)
-    return " ".join(arg for p in [job, *job.children(recursive=True)] for arg in p.cmdline())
+    args = []
+    for process in [job, *job.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            args += process.cmdline()
+    return " ".join(args)
 
 
 def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
