@@ -81,7 +81,7 @@ def produce_all(bootstrap: str, topics: list[str], rate: int, dup_share: float, 
     from confluent_kafka import Producer
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "message.timeout.ms": 0})  # no expiry
     rng = random.Random(25)
     recent: list[list[bytes]] = [[] for _ in topics]
     sent = [0] * len(topics)
@@ -102,7 +102,14 @@ def produce_all(bootstrap: str, topics: list[str], rate: int, dup_share: float, 
                     else:
                         recent[i][unique[i] % RECENT] = value
                     unique[i] += 1
-                producer.produce(topic, value, partition=sent[i] % 2)
+                # A starved broker (load 50-90 while 15 JVMs started) fills the client's queue: wait for room
+                # rather than die with events counted as sent (the 20-pipeline run lost its producer so).
+                while True:
+                    try:
+                        producer.produce(topic, value, partition=sent[i] % 2)
+                        break
+                    except BufferError:
+                        producer.poll(0.5)
                 sent[i] += 1
         producer.poll(0)
         time.sleep(0.01)
