@@ -83,6 +83,36 @@ def test_state_keys_are_added_minus_expired_carried_in_the_checkpoint_and_a_repl
     assert StateKeyCount("s3a://bucket/ckpt").add(_processor_progress(0, added=7, expired=0)) == 7
 
 
+def test_a_join_counts_both_sides_duplicates_and_every_removal_from_its_state(tmp_path):
+    """A join's batch: two dedups and the join (transformWithState all three). The join removed 4 rows: 3 by
+    TTL (rights) and 1 left event by its left join timeout, which only `numRowsRemoved` counts."""
+
+    def operator(updated: int, removed: int, expired: int) -> dict:
+        return {
+            "operatorName": "transformWithStateExec",
+            "numRowsUpdated": updated,
+            "numRowsRemoved": removed,
+            "customMetrics": {"numValuesRemovedDueToTTLExpiry": expired},
+        }
+
+    progress = {
+        "batchId": 0,
+        "numInputRows": 12,
+        "stateOperators": [operator(5, 0, 0), operator(4, 0, 0), operator(9, 4, 3)],
+        "observedMetrics": {
+            "cf_dedup_in": {"rows": 7},
+            "cf_dedup_out": {"rows": 5},
+            "cf_dedup_in_right": {"rows": 5},
+            "cf_dedup_out_right": {"rows": 4},
+        },
+    }
+    keys = StateKeyCount(str(tmp_path)).add(progress)
+    assert keys == 5 + 4 + 9 - 4
+    record = metrics_from_progress("p1", progress, {"rows_written": 3}, state_keys=keys)
+    assert (record.input_rows, record.duplicates_dropped, record.rows_written) == (12, 3, 3)
+    assert record.state_rows == 14
+
+
 def test_create_table_sql_quotes_names_and_sets_the_dedup_window():
     sql = create_table_sql(
         TableSpec(

@@ -115,6 +115,10 @@ public final class JoinProcessor extends StatefulProcessor<Tuple2<Long, Long>, R
                     }
                 }
                 if (matched && leftJoin && !left.getBoolean(matchedIndex)) {
+                    // Removed, then stored marked: Spark counts a put over an existing entry as an added state
+                    // row, and the metrics' state count (spark_jobs.metrics.StateKeyCount: rows added minus rows
+                    // removed) would keep the entry twice; the removal beside it keeps that count exact.
+                    lefts.removeKey(entry._1());
                     lefts.updateValue(entry._1(), stored(left, left.getLong(arrivalIndex), true));
                 }
             }
