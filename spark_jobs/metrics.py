@@ -37,6 +37,7 @@ from spark_jobs.protocol import (
     heartbeat_key,
     history_key,
     latest_key,
+    local_checkpoint_path,
     recent_key,
     totals_key,
 )
@@ -101,8 +102,9 @@ class StateKeyCount:
     def __init__(self, checkpoint: str | None) -> None:
         self._path: Path | None = None
         self.batch_id, self.keys = -1, 0
-        if checkpoint and ("://" not in checkpoint or checkpoint.startswith("file://")):
-            self._path = Path(checkpoint.removeprefix("file://")) / self.FILE
+        local = local_checkpoint_path(checkpoint) if checkpoint else None
+        if local is not None:
+            self._path = local / self.FILE
             try:
                 saved = json.loads(self._path.read_text())
                 self.batch_id, self.keys = int(saved["batch_id"]), int(saved["keys"])

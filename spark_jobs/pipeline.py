@@ -19,7 +19,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -41,6 +40,7 @@ from spark_jobs.metrics import (
     StateKeyCount,
     make_listener,
 )
+from spark_jobs.protocol import local_checkpoint_path
 from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, PipelineSpec, SourceSpec, SpecError, SpecIssue
 
@@ -86,9 +86,10 @@ _OPERATOR_NAME_RE = re.compile(r'"operatorName"\s*:\s*"([^"]+)"')
 def check_checkpoint_state(checkpoint: str) -> None:
     """CheckpointMismatch when a local checkpoint holds the dedup state of the watermark-based operator of
     earlier versions: Spark would fail on it with a long stack; the message says to reset the checkpoint."""
-    if "://" in checkpoint and not checkpoint.startswith("file://"):
+    local = local_checkpoint_path(checkpoint)
+    if local is None:
         return  # a remote checkpoint: Spark's own error stands
-    state = Path(checkpoint.removeprefix("file://")) / "state"
+    state = local / "state"
     names = set()
     for path in state.glob("*/_metadata/**/*"):
         if path.is_file() and path.stat().st_size < 1_000_000:
@@ -386,9 +387,9 @@ def prepare_sink(spec: PipelineSpec) -> None:
 def run_id(checkpoint: str) -> str:
     """An id for this checkpoint's lifetime, kept inside it: a pipeline restarted from a fresh checkpoint
     (batch ids from 0 again) must not collide with the insert tokens of its previous life."""
-    if "://" in checkpoint and not checkpoint.startswith("file://"):
+    path = local_checkpoint_path(checkpoint)
+    if path is None:
         return hashlib.sha256(checkpoint.encode()).hexdigest()[:12]
-    path = Path(checkpoint.removeprefix("file://"))
     path.mkdir(parents=True, exist_ok=True)
     marker = path / RUN_ID_FILE
     if not marker.exists():

@@ -10,7 +10,9 @@ processes) and the job (`spark_jobs.run`, on a Spark driver). This module is the
   (written by every web and worker process, read at `/metrics`);
 - the files of a run directory (`RunFiles`): the spec file the worker writes, the log and exit code the job's
   wrapper (`worker.jobwrap`) writes, and the exit codes and the "started" line of `spark_jobs.run`;
-- the metrics record (`BatchMetrics`): one per micro-batch, as JSON.
+- the metrics record (`BatchMetrics`): one per micro-batch, as JSON;
+- which checkpoint locations are local directories (`local_checkpoint_path`): the job keeps files of its own in
+  them, the worker deletes them on reset.
 
 No Django, no Spark, nothing but the standard library: the job ships this module with `spark_jobs`.
 """
@@ -21,6 +23,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 # -- Celery tasks -------------------------------------------------------------------------------------------
 
@@ -132,6 +135,14 @@ class RunFiles:
 STANDBY_DIR = "standby"
 
 
+def local_checkpoint_path(checkpoint: str) -> Path | None:
+    """The directory of a local checkpoint (a path or a file:// URI); None for a remote one (s3a://, hdfs://...),
+    which only Spark's own file system layer reaches."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return None
+    return Path(checkpoint.removeprefix("file://"))
+
+
 @dataclass(frozen=True)
 class Handoff:
     """What the worker sends a standby job over its channel (one JSON line): where the spec file is (0600, with
@@ -166,7 +177,9 @@ class ExitCode:
 
 # The line `spark_jobs.run` logs once the streaming query has started; the worker reads the application id
 # from it to mark the run running.
-STARTED_LINE = "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint})"
+STARTED_LINE = (
+    "pipeline {name} started (query {query}, application {application}, checkpoint {checkpoint}, trigger {trigger})"
+)
 STARTED_LINE_RE = re.compile(r"pipeline \S+ started \(query [^,]+, application (\S+?),")
 # One line per start-up step (runner: Python up; jvm: the driver JVM's start; session: SparkSession ready;
 # query: the streaming query started), epoch seconds: deploy -> first row, step by step (bench/deploy_start.py).

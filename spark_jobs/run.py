@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                         query=query.id,
                         application=spark.sparkContext.applicationId,
                         checkpoint=checkpoint,
+                        trigger=args.trigger_interval if not args.available_now else "available now",
                     ),
                 )
                 _log_guarantee(spec)

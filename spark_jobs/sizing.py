@@ -54,6 +54,24 @@ DRIVER_HEAP_MB = 1024
 # 512 MB RocksDB bound, so about 1.2 GB beside them.
 PROCESS_OVERHEAD_MB = 1280
 
+# The micro-batch trigger, from the rate. A micro-batch has a fixed cost whatever its size (planning, the state
+# store's load and commit, the offset and commit logs). A busy pipeline's batch takes longer than half a second
+# anyway: a short trigger runs its batches back to back, so an event waits for one batch, not for a batch and the
+# rest of a second (at 20,000 events/s, p95 produced -> visible 1.1-1.6 s against ~1.6-2.0 s with 1 s, same
+# machine: docs/performance.md). A light pipeline's batch is mostly that fixed cost: a short trigger would double
+# its CPU for a few hundred milliseconds, which many pipelines on one machine cannot spare.
+BUSY_TRIGGER = "500 milliseconds"
+LIGHT_TRIGGER = "1 second"
+BUSY_EVENTS_PER_SECOND = 5000
+
+
+def trigger_interval(events_per_second: float | None) -> str:
+    """The micro-batch trigger for a pipeline at `events_per_second` (None: not known, the light one)."""
+    if events_per_second is not None and events_per_second >= BUSY_EVENTS_PER_SECOND:
+        return BUSY_TRIGGER
+    return LIGHT_TRIGGER
+
+
 RateSource = Literal["given", "advice", "topic"]
 
 

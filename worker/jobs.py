@@ -33,7 +33,7 @@ import psutil
 from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import job_jars
-from spark_jobs.protocol import STARTED_LINE_RE, RunFiles
+from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, local_checkpoint_path
 from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -368,10 +368,8 @@ def remove_spec(run_dir: str) -> None:
 
 def remove_checkpoint(checkpoint: str) -> bool:
     """Delete a local checkpoint directory (other URIs are left to their storage's tools). Whether it existed."""
-    if "://" in checkpoint and not checkpoint.startswith("file://"):
-        return False
-    path = Path(checkpoint.removeprefix("file://"))
-    if not path.exists():
+    path = local_checkpoint_path(checkpoint)
+    if path is None or not path.exists():
         return False
     shutil.rmtree(path)
     return True

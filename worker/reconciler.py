@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
+from spark_jobs.sizing import LIGHT_TRIGGER
 from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.core import queue
 from webapp.pipelines import services, state_size
@@ -282,7 +283,7 @@ def _start(pipeline: Pipeline) -> None:
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
-    driver_memory, sized_conf = state_size.job_resources(
+    resources = state_size.job_resources(
         spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
     )
     launch = _launch(
@@ -290,8 +291,9 @@ def _start(pipeline: Pipeline) -> None:
         run_dir=run_dir,
         checkpoint=checkpoint,
         spec=job_spec,
-        driver_memory=driver_memory,
-        sized_conf=sized_conf,
+        driver_memory=resources.driver_memory,
+        sized_conf=resources.spark_conf,
+        trigger_interval=resources.trigger_interval,
     )
     try:
         handle, start_note = _start_job(launch)
@@ -310,7 +312,7 @@ def _start(pipeline: Pipeline) -> None:
         log_path=handle.log_path,
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
-        driver_memory=driver_memory,
+        driver_memory=resources.driver_memory,
         start=start_note,
     )
     log.info(
@@ -331,6 +333,7 @@ def _launch(
     spec: PipelineSpec | None,
     driver_memory: str,
     sized_conf: tuple[str, ...] = (),
+    trigger_interval: str = LIGHT_TRIGGER,
 ) -> jobs.JobLaunch:
     """A job's launch from the settings; a standby job's when `spec` is None (the base heap, no sized settings)."""
     return jobs.JobLaunch(
@@ -341,7 +344,7 @@ def _launch(
         spec=spec,
         redis_url=settings.REDIS_URL,
         driver_memory=driver_memory,
-        trigger_interval=settings.SPARK_TRIGGER_INTERVAL,
+        trigger_interval=trigger_interval,
         spark_conf=(
             *sized_conf,
             *(["spark.ui.enabled=true"] if settings.SPARK_UI_ENABLED else []),

@@ -35,7 +35,11 @@ def test_the_beat_schedule_and_the_routes_use_declared_tasks():
 
 def test_the_started_line_the_job_logs_is_the_one_the_worker_reads():
     line = STARTED_LINE.format(
-        name="pipeline-7", query="0b6f-11", application="local-1764000000000", checkpoint="/var/cp/pipeline-7"
+        name="pipeline-7",
+        query="0b6f-11",
+        application="local-1764000000000",
+        checkpoint="/var/cp/pipeline-7",
+        trigger="500 milliseconds",
     )
     assert STARTED_LINE_RE.findall(f"2026-11-25 10:00:00 INFO clearflow.run {line}") == ["local-1764000000000"]
 

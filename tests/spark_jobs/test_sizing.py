@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.sizing import machine_check, parse_memory, state_estimate, stored_state_bytes
+from spark_jobs.sizing import machine_check, parse_memory, state_estimate, stored_state_bytes, trigger_interval
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
@@ -95,3 +95,17 @@ def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
     (tmp_path / "offsets" / "1").write_bytes(b"x" * 99)  # not state
     assert stored_state_bytes(str(tmp_path)) == 1500
     assert stored_state_bytes("s3a://bucket/checkpoints/p") is None
+
+
+@pytest.mark.parametrize(
+    ("events_per_second", "expected"),
+    [
+        (20_000, "500 milliseconds"),
+        (5_000, "500 milliseconds"),
+        (4_999, "1 second"),
+        (100, "1 second"),
+        (None, "1 second"),
+    ],
+)
+def test_a_busy_pipeline_runs_its_batches_back_to_back_and_a_light_one_each_second(events_per_second, expected):
+    assert trigger_interval(events_per_second) == expected

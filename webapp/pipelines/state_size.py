@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
@@ -25,6 +25,7 @@ from spark_jobs.sizing import (
     rocksdb_memory_mb,
     state_estimate,
     stored_state_bytes,
+    trigger_interval,
 )
 from spark_jobs.spec import DedupSpec, PipelineSpec
 from webapp.connections.models import KafkaConnection
@@ -127,22 +128,35 @@ def default_driver_memory() -> str:
     return state_estimate(events_per_second=0, window_seconds=1).driver_memory
 
 
+class JobResources(NamedTuple):
+    """What the worker starts a job with, sized for its pipeline."""
+
+    driver_memory: str
+    spark_conf: tuple[str, ...]  # RocksDB's memory bound ("key=value"), none without dedup
+    trigger_interval: str
+
+
 def job_resources(
     *, spec: PipelineSpec, kafka_connection: KafkaConnection | None, checkpoint: str | None = None
-) -> tuple[str, tuple[str, ...]]:
-    """The job's driver memory and the Spark settings that bound its RocksDB memory, for the worker to start it
-    with. CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized
-    either way (a pipeline without dedup has no state: no bound), and never below what the state already in
-    `checkpoint` calls for (a restart with a full window while the topic is quiet)."""
+) -> JobResources:
+    """The job's driver memory, the Spark settings that bound its RocksDB memory and its micro-batch trigger.
+    CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized either way
+    (a pipeline without dedup has no state: no bound), and never below what the state already in `checkpoint`
+    calls for (a restart with a full window while the topic is quiet). CLEARFLOW_TRIGGER_INTERVAL `auto` takes
+    the trigger for the expected rate (`sizing.trigger_interval`), an interval overrides it."""
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
     if estimate is not None and settings.SPARK_DRIVER_MEMORY.strip().lower() == "auto":
         driver_memory = estimate.driver_memory
     else:
         driver_memory = default_driver_memory()
+    if settings.SPARK_TRIGGER_INTERVAL.strip().lower() == "auto":
+        trigger = trigger_interval(estimate.events_per_second if estimate is not None else None)
+    else:
+        trigger = settings.SPARK_TRIGGER_INTERVAL
     if spec.dedup is None:
-        return driver_memory, ()
+        return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     stored = stored_state_bytes(checkpoint) if checkpoint else None
     if stored:  # the checkpoint keeps older versions beside the live state: count it as DISK_HEADROOM times over
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(int(stored / DISK_HEADROOM)))
-    return driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",)
+    return JobResources(driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",), trigger)

@@ -1,5 +1,5 @@
-"""What the worker starts a job with (webapp.pipelines.state_size.job_resources): the driver memory and RocksDB's
-memory bound sized from the topic's recent rate, or the configured driver memory."""
+"""What the worker starts a job with (webapp.pipelines.state_size.job_resources): the driver memory, RocksDB's
+memory bound and the micro-batch trigger sized from the topic's recent rate, or the configured ones."""
 
 from __future__ import annotations
 
@@ -47,15 +47,21 @@ def spec_for(topic: str, kafka_bootstrap: str, window: str):
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, kafka_bootstrap):
     # 100 events/s for 7 days: 60.48M keys, 3.4 GiB on disk; a tenth of it plus 64 MB, rounded up: 448 MB.
-    driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn)
+    driver_memory, conf, trigger = job_resources(
+        spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn
+    )
     assert driver_memory == "1g"
     assert conf == (f"{ROCKSDB}=448",)
+    assert trigger == "1 second"  # 100 events/s: a light pipeline
 
 
-@override_settings(SPARK_DRIVER_MEMORY="3g")
-def test_a_configured_driver_memory_overrides_the_sized_one(kafka_conn, busy_topic, kafka_bootstrap):
-    driver_memory, conf = job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn)
+@override_settings(SPARK_DRIVER_MEMORY="3g", SPARK_TRIGGER_INTERVAL="2 seconds")
+def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_conn, busy_topic, kafka_bootstrap):
+    driver_memory, conf, trigger = job_resources(
+        spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn
+    )
     assert driver_memory == "3g"
+    assert trigger == "2 seconds"
     # 100/s for an hour: 360,000 keys, 21 MB on disk; a tenth of it plus 64 MB, rounded up to 64 MB: 128 MB.
     assert conf == (f"{ROCKSDB}=128",)
 
@@ -63,7 +69,7 @@ def test_a_configured_driver_memory_overrides_the_sized_one(kafka_conn, busy_top
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_a_pipeline_without_dedup_has_no_rocksdb_bound(kafka_conn, busy_topic, kafka_bootstrap):
     spec = spec_for(busy_topic, kafka_bootstrap, "1h").model_copy(update={"dedup": None})
-    assert job_resources(spec=spec, kafka_connection=kafka_conn) == ("1g", ())
+    assert job_resources(spec=spec, kafka_connection=kafka_conn) == ("1g", (), "1 second")
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -71,6 +77,7 @@ def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstr
     assert job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=None) == (
         "1g",
         (f"{ROCKSDB}=256",),
+        "1 second",
     )
 
 
@@ -86,4 +93,5 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
     assert job_resources(spec=spec, kafka_connection=kafka_conn, checkpoint=str(tmp_path)) == (
         "1g",
         (f"{ROCKSDB}=256",),
+        "1 second",
     )

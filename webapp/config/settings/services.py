@@ -76,7 +76,9 @@ JOB_MEMORY_LIMIT = env_str("CLEARFLOW_JOB_MEMORY_LIMIT", "")
 # Both are split like a shell does: CLEARFLOW_SPARK_CONF="spark.a=1 spark.b=2".
 SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
-SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "1 second")
+# "auto": sized from the pipeline's expected rate (spark_jobs.sizing.trigger_interval); an interval ("2 seconds")
+# sets it for every job.
+SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "auto")
 # Each job's Spark web UI (port 4040 and up): off by default, it slows every job's start; 1 turns it on.
 SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
 # Standby jobs (worker.standby): this many job processes per worker host wait with their JVM and Spark session
