@@ -264,6 +264,7 @@ def main() -> None:
 
     from localstack import processes
 
+    load_before = round(os.getloadavg()[0], 1)
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-join-bench-"))
     out_dir = Path(args.out) if args.out else workdir
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -361,6 +362,8 @@ def main() -> None:
             "rate_per_side": args.rate,
             "window": args.window,
             "minutes_of_load": args.minutes,
+            "load_1m_before": load_before,
+            "load_1m_end": round(os.getloadavg()[0], 1),
             "minutes": minutes,
             "produced_per_s_mean": round(sum(m["produced_per_s"] for m in loaded) / max(1, len(loaded))),
             "rows_per_s_mean": round(sum(m["rows_per_s"] for m in loaded) / max(1, len(loaded)), 1),
