@@ -296,7 +296,10 @@ def main() -> None:
         spec_file, checkpoint, job_log = workdir / "spec.json", workdir / "checkpoint", workdir / "job.log"
         spec_file.write_text(json.dumps(spec))
         argv = [*job_argv(spec_file, checkpoint, args.conf), "--trigger-interval", args.trigger_interval]
-        job = JobProcess(argv, job_log, dict(os.environ), services)
+        # As the worker starts a job (worker.jobs.job_env): two glibc malloc arenas, or RocksDB's allocations from
+        # many task threads grow the RSS past its memory bound (the first 10k+10k run here, without it: 10 GB).
+        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
+        job = JobProcess(argv, job_log, env, services)
         log(f"job started (log {job_log}); waiting for its query to start")
         # The query, not only the table (which the job creates while its Spark session starts): the load
         # starts when the job can read it, so the first minute measures the join, not the JVM's start.
