@@ -73,7 +73,7 @@ def joined_field_types(left: Sequence[FieldSpec], right: Sequence[FieldSpec]) ->
     return types
 
 
-def join_issues(join: JoinSpec, left: dict[str, str], *, version: int) -> list[SpecIssue]:
+def join_section_issues(join: JoinSpec, left: dict[str, str], *, version: int) -> list[SpecIssue]:
     """The right side as a source of its own, then the keys (same type on both sides) and the time fields.
     `left`: the left side's field types by path; `version`: the spec's."""
     if version < 2:
@@ -107,4 +107,4 @@ def join_issues(join: JoinSpec, left: dict[str, str], *, version: int) -> list[S
     return issues
 
 
-__all__ = ["JOIN_SIDES", "JoinKeySpec", "JoinSpec", "JoinType", "join_issues", "joined_field_types"]
+__all__ = ["JOIN_SIDES", "JoinKeySpec", "JoinSpec", "JoinType", "join_section_issues", "joined_field_types"]

@@ -182,9 +182,37 @@ def metrics_from_progress(
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
+        phases_ms=batch_phases(progress),
         **_fields_seen(progress),
         query_id=str(progress.get("id") or ""),
     )
+
+
+# The state store's share of a batch, as BatchMetrics.phases_ms names it: the operator's own timings and, for
+# RocksDB, its commit's flush and checkpoint, the time writes were stalled and compactions ran.
+_STATE_PHASES = {
+    "commitTimeMs": "state_commit",
+    "allUpdatesTimeMs": "state_updates",
+    "allRemovalsTimeMs": "state_removals",
+}
+_ROCKSDB_PHASES = {
+    "rocksdbCommitFlushLatency": "rocksdb_flush",
+    "rocksdbCommitCheckpointLatency": "rocksdb_checkpoint",
+    "rocksdbWriterStallLatencyMs": "rocksdb_write_stall",
+    "rocksdbTotalCompactionLatencyMs": "rocksdb_compaction",
+}
+
+
+def batch_phases(progress: dict[str, Any]) -> dict[str, int]:
+    """Where a batch's time went (BatchMetrics.phases_ms), from its progress."""
+    phases = {name: int(ms) for name, ms in (progress.get("durationMs") or {}).items() if name != "triggerExecution"}
+    for operator in progress.get("stateOperators") or []:
+        custom = operator.get("customMetrics") or {}
+        for found, names in ((operator, _STATE_PHASES), (custom, _ROCKSDB_PHASES)):
+            for source, name in names.items():
+                if source in found:
+                    phases[name] = phases.get(name, 0) + int(found[source] or 0)
+    return phases
 
 
 def _fields_seen(progress: dict[str, Any]) -> dict[str, Any]:

@@ -220,6 +220,7 @@ def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
         log.error("%s could not start: %s", who, exc)
         return None
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_falling_behind(spark)
     log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
     log.info("%s", TIMING_LINE.format(step="session", at=time.time()))
     if spark.sparkContext.uiWebUrl:  # off unless asked (spark.ui.enabled=true, the worker's CLEARFLOW_SPARK_UI=1)
@@ -244,6 +245,19 @@ def _warm_python_workers(spark: object) -> None:
 
 def _pass_batches(batches: object) -> object:
     yield from batches  # type: ignore[attr-defined]
+
+
+# A busy pipeline's micro-batches run back to back by design (its trigger is shorter than a batch:
+# spark_jobs.sizing.trigger_interval); Spark warns "Current batch is falling behind" after each of them, which
+# would fill the job's log and the tail the pipeline page shows. How far behind a job is shows in its lag metric.
+FALLING_BEHIND_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"
+
+
+def _quiet_falling_behind(spark: Any) -> None:
+    jvm = spark._jvm  # py4j: log4j2's Configurator sets one logger's level at run time
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        FALLING_BEHIND_LOGGER, jvm.org.apache.logging.log4j.Level.ERROR
+    )
 
 
 def _jvm_start_time(spark: object) -> float:

@@ -48,7 +48,14 @@ from spark_jobs.connections import (
 )
 from spark_jobs.expressions import KnownNames, expression_error
 from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
-from spark_jobs.join_spec import JOIN_SIDES, JoinKeySpec, JoinSpec, JoinType, join_issues, joined_field_types
+from spark_jobs.join_spec import (
+    JOIN_SIDES,
+    JoinKeySpec,
+    JoinSpec,
+    JoinType,
+    join_section_issues,
+    joined_field_types,
+)
 from spark_jobs.limits import size_issues
 from spark_jobs.spec_base import (
     DEDUP_WINDOWS,
@@ -286,6 +293,14 @@ def expression_issues(
     return issues
 
 
+def join_issues(spec: PipelineSpec) -> list[SpecIssue]:
+    """The join section's own rules (the right side, the keys' types, the time fields), as validation runs them:
+    for a form that edits the join before the rest of the spec exists (the wizard's join step). Reads only
+    `spec.version`, `spec.source.fields` and `spec.join` (which must be there)."""
+    assert spec.join is not None
+    return join_section_issues(spec.join, {f.path: f.type for f in spec.source.fields}, version=spec.version)
+
+
 def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue]:
     """Rules that span sections; each issue names the path of the field to fix. Every rule is one pass (sets
     and dicts, no list searched per item), so the time grows with the spec's size, not with its square."""
@@ -295,7 +310,7 @@ def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue
     if spec.dedup is not None:
         issues += dedup_issues(spec.dedup, fields, "dedup", "source")
     if spec.join is not None:
-        issues += join_issues(spec.join, fields, version=spec.version)
+        issues += join_section_issues(spec.join, fields, version=spec.version)
         budget.check("join")
 
     names = list(fields)

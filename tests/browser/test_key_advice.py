@@ -104,7 +104,7 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
 
     page.unroute("**/dedup/analysis/")
     page.locator("#next").click()
-    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    expect(page.locator("h1")).to_have_text("Join another topic")  # the optional step after dedup
     draft.refresh_from_db()
     dedup = draft.data["spec"]["dedup"]
     assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
@@ -152,7 +152,7 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     expect(page.locator("#id_window")).to_have_value("5m")
     check_page(page, screen, "40-dedup-advised")
     page.locator("#next").click()
-    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    expect(page.locator("h1")).to_have_text("Join another topic")  # the optional step after dedup
     assert load_draft_spec(WizardDraft.objects.get(pk=draft.pk).data["spec"]).dedup.window == "5m"
 
     # The review step: advice and choice side by side.
@@ -167,14 +167,14 @@ def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(
     page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
     page.locator("#id_window").select_option("1h")
     page.locator("#next").click()
-    expect(page.locator("h1")).to_have_text("Filter and computed fields")
+    expect(page.locator("h1")).to_have_text("Join another topic")  # the optional step after dedup
     page.goto(f"{live_server.url}/wizard/{draft.pk}/dedup/")
     expect(page.locator("#recommended-window")).to_have_text("5m")
     expect(page.locator(".htmx-request")).to_have_count(0)
     expect(page.locator("#id_window")).to_have_value("1h")
     page.goto(f"{live_server.url}/wizard/{draft.pk}/review/")
     expect(page.locator("#chosen-window")).to_have_text("1h")
-    expect(page.locator("#review-no-table")).to_have_text("not chosen yet (step 6)")
+    expect(page.locator("#review-no-table")).to_have_text("not chosen yet (step 7)")
     expect(page.locator("#window-factor")).to_have_text("12\u00d7 longer than advised")
     warning = page.locator("#window-warning")
     expect(warning).to_contain_text("is 12\u00d7 the advised 5m")

@@ -149,6 +149,9 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     next_step(page, "Deduplication")
     expect(page.get_by_label("event_id")).to_be_checked()
     expect(page.locator("#id_window")).to_have_value("6h")
+    next_step(page, "Join another topic")
+    # 4b. Join: optional, off unless chosen (tests/browser/test_wizard_join.py walks it).
+    expect(page.get_by_label("No join: write this topic's events alone")).to_be_checked()
     next_step(page, "Filter and computed fields")
 
     # 5. Filter and computed fields: an error shows where it is; then a valid filter and a computed field.
@@ -302,6 +305,7 @@ def test_edit_a_pipeline_into_an_existing_table(
     expect(page.locator("#samples .sample")).to_have_count(20)
     expect(page.locator('#schema-rows input[value="address.country"]')).to_have_count(1)
     next_step(page, "Deduplication")
+    next_step(page, "Join another topic")
     next_step(page, "Filter and computed fields")
     next_step(page, "ClickHouse destination")
 

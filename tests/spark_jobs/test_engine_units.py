@@ -48,6 +48,33 @@ def test_metrics_record_from_progress():
     assert record.lag == {"t": {"0": 5, "1": 0}} and record.total_lag == 5
     assert record.state_rows == 500 and record.batch_duration_ms == 1234
     assert json.loads(record.to_json())["pipeline"] == "p1"
+
+
+def test_a_slow_batch_says_where_its_time_went():
+    progress = {
+        "batchId": 9,
+        "durationMs": {"addBatch": 5100, "queryPlanning": 40, "walCommit": 12, "triggerExecution": 5543},
+        "stateOperators": [
+            {
+                "operatorName": "transformWithStateExec",
+                "commitTimeMs": 4200,
+                "allUpdatesTimeMs": 300,
+                "allRemovalsTimeMs": 90,
+                "customMetrics": {"rocksdbWriterStallLatencyMs": 3900, "rocksdbCommitFlushLatency": 150},
+            }
+        ],
+    }
+    record = metrics_from_progress("p1", progress, {})
+    assert record.phases_ms == {
+        "addBatch": 5100,
+        "queryPlanning": 40,
+        "walCommit": 12,
+        "state_commit": 4200,
+        "state_updates": 300,
+        "state_removals": 90,
+        "rocksdb_flush": 150,
+        "rocksdb_write_stall": 3900,
+    }
     assert latest_key("p1") == "clearflow:metrics:p1"
     assert recent_key("p1") == "clearflow:metrics:p1:recent"
 

@@ -1,4 +1,4 @@
-"""The form of a connection's fields (a new one in the wizard's steps 1 and 6, an existing one on the connections
+"""The form of a connection's fields (a new one in the wizard's steps 1 and 7, an existing one on the connections
 page); `ConnectionKind.test_before_saving` tests what a form describes before it is saved."""
 
 from __future__ import annotations

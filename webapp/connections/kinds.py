@@ -1,6 +1,6 @@
 """The three kinds of saved connection, each with its model, selectors, services and form, named once.
 
-The REST API's connection views, the connections pages and the wizard (steps 1 and 6, their "Test connection"
+The REST API's connection views, the connections pages and the wizard (steps 1 and 7, their "Test connection"
 partials) do the same things with either kind: they take a `ConnectionKind` instead of naming the Kafka or
 ClickHouse functions. Each adds what is its own in a subclass, e.g. `ApiKind(**vars(KAFKA), input=...)`.
 """

@@ -1,4 +1,4 @@
-"""The connections pages (new Kafka and ClickHouse connections are made in the wizard's steps 1 and 6)."""
+"""The connections pages (new Kafka and ClickHouse connections are made in the wizard's steps 1 and 7)."""
 
 from django.urls import path
 

@@ -1,6 +1,6 @@
 """The connections pages: list, edit (secrets are never shown: a "change" switch instead), test, delete.
 
-New Kafka and ClickHouse connections are made in the wizard's steps 1 and 6; schema registries (needed only for
+New Kafka and ClickHouse connections are made in the wizard's steps 1 and 7; schema registries (needed only for
 Avro topics) are added here, from the wizard's sample step or the connections page. These pages look after all
 of them afterwards.
 """

@@ -68,7 +68,15 @@ class PipelineRunInline(admin.TabularInline):
 
 @admin.register(Pipeline)
 class PipelineAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "status", "current_version_number", "deployed_version_number", "updated_at")
+    list_display = (
+        "name",
+        "owner",
+        "status",
+        "reads",
+        "current_version_number",
+        "deployed_version_number",
+        "updated_at",
+    )
     list_filter = ("status",)
     search_fields = ("name", "owner__username")
     list_select_related = ("owner", "current_version", "deployed_version")
@@ -80,6 +88,7 @@ class PipelineAdmin(admin.ModelAdmin):
         "status",
         "status_message",
         "status_changed_at",
+        "reads",
         "kafka_connection",
         "clickhouse_connection",
         "current_version",
@@ -102,6 +111,19 @@ class PipelineAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Pipeline]) -> None:
         for pipeline in queryset:
             services.pipeline_delete(pipeline=pipeline, user=request.user)
+
+    @admin.display(description="reads")
+    def reads(self, obj: Pipeline) -> str:
+        """The current version's topics, and its join in words (the whole spec is in the versions below)."""
+        spec = obj.stored_spec or {}
+        topics = ", ".join((spec.get("source") or {}).get("topics") or [])
+        join = spec.get("join")
+        if not isinstance(join, dict):
+            return topics
+        right = ", ".join((join.get("source") or {}).get("topics") or [])
+        keys = " and ".join(f"{k.get('left')} = {k.get('right')}" for k in join.get("keys") or [])
+        kind, window, time = join.get("type", "inner"), join.get("window", "30m"), join.get("time", "ingestion")
+        return f"{topics}, {kind} join {right} on {keys} within {window} ({time} time)"
 
     @admin.display(description="current version")
     def current_version_number(self, obj: Pipeline) -> int | None:

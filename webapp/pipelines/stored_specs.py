@@ -62,6 +62,7 @@ __all__ = [
     "SpecIssue",
     "check_live",
     "checkpoint_incompatibilities",
+    "join_live_issues",
     "merge_connections",
     "name_error",
     "parse",
@@ -242,9 +243,7 @@ def check_live(
         if topic not in topics:
             issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
     if parsed.join is not None:
-        issues += join_topic_issues(
-            parsed, topics, kafka_client.topic_retention_ms(kafka, _join_topics(parsed, topics))
-        )
+        issues += join_live_issues(parsed, kafka_connection=kafka_connection, existing=topics)
     if schema_registry_connection is not None and parsed.source.uses_registry:
         registry = schema_registry_connection.client_settings()
         subjects = {}
@@ -306,6 +305,21 @@ def check_live(
                     )
     if issues:
         raise SpecError(issues)
+
+
+def join_live_issues(
+    parsed: PipelineSpec, *, kafka_connection: KafkaConnection, existing: set[str] | None = None
+) -> list[SpecIssue]:
+    """The join's checks against the cluster (`join_topic_issues`: the right topics exist, the window fits every
+    topic's retention), asking Kafka for the topics (unless `existing` is given) and their retention. Reads only
+    `parsed.source.topics` and `parsed.join` (the wizard's join step checks its section alone). Raises
+    KafkaClientError when the cluster cannot be asked."""
+    from webapp.connections import kafka_client
+
+    kafka = kafka_connection.client_settings()
+    if existing is None:
+        existing = set(kafka_client.list_topic_names(kafka))
+    return join_topic_issues(parsed, existing, kafka_client.topic_retention_ms(kafka, _join_topics(parsed, existing)))
 
 
 def _join_topics(parsed: PipelineSpec, existing: set[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """The wizard's view of the kinds of connection: `webapp.connections.kinds` plus the choice between a saved
-connection and a new one (steps 1 and 6 and their "Test connection" partials; the schema registry of the sample
+connection and a new one (steps 1 and 7 and their "Test connection" partials; the schema registry of the sample
 step)."""
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ _STEP_OF_PATH = (
     ("source.fields", "sample"),
     ("source", "sample"),
     ("dedup", "dedup"),
+    ("join", "join"),
     ("filter", "transform"),
     ("transforms", "transform"),
     ("sink.columns", "mapping"),

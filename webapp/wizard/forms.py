@@ -148,6 +148,105 @@ class DedupForm(forms.Form):
         return cleaned
 
 
+# The dedup presets and the join's default (30m: "a payment within 30 minutes of its order"), in order.
+JOIN_WINDOW_PRESETS = [*DEDUP_WINDOWS[:3], ("30m", "30 minutes"), *DEDUP_WINDOWS[3:], ("custom", "Custom…")]
+
+
+class JoinForm(forms.Form):
+    """The join step's own fields. The right side's schema rows (`r<n>-...`), its dedup (a DedupForm prefixed
+    `right`) and the key rows (`k<n>-left`, `k<n>-right`) are read beside it (`webapp.wizard.steps.join`)."""
+
+    enabled = forms.ChoiceField(
+        label="Join",
+        choices=[("off", "No join: write this topic's events alone"), ("on", "Join another topic")],
+        initial="off",
+        widget=forms.RadioSelect,
+    )
+    right_topic = forms.ChoiceField(label="Topic to join", required=False)
+    count = forms.IntegerField(label="Events", min_value=1, max_value=500, initial=20, required=False)
+    position = forms.ChoiceField(
+        label="From",
+        choices=[("newest", "Newest"), ("oldest", "Oldest")],
+        initial="newest",
+        widget=forms.RadioSelect,
+        required=False,
+    )
+    window = forms.ChoiceField(
+        label="Join window",
+        choices=JOIN_WINDOW_PRESETS,
+        initial="30m",
+        required=False,
+        help_text="How far apart in time the two events may be, e.g. a payment within 30 minutes of its order.",
+    )
+    custom_window = forms.CharField(
+        label="Custom join window",
+        required=False,
+        max_length=20,
+        help_text="A number and a unit: s, m, h or d (e.g. 90m, 2d).",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. 90m"}),
+    )
+    type = forms.ChoiceField(
+        label="Events without a match",
+        choices=[
+            ("inner", "Inner: write only the events that found a match"),
+            ("left", "Left: also write the others, with empty columns of the joined topic, once the window passed"),
+        ],
+        initial="inner",
+        widget=forms.RadioSelect,
+        required=False,
+    )
+    time = forms.ChoiceField(
+        label="Join time",
+        choices=[
+            ("ingestion", "Ingestion time (the Kafka timestamps)"),
+            ("event", "An event-time field on each side"),
+        ],
+        initial="ingestion",
+        widget=forms.RadioSelect,
+        required=False,
+    )
+    left_time_field = forms.ChoiceField(label="Event-time field of this topic", required=False)
+    # Typed, with the joined topic's datetime fields suggested (a datalist the sample fetch refreshes); the join's
+    # rules check that it is one of them.
+    right_time_field = forms.CharField(
+        label="Event-time field of the joined topic",
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"list": "right-datetime-fields", "placeholder": "e.g. paid_at"}),
+    )
+
+    def __init__(self, *args, topics=(), left_time_paths=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["right_topic"].choices = [("", "Choose a topic…")] + [(t, t) for t in topics]
+        self.fields["left_time_field"].choices = [("", "Choose a field…")] + [(p, p) for p in left_time_paths]
+        # Needed when the join is on (checked in clean()): not marked "(optional)".
+        for name in ("right_topic", "window", "custom_window", "left_time_field", "right_time_field"):
+            self.fields[name].optional_hint = False
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("enabled") != "on":
+            return cleaned
+        if not cleaned.get("right_topic"):
+            self.add_error("right_topic", "Choose the topic to join.")
+        if not cleaned.get("window"):
+            self.add_error("window", "Choose a window.")
+        elif cleaned["window"] == "custom" and not cleaned.get("custom_window"):
+            self.add_error("custom_window", "Enter a window, e.g. 90m or 2d.")
+        cleaned["type"] = cleaned.get("type") or "inner"
+        cleaned["time"] = cleaned.get("time") or "ingestion"
+        if cleaned["time"] == "event":
+            for name in ("left_time_field", "right_time_field"):
+                if not cleaned.get(name):
+                    self.add_error(name, "Choose the field that holds the event time.")
+        return cleaned
+
+    @property
+    def chosen_window(self) -> str:
+        data = self.cleaned_data
+        return data["custom_window"].strip() if data.get("window") == "custom" else data.get("window") or ""
+
+
 class TransformForm(forms.Form):
     filter = forms.CharField(
         label="Filter",

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.wizard.draft_spec import SPEC_KEY, DraftSection
 from webapp.wizard.models import WizardDraft
-from webapp.wizard.steps import SLUGS, step_index
+from webapp.wizard.steps import SLUGS, reached_after, step_index
 
 RAW_KEY = "_raw"
 # The ids of the connections this draft saved, per kind: entering such a one's name again corrects it.
@@ -70,8 +70,9 @@ def draft_save_step(
     index = step_index(step)
     if advance and index + 1 < len(SLUGS):
         draft.step = SLUGS[index + 1]
-        if step_index(draft.reached) < index + 1:
-            draft.reached = SLUGS[index + 1]
+        opened = reached_after(step)  # past an optional next step too: it can be skipped
+        if step_index(draft.reached) < step_index(opened):
+            draft.reached = opened
     else:
         draft.step = step
     draft.save(update_fields=["data", "step", "reached", "updated_at"])

@@ -1,8 +1,8 @@
-"""The wizard: its entry points (a new pipeline, an edit), its eight steps and their htmx partials."""
+"""The wizard: its entry points (a new pipeline, an edit), its nine steps and their htmx partials."""
 
 from django.urls import path
 
-from webapp.wizard import exactly_once_views, fit_views, key_advice_views, views
+from webapp.wizard import exactly_once_views, fit_views, join_views, key_advice_views, views
 
 app_name = "wizard"
 
@@ -17,6 +17,8 @@ urlpatterns = [
     path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),
     path("wizard/<int:draft_id>/dedup/analysis/", key_advice_views.key_advice, name="key_advice"),
     path("wizard/<int:draft_id>/dedup/presence/", fit_views.dedup_presence, name="dedup_presence"),
+    path("wizard/<int:draft_id>/join/sample/", join_views.join_sample_fetch, name="join_sample_fetch"),
+    path("wizard/<int:draft_id>/join/preview/", join_views.join_preview, name="join_preview"),
     path("wizard/<int:draft_id>/transform/check/", views.transform_check, name="transform_check"),
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),
     path("wizard/<int:draft_id>/clickhouse/tables/", views.clickhouse_tables, name="clickhouse_tables"),

@@ -1,4 +1,4 @@
-"""The eight-step wizard's pages and its htmx partials (the pipeline pages are the pipelines app's).
+"""The wizard's pages and its htmx partials (the pipeline pages are the pipelines app's).
 
 Plain function views: they find the user's objects through selectors (someone else's is a 404), call
 services, and render a page or, for htmx requests, a small partial template.
@@ -266,28 +266,18 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         context["error"] = "Choose a connection and a topic first (steps 1 and 2)."
         return _partial(request, "sample_area.html", context)
     registry = form.cleaned_data["schema_registry"] if form.cleaned_data["format"] in REGISTRY_FORMATS else None
-    avro_schema, versions = None, []
     try:
-        if registry is not None:
-            sample = conn_selectors.avro_event_sample(
-                connection=connection,
-                schema_registry_connection=registry,
-                topics=topics,
-                count=form.cleaned_data["count"],
-                position=form.cleaned_data["position"],
-            )
-            events, avro_schema = sample.events, sample.schema
-            versions = [vars(used) for used in sample.used]
-        else:
-            events = conn_selectors.kafka_event_sample(
-                connection=connection,
-                topics=topics,
-                count=form.cleaned_data["count"],
-                position=form.cleaned_data["position"],
-            )
+        fetched = sample_step.fetch_sample(
+            connection=connection,
+            registry=registry,
+            topics=topics,
+            count=form.cleaned_data["count"],
+            position=form.cleaned_data["position"],
+        )
     except ApplicationError as exc:
         context["error"] = exc.message
         return _partial(request, "sample_area.html", context)
+    events, avro_schema, versions = fetched.events, fetched.avro_schema, fetched.versions
     sample_step.save_format(draft, form)
     stored, truncated = sample_step.events_to_store(events)
     decoded = [e["value"] for e in stored if not e["decode_error"]]

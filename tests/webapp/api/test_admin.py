@@ -127,3 +127,19 @@ def test_the_admin_names_connections_as_the_product_does(admin_client):
     assert "Click house" not in index
     add_page = admin_client.get("/admin/connections/clickhouseconnection/add/").content.decode()
     assert "Add ClickHouse connection" in add_page
+
+
+def test_a_pipeline_with_a_join_shows_it_in_the_list_on_its_page_and_in_its_versions_spec(
+    admin_client, owner, kafka_conn, ch_conn, topics, clickhouse_target
+):
+    from tests.webapp.api.test_join_api import join_body
+
+    body = join_body(kafka_conn, ch_conn, topics, clickhouse_target, "payments")
+    pipeline = services.pipeline_create(
+        owner=owner, name="orders-paid", kafka_connection=kafka_conn, clickhouse_connection=ch_conn, spec=body["spec"]
+    )
+    reads = f"{topics.orders}, left join payments on order_id = order_id within 30m (ingestion time)"
+    assert reads in admin_client.get("/admin/pipelines/pipeline/").content.decode()
+    page = admin_client.get(f"/admin/pipelines/pipeline/{pipeline.pk}/change/").content.decode()
+    assert reads in page
+    assert "&quot;join&quot;: {" in page and "&quot;field&quot;: &quot;right.payment_id&quot;" in page

@@ -21,7 +21,7 @@ from webapp.wizard.models import WizardDraft
 
 pytestmark = pytest.mark.django_db
 
-STEPS = ("kafka", "topics", "sample", "dedup", "transform", "clickhouse", "mapping", "review")
+STEPS = ("kafka", "topics", "sample", "dedup", "join", "transform", "clickhouse", "mapping", "review")
 
 
 def clickhouse_command(server, sql: str) -> None:

@@ -34,6 +34,8 @@ def test_large_samples_are_capped_but_never_empty():
         ("source.topics[0]", "topics"),
         ("source.fields[2].path", "sample"),
         ("dedup.keys[0]", "dedup"),
+        ("join.keys[0].right", "join"),
+        ("join.window", "join"),
         ("filter", "transform"),
         ("transforms[1].expression", "transform"),
         ("sink.columns[3].type", "mapping"),
@@ -215,3 +217,13 @@ def test_the_draft_knows_exactly_the_specs_fields():
         return found
 
     assert names(draft_spec.DraftSpec) == names(PipelineSpec)
+
+
+@pytest.mark.fast
+def test_saving_a_step_opens_the_optional_join_step_and_the_one_after_it():
+    from webapp.wizard.steps import reached_after
+
+    assert reached_after("sample") == "dedup"
+    assert reached_after("dedup") == "transform"  # the join step can be passed by
+    assert reached_after("join") == "transform"
+    assert reached_after("review") == "review"

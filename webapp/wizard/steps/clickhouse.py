@@ -1,4 +1,4 @@
-"""Step 6: ClickHouse connection, database and table (existing, or created from the mapping).
+"""Step 7: ClickHouse connection, database and table (existing, or created from the mapping).
 
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from spark_jobs.spec import JOIN_SIDES
 from webapp.connections import selectors as conn_selectors
 from webapp.connections.clickhouse_client import ColumnInfo
 from webapp.core.exceptions import ApplicationError
@@ -18,16 +19,15 @@ from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
-from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, initial_from, schema_fields
+from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, draft_join, initial_from, row_fields
 from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
 from webapp.wizard.steps.exactly_once import ACCEPT_FIELD, exactly_once_problem
 
 
 def source_fields(draft: WizardDraft) -> list[dict[str, Any]]:
-    """Everything a column can be filled from: sample fields, computed fields (Kafka metadata separately)."""
-    fields = [
-        {"path": f["path"], "type": f["type"], "nullable": f.get("nullable", False)} for f in schema_fields(draft)
-    ]
+    """Everything a column can be filled from: sample fields (with a join, both sides' named by side: `left.x`,
+    `right.y`), computed fields (Kafka metadata separately)."""
+    fields = [{"path": f["path"], "type": f["type"], "nullable": f.get("nullable", False)} for f in row_fields(draft)]
     fields += [{"path": c["name"], "type": c["type"], "nullable": True} for c in computed_fields(draft)]
     return fields
 
@@ -86,7 +86,8 @@ def dedup_keys(draft: WizardDraft) -> list[str]:
     """The dedup key fields that can be a column of the table (none when deduplication is off)."""
     dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
     paths = {f["path"] for f in source_fields(draft)}
-    return [key for key in dedup.keys if key in paths] if dedup else []
+    side = f"{JOIN_SIDES[0]}." if draft_join(draft) is not None else ""  # dedup's keys are the left side's
+    return [side + key for key in dedup.keys if side + key in paths] if dedup else []
 
 
 def clickhouse_show(request, draft, source):
@@ -209,7 +210,7 @@ def ensure_columns(request: HttpRequest, draft: WizardDraft) -> str | None:
         return None
     connection = clickhouse_connection_of(request, draft)
     if connection is None:
-        return "The ClickHouse connection is gone: choose one in step 6."
+        return "The ClickHouse connection is gone: choose one in step 7."
     try:
         columns = conn_selectors.clickhouse_column_list(
             connection=connection, database=draft.spec.sink.clickhouse.database or "default", table=table

@@ -12,6 +12,7 @@ from django.utils.datastructures import MultiValueDict
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
 from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES
+from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
@@ -49,6 +50,37 @@ def schema_fields(draft: WizardDraft) -> list[dict[str, Any]]:
         note = notes.get(field.path) or {"manual": True}
         fields.append({"nullable": False, "manual": False, "examples": [], **note, **field.model_dump()})
     return fields
+
+
+def draft_join(draft: WizardDraft) -> JoinSpec | None:
+    """The join the join step saved (None: no join, or the step was skipped)."""
+    return draft.spec.join if draft.spec.is_set("join") else None
+
+
+def row_fields(draft: WizardDraft) -> list[dict[str, Any]]:
+    """The fields of the rows the later steps (filter, computed fields, table, mapping) work on: the sample's
+    fields; with a join, each side's fields named by side (`left.<path>`, `right.<path>`, the spec's names), a left
+    join's right fields nullable (they are empty for events nothing matched)."""
+    join = draft_join(draft)
+    left = schema_fields(draft)
+    if join is None:
+        return left
+    notes = draft.section("join").get("notes") or {}
+    fields = [{**f, "path": f"{JOIN_SIDES[0]}.{f['path']}"} for f in left]
+    for f in join.source.fields:
+        note = notes.get(f.path) or {}
+        nullable = join.type == "left" or bool(note.get("nullable", True))
+        fields.append(
+            {"examples": [], **note, "path": f"{JOIN_SIDES[1]}.{f.path}", "type": f.type, "nullable": nullable}
+        )
+    return fields
+
+
+def metadata_fields(draft: WizardDraft) -> dict[str, str]:
+    """The Kafka metadata a row offers (`_kafka_offset`, ...); with a join, each side's (`left._kafka_offset`)."""
+    if draft_join(draft) is None:
+        return dict(KAFKA_METADATA_FIELDS)
+    return {f"{side}.{name}": kind for side in JOIN_SIDES for name, kind in KAFKA_METADATA_FIELDS.items()}
 
 
 def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:

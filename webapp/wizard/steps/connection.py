@@ -1,4 +1,4 @@
-"""The connection steps' shared logic (step 1, Kafka, and step 6, ClickHouse): pick a saved connection or
+"""The connection steps' shared logic (step 1, Kafka, and step 7, ClickHouse): pick a saved connection or
 enter a new one.
 
 A new connection is tested before it is saved: one that does not answer is not saved, its error goes next to

@@ -56,7 +56,11 @@ def dedup_initial(draft: WizardDraft) -> dict[str, Any]:
     """The form's values for the spec's `dedup` (None: off); {} when the step was never saved."""
     if not draft.spec.is_set("dedup"):
         return {}
-    dedup = draft.spec.dedup
+    return dedup_initial_of(draft.spec.dedup)
+
+
+def dedup_initial_of(dedup: specmod.DedupSpec | None) -> dict[str, Any]:
+    """A DedupForm's values for a spec's dedup section (None: off); the join step's right side uses it too."""
     if dedup is None:
         return {"enabled": "off"}
     presets = {value for value, _ in forms.WINDOW_PRESETS}

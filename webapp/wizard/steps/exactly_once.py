@@ -1,4 +1,4 @@
-"""Step 6, an existing table: does it drop replayed inserts? If not, show the ALTER statement that makes it,
+"""Step 7, an existing table: does it drop replayed inserts? If not, show the ALTER statement that makes it,
 with a button that runs it, or let the user accept at-least-once (checked when Next is pressed).
 
 The rule is the engine's (`spark_jobs.exactly_once`); the reading and the ALTER are the pipelines' selector and

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from spark_jobs.spec import JOIN_SIDES
 from webapp.pipelines import type_fit
 from webapp.wizard.models import WizardDraft
-from webapp.wizard.steps.common import schema_fields
+from webapp.wizard.steps.common import draft_join, schema_fields
 
 ACCEPT_SUFFIX = "-accept"  # the mapping row's checkbox: m<index>-accept
 
@@ -35,16 +36,16 @@ def check_mapping_fit(draft: WizardDraft, rows: list[Any], accepted: set[str]) -
     """Give each mapped sample field its `fit`; return the blocking problems (one per field that cannot
     fit and is not accepted). Rows with an error of their own, computed fields and Kafka metadata are left
     out (they are not in the sample)."""
-    values = sample_values(draft)
-    sampled = {f["path"] for f in schema_fields(draft)}
+    sampled = _sampled_fields(draft)
     problems = []
     for row in rows:
         row.fit = None
-        if not (row.include and row.column) or row.error or row.field not in sampled or not values:
+        values, path = sampled.get(row.field, ([], ""))
+        if not (row.include and row.column) or row.error or not values:
             continue
         row.fit = type_fit.field_fit(
             values=values,
-            field=row.field,
+            field=path,
             field_type=row.field_type,
             column=row.column,
             column_type=row.type,
@@ -56,6 +57,19 @@ def check_mapping_fit(draft: WizardDraft, rows: list[Any], accepted: set[str]) -
                 "Change the column type, or tick \u201caccept dead letters\u201d next to it."
             )
     return problems
+
+
+def _sampled_fields(draft: WizardDraft) -> dict[str, tuple[list[Any], str]]:
+    """Each name a column can be filled from that a sample holds: its sampled values and its path in them. With a
+    join, `left.<path>` in the sample step's events and `right.<path>` in the join step's."""
+    values = sample_values(draft)
+    join = draft_join(draft)
+    if join is None:
+        return {f["path"]: (values, f["path"]) for f in schema_fields(draft)}
+    right = [e.get("value") for e in draft.section("join").get("events", []) if e.get("is_json")]
+    sampled = {f"{JOIN_SIDES[0]}.{f['path']}": (values, f["path"]) for f in schema_fields(draft)}
+    sampled.update({f"{JOIN_SIDES[1]}.{f.path}": (right, f.path) for f in join.source.fields})
+    return sampled
 
 
 def mapping_fit_summary(rows: list[Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from django.utils.datastructures import MultiValueDict
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps.clickhouse import clickhouse_show, clickhouse_submit
 from webapp.wizard.steps.dedup import dedup_show, dedup_submit
+from webapp.wizard.steps.join import join_show, join_submit
 from webapp.wizard.steps.kafka import kafka_show, kafka_submit
 from webapp.wizard.steps.mapping import mapping_show, mapping_submit
 from webapp.wizard.steps.review import review_show, review_submit
@@ -28,6 +29,7 @@ HANDLERS: dict[str, tuple[ShowFn, SubmitFn]] = {
     "topics": (topics_show, topics_submit),
     "sample": (sample_show, sample_submit),
     "dedup": (dedup_show, dedup_submit),
+    "join": (join_show, join_submit),
     "transform": (transform_show, transform_submit),
     "clickhouse": (clickhouse_show, clickhouse_submit),
     "mapping": (mapping_show, mapping_submit),

@@ -1,4 +1,4 @@
-"""Step 7: which field goes into which column, with type checks.
+"""Step 8: which field goes into which column, with type checks.
 
 The proposal and the checks are the pipelines' mapping service (`webapp.pipelines.mapping`), the same the
 API's `POST /pipelines/mapping/` answers with; this step adds the form rows and the ORDER BY rule.
@@ -14,12 +14,13 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
+from spark_jobs.spec import JOIN_SIDES
 from webapp.connections.clickhouse_client import ColumnInfo
 from webapp.pipelines.mapping import SourceField, check_column, suggest_mapping, writable
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.clickhouse import ensure_columns, source_fields, stored_columns
-from webapp.wizard.steps.common import NEW_TABLE_TYPES, form_rows
+from webapp.wizard.steps.common import NEW_TABLE_TYPES, draft_join, form_rows, metadata_fields
 from webapp.wizard.steps.fit import accepted_fields, check_mapping_fit, mapping_fit_summary
 from webapp.wizard.steps.sample import schema_column_types
 
@@ -40,13 +41,15 @@ def _source_fields(draft: WizardDraft) -> list[SourceField]:
     """Every name a column can be filled from: sample fields (with the column type their Avro schema proposes),
     computed fields, then Kafka metadata."""
     schema_types = _schema_column_types(draft)
+    if draft_join(draft) is not None:  # the schema is the left side's
+        schema_types = {f"{JOIN_SIDES[0]}.{path}": kind for path, kind in schema_types.items()}
     fields = []
     for f in source_fields(draft):
         column_type = schema_types.get(f["path"])
         if column_type is not None and not specmod.field_type_compatible(f["type"], column_type):
             column_type = None  # the field's type was changed by hand: its own default then
         fields.append(SourceField(f["path"], f["type"], bool(f.get("nullable")), column_type))
-    return fields + [SourceField(path, kind) for path, kind in specmod.KAFKA_METADATA_FIELDS.items()]
+    return fields + [SourceField(path, kind) for path, kind in metadata_fields(draft).items()]
 
 
 def _schema_column_types(draft: WizardDraft) -> dict[str, str]:
@@ -82,8 +85,9 @@ def mapping_rows(draft: WizardDraft, post: Any = None) -> tuple[list[MappingRow]
             m.field: m for m in suggest_mapping(fields, None if new_table else columns, order_by=order_by).columns
         }
         chosen = {m.field: m for m in stored} if stored is not None else None
+        metadata = metadata_fields(draft)
         for i, f in enumerate(fields):
-            meta = f.path in specmod.KAFKA_METADATA_FIELDS
+            meta = f.path in metadata
             mapped = proposed.get(f.path) if chosen is None else chosen.get(f.path)
             if mapped is None and new_table:
                 mapped = proposed.get(f.path)  # shown with its proposed column, not written
@@ -168,10 +172,10 @@ def mapping_show(request, draft, source):
     check_mapping_fit(draft, rows, accepted_fields(draft, source, rows))
     if columns_error:
         problems.insert(0, f"Could not read the table's columns: {columns_error}")
-    return _mapping_context(rows, columns, new_table, problems, unmapped)
+    return _mapping_context(draft, rows, columns, new_table, problems, unmapped)
 
 
-def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, Any]:
+def _mapping_context(draft, rows, columns, new_table, problems, unmapped) -> dict[str, Any]:
     return {
         "rows": rows,
         "columns": [c for c in columns if writable(c)],  # ClickHouse computes the others
@@ -180,7 +184,7 @@ def _mapping_context(rows, columns, new_table, problems, unmapped) -> dict[str, 
         "unmapped_required": unmapped,
         "type_choices": NEW_TABLE_TYPES,
         "checked": True,
-        "metadata_fields": specmod.KAFKA_METADATA_FIELDS,
+        "metadata_fields": metadata_fields(draft),
         **mapping_fit_summary(rows),
     }
 
@@ -190,7 +194,7 @@ def mapping_submit(request, draft):
     ok, problems, unmapped = check_mapping(draft, rows, columns, new_table)
     accepted = accepted_fields(draft, request.POST, rows)
     fit_problems = check_mapping_fit(draft, rows, accepted)
-    context = _mapping_context(rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
+    context = _mapping_context(draft, rows, columns, new_table, problems + (fit_problems if ok else []), unmapped)
     if not ok or fit_problems:
         return context
     spec = draft.spec.model_copy(deep=True)

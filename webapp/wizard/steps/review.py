@@ -1,4 +1,4 @@
-"""Step 8: review, name, save and deploy.
+"""Step 9: review, name, save and deploy.
 
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
@@ -28,6 +28,7 @@ from webapp.wizard.services import draft_discard, draft_update_section
 from webapp.wizard.steps import SLUGS, STEPS
 from webapp.wizard.steps.common import (
     clickhouse_connection_of,
+    draft_join,
     initial_from,
     kafka_connection_of,
     schema_fields,
@@ -66,7 +67,7 @@ def review_context(
         issues.append(
             {
                 "path": "",
-                "message": "Both connections are needed (steps 1 and 6).",
+                "message": "Both connections are needed (steps 1 and 7).",
                 "step": "kafka" if kafka is None else "clickhouse",
             }
         )
@@ -126,6 +127,7 @@ def review_summary(draft: WizardDraft) -> dict[str, Any]:
         "topics": spec.source.topics or [],
         "field_count": len(schema_fields(draft)),
         "dedup": spec.dedup,
+        "join": draft_join(draft),
         "filter": spec.filter or "",
         "computed": spec.transforms or [],
         "database": spec.sink.clickhouse.database,

@@ -4,6 +4,7 @@ See the package docstring of `webapp.wizard.steps` for the show/submit contract.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -33,15 +34,16 @@ def field_rows_from(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def parse_field_rows(post: Any, known: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Schema rows as posted; `known` (the stored fields) gives back each path's example values."""
+def parse_field_rows(post: Any, known: list[dict[str, Any]] | None = None, prefix: str = "f") -> list[dict[str, Any]]:
+    """Schema rows as posted (`<prefix><n>-path`, ...; the join step's right side uses "r"); `known` (the stored
+    fields) gives back each path's example values."""
     examples: dict[str, list[Any]] = {}
     for known_field in known or []:
         if known_field.get("examples"):
             examples.setdefault(known_field.get("path"), known_field["examples"])
-    rows = form_rows(post, "f", ("path", "type", "manual"))
+    rows = form_rows(post, prefix, ("path", "type", "manual"))
     for row in rows:
-        row["nullable"] = post.get(f"f{row['index']}-nullable") == "on"
+        row["nullable"] = post.get(f"{prefix}{row['index']}-nullable") == "on"
         row["manual"] = row["manual"] == "1"
         row["examples"] = examples.get(row["path"], [])
         row["errors"] = {}
@@ -69,16 +71,36 @@ def validate_field_rows(rows: list[dict[str, Any]]) -> bool:
 
 def _known_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     """Stored fields plus what the stored sample shows (for the example values next to each field)."""
-    values = [e.get("value") for e in draft.section("sample").get("events", [])]
-    inferred = (
-        [
-            {"path": f.path, "examples": [_example(e) for e in f.examples]}
-            for f in conn_selectors.schema_infer(values=values)
-        ]
-        if values
-        else []
+    return sample_examples(draft.section("sample").get("events", [])) + schema_fields(draft)
+
+
+def sample_examples(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each field path of stored sampled events with its example values."""
+    values = [e.get("value") for e in events]
+    if not values:
+        return []
+    return [
+        {"path": f.path, "examples": [_example(e) for e in f.examples]}
+        for f in conn_selectors.schema_infer(values=values)
+    ]
+
+
+@dataclass
+class FetchedSample:
+    events: list[Any]  # SampledEvent
+    avro_schema: str | None = None  # the registry's schema the events were decoded with (Avro, Protobuf)
+    versions: list[dict[str, Any]] = field(default_factory=list)  # which schema versions decoded how many
+
+
+def fetch_sample(*, connection: Any, registry: Any, topics: list[str], count: int, position: str) -> FetchedSample:
+    """`count` events of `topics` (decoded with `registry`'s schemas when given). Raises ApplicationError."""
+    if registry is None:
+        events = conn_selectors.kafka_event_sample(connection=connection, topics=topics, count=count, position=position)
+        return FetchedSample(events)
+    sample = conn_selectors.avro_event_sample(
+        connection=connection, schema_registry_connection=registry, topics=topics, count=count, position=position
     )
-    return inferred + schema_fields(draft)
+    return FetchedSample(sample.events, sample.schema, [vars(used) for used in sample.used])
 
 
 def format_initial(draft: WizardDraft) -> dict[str, Any]:

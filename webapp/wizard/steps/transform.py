@@ -1,4 +1,4 @@
-"""Step 5: optional filter and computed fields, checked by the spec's expression rules.
+"""Step 6: optional filter and computed fields, checked by the spec's expression rules.
 
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
 
@@ -13,11 +13,28 @@ from spark_jobs import spec as specmod
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, computed_fields, form_rows, schema_fields
+from webapp.wizard.steps.common import (
+    FIELD_TYPE_CHOICES,
+    computed_fields,
+    draft_join,
+    form_rows,
+    metadata_fields,
+    row_fields,
+    schema_fields,
+)
 
 
 def expression_names(draft: WizardDraft) -> list[str]:
-    return [f["path"] for f in schema_fields(draft)] + list(specmod.KAFKA_METADATA_FIELDS)
+    """The names an expression may use: the row's fields (with a join, named by side) and Kafka metadata."""
+    return [f["path"] for f in row_fields(draft)] + list(metadata_fields(draft))
+
+
+def _checked_names(draft: WizardDraft) -> list[str]:
+    """The names the spec's validation gives `expression_issues`: the fields; with a join, every joined name
+    (metadata included), as `spark_jobs.spec` does."""
+    if draft_join(draft) is None:
+        return [f["path"] for f in schema_fields(draft)]
+    return expression_names(draft)
 
 
 def _position(message: str, expression: str) -> dict[str, Any] | None:
@@ -55,7 +72,7 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
     rows = [r for r in rows if not r.get("empty")]
     if ok:
         issues = specmod.expression_issues(
-            [f["path"] for f in schema_fields(draft)],
+            _checked_names(draft),
             form.cleaned_data["filter"],
             [(row["name"], row["expression"]) for row in rows],
         )
