@@ -47,6 +47,11 @@ def _component(pid: int) -> str:
     return "python_driver"
 
 
+def _has_cmdline(pid: int) -> bool:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return bool(f.read())
+
+
 def _descendants(root_pid: int) -> list[int]:
     """The job's process tree: the runner, Spark's JVM and the Python workers (PySpark's worker daemon puts
     itself in a process group of its own, so the tree is followed by parent pid, not by group)."""
@@ -75,8 +80,12 @@ def sample_tree(root_pid: int, cpu: dict[int, tuple[str, float]]) -> int:
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            # Classified at every sample: Spark's launcher script becomes the JVM by exec, keeping its pid.
-            cpu[pid] = (_component(pid), cpu_seconds(pid))
+            # Classified at every sample: Spark's launcher script becomes the JVM by exec, keeping its pid. An
+            # exiting process (a zombie) has no command line any more: it keeps the kind it had.
+            kind = _component(pid)
+            if pid in cpu and kind == "python_driver" and not _has_cmdline(pid):
+                kind = cpu[pid][0]
+            cpu[pid] = (kind, cpu_seconds(pid))
         except (OSError, ProcessLookupError):
             continue
     return total

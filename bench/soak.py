@@ -65,6 +65,7 @@ from soak_series import (
     minute_line,
     percentile,
     rows_verdict,
+    slowest_phases,
     summarize,
     write_csv,
     write_outputs,
@@ -335,7 +336,8 @@ class Sampler:
 
     def sample(self, minute: int, start: float, end: float, produced: int, unique: int, rows: int) -> MinuteSample:
         histogram = self.latency_histogram(int(start * 1000), int(end * 1000))
-        durations = [b["batch_duration_ms"] for b in self.batches(int(start * 1000), int(end * 1000))]
+        batches = self.batches(int(start * 1000), int(end * 1000))
+        durations = [b["batch_duration_ms"] for b in batches]
         latest = self.latest()
         runs = self.runs()
         pid = runs[0]["pid"] if runs and runs[0]["ended_at"] is None else None
@@ -362,6 +364,7 @@ class Sampler:
             jvm_rss_bytes=jvm_rss,
             restarts=max(0, len(runs) - 1),
             load_avg_1m=round(os.getloadavg()[0], 2),
+            slowest_batch_phases=slowest_phases(batches),
             histogram=histogram,
         )
 

@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 LATENCY_BUCKET_MS = 10
 # The steady-state target: p95 produced -> visible over the last third at most this.
@@ -81,6 +82,9 @@ class MinuteSample:
     jvm_rss_bytes: int | None
     restarts: int
     load_avg_1m: float = 0.0
+    # The minute's slowest batch: its three longest phases (the job's phases_ms), e.g. "addBatch 5100 ms,
+    # state_commit 4200 ms, rocksdb_write_stall 3900 ms": what a latency spike waited for.
+    slowest_batch_phases: str = ""
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -102,6 +106,16 @@ def heap_used_bytes(jstat_output: str) -> int | None:
 
 # The CSV's columns: every field but the histogram (kept in the JSON).
 CSV_FIELDS = [f.name for f in fields(MinuteSample) if f.name != "histogram"]
+
+
+def slowest_phases(batches: Sequence[Mapping[str, Any]], top: int = 3) -> str:
+    """The `top` longest phases of the slowest of `batches` (job metrics records), in words; "" without any."""
+    if not batches:
+        return ""
+    slowest = max(batches, key=lambda b: int(b.get("batch_duration_ms") or 0))
+    phases: dict[str, int] = slowest.get("phases_ms") or {}
+    longest = sorted(phases.items(), key=lambda item: -int(item[1]))[:top]
+    return ", ".join(f"{name} {int(ms)} ms" for name, ms in longest)
 
 
 def _num(value: float | None, scale: float = 1.0, digits: int = 0) -> str:

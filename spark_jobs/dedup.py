@@ -73,17 +73,23 @@ def dedup_key(df: DataFrame, keys: Sequence[str]) -> DataFrame:
     )
 
 
-def drop_duplicates(df: DataFrame, *, window_seconds: int, observe: bool = True) -> DataFrame:
+def drop_duplicates(
+    df: DataFrame,
+    *,
+    window_seconds: int,
+    observe: tuple[str, str] | None = (DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION),
+) -> DataFrame:
     """Keep the first event per key (by dedup time, then Kafka partition and offset) for `window_seconds` of
     processing time after the key was first kept; dead letters pass through. Needs `dedup_key`'s columns and
     the RocksDB state store (`spark_jobs.pipeline.state_store_conf`); the helper columns are dropped after.
-    `observe=False`: no metrics (a join's second side; a query observes each name once).
+    `observe`: the names the rows in and out are counted under for the metrics (a join's right side has its
+    own, `metrics.RIGHT_DEDUP_OBSERVATIONS`: a query observes each name once); None: not counted.
     """
     spark = df.sparkSession
     jvm = spark._jvm  # py4j: the engine jar is on the driver's classpath (spark_jobs.jars.job_jars)
     assert jvm is not None
     # The metrics' duplicates: the rows in minus the rows out, both counted by the query (spark_jobs.metrics).
-    counted = df.observe(DEDUP_IN_OBSERVATION, F.count(F.lit(1)).alias("rows")) if observe else df
+    counted = df.observe(observe[0], F.count(F.lit(1)).alias("rows")) if observe else df
     # Timestamps cross the processor as microseconds: Spark's Row encoders turn a TimestampType value into a
     # java.sql.Timestamp and back, which overflows ("long overflow") for the far years a user's event may carry,
     # and costs an object a value. Microseconds order the dedup time the same way.
@@ -95,7 +101,7 @@ def drop_duplicates(df: DataFrame, *, window_seconds: int, observe: bool = True)
     kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW)
     if stamps:
         kept = kept.withColumns({name: F.timestamp_micros(F.col(name)) for name in stamps})
-    return kept.observe(DEDUP_OUT_OBSERVATION, F.count(F.lit(1)).alias("rows")) if observe else kept
+    return kept.observe(observe[1], F.count(F.lit(1)).alias("rows")) if observe else kept
 
 
 def drop_unless_dead(df: DataFrame, columns: Sequence[str]) -> DataFrame:

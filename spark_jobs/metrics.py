@@ -50,8 +50,11 @@ FILTER_OBSERVATION = "cf_filter"
 # id, or the JSON keys no field covers in a sample of one event in JSON_SAMPLE_EVERY (by offset).
 FIELDS_OBSERVATION = "cf_fields"
 # The rows into and out of the dedup processor (`spark_jobs.dedup.drop_duplicates`): their difference are the
-# duplicates it dropped.
+# duplicates it dropped. A join's right side is deduplicated too, observed under names of its own (a query observes
+# each name once); the duplicates of both add up.
 DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION = "cf_dedup_in", "cf_dedup_out"
+RIGHT_DEDUP_OBSERVATIONS = ("cf_dedup_in_right", "cf_dedup_out_right")
+DEDUP_OBSERVATIONS = ((DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION), RIGHT_DEDUP_OBSERVATIONS)
 
 
 def timestamp_ms(timestamp: str) -> int | None:
@@ -72,9 +75,9 @@ def _offsets(text: Any) -> dict[str, dict[str, int]]:
     return {topic: {p: int(v) for p, v in parts.items()} for topic, parts in data.items()}
 
 
-def _dedup_operators(progress: dict[str, Any]) -> list[dict[str, Any]]:
-    """The dedup's state operator: ClearFlow's processor (transformWithState), or Spark's own dedup in runs of
-    earlier versions (a replayed progress)."""
+def _state_operators(progress: dict[str, Any]) -> list[dict[str, Any]]:
+    """The state operators: ClearFlow's processors (transformWithState: the dedup, a join's two dedups and the
+    join itself), or Spark's own dedup in runs of earlier versions (a replayed progress)."""
     return [
         op
         for op in progress.get("stateOperators") or []
@@ -83,8 +86,10 @@ def _dedup_operators(progress: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class StateKeyCount:
-    """The keys the dedup state holds: keys added (the processor's state updates, one per new key) minus keys
-    expired (TTL), counted batch by batch and carried in the checkpoint across runs.
+    """The keys the state holds: rows added (the processors' state updates, one per new key or, in a join, per
+    event waiting for the other side) minus rows removed (TTL expiry, and a left join's timeouts), counted batch
+    by batch and carried in the checkpoint across runs. With a join: both sides' dedup keys and the events the
+    join holds, so the count levels off once the windows are full.
 
     Why count here: RocksDB's own count (`trackTotalNumberOfRows`) costs two more state reads for each new key,
     the dedup's main cost. The count is kept in `<checkpoint>/clearflow-state-keys` with the batch it holds, so a
@@ -111,10 +116,10 @@ class StateKeyCount:
         batch_id = int(progress.get("batchId", -1))
         if batch_id <= self.batch_id:
             return self.keys
-        operators = _dedup_operators(progress)
+        operators = _state_operators(progress)
         added = sum(int(op.get("numRowsUpdated", 0)) for op in operators)
-        expired = sum(int((op.get("customMetrics") or {}).get("numValuesRemovedDueToTTLExpiry", 0)) for op in operators)
-        self.batch_id, self.keys = batch_id, max(0, self.keys + added - expired)
+        removed = sum(_rows_removed(op) for op in operators)
+        self.batch_id, self.keys = batch_id, max(0, self.keys + added - removed)
         if self._path is not None:
             try:
                 tmp = self._path.with_name(f".{self.FILE}.tmp")
@@ -125,11 +130,20 @@ class StateKeyCount:
         return self.keys
 
 
+def _rows_removed(operator: dict[str, Any]) -> int:
+    """The state rows an operator removed in the batch. Spark's `numRowsRemoved` counts every removal, TTL expiry
+    included (a left join's timeouts remove their events explicitly, and only this count has them); the TTL
+    metric alone stands in for a progress without it."""
+    expired = int((operator.get("customMetrics") or {}).get("numValuesRemovedDueToTTLExpiry", 0))
+    return max(int(operator.get("numRowsRemoved", 0)), expired)
+
+
 def metrics_from_progress(
     pipeline: str, progress: dict[str, Any], sink: dict[str, int], *, state_keys: int | None = None
 ) -> BatchMetrics:
-    """Combine Spark's progress JSON for a batch with what the sink counted for it. `state_keys`: the dedup
-    state's keys when Spark does not count them (StateKeyCount)."""
+    """Combine Spark's progress JSON for a batch with what the sink counted for it. `state_keys`: the state's
+    keys when Spark does not count them (StateKeyCount). With a join, the events in are both topics' (Spark's
+    `numInputRows` sums the sources) and the rows written are the joined rows."""
     # Every source's topics: a join reads two Kafka sources (the topics of one are not the other's).
     end: dict[str, dict[str, int]] = {}
     latest: dict[str, dict[str, int]] = {}
@@ -140,14 +154,14 @@ def metrics_from_progress(
     for topic, parts in latest.items():
         for p, last in parts.items():
             lag.setdefault(topic, {})[p] = max(0, last - end.get(topic, {}).get(p, 0))
-    dedup_ops = _dedup_operators(progress)
+    state_ops = _state_operators(progress)
     duplicates = _duplicates(progress) + sum(
-        int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in dedup_ops
+        int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows", 0)) for op in state_ops
     )
     input_rows = int(progress.get("numInputRows", 0))
     written = int(sink.get("rows_written", 0))
     dead = int(sink.get("dead_letters", 0))
-    late = sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in dedup_ops)
+    late = sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in state_ops)
     return BatchMetrics(
         pipeline=pipeline,
         batch_id=int(progress.get("batchId", -1)),
@@ -162,15 +176,43 @@ def metrics_from_progress(
         ),
         lag=lag,
         total_lag=sum(v for parts in lag.values() for v in parts.values()),
-        state_rows=sum(int(op.get("numRowsTotal", 0)) for op in dedup_ops) or state_keys or 0,
-        state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in dedup_ops),
+        state_rows=sum(int(op.get("numRowsTotal", 0)) for op in state_ops) or state_keys or 0,
+        state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in state_ops),
         late_rows_dropped=late,
         input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
         processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
         insert_ms_max=int(sink.get("insert_ms_max", 0)),
+        phases_ms=batch_phases(progress),
         **_fields_seen(progress),
         query_id=str(progress.get("id") or ""),
     )
+
+
+# The state store's share of a batch, as BatchMetrics.phases_ms names it: the operator's own timings and, for
+# RocksDB, its commit's flush and checkpoint, the time writes were stalled and compactions ran.
+_STATE_PHASES = {
+    "commitTimeMs": "state_commit",
+    "allUpdatesTimeMs": "state_updates",
+    "allRemovalsTimeMs": "state_removals",
+}
+_ROCKSDB_PHASES = {
+    "rocksdbCommitFlushLatency": "rocksdb_flush",
+    "rocksdbCommitCheckpointLatency": "rocksdb_checkpoint",
+    "rocksdbWriterStallLatencyMs": "rocksdb_write_stall",
+    "rocksdbTotalCompactionLatencyMs": "rocksdb_compaction",
+}
+
+
+def batch_phases(progress: dict[str, Any]) -> dict[str, int]:
+    """Where a batch's time went (BatchMetrics.phases_ms), from its progress."""
+    phases = {name: int(ms) for name, ms in (progress.get("durationMs") or {}).items() if name != "triggerExecution"}
+    for operator in progress.get("stateOperators") or []:
+        custom = operator.get("customMetrics") or {}
+        for found, names in ((operator, _STATE_PHASES), (custom, _ROCKSDB_PHASES)):
+            for source, name in names.items():
+                if source in found:
+                    phases[name] = phases.get(name, 0) + int(found[source] or 0)
+    return phases
 
 
 def _fields_seen(progress: dict[str, Any]) -> dict[str, Any]:
@@ -188,11 +230,16 @@ def _fields_seen(progress: dict[str, Any]) -> dict[str, Any]:
 
 
 def _duplicates(progress: dict[str, Any]) -> int:
-    """The duplicates the dedup processor dropped: rows into it minus rows out, both counted by the query."""
+    """The duplicates the dedup processors dropped (a join's two sides added up): rows into each minus rows out,
+    both counted by the query."""
     observed = progress.get("observedMetrics") or {}
-    rows_in = (observed.get(DEDUP_IN_OBSERVATION) or {}).get("rows")
-    rows_out = (observed.get(DEDUP_OUT_OBSERVATION) or {}).get("rows")
-    return max(0, int(rows_in) - int(rows_out)) if rows_in is not None and rows_out is not None else 0
+    dropped = 0
+    for name_in, name_out in DEDUP_OBSERVATIONS:
+        rows_in = (observed.get(name_in) or {}).get("rows")
+        rows_out = (observed.get(name_out) or {}).get("rows")
+        if rows_in is not None and rows_out is not None:
+            dropped += max(0, int(rows_in) - int(rows_out))
+    return dropped
 
 
 def _filtered_out(progress: dict[str, Any]) -> int:
@@ -353,7 +400,7 @@ def make_listener(
     query_name: str, stats: SinkStats, publisher: MetricsPublisher, key_count: StateKeyCount | None = None
 ) -> Any:
     """A StreamingQueryListener publishing one record per finished batch of the query named `query_name`;
-    `key_count` counts the dedup state's keys (a pipeline with dedup)."""
+    `key_count` counts the state's keys (a pipeline with dedup or a join)."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     class _Listener(StreamingQueryListener):

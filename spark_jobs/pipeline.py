@@ -30,7 +30,16 @@ from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import job_jars
-from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat, SinkStats, StateKeyCount, make_listener
+from spark_jobs.metrics import (
+    DEDUP_IN_OBSERVATION,
+    DEDUP_OUT_OBSERVATION,
+    RIGHT_DEDUP_OBSERVATIONS,
+    MetricsPublisher,
+    QueryHeartbeat,
+    SinkStats,
+    StateKeyCount,
+    make_listener,
+)
 from spark_jobs.protocol import local_checkpoint_path
 from spark_jobs.source import REDACTION_REGEX, read_kafka
 from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, PipelineSpec, SourceSpec, SpecError, SpecIssue
@@ -246,8 +255,9 @@ def _side_columns(spec: PipelineSpec, side: str) -> list[transforms.SinkColumn]:
 def _side_stream(
     raw: DataFrame, spec: PipelineSpec, side: str, schemas: WriterSchemas | None
 ) -> tuple[DataFrame, join.Side]:
-    """One side of a join, parsed, checked (its own columns) and deduplicated, in the join's shape. Only the left
-    side is observed for the metrics (Spark allows one observation of a name per query)."""
+    """One side of a join, parsed, checked (its own columns) and deduplicated, in the join's shape. The field watch
+    observes the left side only; each side's dedup is counted under names of its own (Spark allows one
+    observation of a name per query)."""
     assert spec.join is not None
     left = side == JOIN_SIDES[0]
     source = spec.source if left else spec.join.source
@@ -274,7 +284,8 @@ def _side_stream(
         df = dedup.dedup_time(df, time_field=dedup_field, window_seconds=rules.window_seconds)
         df = dedup.dedup_key(df, rules.keys)
         df = dedup.drop_unless_dead(df, ["_cf_value"])
-        df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds, observe=left)
+        observe = (DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION) if left else RIGHT_DEDUP_OBSERVATIONS
+        df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds, observe=observe)
     return join.prepare_side(df, this), this
 
 
@@ -456,7 +467,7 @@ def start_query(
     stats = SinkStats()
     query_name = f"clearflow-{spec.name}"
     publisher = MetricsPublisher(spec.name, redis_url)
-    key_count = StateKeyCount(checkpoint) if spec.dedup is not None else None
+    key_count = StateKeyCount(checkpoint) if spec.dedup is not None or spec.join is not None else None
     listener = make_listener(query_name, stats, publisher, key_count)
     spark.streams.addListener(listener)
     token_prefix = f"{spec.name}:{run_id(checkpoint)}"

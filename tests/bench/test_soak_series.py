@@ -109,3 +109,16 @@ def test_heap_used_is_read_from_jstat_columns():
     )
     assert soak_series.heap_used_bytes(output) == round((8192.0 + 40960.0 + 181234.5) * 1024)
     assert soak_series.heap_used_bytes("12345 not found\n") is None
+
+
+def test_a_minutes_slowest_batch_names_its_longest_phases():
+    batches = [
+        {"batch_duration_ms": 600, "phases_ms": {"addBatch": 500, "walCommit": 30}},
+        {
+            "batch_duration_ms": 5543,
+            "phases_ms": {"addBatch": 5100, "walCommit": 12, "state_commit": 4200, "rocksdb_write_stall": 3900},
+        },
+    ]
+    assert soak_series.slowest_phases(batches) == "addBatch 5100 ms, state_commit 4200 ms, rocksdb_write_stall 3900 ms"
+    assert soak_series.slowest_phases([{"batch_duration_ms": 700}]) == ""  # a job from before phases_ms
+    assert soak_series.slowest_phases([]) == ""

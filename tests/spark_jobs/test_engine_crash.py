@@ -115,6 +115,10 @@ def test_sigterm_stops_after_the_current_batch(kafka_bootstrap, clickhouse_serve
         if "clearflow.metrics {" in line
     ]
     assert sum(m["rows_written"] for m in metrics) == 100
+    # Each batch says where its time went, in Spark's phases and the dedup state store's (names as Spark 4 has them).
+    phases = [m["phases_ms"] for m in metrics]
+    assert all("addBatch" in p and "state_commit" in p for p in phases), phases
+    assert any("rocksdb_flush" in p and "rocksdb_write_stall" in p for p in phases), phases
     # The first batch takes longer than the 200 ms trigger: the log says the trigger once, and no warning that
     # the batch fell behind it (a busy pipeline's batches do so all the time, by design).
     assert "trigger 200 milliseconds)" in text

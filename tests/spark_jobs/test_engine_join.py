@@ -1,15 +1,18 @@
 """The temporal join end to end (spark_jobs.join, the JVM JoinProcessor): inner join rows in ClickHouse, within
-and across batches; a left join writes an unmatched order with empty payment columns once its window passed.
+and across batches; a left join writes an unmatched order with empty payment columns once its window passed; a
+join's metrics (both topics in, joined rows out, state keys).
 Real Kafka, real ClickHouse, the shared SparkSession."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from engine_helpers import JOB_TIMEOUT, produce, wait_for
 from join_helpers import join_spec, order, payment
 
+from spark_jobs.metrics import latest_key, totals_key
 from spark_jobs.pipeline import start_query, stop_query
 from spark_jobs.spec import parse_spec
 
@@ -118,5 +121,72 @@ def test_left_join_writes_an_unpaid_order_with_empty_payment_columns_after_the_w
         assert time.monotonic() - written_at > 2  # not before the window: o2 arrived with o1
         time.sleep(3)
         assert len(rows(ch, spec)) == 2  # and only once
+    finally:
+        stop_query(spark, query)
+
+
+def test_a_left_joins_metrics_count_both_topics_in_the_joined_rows_out_and_state_that_levels_off(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path, redis_url
+):
+    """What the pipeline page shows for a join: events in from both topics, the duplicates of both sides, the
+    joined rows written, and state keys that come back to both sides' dedup keys once the join window has passed
+    (matched and timed-out orders and expired payments all leave the join's state).
+
+    The payments come in a later batch than their orders (a match with an order the join holds), within the 60 s
+    window of processing time: a first order warms the job up first (a first batch took 16 s, and 180 s on a
+    machine loaded 25 deep), later batches take a few seconds."""
+    import redis
+
+    orders, payments = new_topic(1), new_topic(1)
+    spec = parse_spec(
+        join_spec(
+            kafka_bootstrap=kafka_bootstrap,
+            clickhouse=clickhouse_server,
+            orders=orders,
+            payments=payments,
+            window="60s",
+            join_type="left",
+        )
+    )
+    client = redis.Redis.from_url(redis_url)
+
+    def latest() -> dict:
+        raw = client.get(latest_key(spec.name))
+        return json.loads(raw) if raw else {}
+
+    def totals() -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in client.hgetall(totals_key(spec.name)).items() if k != b"since"}
+
+    query = start_query(
+        spark,
+        spec,
+        checkpoint=str(tmp_path / "ckpt"),
+        redis_url=redis_url,
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    try:
+        produce(kafka_bootstrap, orders, [(0, order("o0"))])  # never paid
+        wait_for(lambda: totals().get("input_rows") == 1, timeout=JOB_TIMEOUT)
+        produce(kafka_bootstrap, orders, [(0, order("o1")), (0, order("o1")), (0, order("o2")), (0, order("o3"))])
+        wait_for(lambda: totals().get("input_rows") == 5, timeout=120)
+        produce(
+            kafka_bootstrap, payments, [(0, payment("p1", "o1")), (0, payment("p1", "o1")), (0, payment("p3", "o3"))]
+        )
+        # o1 and o3 paid; o0 and o2 written with empty payment columns when their window has passed.
+        wait_for(lambda: len(rows(ch, spec)) == 4, timeout=240)
+        assert rows(ch, spec) == [
+            ("o0", 10, None, None),
+            ("o1", 10, "p1", 10),
+            ("o2", 10, None, None),
+            ("o3", 10, "p3", 10),
+        ]
+        # 4 orders and 2 payments in the dedup windows (1h); nothing left in the join's (60 s).
+        wait_for(lambda: latest().get("state_rows") == 6, timeout=120)
+        assert query.exception() is None
+        counted = totals()
+        assert (counted["input_rows"], counted["duplicates_dropped"], counted["rows_written"]) == (8, 2, 4)
+        batches = counted["batches"]
+        wait_for(lambda: totals()["batches"] >= batches + 3, timeout=120)  # more batches, without data
+        assert latest()["state_rows"] == 6  # level
     finally:
         stop_query(spark, query)

@@ -48,6 +48,33 @@ def test_metrics_record_from_progress():
     assert record.lag == {"t": {"0": 5, "1": 0}} and record.total_lag == 5
     assert record.state_rows == 500 and record.batch_duration_ms == 1234
     assert json.loads(record.to_json())["pipeline"] == "p1"
+
+
+def test_a_slow_batch_says_where_its_time_went():
+    progress = {
+        "batchId": 9,
+        "durationMs": {"addBatch": 5100, "queryPlanning": 40, "walCommit": 12, "triggerExecution": 5543},
+        "stateOperators": [
+            {
+                "operatorName": "transformWithStateExec",
+                "commitTimeMs": 4200,
+                "allUpdatesTimeMs": 300,
+                "allRemovalsTimeMs": 90,
+                "customMetrics": {"rocksdbWriterStallLatencyMs": 3900, "rocksdbCommitFlushLatency": 150},
+            }
+        ],
+    }
+    record = metrics_from_progress("p1", progress, {})
+    assert record.phases_ms == {
+        "addBatch": 5100,
+        "queryPlanning": 40,
+        "walCommit": 12,
+        "state_commit": 4200,
+        "state_updates": 300,
+        "state_removals": 90,
+        "rocksdb_flush": 150,
+        "rocksdb_write_stall": 3900,
+    }
     assert latest_key("p1") == "clearflow:metrics:p1"
     assert recent_key("p1") == "clearflow:metrics:p1:recent"
 
@@ -81,6 +108,36 @@ def test_state_keys_are_added_minus_expired_carried_in_the_checkpoint_and_a_repl
     # A new checkpoint starts from nothing; a remote one counts this run only.
     assert StateKeyCount(str(tmp_path / "new")).keys == 0
     assert StateKeyCount("s3a://bucket/ckpt").add(_processor_progress(0, added=7, expired=0)) == 7
+
+
+def test_a_join_counts_both_sides_duplicates_and_every_removal_from_its_state(tmp_path):
+    """A join's batch: two dedups and the join (transformWithState all three). The join removed 4 rows: 3 by
+    TTL (rights) and 1 left event by its left join timeout, which only `numRowsRemoved` counts."""
+
+    def operator(updated: int, removed: int, expired: int) -> dict:
+        return {
+            "operatorName": "transformWithStateExec",
+            "numRowsUpdated": updated,
+            "numRowsRemoved": removed,
+            "customMetrics": {"numValuesRemovedDueToTTLExpiry": expired},
+        }
+
+    progress = {
+        "batchId": 0,
+        "numInputRows": 12,
+        "stateOperators": [operator(5, 0, 0), operator(4, 0, 0), operator(9, 4, 3)],
+        "observedMetrics": {
+            "cf_dedup_in": {"rows": 7},
+            "cf_dedup_out": {"rows": 5},
+            "cf_dedup_in_right": {"rows": 5},
+            "cf_dedup_out_right": {"rows": 4},
+        },
+    }
+    keys = StateKeyCount(str(tmp_path)).add(progress)
+    assert keys == 5 + 4 + 9 - 4
+    record = metrics_from_progress("p1", progress, {"rows_written": 3}, state_keys=keys)
+    assert (record.input_rows, record.duplicates_dropped, record.rows_written) == (12, 3, 3)
+    assert record.state_rows == 14
 
 
 def test_create_table_sql_quotes_names_and_sets_the_dedup_window():

@@ -102,7 +102,11 @@ public final class JoinProcessor extends StatefulProcessor<Tuple2<Long, Long>, R
         }
         boolean[] leftMatched = new boolean[newLefts.size()];
         // New rights with the lefts in state (a match marks the stored left, for the left join's timer).
-        if (!newRights.isEmpty() && lefts.exists()) {
+        // The state is read by iterating it to its end, never with exists(): a MapState's exists() is a prefix
+        // scan left open when it finds an entry, and its RocksDB iterator then stays open (pinning memtables and
+        // blocks) until the task ends: one per key of the batch. In the 10k+10k bench that took the job's RSS to
+        // 19 GB and made each batch slower as the state grew.
+        if (!newRights.isEmpty()) {
             List<Tuple2<Long, Row>> stored = new ArrayList<>();
             lefts.iterator().foreach(entry -> stored.add(entry));
             for (Tuple2<Long, Row> entry : stored) {
@@ -115,13 +119,17 @@ public final class JoinProcessor extends StatefulProcessor<Tuple2<Long, Long>, R
                     }
                 }
                 if (matched && leftJoin && !left.getBoolean(matchedIndex)) {
+                    // Removed, then stored marked: Spark counts a put over an existing entry as an added state
+                    // row, and the metrics' state count (spark_jobs.metrics.StateKeyCount: rows added minus rows
+                    // removed) would keep the entry twice; the removal beside it keeps that count exact.
+                    lefts.removeKey(entry._1());
                     lefts.updateValue(entry._1(), stored(left, left.getLong(arrivalIndex), true));
                 }
             }
         }
         // New lefts with the rights in state and with the new rights.
         List<Row> storedRights = new ArrayList<>();
-        if (!newLefts.isEmpty() && rights.exists()) {
+        if (!newLefts.isEmpty()) {
             rights.values().foreach(right -> storedRights.add(right));
         }
         for (int i = 0; i < newLefts.size(); i++) {
@@ -158,10 +166,7 @@ public final class JoinProcessor extends StatefulProcessor<Tuple2<Long, Long>, R
             Tuple2<Long, Long> key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
         long due = expiredTimerInfo.getExpiryTimeInMs();
         List<Row> out = new ArrayList<>();
-        if (!lefts.exists()) {
-            return CollectionConverters.asScala(out.iterator());
-        }
-        List<Tuple2<Long, Row>> stored = new ArrayList<>();
+        List<Tuple2<Long, Row>> stored = new ArrayList<>(); // read to its end: see handleInputRows
         lefts.iterator().foreach(entry -> stored.add(entry));
         for (Tuple2<Long, Row> entry : stored) {
             Row left = entry._2();
