@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_jobs.protocol import STARTED_LINE, TIMING_LINE, ExitCode
+from spark_jobs.sizing import LIGHT_TRIGGER
 
 if TYPE_CHECKING:
     from spark_jobs.spec import PipelineSpec
@@ -43,7 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; ignored under spark-submit)")
     parser.add_argument("--redis-url", default=os.environ.get("CLEARFLOW_REDIS_URL"), help="metrics target")
-    parser.add_argument("--trigger-interval", default="1 second", help="micro-batch trigger interval")
+    parser.add_argument("--trigger-interval", default=LIGHT_TRIGGER, help="micro-batch trigger interval")
     parser.add_argument("--available-now", action="store_true", help="process what is there now, then exit")
     parser.add_argument("--shuffle-partitions", type=int, default=max(2, os.cpu_count() or 2))
     parser.add_argument("--driver-memory", default="2g")

@@ -281,7 +281,9 @@ def machine_check(
 
 
 __all__ = [
+    "BUSY_TRIGGER",
     "BYTES_PER_KEY_ON_DISK",
+    "LIGHT_TRIGGER",
     "MachineCheck",
     "StateEstimate",
     "driver_heap_mb",
@@ -296,4 +298,5 @@ __all__ = [
     "state_estimate",
     "stored_state_bytes",
     "total_memory_bytes",
+    "trigger_interval",
 ]

@@ -34,6 +34,7 @@ from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import job_jars
 from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, local_checkpoint_path
+from spark_jobs.sizing import LIGHT_TRIGGER
 from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ class JobLaunch:
     spec: PipelineSpec | None
     redis_url: str | None = None
     driver_memory: str = "1g"
-    trigger_interval: str = "1 second"
+    trigger_interval: str = LIGHT_TRIGGER
     spark_conf: tuple[str, ...] = ()
     submit_args: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)

@@ -125,21 +125,22 @@ UNKNOWN_RATE_ROCKSDB_MB = 256
 ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 
 
-def _auto() -> bool:
-    return settings.SPARK_DRIVER_MEMORY.strip().lower() == "auto"
+def _auto(setting: str) -> bool:
+    """Whether a sizing setting (CLEARFLOW_DRIVER_MEMORY, CLEARFLOW_TRIGGER_INTERVAL) leaves it to the sizing."""
+    return setting.strip().lower() == "auto"
 
 
 def default_driver_memory() -> str:
     """The driver memory of a job with nothing to size it from: CLEARFLOW_DRIVER_MEMORY, or with `auto` the full
     heap (a pipeline without dedup, or whose topic's rate could not be read, is not assumed to be light)."""
-    return settings.SPARK_DRIVER_MEMORY if not _auto() else full_driver_memory()
+    return settings.SPARK_DRIVER_MEMORY if not _auto(settings.SPARK_DRIVER_MEMORY) else full_driver_memory()
 
 
 def standby_driver_memory() -> str:
     """The standby jobs' driver memory: CLEARFLOW_DRIVER_MEMORY, or with `auto` the light heap. A standby takes
     only a run sized for its heap (a JVM's heap is fixed at its start), and most deploys are light pipelines; a
     heavy one (or one sized without a rate) starts cold, and its run's record says why."""
-    return settings.SPARK_DRIVER_MEMORY if not _auto() else light_driver_memory()
+    return settings.SPARK_DRIVER_MEMORY if not _auto(settings.SPARK_DRIVER_MEMORY) else light_driver_memory()
 
 
 class JobResources(NamedTuple):
@@ -163,12 +164,12 @@ def job_resources(
     # The checkpoint keeps older versions beside the live state: its files count DISK_HEADROOM times over.
     stored = stored_state_bytes(checkpoint) if checkpoint and spec.dedup is not None else None
     live_stored = int(stored / DISK_HEADROOM) if stored else 0
-    if estimate is not None and _auto():
+    if estimate is not None and _auto(settings.SPARK_DRIVER_MEMORY):
         keys = max(estimate.keys, live_stored // BYTES_PER_KEY_ON_DISK)
         driver_memory = spark_memory(driver_heap_mb(events_per_second=estimate.events_per_second, keys=keys))
     else:
         driver_memory = default_driver_memory()
-    if settings.SPARK_TRIGGER_INTERVAL.strip().lower() == "auto":
+    if _auto(settings.SPARK_TRIGGER_INTERVAL):
         trigger = trigger_interval(estimate.events_per_second if estimate is not None else None)
     else:
         trigger = settings.SPARK_TRIGGER_INTERVAL
