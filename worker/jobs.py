@@ -255,16 +255,41 @@ def request_stop(*, pid: int | None, process_started: float | None) -> bool:
 
 
 def force_kill(*, pid: int | None, process_started: float | None) -> bool:
-    """SIGKILL to the job's whole process group (supervisor, driver, JVM, Python workers). Nothing is lost:
-    offsets are in the checkpoint and the sink is idempotent per batch, so the cut batch is replayed."""
+    """SIGKILL to every process of the job (supervisor, driver, JVM, Spark's Python daemon and workers). Nothing is
+    lost: offsets are in the checkpoint and the sink is idempotent per batch, so the cut batch is replayed."""
     process = _process(pid, process_started)
     if process is None:
         return False
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return False
-    return True
+    return kill_session(process.pid) > 0
+
+
+def session_members(session: int) -> list[int]:
+    """The live processes of the Unix session `session` (a job's supervisor starts one: its pid is its id)."""
+    members = []
+    for process in psutil.process_iter(["pid", "status"]):
+        if process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        with contextlib.suppress(OSError):
+            if os.getsid(process.info["pid"]) == session:
+                members.append(process.info["pid"])
+    return members
+
+
+def kill_session(session: int) -> int:
+    """SIGKILL to every process of a job's session; how many there were. Not only its process group: Spark's
+    Python daemon moves itself and the workers it forks into a group of their own (`pyspark.daemon`:
+    `os.setpgid(0, 0)`), so a SIGKILL to the supervisor's group left them running, waiting to notice that the
+    JVM was gone."""
+    killed: set[int] = set()
+    for _ in range(3):  # again for a worker the daemon forked between the listing and its own kill
+        members = [pid for pid in session_members(session) if pid != os.getpid()]
+        if not members:
+            break
+        for member in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, signal.SIGKILL)
+        killed.update(members)
+    return len(killed)
 
 
 def wait_gone(*, pid: int | None, process_started: float | None, timeout: float) -> bool:
@@ -343,9 +368,9 @@ class StopResult:
 
 
 def stop_jobs(handles: Iterable[JobHandle], *, timeout: float) -> list[StopResult]:
-    """Stop jobs on this host all at once: SIGTERM (each finishes its micro-batch), SIGKILL to the groups of those
-    still running after `timeout` seconds; then whatever is left of each group (Spark's Python workers) is
-    killed too. Returns once every one is gone."""
+    """Stop jobs on this host all at once: SIGTERM (each finishes its micro-batch), SIGKILL to those still running
+    after `timeout` seconds; then whatever is left of each job's session (Spark's Python daemon and workers, a
+    JVM still exiting) is killed too. Returns once every one is gone."""
     handles = [h for h in handles if _process(h.pid, h.process_started) is not None]
     for handle in handles:
         request_stop(pid=handle.pid, process_started=handle.process_started)
@@ -357,8 +382,7 @@ def stop_jobs(handles: Iterable[JobHandle], *, timeout: float) -> list[StopResul
         if forced:
             force_kill(pid=handle.pid, process_started=handle.process_started)
             wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(handle.pid, signal.SIGKILL)  # the supervisor led its own group: only its leftovers remain
+        kill_session(handle.pid)  # the supervisor led its own session: only its leftovers remain
         results.append(StopResult(handle, forced))
     return results
 

@@ -63,6 +63,17 @@ def _kill_tree(child: subprocess.Popen) -> None:
             member.kill()
 
 
+def _reap_session() -> None:
+    """The job ended: SIGKILL to what is left of it in this supervisor's session (its own, from `setsid`), so
+    nothing outlives the supervisor however the job was stopped (a SIGTERM, the lease's fence): Spark's Python
+    daemon and its workers (a process group of their own, which a kill of this group misses), a JVM still in
+    its shutdown hooks after its Python driver exited."""
+    from worker.jobs import kill_session
+
+    with contextlib.suppress(Exception):
+        kill_session(os.getpid())
+
+
 class LeaseHolder:
     """Holds the run's lease in Redis (see `worker.leases`): renews it, passes on stop requests from workers on
     other hosts, finds the Spark application id in the log, and stops the job when the lease cannot be renewed."""
@@ -192,6 +203,7 @@ def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: Leas
             except subprocess.TimeoutExpired:
                 assert lease is not None
                 lease.tick(stop=stop, kill=lambda: _kill_tree(child), say=say)
+        _reap_session()
         if lease is not None and lease.fenced:
             code = ExitCode.LEASE_LOST
         say(f"job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")

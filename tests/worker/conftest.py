@@ -6,7 +6,6 @@ Kafka broker and writing its ClickHouse; each test's jobs are killed at the end 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -155,8 +154,7 @@ def _kill_jobs(run_root: Path) -> None:
     from worker import jobs
 
     for handle in jobs.find_jobs(run_root):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(handle.pid, signal.SIGKILL)
+        jobs.kill_session(handle.pid)  # its group and Spark's Python daemon, which leaves the group
 
     for pid, started in PipelineRun.objects.values_list("pid", "process_started"):
         try:
