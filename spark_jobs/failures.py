@@ -17,9 +17,11 @@ import re
 from dataclasses import dataclass
 
 from spark_jobs.protocol import ExitCode
+from spark_jobs.sizing import LIGHT_DRIVER_HEAP_MB
 
 # The stable codes (stored with each failed run, returned by the API; never rename one).
 OUT_OF_MEMORY = "out_of_memory"
+DRIVER_MEMORY_TOO_SMALL = "driver_memory_too_small"
 KILLED = "killed"
 STATE_TOO_LARGE = "state_too_large"
 STATE_UNREADABLE = "state_unreadable"
@@ -63,7 +65,7 @@ class Cause:
     @property
     def restart_helps(self) -> bool:
         """Whether restarting the same job with the same spec and settings may get past it."""
-        return self.code not in (INVALID_SPEC, CHECKPOINT_MISMATCH)
+        return self.code not in (INVALID_SPEC, CHECKPOINT_MISMATCH, DRIVER_MEMORY_TOO_SMALL)
 
     @property
     def repeats_count(self) -> bool:
@@ -81,6 +83,7 @@ class Cause:
 # The causes that stay until something is changed, told in a few words.
 _PHRASES = {
     OUT_OF_MEMORY: "the job ran out of memory",
+    DRIVER_MEMORY_TOO_SMALL: "the job's heap was below Spark's minimum",
     STATE_TOO_LARGE: "the dedup state did not fit in the job's memory",
     STATE_UNREADABLE: "the dedup state could not be loaded",
     KAFKA_TOPIC_MISSING: "the Kafka topic was missing",
@@ -145,6 +148,9 @@ def _shorten(line: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+# Spark refuses to create its context when the driver's JVM has less heap than it reserves for itself (1.5 times
+# 300 MB): "[INVALID_DRIVER_MEMORY] System memory 402653184 must be at least 471859200. ..." (UnifiedMemoryManager).
+_DRIVER_MEMORY = re.compile(r"INVALID_DRIVER_MEMORY\]?\s*System memory (\d+) must be at least (\d+)")
 _OOM = ("java.lang.OutOfMemoryError", "OutOfMemoryError:", "GC overhead limit exceeded", "Java heap space")
 _CONTAINER_OOM = re.compile(
     r"(Container killed .*(memory|OOM)|exceeding (physical )?memory limits|OOMKilled|"
@@ -255,6 +261,8 @@ def classify(text: str, exit_code: int | None = None, *, memory: str | None = No
 
 def _match(text: str, memory: str | None) -> Cause | None:
     """The cause `text` names, if any of the rules recognises it."""
+    if line := _find_re(_DRIVER_MEMORY, text):
+        return _driver_memory_too_small(line, memory)
     if line := _find(_STATE_OOM, text):
         return Cause(
             STATE_TOO_LARGE,
@@ -322,6 +330,23 @@ def _match(text: str, memory: str | None) -> Cause | None:
             line,
         )
     return None
+
+
+def _driver_memory_too_small(line: str, memory: str | None) -> Cause:
+    """Spark did not start: the JVM's heap (what it reports, a little under the heap asked for) is below the
+    floor Spark reserves for itself. No restart helps until the job gets more."""
+    line = line.lstrip(": ")  # Py4J's line puts the JVM's exception after ": "
+    found = _DRIVER_MEMORY.search(line)
+    assert found is not None
+    has, needs = (int(value) // (1024 * 1024) for value in found.groups())
+    asked = f" ({memory} asked for)" if memory else ""
+    return Cause(
+        DRIVER_MEMORY_TOO_SMALL,
+        f"Spark refused to start the job: its JVM had {has} MB of heap{asked} and Spark needs at least {needs} MB.",
+        f"Give the job a larger heap: set {MEMORY_SETTING} to at least {LIGHT_DRIVER_HEAP_MB}m (or to auto, which "
+        "sizes it from the pipeline's rate and state), restart the worker, and deploy the pipeline again.",
+        line,
+    )
 
 
 def _clickhouse(line: str) -> Cause:

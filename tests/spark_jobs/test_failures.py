@@ -223,3 +223,20 @@ def test_the_sinks_steps_at_start_are_told_as_clickhouse_also_without_the_class_
     ).replace(" failed: creating", " could not start: creating")
     cause = classify(text, 1)
     assert cause.code == failures.CLICKHOUSE_UNREACHABLE and cause.detail.startswith("creating table dead_letters")
+
+
+def test_a_heap_below_sparks_floor_says_so_and_what_to_set() -> None:
+    # The log of a real job started with --driver-memory 300m (Spark 4.2, local mode; tests/worker/
+    # test_driver_memory_cause.py starts one): Spark refuses its context; ClickHouse was not there either.
+    text = (FAILURES / "driver_memory.log").read_text()
+    assert "[INVALID_DRIVER_MEMORY] System memory 314572800 must be at least 471859200." in text
+    cause = classify(text, 1, memory="300m")
+    assert cause.code == failures.DRIVER_MEMORY_TOO_SMALL
+    assert cause.words == (
+        "Spark refused to start the job: its JVM had 300 MB of heap (300m asked for) and Spark needs at least "
+        "450 MB. Give the job a larger heap: set CLEARFLOW_DRIVER_MEMORY to at least 512m (or to auto, which sizes "
+        "it from the pipeline's rate and state), restart the worker, and deploy the pipeline again."
+    )
+    assert cause.detail.startswith("org.apache.spark.SparkIllegalArgumentException: [INVALID_DRIVER_MEMORY]")
+    assert not cause.restart_helps  # the same heap fails the same way: the worker does not restart it
+    assert root_line(text) == cause.detail
