@@ -14,6 +14,7 @@ from worker import jobs
 
 pytestmark = [pytest.mark.spark]
 
+
 @pytest.mark.timeout(600)
 def test_a_heap_below_sparks_floor_is_told_as_such_with_the_setting_to_change(tmp_path):
     launch = jobs.JobLaunch(
