@@ -30,12 +30,48 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import REPO, bench_spec, log, patient
+from bench_pipeline import REPO, _descendants, bench_spec, log, patient
 from density import cpu_between, jvm_heap, tree_cpu, tree_pss
-from latency import steady_produce
+from latency import _event
 
 sys.path.insert(0, str(REPO))
 
+# What smaps_rollup says of a tree beside its PSS: Private_Dirty is what a second job could never share (the heap,
+# malloc, a relocated class-data archive); Pss_File, the files' pages it maps (jars, libraries, the archive), which
+# other jobs of the same install share (alone, a job's PSS counts them in full).
+ROLLUP_FIELDS = ("Pss_Anon", "Pss_File", "Private_Dirty")
+
+
+def tree_rollup(pid: int) -> dict[str, int]:
+    """ROLLUP_FIELDS summed over a job's process tree, bytes."""
+    totals = dict.fromkeys(ROLLUP_FIELDS, 0)
+    for member in _descendants(pid):
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key in totals:
+                    totals[key] += int(value.split()[0]) * 1024
+    return totals
+
+
+def archive_dirty(pid: int) -> int:
+    """Private dirty bytes of the class-data archives (*.jsa) mapped by the job's JVM: the archive's pages this job
+    holds for itself (all of them when the JVM relocated the archive)."""
+    total = 0
+    for member in _descendants(pid):
+        with contextlib.suppress(OSError, ValueError):
+            in_archive = False
+            for line in Path(f"/proc/{member}/smaps").read_text().splitlines():
+                first = line.split(maxsplit=1)[0] if line.strip() else ""
+                if "-" in first and not first.endswith(":"):
+                    in_archive = line.rstrip().endswith(".jsa")
+                elif in_archive and first == "Private_Dirty:":
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+SERIAL_SMALL = "-XX:+UseSerialGC -Xms32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+CDS_AT_ITS_ADDRESS = "-XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0"
 # Extra driver JVM options per variant (appended to what the launch gives), Spark settings and environment.
 VARIANTS: dict[str, dict[str, Any]] = {
     "launch": {},
@@ -49,6 +85,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "serial-xms-trim": {
         "java": "-XX:+UseSerialGC -Xms32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 "
         "-XX:+UnlockExperimentalVMOptions -XX:TrimNativeHeapInterval=5000"
+    },
+    "serial-xms-cds0": {"java": f"{SERIAL_SMALL} {CDS_AT_ITS_ADDRESS}"},
+    "g1-cds0": {"java": f"-XX:+UseG1GC {CDS_AT_ITS_ADDRESS}"},
+    "serial-xms-cds0-c1": {
+        "java": f"{SERIAL_SMALL} {CDS_AT_ITS_ADDRESS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m"
     },
     "serial-xms-ci2": {
         "java": "-XX:+UseSerialGC -Xms32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:CICompilerCount=2 "
@@ -111,11 +152,26 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
     log(f"{name}: {' '.join(command[3:])}")
     client = clickhouse_connect.get_client(host=ch[0], port=ch[1])
     table = spec["sink"]["table"]
-    total = args.settle + 10 * args.samples + 30
     produced: dict[str, Any] = {}
 
+    stop_producing = threading.Event()
+
     def produce() -> None:
-        produced["sent"], produced["unique"], produced["rate"] = steady_produce(bootstrap, topic, 2, args.rate, total)
+        """`args.rate` events/s (latency._event's, every tenth a re-send) until told to stop."""
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        begun, sent, unique = time.monotonic(), 0, 0
+        while not stop_producing.is_set():
+            for _ in range(int(args.rate * (time.monotonic() - begun)) - sent):
+                k = max(0, unique - 1 - sent % 50) if sent % 10 == 9 and unique else unique
+                unique += k == unique
+                producer.produce(topic, _event(k), partition=sent % 2)
+                sent += 1
+            producer.poll(0)
+            time.sleep(0.01)
+        producer.flush(60)
+        produced.update(sent=sent, unique=unique)
 
     with open(run_dir / "job.log", "wb") as out:
         job = subprocess.Popen(command, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=env,
@@ -136,9 +192,10 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
         result["start_to_first_row_s"] = round(time.monotonic() - started, 1)
         time.sleep(args.settle)
         cpu_before = tree_cpu(job.pid)
-        samples = []
+        samples, rollups = [], []
         for _ in range(args.samples):
             samples.append(tree_pss(job.pid))
+            rollups.append(tree_rollup(job.pid))
             time.sleep(10)
         cpu = cpu_between(cpu_before, tree_cpu(job.pid))
         result["cpu_cores"] = round(cpu / (10 * args.samples), 3)
@@ -146,8 +203,11 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
         result["pss_by_part_mb"] = {
             part: round(statistics.median(s[part] for s in samples) / 2**20) for part in samples[0]
         }
+        result["rollup_mb"] = {key: round(statistics.median(r[key] for r in rollups) / 2**20) for key in ROLLUP_FIELDS}
+        result["archive_private_dirty_mb"] = round(archive_dirty(job.pid) / 2**20)
         result["heap"] = jvm_heap(job.pid, full_gc=False)
-        producer.join(total + 120)
+        stop_producing.set()
+        producer.join(120)
         deadline = time.monotonic() + 120
         rows = unique_rows = 0
         while time.monotonic() < deadline:
@@ -171,6 +231,8 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
 
 def main() -> int:
     args = parse_args()
+    # A kill ends the job and the services too (the `finally`s and the process group's exit run on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from localstack import processes
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-footprint-"))
