@@ -75,7 +75,10 @@ CDS_AT_ITS_ADDRESS = "-XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0
 # Extra driver JVM options per variant (appended to what the launch gives), Spark settings and environment.
 VARIANTS: dict[str, dict[str, Any]] = {
     "launch": {},
-    "g1-512m": {"java": "-XX:+UseG1GC"},  # main before this branch: G1 (the JVM's default), -Xmx512m
+    # A variant's options replace the launch's light ones (spark.driver.extraJavaOptions wins over
+    # --driver-java-options), after the session's own (-Xss32m, the archive with spark_jobs.cds's mapping): since
+    # the archive is mapped at its address, g1-512m is main's job with that one change, not main's job.
+    "g1-512m": {"java": "-XX:+UseG1GC"},
     "serial": {"java": "-XX:+UseSerialGC"},
     "serial-xms": {"java": "-XX:+UseSerialGC -Xms32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"},
     "serial-xms-c1": {
