@@ -135,11 +135,14 @@ def build_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     jars: list[str] | None = None,
+    java_options: str = "",
 ) -> SparkSession:
     """A SparkSession whose Python workers run this interpreter, with Spark's Kafka connector on its classpath.
 
     `jars` defaults to `spark_jobs.jars.job_jars()` (local files: nothing is downloaded). Pass `[]` under
-    `spark-submit`, whose `--jars` already carries them.
+    `spark-submit`, whose `--jars` already carries them. `java_options`: JVM options for the driver after the
+    session's own (a light job's, spark_jobs.sizing.driver_java_options); a `spark.driver.extraJavaOptions` in
+    `conf` replaces both.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -150,8 +153,11 @@ def build_session(
     # Local mode: Python workers fork from a daemon with the sink's modules imported (spark_jobs.python_daemon).
     # Not on a cluster, whose executors' Python may lack them (the daemon would fail every task).
     daemon = {"spark.python.daemon.module": "spark_jobs.python_daemon"} if (master or "").startswith("local") else {}
+    own = session_conf()
+    if java_options:
+        own["spark.driver.extraJavaOptions"] = f"{own['spark.driver.extraJavaOptions']} {java_options}"
     settings = {
-        **session_conf(),
+        **own,
         **daemon,
         **({"spark.jars": ",".join(jar_list)} if jar_list else {}),
         **(conf or {}),

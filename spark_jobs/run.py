@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--available-now", action="store_true", help="process what is there now, then exit")
     parser.add_argument("--shuffle-partitions", type=int, default=max(2, os.cpu_count() or 2))
     parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument(
+        "--driver-java-options", default="", help="extra JVM options of the driver (after the session's own)"
+    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -215,7 +218,11 @@ def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
     try:
         # Under spark-submit, `--jars` (spark_jobs.jars.job_jars(), given by the worker) already has them.
         spark = build_session(
-            app_name=app_name, master=master, conf=spark_conf(args), jars=[] if under_spark_submit else None
+            app_name=app_name,
+            master=master,
+            conf=spark_conf(args),
+            jars=[] if under_spark_submit else None,
+            java_options=args.driver_java_options,
         )
     except ConnectorJarsMissing as exc:
         log.error("%s could not start: %s", who, exc)

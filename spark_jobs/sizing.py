@@ -58,6 +58,22 @@ DRIVER_HEAP_MB = 1024
 # (INVALID_DRIVER_MEMORY, "System memory 402653184 must be at least 471859200" with 384m). 512 MB: Spark's
 # minimum with a margin, five times the live set.
 LIGHT_DRIVER_HEAP_MB = 512
+# A light job's JVM: the options its driver starts with besides the heap's bound, chosen by measuring one job at
+# 100 events/s (bench/footprint.py; docs/performance.md, "A light job's footprint").
+# - The serial collector: G1 (the JVM's default on 2 cores and 2 GB or more) keeps remembered sets, card tables
+#   and per-region data beside the heap, and runs parallel and concurrent GC threads; a light job's live heap is
+#   under 100 MB, which the serial collector handles in pauses of milliseconds, in the thread that allocates
+#   (on a machine that hosts many jobs, no GC threads compete for its two cores).
+# - A heap that starts small and gives back what it does not use: -Xms32m (Spark's -Xmx stays the bound, and
+#   Spark's check of it), and after a collection at most 30% of the heap left free (at least 10%), so the
+#   committed heap follows the live set instead of staying at its high-water mark.
+# A busy pipeline keeps G1 and the JVM's defaults: its heap holds batches of up to 500,000 rows.
+LIGHT_JAVA_OPTIONS: tuple[str, ...] = (
+    "-XX:+UseSerialGC",
+    "-Xms32m",
+    "-XX:MinHeapFreeRatio=10",
+    "-XX:MaxHeapFreeRatio=30",
+)
 # Light means both: at most this rate (the rows a micro-batch holds) and this many keys in the state (RocksDB
 # is off-heap, but its per-file bookkeeping and the state's maintenance grow with it). 1,000 events/s over the
 # default 1h window is the edge; 100 events/s over 7 days is not light.
@@ -143,6 +159,18 @@ def full_driver_memory() -> str:
 def light_driver_memory() -> str:
     """The heap of a light pipeline's job, as Spark's --driver-memory takes it (the standby jobs' too)."""
     return spark_memory(LIGHT_DRIVER_HEAP_MB)
+
+
+def driver_java_options(driver_memory: str) -> str:
+    """The extra JVM options of a job's driver with `driver_memory` (as Spark spells it): the light ones for the
+    light heap or less, none for a larger heap (a busy pipeline keeps the JVM's defaults). They follow the heap,
+    not the pipeline, so a standby job started with the light heap has them too and a run it may take (the same
+    heap: spark_jobs.standby) gets what a cold start would have given it."""
+    try:
+        light = parse_memory(driver_memory) <= LIGHT_DRIVER_HEAP_MB * MB
+    except ValueError:  # not a size Spark would take either: nothing to add
+        return ""
+    return " ".join(LIGHT_JAVA_OPTIONS) if light else ""
 
 
 def rocksdb_memory_mb(disk_bytes: int) -> int:
@@ -287,6 +315,7 @@ __all__ = [
     "MachineCheck",
     "StateEstimate",
     "driver_heap_mb",
+    "driver_java_options",
     "free_disk_bytes",
     "full_driver_memory",
     "human_bytes",

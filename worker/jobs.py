@@ -34,7 +34,7 @@ from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import job_jars
 from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, local_checkpoint_path
-from spark_jobs.sizing import LIGHT_TRIGGER
+from spark_jobs.sizing import LIGHT_TRIGGER, driver_java_options
 from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -119,9 +119,13 @@ def spark_home() -> str:
 
 
 def spark_args(launch: JobLaunch) -> list[str]:
-    """The runner's Spark arguments: driver memory and settings (a standby job starts with the same)."""
+    """The runner's Spark arguments: driver memory, the JVM options that go with it and settings (a standby job
+    starts with the same)."""
+    java_options = driver_java_options(launch.driver_memory)  # a light heap's lean JVM (spark_jobs.sizing)
     return [
         "--driver-memory", launch.driver_memory,
+        # One argument: a value that starts with '-' would read as an option of its own.
+        *([f"--driver-java-options={java_options}"] if java_options else []),
         "--conf", "spark.ui.showConsoleProgress=false",  # progress bars would fill the log
         *[arg for item in launch.spark_conf for arg in ("--conf", item)],
     ]  # fmt: skip
@@ -139,13 +143,15 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         return [sys.executable, "-m", "spark_jobs.run", "--master", launch.master, *runner_args]
     spark_submit = str(Path(spark_home()) / "bin" / "spark-submit")
     py_files = engine_zip(launch.run_dir.parent)
+    # The driver's JVM starts before the runner here: its options go to spark-submit (the light ones with them).
+    driver_options = " ".join(filter(None, ["-Xss32m", driver_java_options(launch.driver_memory)]))
     return [
         spark_submit,
         "--master", launch.master,
         "--deploy-mode", "client",
         "--name", f"clearflow-{launch.name}",
         "--driver-memory", launch.driver_memory,
-        "--conf", "spark.driver.extraJavaOptions=-Xss32m",
+        "--conf", f"spark.driver.extraJavaOptions={driver_options}",
         "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--py-files", str(py_files),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs.sizing import (
+    driver_java_options,
     full_driver_memory,
     light_driver_memory,
     machine_check,
@@ -137,3 +138,11 @@ def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
 )
 def test_a_busy_pipeline_runs_its_batches_back_to_back_and_a_light_one_each_second(events_per_second, expected):
     assert trigger_interval(events_per_second) == expected
+
+
+def test_a_light_heap_comes_with_a_lean_jvm_and_a_full_one_with_the_jvms_defaults():
+    light = driver_java_options(state_estimate(events_per_second=100, window_seconds=3600).driver_memory)
+    assert "-XX:+UseSerialGC" in light.split()
+    assert driver_java_options("384m") == light  # any heap up to the light one
+    assert driver_java_options(state_estimate(events_per_second=20_000, window_seconds=3600).driver_memory) == ""
+    assert driver_java_options("2g") == "" and driver_java_options("lots") == ""

@@ -1,6 +1,6 @@
 """A deployed job gets the memory its dedup state needs: with CLEARFLOW_DRIVER_MEMORY=auto the worker starts it
 with the sized heap and RocksDB's memory bound (webapp.pipelines.state_size), and it runs with them (and with
-bounded malloc arenas)."""
+bounded malloc arenas, and a light heap's lean JVM) and writes every row."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
     assert jvm.environ().get("MALLOC_ARENA_MAX") == "2"
     assert "-Xmx512m" in jvm.cmdline()  # the heap the JVM really has
+    # ... and the light heap's lean JVM (spark_jobs.sizing.LIGHT_JAVA_OPTIONS), cold or in a standby alike.
+    assert {"-XX:+UseSerialGC", "-Xms32m"} <= set(jvm.cmdline())
     [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
     assert run["driver_memory"] == "512m"  # what the run's record (and a failure's advice) says it ran with
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)

@@ -143,3 +143,33 @@ def test_a_standby_directory_names_its_pipeline_once_taken(tmp_path):
     assert not standby.is_waiting(waiting) and standby.job_name_of(waiting) == "pipeline-7"
     assert standby.job_name_of(tmp_path / "pipeline-3" / "20261127T070000-1") == "pipeline-3"
     assert not standby.is_waiting(tmp_path / "pipeline-3" / "20261127T070000-1")
+
+
+def launch(tmp_path: Path, driver_memory: str, master: str = "local[2]") -> jobs.JobLaunch:
+    return jobs.JobLaunch(
+        name="pipeline-1", run_dir=tmp_path / "run", checkpoint=str(tmp_path / "cp"), master=master,
+        spec=job_spec(), driver_memory=driver_memory,
+    )  # fmt: skip
+
+
+@pytest.mark.fast
+def test_a_light_job_starts_its_jvm_lean_and_a_heavy_one_with_the_jvms_defaults(tmp_path):
+    light = jobs.job_command(launch(tmp_path, "512m"), tmp_path / "spec.json")
+    [options] = [arg for arg in light if arg.startswith("--driver-java-options=")]
+    assert "-XX:+UseSerialGC" in options  # what an operator sees on the job's command line (and the JVM's)
+    heavy = jobs.job_command(launch(tmp_path, "1g"), tmp_path / "spec.json")
+    assert not [arg for arg in heavy if "driver-java-options" in arg or "UseSerialGC" in arg]
+    # The runner reads them back as one value (it starts with '-', so it must not read as an option).
+    from spark_jobs.run import parse_args
+
+    runner = light[light.index("spark_jobs.run") + 1 :]
+    assert parse_args(runner).driver_java_options == options.partition("=")[2]
+
+
+@pytest.mark.fast
+def test_a_light_job_on_a_cluster_gives_its_lean_options_to_spark_submit(tmp_path):
+    command = jobs.job_command(launch(tmp_path, "512m", "spark://h:7077"), tmp_path / "spec.json")
+    [driver] = [arg for arg in command if arg.startswith("spark.driver.extraJavaOptions=")]
+    assert driver.startswith("spark.driver.extraJavaOptions=-Xss32m ") and "-XX:+UseSerialGC" in driver
+    heavy = jobs.job_command(launch(tmp_path, "1g", "spark://h:7077"), tmp_path / "spec.json")
+    assert "spark.driver.extraJavaOptions=-Xss32m" in heavy

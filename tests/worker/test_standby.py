@@ -182,3 +182,20 @@ def test_while_a_standby_starts_one_deploy_waits_for_it_and_the_others_start_col
     finally:
         for handle in jobs.find_jobs(run_root):
             jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
+
+
+@pytest.mark.timeout(1200)  # a standby's start and rehearsal on the shared cores
+def test_a_light_standby_starts_its_jvm_lean_and_rehearses_a_pipeline_with_it(tmp_path):
+    # The standby a light deploy starts in has the light heap, so the light heap's JVM options
+    # (spark_jobs.sizing.LIGHT_JAVA_OPTIONS): it runs the rehearsal (parse, dedup on RocksDB, foreachBatch with
+    # Arrow into a file) with them before it says it is ready.
+    run_root = tmp_path / "runs"
+    [started] = standby.ensure(template(run_root, driver_memory="512m"), run_root=run_root, count=1)
+    try:
+        waiting = wait_for(lambda: ready_standby(run_root), timeout=STANDBY_START_TIMEOUT, interval=0.5)
+        assert waiting.handle.pid == started.handle.pid and waiting.driver_memory == "512m"
+        [jvm] = [p for p in psutil.Process(started.handle.pid).children(recursive=True) if p.name() == "java"]
+        assert {"-Xmx512m", "-XX:+UseSerialGC", "-Xms32m"} <= set(jvm.cmdline())
+    finally:
+        for handle in jobs.find_jobs(run_root):
+            jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
