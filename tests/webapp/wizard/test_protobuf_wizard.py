@@ -31,8 +31,8 @@ def protobuf_topic(kafka_bootstrap: str, schema_registry_url: str) -> str:
 def test_the_sample_step_decodes_protobuf_with_the_registry_and_takes_the_fields_from_the_schema(
     owner_client,
     kafka_connection,
-    registry_connection,
-    protobuf_topic,  # noqa: F811
+    registry_connection,  # noqa: F811 (the fixture imported above)
+    protobuf_topic,
 ):
     draft = walk_to_sample(owner_client, kafka_connection, protobuf_topic)
     page = owner_client.get(step_url(draft, "sample")).content.decode()
