@@ -281,13 +281,16 @@ def session_members(session: int) -> list[int]:
     return members
 
 
-def kill_session(session: int) -> int:
+def kill_session(session: int, *, timeout: float = 5.0) -> int:
     """SIGKILL to every process of a job's session; how many there were. Not only its process group: Spark's
     Python daemon moves itself and the workers it forks into a group of their own (`pyspark.daemon`:
     `os.setpgid(0, 0)`), so a SIGKILL to the supervisor's group left them running, waiting to notice that the
     JVM was gone."""
     killed: set[int] = set()
-    for _ in range(3):  # again for a worker the daemon forked between the listing and its own kill
+    # Until the session is empty (bounded): again for a worker the daemon forked between the listing and its own
+    # kill, and for a process that got its SIGKILL but has not exited yet (a caller checks "gone" right after).
+    deadline = time.monotonic() + timeout
+    while True:
         members = [pid for pid in session_members(session) if pid != os.getpid()]
         if not members:
             break
@@ -295,6 +298,9 @@ def kill_session(session: int) -> int:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(member, signal.SIGKILL)
         killed.update(members)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
     return len(killed)
 
 
