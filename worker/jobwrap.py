@@ -50,27 +50,15 @@ def _driver(child: subprocess.Popen) -> int:
     return child.pid
 
 
-def _kill_tree(child: subprocess.Popen) -> None:
-    """SIGKILL to the job and everything it started (not to this supervisor: it still records the exit)."""
-    import psutil
-
-    try:
-        members = [*psutil.Process(child.pid).children(recursive=True), psutil.Process(child.pid)]
-    except psutil.Error:
-        return
-    for member in members:
-        with contextlib.suppress(psutil.Error):
-            member.kill()
-
-
-def _reap_session() -> None:
-    """The job ended: SIGKILL to what is left of it in this supervisor's session (its own, from `setsid`), so
-    nothing outlives the supervisor however the job was stopped (a SIGTERM, the lease's fence): Spark's Python
-    daemon and its workers (a process group of their own, which a kill of this group misses), a JVM still in
-    its shutdown hooks after its Python driver exited."""
+def _kill_job() -> None:
+    """SIGKILL to the job and everything it started: every other process of this supervisor's session (its own,
+    from `setsid`), not this supervisor, which still records the exit. A session, not the child's tree: Spark's
+    Python daemon and its workers leave the JVM's process group and outlive it as orphans, and a JVM may still be
+    in its shutdown hooks after its Python driver exited. Used when the lease is lost and when the job ends, so
+    nothing outlives the supervisor however the job was stopped."""
     from worker.jobs import kill_session
 
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # the supervisor goes on to record the exit whatever happens here
         kill_session(os.getpid())
 
 
@@ -202,8 +190,8 @@ def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: Leas
                 break
             except subprocess.TimeoutExpired:
                 assert lease is not None
-                lease.tick(stop=stop, kill=lambda: _kill_tree(child), say=say)
-        _reap_session()
+                lease.tick(stop=stop, kill=_kill_job, say=say)
+        _kill_job()
         if lease is not None and lease.fenced:
             code = ExitCode.LEASE_LOST
         say(f"job exited with code {code} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
