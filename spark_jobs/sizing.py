@@ -86,21 +86,45 @@ LIGHT_MAX_KEYS = 3_600_000
 PROCESS_OVERHEAD_MB = 1280
 
 # The micro-batch trigger, from the rate. A micro-batch has a fixed cost whatever its size (planning, the state
-# store's load and commit, the offset and commit logs). A busy pipeline's batch takes longer than half a second
-# anyway: a short trigger runs its batches back to back, so an event waits for one batch, not for a batch and the
-# rest of a second (at 20,000 events/s, p95 produced -> visible 1.1-1.6 s against ~1.6-2.0 s with 1 s, same
-# machine: docs/performance.md). A light pipeline's batch is mostly that fixed cost: a short trigger would double
-# its CPU for a few hundred milliseconds, which many pipelines on one machine cannot spare.
+# store's load and commit, the offset and commit logs, the hand-over to Python and the insert). A busy pipeline's
+# batch takes longer than half a second anyway: a short trigger runs its batches back to back, so an event waits
+# for one batch, not for a batch and the rest of a second (at 20,000 events/s, p95 produced -> visible 1.1-1.6 s
+# against ~1.6-2.0 s with 1 s, same machine: docs/performance.md). A light pipeline's batch is mostly that fixed
+# cost, so its trigger stretches until a batch holds about LIGHT_BATCH_EVENTS events, up to
+# LIGHT_TRIGGER_MAX_SECONDS: at 100 events/s a job took 0.58 of a core with a 1 s trigger, 0.37 with 2 s and 0.20
+# with 5 s (bench/footprint.py, docs/performance.md "A light pipeline's micro-batches"), and 20 such jobs with 1 s
+# triggers saturated 2 cores. ClickHouse asks for the same: about one insert a second per table at most, in
+# batches of hundreds of rows or more. The price is latency: up to the trigger more from produced to visible.
 BUSY_TRIGGER = "500 milliseconds"
-LIGHT_TRIGGER = "1 second"
+LIGHT_TRIGGER = "1 second"  # also the trigger of a pipeline whose rate is not known
 BUSY_EVENTS_PER_SECOND = 5000
+LIGHT_BATCH_EVENTS = 500
+LIGHT_TRIGGER_MAX_SECONDS = 5
 
 
 def trigger_interval(events_per_second: float | None) -> str:
-    """The micro-batch trigger for a pipeline at `events_per_second` (None: not known, the light one)."""
-    if events_per_second is not None and events_per_second >= BUSY_EVENTS_PER_SECOND:
+    """The micro-batch trigger for a pipeline at `events_per_second` (None: not known, LIGHT_TRIGGER)."""
+    if events_per_second is None:
+        return LIGHT_TRIGGER
+    if events_per_second >= BUSY_EVENTS_PER_SECOND:
         return BUSY_TRIGGER
-    return LIGHT_TRIGGER
+    seconds = LIGHT_BATCH_EVENTS / events_per_second if events_per_second > 0 else LIGHT_TRIGGER_MAX_SECONDS
+    seconds = min(LIGHT_TRIGGER_MAX_SECONDS, max(1, round(seconds)))
+    return LIGHT_TRIGGER if seconds == 1 else f"{seconds} seconds"
+
+
+# The dedup state's partitions (`spark.sql.shuffle.partitions`; each is a RocksDB instance that every micro-batch
+# loads, writes a changelog for and commits, and a task that reads its share of the shuffle). A light pipeline's
+# batch of a few hundred rows gains nothing from two: one partition took about a tenth less CPU at 100 events/s
+# (bench/footprint.py). Spark keeps the number a checkpoint was started with, so this applies to new pipelines
+# (and to a reset checkpoint); a busy pipeline keeps one per core (the runner's default).
+LIGHT_STATE_PARTITIONS = 1
+STATE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
+
+
+def state_partitions(*, events_per_second: float, keys: int) -> int | None:
+    """LIGHT_STATE_PARTITIONS for a light pipeline, else None: one per core."""
+    return LIGHT_STATE_PARTITIONS if is_light(events_per_second=events_per_second, keys=keys) else None
 
 
 RateSource = Literal["given", "advice", "topic"]
@@ -144,11 +168,15 @@ def spark_memory(mb: int) -> str:
     return f"{mb // 1024}g" if mb % 1024 == 0 else f"{mb}m"
 
 
+def is_light(*, events_per_second: float, keys: int) -> bool:
+    """A light pipeline: both its rate and its state's keys within the light bounds."""
+    return events_per_second <= LIGHT_MAX_EVENTS_PER_SECOND and keys <= LIGHT_MAX_KEYS
+
+
 def driver_heap_mb(*, events_per_second: float, keys: int) -> int:
-    """The driver's heap for a pipeline at `events_per_second` whose state holds `keys`: the light heap when
-    both are within the light bounds, else the full one."""
-    light = events_per_second <= LIGHT_MAX_EVENTS_PER_SECOND and keys <= LIGHT_MAX_KEYS
-    return LIGHT_DRIVER_HEAP_MB if light else DRIVER_HEAP_MB
+    """The driver's heap for a pipeline at `events_per_second` whose state holds `keys`: the light heap for a
+    light pipeline, else the full one."""
+    return LIGHT_DRIVER_HEAP_MB if is_light(events_per_second=events_per_second, keys=keys) else DRIVER_HEAP_MB
 
 
 def full_driver_memory() -> str:
@@ -311,7 +339,11 @@ def machine_check(
 __all__ = [
     "BUSY_TRIGGER",
     "BYTES_PER_KEY_ON_DISK",
+    "LIGHT_BATCH_EVENTS",
+    "LIGHT_STATE_PARTITIONS",
     "LIGHT_TRIGGER",
+    "LIGHT_TRIGGER_MAX_SECONDS",
+    "STATE_PARTITIONS_CONF",
     "MachineCheck",
     "StateEstimate",
     "driver_heap_mb",
@@ -319,12 +351,14 @@ __all__ = [
     "free_disk_bytes",
     "full_driver_memory",
     "human_bytes",
+    "is_light",
     "light_driver_memory",
     "machine_check",
     "parse_memory",
     "rocksdb_memory_mb",
     "spark_memory",
     "state_estimate",
+    "state_partitions",
     "stored_state_bytes",
     "total_memory_bytes",
     "trigger_interval",

@@ -12,6 +12,7 @@ from spark_jobs.sizing import (
     machine_check,
     parse_memory,
     state_estimate,
+    state_partitions,
     stored_state_bytes,
     trigger_interval,
 )
@@ -132,12 +133,32 @@ def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
         (20_000, "500 milliseconds"),
         (5_000, "500 milliseconds"),
         (4_999, "1 second"),
-        (100, "1 second"),
-        (None, "1 second"),
+        (500, "1 second"),
+        (250, "2 seconds"),
+        (100, "5 seconds"),
+        (10, "5 seconds"),
+        (0, "5 seconds"),
+        (None, "1 second"),  # not known: neither stretched nor back to back
     ],
 )
-def test_a_busy_pipeline_runs_its_batches_back_to_back_and_a_light_one_each_second(events_per_second, expected):
+def test_a_busy_pipeline_runs_its_batches_back_to_back_and_a_light_one_waits_for_a_few_hundred_events(
+    events_per_second, expected
+):
     assert trigger_interval(events_per_second) == expected
+
+
+@pytest.mark.parametrize(
+    ("events_per_second", "window_seconds", "expected"),
+    [
+        (100, 3600, 1),  # light: 360,000 keys
+        (1_000, 3600, 1),  # the light bounds' edge: 3.6M keys
+        (2_000, 3600, None),  # busy: one partition per core (the runner's default)
+        (100, 7 * 86400, None),  # a light rate, but 60M keys in a 7-day window
+    ],
+)
+def test_a_light_pipelines_state_is_one_partition(events_per_second, window_seconds, expected):
+    estimate = state_estimate(events_per_second=events_per_second, window_seconds=window_seconds, unique_share=1.0)
+    assert state_partitions(events_per_second=events_per_second, keys=estimate.keys) == expected
 
 
 def test_a_light_heap_comes_with_a_lean_jvm_and_a_full_one_with_the_jvms_defaults():

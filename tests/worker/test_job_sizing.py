@@ -5,6 +5,7 @@ bounded malloc arenas, and a light heap's lean JVM) and writes every row."""
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     # 1,000 events/s and 3.6M keys): the light 512 MB heap, not the full 1 GB.
     produce(kafka_bootstrap, topic, events("s", 2500, 500))
     worker_env["CLEARFLOW_DRIVER_MEMORY"] = "auto"
+    worker_env["CLEARFLOW_TRIGGER_INTERVAL"] = "auto"  # the tests' worker has a fixed one
     celery_worker.start()
     pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic, table))
     api.post(f"{URL}{pk}/deploy/")
@@ -54,8 +56,13 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     assert "--driver-memory 512m" in command
     # On the command line of a job started cold; handed over with the spec to a standby job (its JVM already
     # runs): the job says what it runs with either way.
-    log = wait_for(lambda: "memory bound" in Path(run["log_path"]).read_text() and Path(run["log_path"]).read_text())
+    log = wait_for(lambda: "started (query" in Path(run["log_path"]).read_text() and Path(run["log_path"]).read_text())
     assert f"pipeline-{pk}: dedup state in RocksDB, memory bound 128 MB" in log
+    # A light pipeline's micro-batches hold about 500 events: at 50 events/s, one every 5 s (the longest); its
+    # dedup state is one partition (one RocksDB instance) instead of one per core.
+    assert "trigger 5 seconds)" in log
+    state = Path(re.search(r"checkpoint (\S+), trigger", log).group(1)) / "state" / "0"
+    wait_for(lambda: state.is_dir() and any(state.iterdir()), timeout=JOB_TIMEOUT)
     # The JVM (RocksDB's allocations) runs with two malloc arenas, so its RSS stays near the bounds above.
     job = psutil.Process(run["pid"])
     [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
@@ -66,5 +73,6 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
     assert run["driver_memory"] == "512m"  # what the run's record (and a failure's advice) says it ran with
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)
+    assert sorted(path.name for path in state.iterdir() if path.name.isdigit()) == ["0"]
     api.post(f"{URL}{pk}/stop/")
     wait_status(api, pk, "stopped", timeout=120, worker=celery_worker)

@@ -69,6 +69,8 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     assert run_a["pid"] == first.handle.pid, (run_a, first)  # the standby's process runs it
     assert run_a["start"].startswith("In a standby job"), run_a["start"]
     assert Path(run_a["log_path"]).parent == first.directory
+    # The run's sizing reaches the standby's session: a light pipeline's dedup state in one partition.
+    assert "standby: spark.sql.shuffle.partitions=1 for this pipeline" in Path(run_a["log_path"]).read_text()
     spec_file = first.directory / RunFiles.SPEC
     assert spec_file.exists() and (spec_file.stat().st_mode & 0o777) == 0o600
     job = psutil.Process(run_a["pid"])

@@ -19,6 +19,7 @@ from django.conf import settings
 from spark_jobs.sizing import (
     BYTES_PER_KEY_ON_DISK,
     DISK_HEADROOM,
+    STATE_PARTITIONS_CONF,
     MachineCheck,
     StateEstimate,
     driver_heap_mb,
@@ -29,6 +30,7 @@ from spark_jobs.sizing import (
     rocksdb_memory_mb,
     spark_memory,
     state_estimate,
+    state_partitions,
     stored_state_bytes,
     trigger_interval,
 )
@@ -147,7 +149,8 @@ class JobResources(NamedTuple):
     """What the worker starts a job with, sized for its pipeline."""
 
     driver_memory: str
-    spark_conf: tuple[str, ...]  # RocksDB's memory bound ("key=value"), none without dedup
+    # "key=value": RocksDB's memory bound and, for a light pipeline, one state partition; none without dedup
+    spark_conf: tuple[str, ...]
     trigger_interval: str
 
 
@@ -164,8 +167,8 @@ def job_resources(
     # The checkpoint keeps older versions beside the live state: its files count DISK_HEADROOM times over.
     stored = stored_state_bytes(checkpoint) if checkpoint and spec.dedup is not None else None
     live_stored = int(stored / DISK_HEADROOM) if stored else 0
-    if estimate is not None and _auto(settings.SPARK_DRIVER_MEMORY):
-        keys = max(estimate.keys, live_stored // BYTES_PER_KEY_ON_DISK)
+    keys = max(estimate.keys, live_stored // BYTES_PER_KEY_ON_DISK) if estimate is not None else None
+    if estimate is not None and keys is not None and _auto(settings.SPARK_DRIVER_MEMORY):
         driver_memory = spark_memory(driver_heap_mb(events_per_second=estimate.events_per_second, keys=keys))
     else:
         driver_memory = default_driver_memory()
@@ -178,4 +181,9 @@ def job_resources(
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     if live_stored:
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(live_stored))
-    return JobResources(driver_memory, (f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}",), trigger)
+    conf = [f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}"]
+    if estimate is not None and keys is not None:  # a new checkpoint takes the partitions; an older one keeps its own
+        partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
+        if partitions is not None:
+            conf.append(f"{STATE_PARTITIONS_CONF}={partitions}")
+    return JobResources(driver_memory, tuple(conf), trigger)

@@ -52,7 +52,7 @@ def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, 
     )
     assert driver_memory == "1g"
     assert conf == (f"{ROCKSDB}=448",)
-    assert trigger == "1 second"  # 100 events/s: a light pipeline
+    assert trigger == "5 seconds"  # 100 events/s: a batch of about 500 events each 5 s
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -62,7 +62,7 @@ def test_auto_gives_a_light_pipeline_the_light_heap(kafka_conn, busy_topic, kafk
         spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn
     )
     assert driver_memory == "512m"
-    assert conf == (f"{ROCKSDB}=128",)
+    assert conf == (f"{ROCKSDB}=128", "spark.sql.shuffle.partitions=1")  # and its state in one partition
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -83,7 +83,7 @@ def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_co
     assert driver_memory == "3g"
     assert trigger == "2 seconds"
     # 100/s for an hour: 360,000 keys, 21 MB on disk; a tenth of it plus 64 MB, rounded up to 64 MB: 128 MB.
-    assert conf == (f"{ROCKSDB}=128",)
+    assert conf == (f"{ROCKSDB}=128", "spark.sql.shuffle.partitions=1")
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -113,6 +113,6 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
     spec = spec_for(busy_topic, kafka_bootstrap, "1h")
     assert job_resources(spec=spec, kafka_connection=kafka_conn, checkpoint=str(tmp_path)) == (
         "1g",
-        (f"{ROCKSDB}=256",),
-        "1 second",
+        (f"{ROCKSDB}=256",),  # not light: no single state partition either
+        "5 seconds",  # the trigger follows the rate (100 events/s), not the state
     )
