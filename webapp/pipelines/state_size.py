@@ -107,6 +107,14 @@ def check(estimate: StateEstimate) -> MachineCheck:
     )
 
 
+def planned_trigger(events_per_second: float | None) -> str:
+    """The micro-batch trigger a job gets: CLEARFLOW_TRIGGER_INTERVAL, or with `auto` the one for the expected rate
+    (`sizing.trigger_interval`; None: not known)."""
+    if _auto(settings.SPARK_TRIGGER_INTERVAL):
+        return trigger_interval(events_per_second)
+    return settings.SPARK_TRIGGER_INTERVAL
+
+
 def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """`estimated_state` and the validation `warnings` it adds (path `dedup.window`), as the API answers them."""
     if estimate is None:
@@ -114,6 +122,7 @@ def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any]
     result = check(estimate)
     data = {
         **estimate.to_dict(),
+        "trigger_interval": planned_trigger(estimate.events_per_second),
         "fits": result.fits,
         "free_disk_bytes": result.free_disk_bytes,
         "memory_limit_bytes": result.memory_limit_bytes,
@@ -172,10 +181,7 @@ def job_resources(
         driver_memory = spark_memory(driver_heap_mb(events_per_second=estimate.events_per_second, keys=keys))
     else:
         driver_memory = default_driver_memory()
-    if _auto(settings.SPARK_TRIGGER_INTERVAL):
-        trigger = trigger_interval(estimate.events_per_second if estimate is not None else None)
-    else:
-        trigger = settings.SPARK_TRIGGER_INTERVAL
+    trigger = planned_trigger(estimate.events_per_second if estimate is not None else None)
     if spec.dedup is None:
         return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB

@@ -40,6 +40,11 @@ class EstimatedStateOutput(serializers.Serializer):
     rocksdb_memory_bytes = serializers.IntegerField()
     driver_memory = serializers.CharField(help_text="The job's JVM heap, as Spark's --driver-memory takes it.")
     job_memory_bytes = serializers.IntegerField(help_text="The job's expected resident memory (RSS).")
+    trigger_interval = serializers.CharField(
+        help_text='How often the job runs a micro-batch ("5 seconds"): from the rate, a busy pipeline\'s batches '
+        "back to back, a light one's about 500 events each (at most 5 s); rows reach ClickHouse within about that "
+        "plus the batch's own time. CLEARFLOW_TRIGGER_INTERVAL sets it for every job."
+    )
     fits = serializers.BooleanField(help_text="False: this machine cannot hold it (see `warnings`, path dedup.window).")
     free_disk_bytes = serializers.IntegerField(allow_null=True, help_text="Free at the checkpoint root; null: unknown.")
     memory_limit_bytes = serializers.IntegerField(allow_null=True)

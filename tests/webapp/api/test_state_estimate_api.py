@@ -35,8 +35,13 @@ def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys(api, b
     assert 12.0e9 < state["disk_bytes"] < 12.5e9  # about 170 bytes a key
     assert state["rocksdb_memory_mb"] == 512
     assert state["driver_memory"] == "1g"
+    assert state["trigger_interval"] == "500 milliseconds"  # a busy pipeline's batches run back to back
     assert state["fits"] is True
     assert not [w for w in answer["warnings"] if w["path"] == "dedup.window"]
+
+
+def test_a_light_pipelines_batches_wait_for_a_few_hundred_events(api, body):
+    assert validate(api, body, events_per_second=100)["estimated_state"]["trigger_interval"] == "5 seconds"
 
 
 def test_the_unique_share_lowers_the_keys(api, body):

@@ -56,12 +56,17 @@ def test_a_one_hour_window_at_20k_events_per_second_shows_72_million_keys(owner_
     assert text_of(html, "state-keys") == "72,000,000"
     assert text_of(html, "state-disk") == "11.4 GB"
     assert text_of(html, "state-memory") == "2.75 GB (a 1 GB heap, 512 MB for RocksDB)"
+    assert text_of(html, "state-trigger").startswith("every 500 milliseconds")  # batches back to back
 
 
 def test_a_light_pipeline_shows_the_light_heap(owner_client, owner):
     html = review_page(owner_client, owner, window="1h", events_per_second=100)
     assert text_of(html, "state-keys") == "360,000"
     assert text_of(html, "state-memory") == "1.88 GB (a 512 MB heap, 128 MB for RocksDB)"
+    # A light pipeline's batches wait for about 500 events: the analyst sees the delay that comes with it.
+    assert text_of(html, "state-trigger") == (
+        "every 5 seconds (rows reach ClickHouse within about that, plus the batch's own time)"
+    )
 
 
 def test_a_state_no_disk_here_holds_is_warned_before_deploy(owner_client, owner):

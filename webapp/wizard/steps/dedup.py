@@ -163,6 +163,7 @@ def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> 
         "heap": human_bytes(parse_memory(estimate.driver_memory)),
         "rocksdb_memory": human_bytes(estimate.rocksdb_memory_bytes),
         "unique_pct": 100 * estimate.unique_share,
+        "trigger": state_size.planned_trigger(estimate.events_per_second),
         "warnings": check.warnings,
     }
 
