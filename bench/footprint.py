@@ -120,11 +120,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def launch_for(rate: int, run_dir: Path, spec: dict[str, Any], redis_url: str | None = None) -> Any:
     """The JobLaunch the worker would make for a pipeline at `rate` events/s (1h window)."""
-    from spark_jobs.sizing import state_estimate, trigger_interval
+    from spark_jobs.sizing import STATE_PARTITIONS_CONF, state_estimate, state_partitions, trigger_interval
     from spark_jobs.spec import parse_spec
     from worker.jobs import JobLaunch
 
     estimate = state_estimate(events_per_second=rate, window_seconds=3600)
+    partitions = state_partitions(events_per_second=rate, keys=estimate.keys)
     return JobLaunch(
         name=spec["name"],
         run_dir=run_dir,
@@ -134,7 +135,10 @@ def launch_for(rate: int, run_dir: Path, spec: dict[str, Any], redis_url: str | 
         redis_url=redis_url,
         driver_memory=estimate.driver_memory,
         trigger_interval=trigger_interval(rate),
-        spark_conf=(f"spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB={estimate.rocksdb_memory_mb}",),
+        spark_conf=(
+            f"spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB={estimate.rocksdb_memory_mb}",
+            *([f"{STATE_PARTITIONS_CONF}={partitions}"] if partitions else []),
+        ),
     )
 
 
