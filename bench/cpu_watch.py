@@ -50,9 +50,10 @@ def _component(pid: int, job: set[int], own: set[int]) -> str:
 
 class CpuWatch:
     def __init__(self) -> None:
-        self._last: dict[str, float] = {}
-        self._last_at = time.monotonic()
         self._dead: dict[int, str] = {}  # a process seen before keeps its component once its command line is gone
+        # The baseline: without it the first interval would count every process's CPU since it started.
+        self._last: dict[str, float] = self.totals(None)
+        self._last_at = time.monotonic()
 
     def totals(self, job_root: int | None) -> dict[str, float]:
         """CPU seconds so far by component, for the processes alive now (plus 'job.rocksdb': the JVM's RocksDB
