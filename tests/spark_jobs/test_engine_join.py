@@ -15,6 +15,7 @@ import pytest
 from engine_helpers import JOB_TIMEOUT, produce, wait_for
 from join_helpers import join_spec, order, payment
 
+from spark_jobs.join import JOIN_EXPIRY_CONF
 from spark_jobs.metrics import latest_key, totals_key
 from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
 from spark_jobs.spec import parse_spec
@@ -37,8 +38,16 @@ def rows(ch, spec):
     ).result_rows
 
 
+@pytest.fixture(params=["timers", "ttl"])
+def expiry(request, spark):
+    """An inner join's expiry mode (spark_jobs.join.JOIN_EXPIRY_CONF): one timer per key, or a TTL per side."""
+    spark.conf.set(JOIN_EXPIRY_CONF, request.param)
+    yield request.param
+    spark.conf.unset(JOIN_EXPIRY_CONF)
+
+
 def test_inner_join_writes_each_order_with_each_of_its_payments_once(
-    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path, expiry
 ):
     orders, payments = new_topic(2), new_topic(2)
     spec = parse_spec(
