@@ -94,6 +94,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "serial-xms-cds0-c1": {
         "java": f"{SERIAL_SMALL} {CDS_AT_ITS_ADDRESS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m"
     },
+    # A light pipeline's micro-batches: a longer trigger, one state partition instead of one per core (the job's
+    # runner arguments, given after the launch's own: the last one wins).
+    "trigger-2s": {"args": ["--trigger-interval", "2 seconds"]},
+    "trigger-5s": {"args": ["--trigger-interval", "5 seconds"]},
+    "partitions-1": {"args": ["--shuffle-partitions", "1"]},
+    "partitions-1-trigger-2s": {"args": ["--shuffle-partitions", "1", "--trigger-interval", "2 seconds"]},
+    "partitions-1-trigger-5s": {"args": ["--shuffle-partitions", "1", "--trigger-interval", "5 seconds"]},
     "serial-xms-ci2": {
         "java": "-XX:+UseSerialGC -Xms32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:CICompilerCount=2 "
         "-XX:ReservedCodeCacheSize=64m -XX:MaxDirectMemorySize=64m"
@@ -151,6 +158,7 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
         base = " ".join(filter(None, ["-Xss32m", cds.java_options()]))
         command += ["--conf", f"spark.driver.extraJavaOptions={base} {variant['java']}"]
     command += [arg for item in variant.get("conf", ()) for arg in ("--conf", item)]
+    command += variant.get("args", [])  # after the runner's own: argparse keeps the last, the variant's
     env = {**job_env(launch), **variant.get("env", {})}
     log(f"{name}: {' '.join(command[3:])}")
     client = clickhouse_connect.get_client(host=ch[0], port=ch[1])

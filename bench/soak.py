@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_pipeline import REPO, log, sample_tree
+from cpu_watch import CpuWatch, cores_in_words
 from soak_series import (
     LATENCY_BUCKET_MS,
     MinuteSample,
@@ -305,6 +306,7 @@ class Sampler:
         self.clickhouse = clickhouse_connect.get_client(host="127.0.0.1", port=stack.ports["clickhouse"])
         self.redis = redis.Redis.from_url(stack.env["REDIS_URL"])
         self.job = f"pipeline-{pipeline_id}"
+        self.cpu = CpuWatch()
 
     def runs(self) -> list[dict]:
         return self.stack.api("GET", f"pipelines/{self.pipeline_id}/runs/")
@@ -365,6 +367,7 @@ class Sampler:
             restarts=max(0, len(runs) - 1),
             load_avg_1m=round(os.getloadavg()[0], 2),
             slowest_batch_phases=slowest_phases(batches),
+            cpu_cores=cores_in_words(self.cpu.take(pid)),
             histogram=histogram,
         )
 

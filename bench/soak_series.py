@@ -85,6 +85,9 @@ class MinuteSample:
     # The minute's slowest batch: its three longest phases (the job's phases_ms), e.g. "addBatch 5100 ms,
     # state_commit 4200 ms, rocksdb_write_stall 3900 ms": what a latency spike waited for.
     slowest_batch_phases: str = ""
+    # Cores each component used over the minute (bench/cpu_watch.py): the job (its JVM, RocksDB's background
+    # threads within it), ClickHouse, the broker, the bench's producer...: what a slow batch may have waited for.
+    cpu_cores: str = ""
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -134,7 +137,7 @@ def minute_line(sample: MinuteSample) -> str:
         f" | lag {_num(sample.lag):>9}"
         f" | state {_num(sample.state_keys):>12} keys {_num(sample.state_disk_bytes, mib):>6} MB disk"
         f" | heap {_num(sample.heap_used_bytes, mib):>6} MB rss {_num(sample.rss_bytes, mib):>6} MB"
-        f" | restarts {sample.restarts}"
+        f" | restarts {sample.restarts}" + (f" | cores: {sample.cpu_cores}" if sample.cpu_cores else "")
     )
 
 

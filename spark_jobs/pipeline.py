@@ -29,6 +29,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
+from spark_jobs.compaction_priority import CompactionPriority, local_jvm_pid
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import job_jars
 from spark_jobs.metrics import (
@@ -523,6 +524,9 @@ def start_query(
         _restore_conf(spark, restore)
         raise
     _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher).start(), restore)
+    jvm_pid = local_jvm_pid(spark) if key_count is not None else None
+    if jvm_pid is not None:  # a state store in this JVM: its compactions below the tasks (compaction_priority)
+        CompactionPriority(query, jvm_pid).start()
     return query
 
 

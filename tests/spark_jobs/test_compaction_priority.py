@@ -1,0 +1,104 @@
+"""RocksDB's compaction threads are lowered in CPU priority, and only they (spark_jobs.compaction_priority)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.compaction_priority import COMPACTION_NICE_INCREMENT, lower_compaction_priority
+
+# A process with threads named as RocksDB's background pools name theirs (a thread may rename itself through
+# /proc), standing in for the JVM: the function reads names and sets priorities through /proc, as for Spark's.
+_THREADS = """
+import os, sys, threading, time
+def named(name):
+    (open(f"/proc/self/task/{threading.get_native_id()}/comm", "w")).write(name)
+    time.sleep(60)
+for name in ("rocksdb:low", "rocksdb:high", "Executor task l"):
+    threading.Thread(target=named, args=(name,), daemon=True).start()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux /proc")
+
+
+def _niceness_by_thread_name(pid: int) -> dict[str, int]:
+    result = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            name = (task / "comm").read_text().strip()
+            result[name] = os.getpriority(os.PRIO_PROCESS, int(task.name))
+    return result
+
+
+def test_only_the_compaction_threads_are_lowered():
+    child = subprocess.Popen([sys.executable, "-c", _THREADS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        names = {"rocksdb:low", "rocksdb:high", "Executor task l"}
+        while not names <= set(_niceness_by_thread_name(child.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        base = os.getpriority(os.PRIO_PROCESS, child.pid)
+        if base >= 19:
+            pytest.skip("the test runs at the lowest priority already: there is nothing to lower")
+
+        assert lower_compaction_priority(child.pid) == 1
+        after = _niceness_by_thread_name(child.pid)
+        assert after["rocksdb:low"] == min(19, base + COMPACTION_NICE_INCREMENT)
+        assert after["rocksdb:high"] == base  # flushes keep the JVM's priority: a late flush stops the writes
+        assert after["Executor task l"] == base
+        assert lower_compaction_priority(child.pid) == 0  # already lowered: nothing to change
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_process_that_is_gone_changes_nothing():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert lower_compaction_priority(child.pid) == 0
+
+
+@pytest.mark.spark
+def test_a_dedup_query_lowers_its_jvms_compaction_threads(
+    spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path
+):
+    from engine_helpers import event, make_spec, produce, wait_for
+
+    from spark_jobs.compaction_priority import local_jvm_pid
+    from spark_jobs.pipeline import start_query, stop_query
+    from spark_jobs.spec import parse_spec
+
+    jvm_pid = local_jvm_pid(spark)
+    assert jvm_pid is not None
+    base = os.getpriority(os.PRIO_PROCESS, jvm_pid)
+    if base >= 19:
+        pytest.skip("the test runs at the lowest priority already: there is nothing to lower")
+    topic = new_topic(2)
+    spec = parse_spec(
+        make_spec(
+            kafka_bootstrap=kafka_bootstrap,
+            clickhouse=clickhouse_server,
+            topics=[topic],
+            dedup={"keys": ["event_id"], "window": "1h"},
+        )
+    )
+    produce(kafka_bootstrap, topic, [(0, event("a", n=1)), (1, event("b", n=2))])
+    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"processingTime": "1 second"})
+    try:
+        # RocksDB starts its compaction thread with the first state store; the query lowers it within seconds.
+        wait_for(
+            lambda: _niceness_by_thread_name(jvm_pid).get("rocksdb:low") == min(19, base + COMPACTION_NICE_INCREMENT),
+            timeout=60,
+        )
+        assert _niceness_by_thread_name(jvm_pid).get("rocksdb:high") == base
+    finally:
+        stop_query(spark, query)
