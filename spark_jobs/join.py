@@ -5,7 +5,8 @@ Each side is parsed, checked and deduplicated on its own (`spark_jobs.dedup`), t
 `prepare_side` turns it into rows of one shared schema: the join key's 128-bit hash, the side, the join time in
 microseconds, a row id, the side's fields and Kafka metadata as one struct (`left` or `right`, the other NULL),
 and the dead-letter columns. `join_sides` unions both and runs ClearFlow's JVM StatefulProcessor
-(`io.clearflow.spark.Join`, TTL MapState per side on RocksDB, timers for the left join's timeout);
+(`io.clearflow.spark.Join`: each side's events of a key in one ValueState on RocksDB, expired by a timer per key,
+which also emits a left join's timed-out events; an inner join can expire them by TTL instead, `JOIN_EXPIRY_CONF`);
 `unpack` gives the joined rows `left` and `right` structs with their datetimes back, so a column's field
 `left.user.id` or `right._kafka_offset` is a plain struct access (`transforms.path_col`).
 
@@ -28,6 +29,10 @@ KEY_HIGH, KEY_LOW = "_cf_join_high", "_cf_join_low"
 SIDE, JOIN_TIME, ROW_ID = "_cf_side", "_cf_join_time", "_cf_row_id"
 ARRIVAL, MATCHED = "_cf_arrival", "_cf_matched"
 _SECOND_SEED = "clearflow-join-key"
+# How an inner join's kept events expire: "timers" (one per key, as the left join's timeout) or "ttl" (a TTL on each
+# side's value). Both are kept to be measured against each other (docs/performance.md, "Temporal join").
+JOIN_EXPIRY_CONF = "spark.clearflow.join.expiry"
+JOIN_EXPIRY_DEFAULT = "timers"
 # Top-level columns a dead letter keeps (`transforms.map_columns` writes them to the dead-letter table).
 DEAD_LETTER_COLUMNS = ("_cf_value", "_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp")
 
@@ -101,7 +106,12 @@ def join_sides(left: DataFrame, right: DataFrame, *, window_seconds: int, left_j
     jvm = spark._jvm  # py4j: the engine jar is on the driver's classpath (spark_jobs.jars.job_jars)
     assert jvm is not None
     columns = [SIDE, JOIN_TIME, ROW_ID, ARRIVAL, MATCHED, JOIN_SIDES[0], JOIN_SIDES[1], ERROR]
-    jdf = jvm.io.clearflow.spark.Join.join(both._jdf, KEY_HIGH, KEY_LOW, columns, int(window_seconds), left_join)
+    expiry = (spark.conf.get(JOIN_EXPIRY_CONF, None) or JOIN_EXPIRY_DEFAULT).strip().lower()
+    if expiry not in ("timers", "ttl"):
+        raise ValueError(f"{JOIN_EXPIRY_CONF} must be 'timers' or 'ttl', not {expiry!r}")
+    jdf = jvm.io.clearflow.spark.Join.join(
+        both._jdf, KEY_HIGH, KEY_LOW, columns, int(window_seconds), left_join, expiry == "ttl"
+    )
     return ClassicDataFrame(jdf, spark)
 
 

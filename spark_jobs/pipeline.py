@@ -12,6 +12,7 @@ to apply_filter as above.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -81,26 +82,57 @@ class CheckpointMismatch(RuntimeError):
 
 
 OLD_DEDUP_OPERATORS = ("dedupeWithinWatermark", "dedupe")  # dropDuplicates(WithinWatermark), before the JVM dedup
+# The join's state variables (io.clearflow.spark.JoinProcessor) and the type earlier versions kept them in.
+JOIN_STATE_VARIABLES = ("left_events", "right_events")
+OLD_JOIN_STATE_TYPE = "MapState"
 _OPERATOR_NAME_RE = re.compile(r'"operatorName"\s*:\s*"([^"]+)"')
 
 
+def _state_variables(text: str) -> set[tuple[str, str]]:
+    """(name, type) of the state variables an operator's metadata file (state/<id>/_metadata/v2/<batch>: a
+    version line, then JSON whose `operatorPropertiesJson` is JSON again) lists; empty for other files."""
+    found: set[tuple[str, str]] = set()
+    for line in text.splitlines():
+        try:
+            properties = json.loads(json.loads(line).get("operatorPropertiesJson") or "{}")
+            variables = properties.get("stateVariables") or []
+        except (ValueError, AttributeError):
+            continue
+        for variable in variables:
+            if isinstance(variable, dict):
+                found.add((str(variable.get("stateName")), str(variable.get("stateVariableType"))))
+    return found
+
+
 def check_checkpoint_state(checkpoint: str) -> None:
-    """CheckpointMismatch when a local checkpoint holds the dedup state of the watermark-based operator of
-    earlier versions: Spark would fail on it with a long stack; the message says to reset the checkpoint."""
+    """CheckpointMismatch when a local checkpoint holds state this engine cannot continue from, where Spark would
+    fail with a long stack (or, for the join, start without the events it held): the dedup state of the
+    watermark-based operator of earlier versions, or a join's events in the MapStates of earlier versions. The
+    message says to reset the checkpoint."""
     local = local_checkpoint_path(checkpoint)
     if local is None:
         return  # a remote checkpoint: Spark's own error stands
     state = local / "state"
-    names = set()
+    names: set[str] = set()
+    variables: set[tuple[str, str]] = set()
     for path in state.glob("*/_metadata/**/*"):
         if path.is_file() and path.stat().st_size < 1_000_000:
-            names.update(_OPERATOR_NAME_RE.findall(path.read_text(errors="replace")))
+            text = path.read_text(errors="replace")
+            names.update(_OPERATOR_NAME_RE.findall(text))
+            variables.update(_state_variables(text))
     old = sorted(names & set(OLD_DEDUP_OPERATORS))
     if old:
         raise CheckpointMismatch(
             f"the checkpoint {checkpoint} holds dedup state of an earlier ClearFlow engine ({', '.join(old)}), "
             "which this version cannot read: reset the pipeline's checkpoint (the job then starts from the "
             "topic's committed offsets with an empty dedup window)"
+        )
+    if any((name, OLD_JOIN_STATE_TYPE) in variables for name in JOIN_STATE_VARIABLES):
+        raise CheckpointMismatch(
+            f"the checkpoint {checkpoint} holds join state of an earlier ClearFlow engine (each side's events in "
+            "a MapState), which this version cannot read: reset the pipeline's checkpoint (the job then starts "
+            "from the topics' committed offsets with empty dedup and join windows; events the join was holding "
+            "for the other side are not joined)"
         )
 
 
@@ -452,7 +484,7 @@ def start_query(
     `schemas`: an Avro source's writer schemas (default: `source_schemas(spec)`, asked of the registry now).
     RocksDB's memory bound is the session's ROCKSDB_MEMORY_CONF (DEFAULT_STATE_MEMORY_MB when not set).
     CheckpointMismatch when the checkpoint holds state of an earlier engine."""
-    if spec.dedup is not None:
+    if spec.dedup is not None or spec.join is not None:
         check_checkpoint_state(checkpoint)
     memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
     for key, value in state_store_conf(memory_mb=memory_mb).items():

@@ -1,19 +1,23 @@
 """The temporal join end to end (spark_jobs.join, the JVM JoinProcessor): inner join rows in ClickHouse, within
 and across batches; a left join writes an unmatched order with empty payment columns once its window passed; a
-join's metrics (both topics in, joined rows out, state keys).
+join's metrics (both topics in, joined rows out, state keys); a checkpoint of the earlier MapState join is refused
+with what to do.
 Real Kafka, real ClickHouse, the shared SparkSession."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 from engine_helpers import JOB_TIMEOUT, produce, wait_for
 from join_helpers import join_spec, order, payment
 
+from spark_jobs.join import JOIN_EXPIRY_CONF
 from spark_jobs.metrics import latest_key, totals_key
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
 from spark_jobs.spec import parse_spec
 
 pytestmark = pytest.mark.spark
@@ -34,8 +38,16 @@ def rows(ch, spec):
     ).result_rows
 
 
+@pytest.fixture(params=["timers", "ttl"])
+def expiry(request, spark):
+    """An inner join's expiry mode (spark_jobs.join.JOIN_EXPIRY_CONF): one timer per key, or a TTL per side."""
+    spark.conf.set(JOIN_EXPIRY_CONF, request.param)
+    yield request.param
+    spark.conf.unset(JOIN_EXPIRY_CONF)
+
+
 def test_inner_join_writes_each_order_with_each_of_its_payments_once(
-    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path, expiry
 ):
     orders, payments = new_topic(2), new_topic(2)
     spec = parse_spec(
@@ -190,3 +202,23 @@ def test_a_left_joins_metrics_count_both_topics_in_the_joined_rows_out_and_state
         assert latest()["state_rows"] == 6  # level
     finally:
         stop_query(spark, query)
+
+
+def test_a_checkpoint_of_the_earlier_mapstate_join_is_refused_with_what_to_do(
+    spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path
+):
+    """Earlier versions kept each side's events in a TTL MapState; this one keeps them in a ValueState per side.
+    The join operator's metadata file here is the one Spark wrote for main's join (68146ad, the inner join test
+    above): the job refuses it before it starts, in words, instead of Spark's stack."""
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(Path(__file__).parent / "data" / "join-mapstate-checkpoint", checkpoint)
+    spec = parse_spec(
+        join_spec(
+            kafka_bootstrap=kafka_bootstrap, clickhouse=clickhouse_server, orders=new_topic(1), payments=new_topic(1)
+        )
+    )
+    with pytest.raises(CheckpointMismatch) as info:
+        start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
+    assert "join state of an earlier ClearFlow engine" in str(info.value)
+    assert "reset the pipeline's checkpoint" in str(info.value)
+    assert not spark.streams.active

@@ -90,6 +90,9 @@ def test_a_state_too_large_to_load_back_is_a_state_problem_with_its_way_out() ->
         "2026-11-27 04:00:00,000 ERROR clearflow.run pipeline p could not start: the checkpoint /c holds dedup state "
         "of an earlier ClearFlow engine (dedupeWithinWatermark), which this version cannot read: reset the "
         "pipeline's checkpoint\n",
+        "2026-11-27 04:00:00,000 ERROR clearflow.run pipeline p could not start: the checkpoint /c holds join state "
+        "of an earlier ClearFlow engine (each side's events in a MapState), which this version cannot read: reset "
+        "the pipeline's checkpoint\n",
     ],
 )
 def test_a_checkpoint_that_no_longer_fits_the_spec_says_how_to_get_going(text: str) -> None:

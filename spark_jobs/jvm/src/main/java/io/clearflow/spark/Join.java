@@ -23,9 +23,16 @@ public final class Join {
      *     dead letter), the state's key
      * @param columns the names of: side, join time, row id, arrival, matched, left struct, right struct, error
      * @param leftJoin emit a left event with an empty right side once its window passed unmatched
+     * @param ttl an inner join's events expire by a TTL on their side's value instead of a timer per key
      */
     public static Dataset<Row> join(
-            Dataset<Row> df, String keyHigh, String keyLow, List<String> columns, long windowSeconds, boolean leftJoin) {
+            Dataset<Row> df,
+            String keyHigh,
+            String keyLow,
+            List<String> columns,
+            long windowSeconds,
+            boolean leftJoin,
+            boolean ttl) {
         StructType schema = df.schema();
         // Rows kept in state and rows out carry only some columns (the others NULL): every column nullable.
         StructField[] fields = schema.fields().clone();
@@ -35,7 +42,7 @@ public final class Join {
         }
         StructType nullable = new StructType(fields);
         int[] indexes = columns.stream().mapToInt(schema::fieldIndex).toArray();
-        JoinProcessor processor = new JoinProcessor(nullable, windowSeconds, leftJoin, indexes);
+        JoinProcessor processor = new JoinProcessor(nullable, windowSeconds, leftJoin, ttl, indexes);
         return df.groupBy(new Column[] {functions.col(keyHigh), functions.col(keyLow)})
                 .as(Encoders.tuple(Encoders.LONG(), Encoders.LONG()), Encoders.row(schema))
                 .transformWithState(processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(nullable));
