@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,6 @@ log = logging.getLogger(__name__)
 # RocksDB names the threads of its low-priority pool (compactions) so; /proc shows a thread's first 15 characters.
 COMPACTION_THREAD_NAME = "rocksdb:low"
 COMPACTION_NICE_INCREMENT = 10
-# RocksDB starts its pool's threads when the first state store opens, and may add some: looked for this often.
-CHECK_EVERY_SECONDS = 20.0
 
 
 def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INCREMENT) -> int:
@@ -48,38 +45,9 @@ def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INC
                 changed += 1
         except (OSError, ValueError):
             continue
+    if changed:
+        log.info("RocksDB compaction threads of JVM %d: niceness +%d", jvm_pid, increment)
     return changed
-
-
-class CompactionPriority:
-    """Keeps the local JVM's compaction threads lowered while `query` is active (a daemon thread)."""
-
-    def __init__(self, query: Any, jvm_pid: int, every: float = CHECK_EVERY_SECONDS) -> None:
-        self._query = query
-        self._jvm_pid = jvm_pid
-        self._every = every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="compaction-priority", daemon=True)
-
-    def start(self) -> CompactionPriority:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        first = True
-        while not self._stop.wait(0.5 if first else self._every):
-            changed = lower_compaction_priority(self._jvm_pid)
-            if changed:
-                log.info("RocksDB compaction threads of JVM %d: niceness +%d", self._jvm_pid, COMPACTION_NICE_INCREMENT)
-            first = False
-            try:
-                if not self._query.isActive:
-                    return
-            except Exception:  # the JVM is gone (the job is ending)
-                return
 
 
 def local_jvm_pid(spark: Any) -> int | None:

@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -372,10 +373,17 @@ class QueryHeartbeat:
     (`query.isActive` blocks or fails) stops the beats, so the worker still finds a job that is really stuck.
     """
 
-    def __init__(self, query: Any, publisher: MetricsPublisher, every: float = HEARTBEAT_EVERY_SECONDS) -> None:
+    def __init__(
+        self,
+        query: Any,
+        publisher: MetricsPublisher,
+        every: float = HEARTBEAT_EVERY_SECONDS,
+        on_beat: Callable[[], object] | None = None,
+    ) -> None:
         self._query = query
         self._publisher = publisher
         self._every = every
+        self._on_beat = on_beat  # upkeep that lasts as long as the query (spark_jobs.compaction_priority)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{publisher.pipeline}", daemon=True)
 
@@ -394,6 +402,8 @@ class QueryHeartbeat:
             except Exception:  # the JVM is gone (the job is ending)
                 return
             self._publisher.heartbeat()
+            if self._on_beat is not None:
+                self._on_beat()
 
 
 def make_listener(

@@ -11,6 +11,7 @@ to apply_filter as above.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -29,7 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
-from spark_jobs.compaction_priority import CompactionPriority, local_jvm_pid
+from spark_jobs.compaction_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.connections import connection_dict
 from spark_jobs.jars import job_jars
 from spark_jobs.metrics import (
@@ -523,10 +524,11 @@ def start_query(
         spark.streams.removeListener(listener)
         _restore_conf(spark, restore)
         raise
-    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher).start(), restore)
+    # A state store in this JVM: its compactions kept below the tasks at each beat (RocksDB starts its threads with
+    # the first state store, and may add some).
     jvm_pid = local_jvm_pid(spark) if key_count is not None else None
-    if jvm_pid is not None:  # a state store in this JVM: its compactions below the tasks (compaction_priority)
-        CompactionPriority(query, jvm_pid).start()
+    upkeep = functools.partial(lower_compaction_priority, jvm_pid) if jvm_pid is not None else None
+    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher, on_beat=upkeep).start(), restore)
     return query
 
 
