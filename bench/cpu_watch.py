@@ -15,6 +15,7 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_pipeline import _descendants
 
@@ -48,19 +49,27 @@ def _component(pid: int, job: set[int], own: set[int]) -> str:
     return "bench" if pid in own else "other"
 
 
+class _Sample(NamedTuple):
+    component: str
+    seconds: float  # the process's own CPU seconds so far
+    rocksdb_seconds: float  # of its threads RocksDB named (a JVM's; 0 for other processes)
+    java: bool
+
+
 class CpuWatch:
     def __init__(self) -> None:
         self._dead: dict[int, str] = {}  # a process seen before keeps its component once its command line is gone
-        # The baseline: without it the first interval would count every process's CPU since it started.
-        self._last: dict[str, float] = self.totals(None)
+        # The baseline, per process: without it the first interval would count every process's CPU since it
+        # started. Per process, not per component: the job's pid may be learnt after its processes were first
+        # seen (as "other"), and a component's total would then jump by the job's whole life.
+        self._last: dict[int, _Sample] = self.samples(None)
         self._last_at = time.monotonic()
 
-    def totals(self, job_root: int | None) -> dict[str, float]:
-        """CPU seconds so far by component, for the processes alive now (plus 'job.rocksdb': the JVM's RocksDB
-        threads, and 'job.jvm': the whole JVM)."""
+    def samples(self, job_root: int | None) -> dict[int, _Sample]:
+        """Each process alive now: its component, its CPU seconds so far, its RocksDB threads' (a JVM's)."""
         job = set(_descendants(job_root)) if job_root else set()
         own = set(_descendants(os.getpid()))
-        totals: dict[str, float] = defaultdict(float)
+        samples: dict[int, _Sample] = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
@@ -69,27 +78,35 @@ class CpuWatch:
                 name, seconds = _own_seconds(f"/proc/{pid}/stat")
             except (OSError, ValueError):
                 continue
-            component = self._dead.get(pid) or _component(pid, job, own)
+            component = "job" if pid in job else self._dead.get(pid) or _component(pid, job, own)
             self._dead[pid] = component
-            totals[component] += seconds
-            if component == "job" and name == "java":
-                totals["job.jvm"] += seconds
+            rocksdb = 0.0
+            if name == "java":
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     try:
                         thread, used = _own_seconds(str(task / "stat"))
                     except (OSError, ValueError):
                         continue
                     if thread.startswith(_ROCKSDB_THREAD_PREFIX):
-                        totals["job.rocksdb"] += used
-        return totals
+                        rocksdb += used
+            samples[pid] = _Sample(component, seconds, rocksdb, name == "java")
+        return samples
 
     def take(self, job_root: int | None) -> dict[str, float]:
-        """Cores used by each component since the previous call (components that went away count from zero)."""
-        now, totals = time.monotonic(), self.totals(job_root)
+        """Cores used by each component since the previous call (a process new since then counts from zero), plus
+        'job.jvm' (the job's JVM) and 'job.rocksdb' (its RocksDB threads)."""
+        now, samples = time.monotonic(), self.samples(job_root)
         elapsed = max(1e-3, now - self._last_at)
-        cores = {name: max(0.0, (value - self._last.get(name, 0.0)) / elapsed) for name, value in totals.items()}
-        self._last, self._last_at = totals, now
-        return {name: round(value, 2) for name, value in sorted(cores.items(), key=lambda item: -item[1])}
+        cores: dict[str, float] = defaultdict(float)
+        for pid, sample in samples.items():
+            before = self._last.get(pid)
+            used = sample.seconds - (before.seconds if before else 0.0)
+            cores[sample.component] += used / elapsed
+            if sample.component == "job" and sample.java:
+                cores["job.jvm"] += used / elapsed
+                cores["job.rocksdb"] += (sample.rocksdb_seconds - (before.rocksdb_seconds if before else 0.0)) / elapsed
+        self._last, self._last_at = samples, now
+        return {name: round(max(0.0, value), 2) for name, value in sorted(cores.items(), key=lambda item: -item[1])}
 
 
 def cores_in_words(cores: dict[str, float]) -> str:

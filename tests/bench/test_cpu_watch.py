@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,33 @@ def test_a_busy_child_is_the_bench_and_a_clickhouse_process_is_clickhouse(cpu_wa
     assert cores.get("bench", 0) > 0  # this test's own child: the bench's processes
     assert cores.get("clickhouse", 0) > 0  # told apart by its command line, though also this test's child
     assert cores.get("job", 0) == 0  # no job given
+
+
+def test_a_job_whose_pid_is_learnt_late_counts_only_the_interval(cpu_watch):
+    # The job's processes exist before the bench knows their root (the watch's baseline saw them as "other"):
+    # the first interval that names the job must count the CPU they used in it, not their whole life.
+    spin = "import sys, time\nwhile time.process_time() < {}: pass\nprint('spun', flush=True)\nsys.stdin.readline()\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", spin.format(1.0) + spin.format(1.2)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "spun"  # 1.0 s used before the watch starts
+        watch = cpu_watch.CpuWatch()
+        started = time.monotonic()
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "spun"  # 0.2 s more, within the interval
+        elapsed = time.monotonic() - started
+        cores = watch.take(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    used = cores.get("job", 0) * elapsed
+    assert 0.1 < used < 0.6, cores  # about 0.2 CPU-seconds; the child's first second would make it 1.2
 
 
 @pytest.mark.fast  # needs no service: `make test-fast`
