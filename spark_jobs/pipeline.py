@@ -27,7 +27,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
+from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, sizing, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.compaction_priority import local_jvm_pid, lower_compaction_priority
@@ -53,8 +53,9 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 RUN_ID_FILE = "clearflow-run-id"
 # RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
 # off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
-# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect.
-DEFAULT_STATE_MEMORY_MB = 256
+# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect. Without one (a join, a
+# test): room for a busy state's largest files in each of the cache's shards (spark_jobs.sizing).
+DEFAULT_STATE_MEMORY_MB = 768
 _ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
 ROCKSDB_MEMORY_CONF = f"{_ROCKSDB}.maxMemoryUsageMB"
 
@@ -69,7 +70,11 @@ def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, s
         # One memory budget (an LRU cache charged with the write buffers too) shared by all state partitions.
         f"{_ROCKSDB}.boundedMemoryUsage": "true",
         ROCKSDB_MEMORY_CONF: str(memory_mb),
-        f"{_ROCKSDB}.writeBufferCacheRatio": "0.5",
+        f"{_ROCKSDB}.writeBufferCacheRatio": str(sizing.ROCKSDB_WRITE_BUFFER_SHARE),
+        # Index and filter blocks (what every lookup reads) go to this part of the cache first, where the data
+        # blocks a lookup of an old key or the expiry's scan reads do not push them out (Spark's default, 0.1,
+        # left a full 1h window's filters to be read again and again).
+        f"{_ROCKSDB}.highPriorityPoolRatio": str(sizing.ROCKSDB_METADATA_SHARE),
         f"{_ROCKSDB}.writeBufferSizeMB": str(max(4, memory_mb // 16)),
         f"{_ROCKSDB}.maxWriteBufferNumber": "3",
         f"{_ROCKSDB}.blockCacheSizeInMB": str(max(8, memory_mb // 2)),

@@ -38,15 +38,28 @@ BYTES_PER_KEY_ON_DISK = 170
 # last batches) and compaction rewrites files before it removes the old ones: free disk is asked for this
 # many times the state.
 DISK_HEADROOM = 2.0
-# RocksDB memory: enough block cache for the index and filter blocks and a share of the hot data blocks,
-# plus the write buffers that take each batch's writes. 3.5% of the state on disk (a tenth of the live keys'
-# own bytes: the disk figure also counts the TTL index and the checkpoint's older files) plus the write buffers, within
-# bounds: below 64 MB the write buffers alone starve; above 1 GB memory buys little, lookups of cold keys
-# go to disk through the bloom filters anyway.
-ROCKSDB_WRITE_BUFFERS_MB = 64
-ROCKSDB_CACHE_SHARE = 0.035
+# RocksDB's memory bound (`maxMemoryUsageMB`): one LRU cache for the job, charged with the write buffers too
+# (up to ROCKSDB_WRITE_BUFFER_SHARE of it), that RocksDB splits in 64 shards. What every lookup needs cached are
+# the bloom filter and index blocks of the files it may read (a new key, nine events in ten, is a miss that only
+# reads filters): about ROCKSDB_METADATA_BYTES_PER_KEY a key (two entries a key, the value and its TTL index
+# entry: 10 bloom bits and an index entry per 4 KB block each). When they do not fit, each lookup reads a file's
+# whole filter block again (about 3.7% of a 64 MB file, 2.4 MB) and checksums it: a 5-minute window at 20,000
+# events/s (6M keys) with a 128 MB bound spent ~400 us a row in RocksDB.get and fell minutes behind; with 512 MB,
+# 1.6 us (bench/soak.py, docs/performance.md "The cache must hold the filters"). So the bound holds
+# - every file's metadata with half again to spare, in the part of the cache kept for it
+#   (ROCKSDB_METADATA_SHARE: Spark's `highPriorityPoolRatio`, where index and filter blocks go first);
+# - in each shard, the metadata of two of the largest files (ROCKSDB_FILE_BYTES, RocksDB's target file size):
+#   a block is cached in one shard, and one larger than its shard's room is evicted as soon as it is read.
+ROCKSDB_WRITE_BUFFER_SHARE = 0.5  # Spark's writeBufferCacheRatio
+ROCKSDB_METADATA_SHARE = 0.4  # Spark's highPriorityPoolRatio (with the write buffers' share, below 1.0)
+ROCKSDB_METADATA_BYTES_PER_KEY = 3.5
+ROCKSDB_METADATA_SHARE_OF_FILE = 0.037
+ROCKSDB_LIVE_BYTES_PER_KEY = 90  # the live state's own bytes a key, without the checkpoint's older files
+ROCKSDB_FILE_BYTES = 64 * MB
+ROCKSDB_CACHE_SHARDS = 64
+ROCKSDB_METADATA_SPARE = 1.5
 ROCKSDB_MIN_MB = 64
-ROCKSDB_MAX_MB = 1024
+ROCKSDB_MAX_MB = 2048
 # The driver's JVM heap: the micro-batches and Spark's own bookkeeping, not the state (off-heap in RocksDB).
 # What the 20,000 events/s soak ran with (bench/soak.py, 1h window: 0 restarts, heap used up to ~720 MB).
 DRIVER_HEAP_MB = 1024
@@ -119,6 +132,7 @@ def trigger_interval(events_per_second: float | None) -> str:
 # (bench/footprint.py). Spark keeps the number a checkpoint was started with, so this applies to new pipelines
 # (and to a reset checkpoint); a busy pipeline keeps one per core (the runner's default).
 LIGHT_STATE_PARTITIONS = 1
+BUSY_STATE_PARTITIONS = 2  # the runner's default on this kind of machine: one per core
 STATE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 
 
@@ -141,7 +155,7 @@ class StateEstimate:
     disk_bytes: int
     rocksdb_memory_mb: int
     driver_memory: str  # the JVM heap, as spark's --driver-memory takes it: "1g", "1536m"
-    job_memory_bytes: int  # expected RSS of the job: heap + RocksDB + the processes' own memory
+    job_memory_bytes: int  # expected RSS of the job: heap + what RocksDB fills of its bound + the processes' own
     rate_source: RateSource = "given"
     capped_by_key_space: bool = False
 
@@ -201,11 +215,22 @@ def driver_java_options(driver_memory: str) -> str:
     return " ".join(LIGHT_JAVA_OPTIONS) if light else ""
 
 
-def rocksdb_memory_mb(disk_bytes: int) -> int:
-    """RocksDB's memory bound for a state of `disk_bytes`, in MB (a multiple of 64, within the bounds)."""
-    wanted = disk_bytes * ROCKSDB_CACHE_SHARE / MB + ROCKSDB_WRITE_BUFFERS_MB
+def rocksdb_memory_mb(*, keys: int, partitions: int) -> int:
+    """RocksDB's memory bound for a state of `keys` in `partitions` RocksDB instances, in MB (a multiple of 64,
+    within the bounds): room for the files' index and filter blocks, in the whole cache and in each shard."""
+    metadata = keys * ROCKSDB_METADATA_BYTES_PER_KEY * ROCKSDB_METADATA_SPARE
+    largest_file = min(ROCKSDB_FILE_BYTES, keys / max(1, partitions) * ROCKSDB_LIVE_BYTES_PER_KEY)
+    per_shard = 2 * largest_file * ROCKSDB_METADATA_SHARE_OF_FILE
+    wanted = max(metadata, per_shard * ROCKSDB_CACHE_SHARDS) / ROCKSDB_METADATA_SHARE / MB
     rounded = math.ceil(wanted / 64) * 64
     return max(ROCKSDB_MIN_MB, min(ROCKSDB_MAX_MB, rounded))
+
+
+def rocksdb_resident_mb(*, keys: int, partitions: int, bound_mb: int) -> int:
+    """What of RocksDB's bound a state of `keys` fills: the cache holds no more than the state's own bytes, and
+    the write buffers their share (a light state stays far below its bound)."""
+    state_mb = keys * ROCKSDB_LIVE_BYTES_PER_KEY / MB
+    return min(bound_mb, math.ceil(state_mb + bound_mb * ROCKSDB_WRITE_BUFFER_SHARE))
 
 
 def state_estimate(
@@ -227,7 +252,9 @@ def state_estimate(
     if capped:
         keys = int(key_space or 0)
     disk = keys * BYTES_PER_KEY_ON_DISK
-    rocksdb_mb = rocksdb_memory_mb(disk)
+    partitions = state_partitions(events_per_second=events_per_second, keys=keys) or BUSY_STATE_PARTITIONS
+    rocksdb_mb = rocksdb_memory_mb(keys=keys, partitions=partitions)
+    resident_mb = rocksdb_resident_mb(keys=keys, partitions=partitions, bound_mb=rocksdb_mb)
     heap_mb = driver_heap_mb(events_per_second=events_per_second, keys=keys)
     return StateEstimate(
         events_per_second=round(float(events_per_second), 1),
@@ -237,7 +264,7 @@ def state_estimate(
         disk_bytes=disk,
         rocksdb_memory_mb=rocksdb_mb,
         driver_memory=spark_memory(heap_mb),
-        job_memory_bytes=(heap_mb + rocksdb_mb + PROCESS_OVERHEAD_MB) * MB,
+        job_memory_bytes=(heap_mb + resident_mb + PROCESS_OVERHEAD_MB) * MB,
         rate_source=rate_source,
         capped_by_key_space=capped,
     )
@@ -329,7 +356,7 @@ def machine_check(
     if limit is not None and estimate.job_memory_bytes > limit:
         warnings.append(
             f"The job needs about {human_bytes(estimate.job_memory_bytes)} of memory (a {estimate.driver_memory} "
-            f"heap and {estimate.rocksdb_memory_mb} MB for RocksDB), more than the {human_bytes(limit)} a job may "
+            f"heap, RocksDB bounded at {estimate.rocksdb_memory_mb} MB), more than the {human_bytes(limit)} a job may "
             "take here: it would be killed for lack of memory. Raise the job memory limit, or run it on a larger "
             "machine."
         )

@@ -11,6 +11,7 @@ from spark_jobs.sizing import (
     light_driver_memory,
     machine_check,
     parse_memory,
+    rocksdb_memory_mb,
     state_estimate,
     state_partitions,
     stored_state_bytes,
@@ -27,20 +28,22 @@ def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys():
     estimate = state_estimate(events_per_second=20_000, window_seconds=3600)
     assert estimate.keys == 72_000_000
     assert estimate.disk_bytes == 72_000_000 * 170  # about 12 GB on disk
-    # 3.5% of 11.4 GiB plus 64 MB of write buffers, rounded up to 64 MB
-    assert estimate.rocksdb_memory_mb == 512
+    # its files' index and filter blocks (3.5 bytes a key, half again to spare) in the 40% of the cache kept for
+    # them: 945 MB, rounded up to 64 MB
+    assert estimate.rocksdb_memory_mb == 960
     assert estimate.driver_memory == "1g"
-    assert estimate.job_memory_bytes == (1024 + 512 + 1280) * MB
+    assert estimate.job_memory_bytes == (1024 + 960 + 1280) * MB  # a state this large fills its bound
 
 
 def test_a_light_pipeline_gets_the_light_heap():
-    # 100 events/s over the default 1h window: 360,000 keys, 58 MB on disk; 3.5% of it plus 64 MB of write
-    # buffers, rounded up to 64 MB: a 128 MB bound; and the light heap instead of the full 1 GB.
+    # 100 events/s over the default 1h window: 360,000 keys, the light heap instead of the full 1 GB.
     estimate = state_estimate(events_per_second=100, window_seconds=3600)
     assert estimate.keys == 360_000
-    assert estimate.rocksdb_memory_mb == 128
     assert estimate.driver_memory == light_driver_memory() == "512m"
-    assert estimate.job_memory_bytes == (512 + 128 + 1280) * MB
+    # Its one state partition's file (31 MB) has 1.2 MB of index and filter blocks; each of the cache's 64 shards
+    # must have room for two such in its 40%: a 384 MB bound, of which it fills its 31 MB and the write buffers.
+    assert estimate.rocksdb_memory_mb == 384
+    assert estimate.job_memory_bytes == (512 + 31 + 192 + 1280) * MB
 
 
 def test_the_light_heap_ends_at_1000_events_per_second_over_an_hour():
@@ -57,7 +60,7 @@ def test_a_seven_day_window_at_200_events_per_second_holds_121_million_keys():
     estimate = state_estimate(events_per_second=200, window_seconds=7 * 86_400)
     assert estimate.keys == 120_960_000
     assert round(estimate.disk_bytes / GB, 1) == 19.2
-    assert estimate.rocksdb_memory_mb == 768
+    assert estimate.rocksdb_memory_mb == 1536
 
 
 def test_only_the_unique_share_of_the_events_is_held():
@@ -73,7 +76,20 @@ def test_the_state_never_holds_more_keys_than_there_can_be():
 
 def test_rocksdb_memory_stays_within_its_bounds():
     assert state_estimate(events_per_second=0, window_seconds=60).rocksdb_memory_mb == 64
-    assert state_estimate(events_per_second=100_000, window_seconds=7 * 86_400).rocksdb_memory_mb == 1024
+    assert state_estimate(events_per_second=100_000, window_seconds=7 * 86_400).rocksdb_memory_mb == 2048
+
+
+def test_a_short_window_at_a_high_rate_gets_room_for_its_largest_files_in_each_cache_shard():
+    # 5 minutes at 20,000 events/s: 6M keys, little metadata in all (32 MB with its spare), but each of the two
+    # partitions' files reaches RocksDB's 64 MB, whose 2.4 MB filter and index blocks a 128 MB bound's 2 MB
+    # shards could not keep (the job fell minutes behind re-reading them): 768 MB.
+    assert rocksdb_memory_mb(keys=6_000_000, partitions=2) == 768
+    assert (
+        rocksdb_memory_mb(keys=6_000_000, partitions=2)
+        == state_estimate(events_per_second=20_000, window_seconds=300).rocksdb_memory_mb
+    )
+    # smaller files, smaller shards' need
+    assert rocksdb_memory_mb(keys=100_000, partitions=2) < rocksdb_memory_mb(keys=1_000_000, partitions=2)
 
 
 def test_a_machine_with_room_holds_the_state():
@@ -97,7 +113,7 @@ def test_a_job_memory_limit_below_what_the_job_needs_is_said_in_words():
     check = machine_check(estimate, checkpoint_root="/tmp", memory_limit_bytes=1 * GB, free_disk=100 * GB)
     assert not check.fits
     [warning] = check.warnings
-    assert "2.75 GB of memory" in warning and "1 GB a job may take" in warning
+    assert "3.19 GB of memory" in warning and "1 GB a job may take" in warning
 
 
 def test_a_remote_checkpoint_root_is_not_checked_for_disk():

@@ -131,8 +131,9 @@ def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any]
 
 
 # RocksDB's memory bound for a job whose rate is not known (a topic not reachable at start): a bound, not a
-# reservation, so a middling one.
-UNKNOWN_RATE_ROCKSDB_MB = 256
+# reservation (the cache fills only with what the state reads), so one with room for a busy state's largest
+# files in each of the cache's shards (spark_jobs.sizing.rocksdb_memory_mb).
+UNKNOWN_RATE_ROCKSDB_MB = 768
 ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 
 
@@ -185,11 +186,13 @@ def job_resources(
     if spec.dedup is None:
         return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
-    if live_stored:
-        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(live_stored))
-    conf = [f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}"]
-    if estimate is not None and keys is not None:  # a new checkpoint takes the partitions; an older one keeps its own
+    partitions = None
+    if estimate is not None and keys is not None:
         partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
-        if partitions is not None:
-            conf.append(f"{STATE_PARTITIONS_CONF}={partitions}")
+    if live_stored:
+        # An older checkpoint keeps the partitions it started with: sized as if one held it all (the larger bound).
+        rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=live_stored // BYTES_PER_KEY_ON_DISK, partitions=1))
+    conf = [f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}"]
+    if partitions is not None:  # a new checkpoint takes the partitions; an older one keeps its own
+        conf.append(f"{STATE_PARTITIONS_CONF}={partitions}")
     return JobResources(driver_memory, tuple(conf), trigger)

@@ -33,7 +33,7 @@ def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys(api, b
     assert state["window_seconds"] == 3600
     assert state["keys"] == 72_000_000
     assert 12.0e9 < state["disk_bytes"] < 12.5e9  # about 170 bytes a key
-    assert state["rocksdb_memory_mb"] == 512
+    assert state["rocksdb_memory_mb"] == 960
     assert state["driver_memory"] == "1g"
     assert state["trigger_interval"] == "500 milliseconds"  # a busy pipeline's batches run back to back
     assert state["fits"] is True

@@ -46,12 +46,13 @@ def spec_for(topic: str, kafka_bootstrap: str, window: str):
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, kafka_bootstrap):
-    # 100 events/s for 7 days: 60.48M keys, 3.4 GiB on disk; a tenth of it plus 64 MB, rounded up: 448 MB.
+    # 100 events/s for 7 days: 60.48M keys; their files' index and filter blocks (3.5 bytes a key, half again to
+    # spare) in the 40% of RocksDB's cache kept for them: 757 MB, rounded up to 64 MB.
     driver_memory, conf, trigger = job_resources(
         spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn
     )
     assert driver_memory == "1g"
-    assert conf == (f"{ROCKSDB}=448",)
+    assert conf == (f"{ROCKSDB}=768",)
     assert trigger == "5 seconds"  # 100 events/s: a batch of about 500 events each 5 s
 
 
@@ -62,7 +63,8 @@ def test_auto_gives_a_light_pipeline_the_light_heap(kafka_conn, busy_topic, kafk
         spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn
     )
     assert driver_memory == "512m"
-    assert conf == (f"{ROCKSDB}=128", "spark.sql.shuffle.partitions=1")  # and its state in one partition
+    # its state in one partition, whose file's index and filter blocks each cache shard has room for
+    assert conf == (f"{ROCKSDB}=384", "spark.sql.shuffle.partitions=1")
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -82,8 +84,8 @@ def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_co
     )
     assert driver_memory == "3g"
     assert trigger == "2 seconds"
-    # 100/s for an hour: 360,000 keys, 21 MB on disk; a tenth of it plus 64 MB, rounded up to 64 MB: 128 MB.
-    assert conf == (f"{ROCKSDB}=128", "spark.sql.shuffle.partitions=1")
+    # 100/s for an hour: 360,000 keys in one partition (spark_jobs.sizing.rocksdb_memory_mb): 384 MB.
+    assert conf == (f"{ROCKSDB}=384", "spark.sql.shuffle.partitions=1")
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -96,7 +98,7 @@ def test_a_pipeline_without_dedup_has_no_rocksdb_bound(kafka_conn, busy_topic, k
 def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstrap):
     assert job_resources(spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=None) == (
         "1g",
-        (f"{ROCKSDB}=256",),
+        (f"{ROCKSDB}=768",),
         "1 second",
     )
 
@@ -104,7 +106,8 @@ def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstr
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, busy_topic, kafka_bootstrap, tmp_path):
     # 8 GiB of state files in the checkpoint (the live state and its older versions: 4 GiB live), a quiet topic:
-    # 3.5% of 4 GiB plus 64 MB, rounded up to 64 MB: 256 MB, more than the 128 MB the topic's rate calls for; and
+    # room in each cache shard for two of its largest files' index and filter blocks (sized as if one partition
+    # held it all): 768 MB, more than the 384 MB the topic's rate calls for; and
     # some 25M keys are not a light pipeline's state: the full heap, not the 512m the topic's rate alone gives.
     partition = tmp_path / "state" / "0" / "0"
     partition.mkdir(parents=True)
@@ -113,6 +116,6 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
     spec = spec_for(busy_topic, kafka_bootstrap, "1h")
     assert job_resources(spec=spec, kafka_connection=kafka_conn, checkpoint=str(tmp_path)) == (
         "1g",
-        (f"{ROCKSDB}=256",),  # not light: no single state partition either
+        (f"{ROCKSDB}=768",),  # not light: no single state partition either
         "5 seconds",  # the trigger follows the rate (100 events/s), not the state
     )

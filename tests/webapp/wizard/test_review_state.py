@@ -44,7 +44,7 @@ def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client
     assert "Dedup state for 7d" in html
     assert text_of(html, "state-keys") == "120,960,000"
     assert text_of(html, "state-disk") == "19.2 GB"  # 170 bytes a key, in the warnings' units
-    assert text_of(html, "state-memory") == "3 GB (a 1 GB heap, 768 MB for RocksDB)"
+    assert text_of(html, "state-memory") == "3.75 GB (a 1 GB heap, RocksDB bounded at 1.5 GB)"
     assert "at 200 events/s measured on the topic by the key advice, 100% of them new keys" in text_of(
         html, "state-basis"
     )
@@ -55,14 +55,14 @@ def test_a_one_hour_window_at_20k_events_per_second_shows_72_million_keys(owner_
     html = review_page(owner_client, owner, window="1h", events_per_second=20_000)
     assert text_of(html, "state-keys") == "72,000,000"
     assert text_of(html, "state-disk") == "11.4 GB"
-    assert text_of(html, "state-memory") == "2.75 GB (a 1 GB heap, 512 MB for RocksDB)"
+    assert text_of(html, "state-memory") == "3.19 GB (a 1 GB heap, RocksDB bounded at 960 MB)"
     assert text_of(html, "state-trigger").startswith("every 500 milliseconds")  # batches back to back
 
 
 def test_a_light_pipeline_shows_the_light_heap(owner_client, owner):
     html = review_page(owner_client, owner, window="1h", events_per_second=100)
     assert text_of(html, "state-keys") == "360,000"
-    assert text_of(html, "state-memory") == "1.88 GB (a 512 MB heap, 128 MB for RocksDB)"
+    assert text_of(html, "state-memory") == "1.97 GB (a 512 MB heap, RocksDB bounded at 384 MB)"
     # A light pipeline's batches wait for about 500 events: the analyst sees the delay that comes with it.
     assert text_of(html, "state-trigger") == (
         "every 5 seconds (rows reach ClickHouse within about that, plus the batch's own time)"
