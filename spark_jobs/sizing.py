@@ -226,6 +226,18 @@ def rocksdb_memory_mb(*, keys: int, partitions: int) -> int:
     return max(ROCKSDB_MIN_MB, min(ROCKSDB_MAX_MB, rounded))
 
 
+# A join's state holds each side's events of a key for the join's window (one value a key and side) and a timer
+# a key (two entries: by key and by time): about three entries an event held, where a dedup key has two. Its index
+# and filter blocks are sized as that many dedup keys.
+JOIN_KEYS_PER_EVENT = 1.5
+
+
+def join_state_keys(*, events_per_second: float, window_seconds: int) -> int:
+    """A join's state, in dedup keys' worth of RocksDB entries, at `events_per_second` (both sides together) over
+    its `window_seconds`."""
+    return round(max(0.0, events_per_second) * window_seconds * JOIN_KEYS_PER_EVENT)
+
+
 def rocksdb_resident_mb(*, keys: int, partitions: int, bound_mb: int) -> int:
     """What of RocksDB's bound a state of `keys` fills: the cache holds no more than the state's own bytes, and
     the write buffers their share (a light state stays far below its bound)."""
@@ -379,6 +391,7 @@ __all__ = [
     "full_driver_memory",
     "human_bytes",
     "is_light",
+    "join_state_keys",
     "light_driver_memory",
     "machine_check",
     "parse_memory",

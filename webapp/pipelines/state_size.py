@@ -24,6 +24,7 @@ from spark_jobs.sizing import (
     StateEstimate,
     driver_heap_mb,
     full_driver_memory,
+    join_state_keys,
     light_driver_memory,
     machine_check,
     parse_memory,
@@ -155,6 +156,26 @@ def standby_driver_memory() -> str:
     return settings.SPARK_DRIVER_MEMORY if not _auto(settings.SPARK_DRIVER_MEMORY) else light_driver_memory()
 
 
+def _join_keys(
+    spec: PipelineSpec, kafka_connection: KafkaConnection | None, *, left: StateEstimate | None
+) -> int | None:
+    """The right side's dedup keys and the join's state (`sizing.join_state_keys`), or None when a side's rate is
+    not known. `left`: the left side's dedup estimate (None: no dedup there, its rate is asked of its topics)."""
+    assert spec.join is not None
+    right_topics = spec.join.source.topics
+    left_rate = (
+        left.events_per_second
+        if left is not None
+        else recent_rate(topics=spec.source.topics, kafka_connection=kafka_connection)
+    )
+    right_rate = recent_rate(topics=right_topics, kafka_connection=kafka_connection)
+    if left_rate is None or right_rate is None:
+        return None
+    right = estimate_for(dedup=spec.join.dedup, topics=right_topics, events_per_second=right_rate)
+    joined = join_state_keys(events_per_second=left_rate + right_rate, window_seconds=spec.join.window_seconds)
+    return joined + (right.keys if right is not None else 0)
+
+
 class JobResources(NamedTuple):
     """What the worker starts a job with, sized for its pipeline."""
 
@@ -183,12 +204,20 @@ def job_resources(
     else:
         driver_memory = default_driver_memory()
     trigger = planned_trigger(estimate.events_per_second if estimate is not None else None)
-    if spec.dedup is None:
+    if spec.dedup is None and spec.join is None:
         return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     partitions = None
     if estimate is not None and keys is not None:
         partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
+    if spec.join is not None:
+        # One JVM, one RocksDB cache for the three states: the two sides' dedup and the join's; and batches that
+        # carry both sides: not a light pipeline's single partition.
+        partitions = None
+        joined = _join_keys(spec, kafka_connection, left=estimate)
+        if joined is not None:
+            left_keys = estimate.keys if estimate is not None else 0
+            rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=left_keys + joined, partitions=2))
     if live_stored:
         # An older checkpoint keeps the partitions it started with: sized as if one held it all (the larger bound).
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=live_stored // BYTES_PER_KEY_ON_DISK, partitions=1))

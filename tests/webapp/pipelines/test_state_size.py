@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
+from spark_jobs.sizing import rocksdb_memory_mb
 from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec
 from webapp.pipelines.state_size import job_resources, standby_driver_memory
@@ -16,6 +18,7 @@ from webapp.pipelines.state_size import job_resources, standby_driver_memory
 pytestmark = pytest.mark.django_db
 
 ROCKSDB = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "pipeline-spec.md"
 
 
 @pytest.fixture
@@ -119,3 +122,17 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
         (f"{ROCKSDB}=768",),  # not light: no single state partition either
         "5 seconds",  # the trigger follows the rate (100 events/s), not the state
     )
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_a_join_sizes_rocksdb_for_both_sides_and_the_join(kafka_conn, busy_topic, kafka_bootstrap):
+    # The documented join (dedup 1h on each side, a 30-minute join) with both sides at 100 events/s: 360,000 keys
+    # a side, and the join's 200 events/s over 30 minutes at 1.5 keys' worth an event: 540,000. The 1.26M keys
+    # in all, in two partitions (a join is never a light pipeline's single one): 704 MB, where the left side
+    # alone would have had 384 MB and one partition.
+    spec = json.loads(DOCS.read_text().split("## Join (version 2)", 1)[1].split("```json\n", 1)[1].split("```")[0])
+    spec["source"]["topics"] = spec["join"]["source"]["topics"] = [busy_topic]
+    spec["source"]["kafka"] = spec["join"]["source"]["kafka"] = {"bootstrap_servers": kafka_bootstrap}
+    _, conf, _ = job_resources(spec=parse_spec(json.dumps(spec)), kafka_connection=kafka_conn)
+    assert conf == (f"{ROCKSDB}=704",)
+    assert rocksdb_memory_mb(keys=360_000 * 2 + 540_000, partitions=2) == 704
