@@ -263,6 +263,9 @@ def main() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from localstack import processes
+    from spark_jobs.pipeline import ROCKSDB_MEMORY_CONF
+    from spark_jobs.sizing import join_state_keys, rocksdb_memory_mb
+    from spark_jobs.spec_base import parse_window
 
     load_before = round(os.getloadavg()[0], 1)
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-join-bench-"))
@@ -295,7 +298,17 @@ def main() -> None:
         table = spec["sink"]["table"]
         spec_file, checkpoint, job_log = workdir / "spec.json", workdir / "checkpoint", workdir / "job.log"
         spec_file.write_text(json.dumps(spec))
-        argv = [*job_argv(spec_file, checkpoint, args.conf), "--trigger-interval", args.trigger_interval]
+        conf = list(args.conf)
+        if not any(item.startswith(f"{ROCKSDB_MEMORY_CONF}=") for item in conf):
+            # RocksDB's bound as the worker sizes a join (webapp.pipelines.state_size.job_resources): each side's
+            # dedup keys over its window (the join's here) and the join's state.
+            window_seconds = parse_window(args.window)
+            keys = 2 * args.rate * window_seconds + join_state_keys(
+                events_per_second=2 * args.rate, window_seconds=window_seconds
+            )
+            conf.append(f"{ROCKSDB_MEMORY_CONF}={rocksdb_memory_mb(keys=keys, partitions=args.partitions)}")
+        log(f"Spark settings: {conf}")
+        argv = [*job_argv(spec_file, checkpoint, conf), "--trigger-interval", args.trigger_interval]
         # As the worker starts a job (worker.jobs.job_env): two glibc malloc arenas, or RocksDB's allocations from
         # many task threads grow the RSS past its memory bound (the first 10k+10k run here, without it: 10 GB).
         env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
