@@ -44,8 +44,9 @@ DISK_HEADROOM = 2.0
 # reads filters): about ROCKSDB_METADATA_BYTES_PER_KEY a key (two entries a key, the value and its TTL index
 # entry: 10 bloom bits and an index entry per 4 KB block each). When they do not fit, each lookup reads a file's
 # whole filter block again (about 3.7% of a 64 MB file, 2.4 MB) and checksums it: a 5-minute window at 20,000
-# events/s (6M keys) with a 128 MB bound spent ~400 us a row in RocksDB.get and fell minutes behind; with 512 MB,
-# 1.6 us (bench/soak.py, docs/performance.md "The cache must hold the filters"). So the bound holds
+# events/s (6M keys) with a 128 MB bound spent ~400 us a row in RocksDB.get and fell minutes behind; with 512 MB
+# its p95 stayed within 2.2 s (bench/soak.py, docs/performance.md "The cache must hold the filters"). So the
+# bound holds
 # - every file's metadata with half again to spare, in the part of the cache kept for it
 #   (ROCKSDB_METADATA_SHARE: Spark's `highPriorityPoolRatio`, where index and filter blocks go first);
 # - in each shard, the metadata of two of the largest files (ROCKSDB_FILE_BYTES, RocksDB's target file size):
@@ -238,7 +239,7 @@ def join_state_keys(*, events_per_second: float, window_seconds: int) -> int:
     return round(max(0.0, events_per_second) * window_seconds * JOIN_KEYS_PER_EVENT)
 
 
-def rocksdb_resident_mb(*, keys: int, partitions: int, bound_mb: int) -> int:
+def rocksdb_resident_mb(*, keys: int, bound_mb: int) -> int:
     """What of RocksDB's bound a state of `keys` fills: the cache holds no more than the state's own bytes, and
     the write buffers their share (a light state stays far below its bound)."""
     state_mb = keys * ROCKSDB_LIVE_BYTES_PER_KEY / MB
@@ -266,7 +267,7 @@ def state_estimate(
     disk = keys * BYTES_PER_KEY_ON_DISK
     partitions = state_partitions(events_per_second=events_per_second, keys=keys) or BUSY_STATE_PARTITIONS
     rocksdb_mb = rocksdb_memory_mb(keys=keys, partitions=partitions)
-    resident_mb = rocksdb_resident_mb(keys=keys, partitions=partitions, bound_mb=rocksdb_mb)
+    resident_mb = rocksdb_resident_mb(keys=keys, bound_mb=rocksdb_mb)
     heap_mb = driver_heap_mb(events_per_second=events_per_second, keys=keys)
     return StateEstimate(
         events_per_second=round(float(events_per_second), 1),
