@@ -41,9 +41,10 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker, worker_env
 ):
     table = f"sized_{uuid.uuid4().hex[:8]}"
-    # 3,000 events written now (50 events/s over the last minute), a 1-hour window: 180,000 keys, 10 MB on disk;
-    # 3.5% of it plus 64 MB of write buffers, rounded up to 64 MB: a 128 MB bound; a light pipeline (at most
-    # 1,000 events/s and 3.6M keys): the light 512 MB heap, not the full 1 GB.
+    # 3,000 events written now (50 events/s over the last minute), a 1-hour window: 180,000 keys in one state
+    # partition, whose file's index and filter blocks each of RocksDB's 64 cache shards must have room for: a 192 MB
+    # bound (spark_jobs.sizing.rocksdb_memory_mb); a light pipeline (at most 1,000 events/s and 3.6M keys): the
+    # light 512 MB heap, not the full 1 GB.
     produce(kafka_bootstrap, topic, events("s", 2500, 500))
     worker_env["CLEARFLOW_DRIVER_MEMORY"] = "auto"
     worker_env["CLEARFLOW_TRIGGER_INTERVAL"] = "auto"  # the tests' worker has a fixed one
@@ -57,7 +58,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     # On the command line of a job started cold; handed over with the spec to a standby job (its JVM already
     # runs): the job says what it runs with either way.
     log = wait_for(lambda: "started (query" in Path(run["log_path"]).read_text() and Path(run["log_path"]).read_text())
-    assert f"pipeline-{pk}: dedup state in RocksDB, memory bound 128 MB" in log
+    assert f"pipeline-{pk}: dedup state in RocksDB, memory bound 192 MB" in log
     # A light pipeline's micro-batches hold about 500 events: at 50 events/s, one every 5 s (the longest); its
     # dedup state is one partition (one RocksDB instance) instead of one per core.
     assert "trigger 5 seconds)" in log
