@@ -263,8 +263,7 @@ def main() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from localstack import processes
-    from spark_jobs.pipeline import ROCKSDB_MEMORY_CONF
-    from spark_jobs.sizing import join_state_keys, rocksdb_memory_mb
+    from spark_jobs.sizing import ROCKSDB_MEMORY_CONF, join_rocksdb_memory_mb
     from spark_jobs.spec_base import parse_window
 
     load_before = round(os.getloadavg()[0], 1)
@@ -303,10 +302,12 @@ def main() -> None:
             # RocksDB's bound as the worker sizes a join (webapp.pipelines.state_size.job_resources): each side's
             # dedup keys over its window (the join's here) and the join's state.
             window_seconds = parse_window(args.window)
-            keys = 2 * args.rate * window_seconds + join_state_keys(
-                events_per_second=2 * args.rate, window_seconds=window_seconds
+            bound = join_rocksdb_memory_mb(
+                dedup_keys=2 * args.rate * window_seconds,
+                events_per_second=2 * args.rate,
+                window_seconds=window_seconds,
             )
-            conf.append(f"{ROCKSDB_MEMORY_CONF}={rocksdb_memory_mb(keys=keys, partitions=args.partitions)}")
+            conf.append(f"{ROCKSDB_MEMORY_CONF}={bound}")
         log(f"Spark settings: {conf}")
         argv = [*job_argv(spec_file, checkpoint, conf), "--trigger-interval", args.trigger_interval]
         # As the worker starts a job (worker.jobs.job_env): two glibc malloc arenas, or RocksDB's allocations from

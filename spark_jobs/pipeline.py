@@ -53,11 +53,11 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 RUN_ID_FILE = "clearflow-run-id"
 # RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
 # off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
-# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect. Without one (a join, a
-# test): room for a busy state's largest files in each of the cache's shards (spark_jobs.sizing).
-DEFAULT_STATE_MEMORY_MB = 768
+# `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect. Without one (a test, a
+# bench): the unsized bound (spark_jobs.sizing.UNSIZED_ROCKSDB_MB).
+DEFAULT_STATE_MEMORY_MB = sizing.UNSIZED_ROCKSDB_MB
 _ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
-ROCKSDB_MEMORY_CONF = f"{_ROCKSDB}.maxMemoryUsageMB"
+ROCKSDB_MEMORY_CONF = sizing.ROCKSDB_MEMORY_CONF
 
 
 def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, str]:

@@ -61,6 +61,8 @@ ROCKSDB_CACHE_SHARDS = 64
 ROCKSDB_METADATA_SPARE = 1.5
 ROCKSDB_MIN_MB = 64
 ROCKSDB_MAX_MB = 2048
+# The Spark setting the bound is given to the job in (the worker's `--conf`, read back by spark_jobs.pipeline).
+ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 # The driver's JVM heap: the micro-batches and Spark's own bookkeeping, not the state (off-heap in RocksDB).
 # What the 20,000 events/s soak ran with (bench/soak.py, 1h window: 0 restarts, heap used up to ~720 MB).
 DRIVER_HEAP_MB = 1024
@@ -239,11 +241,28 @@ def join_state_keys(*, events_per_second: float, window_seconds: int) -> int:
     return round(max(0.0, events_per_second) * window_seconds * JOIN_KEYS_PER_EVENT)
 
 
+def join_rocksdb_memory_mb(*, dedup_keys: int, events_per_second: float, window_seconds: int) -> int:
+    """RocksDB's bound for a join's job: one cache for its three states, both sides' `dedup_keys` and the join's
+    state at `events_per_second` (both sides) over its `window_seconds`; a join's batches carry both sides, so
+    never a light pipeline's single partition."""
+    joined = join_state_keys(events_per_second=events_per_second, window_seconds=window_seconds)
+    return rocksdb_memory_mb(keys=dedup_keys + joined, partitions=BUSY_STATE_PARTITIONS)
+
+
 def rocksdb_resident_mb(*, keys: int, bound_mb: int) -> int:
     """What of RocksDB's bound a state of `keys` fills: the cache holds no more than the state's own bytes, and
     the write buffers their share (a light state stays far below its bound)."""
     state_mb = keys * ROCKSDB_LIVE_BYTES_PER_KEY / MB
     return min(bound_mb, math.ceil(state_mb + bound_mb * ROCKSDB_WRITE_BUFFER_SHARE))
+
+
+# The bound of a job nothing sized (a rate that could not be read, a job started without the worker's `--conf`):
+# a bound, not a reservation (the cache fills only with what the state reads), so room for a busy state's largest
+# files in each of the cache's shards.
+UNSIZED_ROCKSDB_MB = rocksdb_memory_mb(
+    keys=math.ceil(ROCKSDB_FILE_BYTES / ROCKSDB_LIVE_BYTES_PER_KEY) * BUSY_STATE_PARTITIONS,
+    partitions=BUSY_STATE_PARTITIONS,
+)
 
 
 def state_estimate(
@@ -383,7 +402,9 @@ __all__ = [
     "LIGHT_STATE_PARTITIONS",
     "LIGHT_TRIGGER",
     "LIGHT_TRIGGER_MAX_SECONDS",
+    "ROCKSDB_MEMORY_CONF",
     "STATE_PARTITIONS_CONF",
+    "UNSIZED_ROCKSDB_MB",
     "MachineCheck",
     "StateEstimate",
     "driver_heap_mb",
@@ -392,6 +413,7 @@ __all__ = [
     "full_driver_memory",
     "human_bytes",
     "is_light",
+    "join_rocksdb_memory_mb",
     "join_state_keys",
     "light_driver_memory",
     "machine_check",

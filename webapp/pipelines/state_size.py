@@ -19,12 +19,14 @@ from django.conf import settings
 from spark_jobs.sizing import (
     BYTES_PER_KEY_ON_DISK,
     DISK_HEADROOM,
+    ROCKSDB_MEMORY_CONF,
     STATE_PARTITIONS_CONF,
+    UNSIZED_ROCKSDB_MB,
     MachineCheck,
     StateEstimate,
     driver_heap_mb,
     full_driver_memory,
-    join_state_keys,
+    join_rocksdb_memory_mb,
     light_driver_memory,
     machine_check,
     parse_memory,
@@ -131,11 +133,8 @@ def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any]
     return data, [{"path": WARNING_PATH, "message": message, "fix_sql": None} for message in result.warnings]
 
 
-# RocksDB's memory bound for a job whose rate is not known (a topic not reachable at start): a bound, not a
-# reservation (the cache fills only with what the state reads), so one with room for a busy state's largest
-# files in each of the cache's shards (spark_jobs.sizing.rocksdb_memory_mb).
-UNKNOWN_RATE_ROCKSDB_MB = 768
-ROCKSDB_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
+# RocksDB's memory bound for a job whose rate is not known (a topic not reachable at start).
+UNKNOWN_RATE_ROCKSDB_MB = UNSIZED_ROCKSDB_MB
 
 
 def _auto(setting: str) -> bool:
@@ -156,10 +155,10 @@ def standby_driver_memory() -> str:
     return settings.SPARK_DRIVER_MEMORY if not _auto(settings.SPARK_DRIVER_MEMORY) else light_driver_memory()
 
 
-def _join_keys(
+def _join_bound_mb(
     spec: PipelineSpec, kafka_connection: KafkaConnection | None, *, left: StateEstimate | None
 ) -> int | None:
-    """The right side's dedup keys and the join's state (`sizing.join_state_keys`), or None when a side's rate is
+    """RocksDB's bound for a join's three states (`sizing.join_rocksdb_memory_mb`), or None when a side's rate is
     not known. `left`: the left side's dedup estimate (None: no dedup there, its rate is asked of its topics)."""
     assert spec.join is not None
     right_topics = spec.join.source.topics
@@ -172,8 +171,10 @@ def _join_keys(
     if left_rate is None or right_rate is None:
         return None
     right = estimate_for(dedup=spec.join.dedup, topics=right_topics, events_per_second=right_rate)
-    joined = join_state_keys(events_per_second=left_rate + right_rate, window_seconds=spec.join.window_seconds)
-    return joined + (right.keys if right is not None else 0)
+    dedup_keys = (left.keys if left is not None else 0) + (right.keys if right is not None else 0)
+    return join_rocksdb_memory_mb(
+        dedup_keys=dedup_keys, events_per_second=left_rate + right_rate, window_seconds=spec.join.window_seconds
+    )
 
 
 class JobResources(NamedTuple):
@@ -208,16 +209,11 @@ def job_resources(
         return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     partitions = None
-    if estimate is not None and keys is not None:
+    if spec.join is not None:  # one cache for its three states; its batches carry both sides: never light
+        join_mb = _join_bound_mb(spec, kafka_connection, left=estimate)
+        rocksdb_mb = max(rocksdb_mb, join_mb or 0)
+    elif estimate is not None and keys is not None:
         partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
-    if spec.join is not None:
-        # One JVM, one RocksDB cache for the three states: the two sides' dedup and the join's; and batches that
-        # carry both sides: not a light pipeline's single partition.
-        partitions = None
-        joined = _join_keys(spec, kafka_connection, left=estimate)
-        if joined is not None:
-            left_keys = estimate.keys if estimate is not None else 0
-            rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=left_keys + joined, partitions=2))
     if live_stored:
         # An older checkpoint keeps the partitions it started with: sized as if one held it all (the larger bound).
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=live_stored // BYTES_PER_KEY_ON_DISK, partitions=1))
