@@ -60,17 +60,13 @@ _ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
 ROCKSDB_MEMORY_CONF = sizing.ROCKSDB_MEMORY_CONF
 
 
-def state_store_conf(
-    *, memory_mb: int = DEFAULT_STATE_MEMORY_MB, snapshot_every: int = sizing.SNAPSHOT_MIN_BATCHES
-) -> dict[str, str]:
-    """The state store's settings: RocksDB (the dedup processor needs it) with bounded memory, a snapshot every
-    `snapshot_every` batches (sizing.snapshot_every_batches)."""
+def state_store_conf(*, memory_mb: int = DEFAULT_STATE_MEMORY_MB) -> dict[str, str]:
+    """The state store's settings: RocksDB (the dedup processor needs it) with bounded memory."""
     memory_mb = max(64, int(memory_mb))
     return {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         # A changelog per batch instead of uploading a snapshot of the whole state each time.
         f"{_ROCKSDB}.changelogCheckpointing.enabled": "true",
-        sizing.SNAPSHOT_CONF: str(max(1, int(snapshot_every))),
         # One memory budget (an LRU cache charged with the write buffers too) shared by all state partitions.
         f"{_ROCKSDB}.boundedMemoryUsage": "true",
         ROCKSDB_MEMORY_CONF: str(memory_mb),
@@ -497,17 +493,10 @@ def start_query(
     if spec.dedup is not None or spec.join is not None:
         check_checkpoint_state(checkpoint)
     memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
-    trigger = trigger or {"processingTime": "1 second"}
-    snapshot_every = sizing.snapshot_every_batches(trigger.get("processingTime"))
-    for key, value in state_store_conf(memory_mb=memory_mb, snapshot_every=snapshot_every).items():
+    for key, value in state_store_conf(memory_mb=memory_mb).items():
         spark.conf.set(key, value)
     if spec.dedup is not None:
-        log.info(
-            "pipeline %s: dedup state in RocksDB, memory bound %d MB, a snapshot every %d batches",
-            spec.name,
-            memory_mb,
-            snapshot_every,
-        )
+        log.info("pipeline %s: dedup state in RocksDB, memory bound %d MB", spec.name, memory_mb)
     if schemas is None:
         schemas = source_schemas(spec)
     if spec.join is None:
@@ -531,7 +520,7 @@ def start_query(
         stream.writeStream.queryName(query_name)
         .foreachBatch(BatchWriter(spec, token_prefix, stats))
         .option("checkpointLocation", checkpoint)
-        .trigger(**trigger)
+        .trigger(**(trigger or {"processingTime": "1 second"}))
     )
     restore = _timeouts_need_empty_batches(spark, spec, trigger)
     try:

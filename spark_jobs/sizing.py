@@ -129,41 +129,6 @@ def trigger_interval(events_per_second: float | None) -> str:
     return LIGHT_TRIGGER if seconds == 1 else f"{seconds} seconds"
 
 
-# RocksDB's snapshots of a state partition. With the changelog on, Spark makes one every `minDeltasForSnapshot`
-# commits (10 by default), inside that batch: it flushes the write buffer into a new file and checkpoints the
-# files, and the maintenance thread uploads them later. At 20,000 events/s (batches back to back, ~0.75 s each)
-# that was a snapshot every ~8 s: one batch in ten took ~180 ms more (p50 863 ms against 687 ms, the flush ~290 ms
-# of it), and each flush left a small file for compaction to merge (bench/soak.py's job log, 2026-11-27, minutes
-# 51-75). So a snapshot about every SNAPSHOT_EVERY_SECONDS of triggers, never fewer batches apart than Spark's
-# default. The price is at recovery: a restart replays the changelogs since the last uploaded snapshot (the
-# maintenance thread uploads at most once a minute anyway), up to this many batches more.
-SNAPSHOT_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
-SNAPSHOT_EVERY_SECONDS = 30
-SNAPSHOT_MIN_BATCHES = 10  # Spark's default
-_INTERVAL_UNITS = {"millisecond": 0.001, "second": 1.0, "minute": 60.0}
-
-
-def trigger_seconds(interval: str) -> float | None:
-    """A trigger interval as this module spells it ("500 milliseconds", "1 second", "5 seconds", "2 minutes") in
-    seconds; None for any other spelling."""
-    number, _, unit = interval.strip().partition(" ")
-    try:
-        amount = float(number)
-    except ValueError:
-        return None
-    scale = _INTERVAL_UNITS.get(unit.strip().lower().removesuffix("s"))
-    return amount * scale if scale is not None and amount >= 0 else None
-
-
-def snapshot_every_batches(interval: str | None) -> int:
-    """Spark's minDeltasForSnapshot for a query triggered every `interval` (None, or a spelling trigger_seconds
-    does not read: Spark's default)."""
-    seconds = trigger_seconds(interval) if interval else None
-    if not seconds:
-        return SNAPSHOT_MIN_BATCHES
-    return max(SNAPSHOT_MIN_BATCHES, math.ceil(SNAPSHOT_EVERY_SECONDS / seconds))
-
-
 # The dedup state's partitions (`spark.sql.shuffle.partitions`; each is a RocksDB instance that every micro-batch
 # loads, writes a changelog for and commits, and a task that reads its share of the shuffle). A light pipeline's
 # batch of a few hundred rows gains nothing from two: one partition took about a tenth less CPU at 100 events/s

@@ -12,7 +12,6 @@ from spark_jobs.sizing import (
     machine_check,
     parse_memory,
     rocksdb_memory_mb,
-    snapshot_every_batches,
     state_estimate,
     state_partitions,
     stored_state_bytes,
@@ -184,21 +183,3 @@ def test_a_light_heap_comes_with_a_lean_jvm_and_a_full_one_with_the_jvms_default
     assert driver_java_options("384m") == light  # any heap up to the light one
     assert driver_java_options(state_estimate(events_per_second=20_000, window_seconds=3600).driver_memory) == ""
     assert driver_java_options("2g") == "" and driver_java_options("lots") == ""
-
-
-@pytest.mark.parametrize(
-    ("events_per_second", "expected"),
-    [
-        (20_000, 60),  # batches back to back every half second: a snapshot about every 30 s, not every 5 s
-        (500, 30),  # a 1 s trigger
-        (100, 10),  # 5 s: never fewer batches apart than Spark's default
-    ],
-)
-def test_rocksdb_snapshots_a_state_partition_about_every_half_minute_of_triggers(events_per_second, expected):
-    assert snapshot_every_batches(trigger_interval(events_per_second)) == expected
-
-
-@pytest.mark.parametrize("interval", [None, "", "soon", "-1 seconds", "3 fortnights"])
-def test_a_trigger_it_cannot_read_keeps_sparks_snapshot_default(interval):
-    assert snapshot_every_batches(interval) == 10
-    assert snapshot_every_batches("2 minutes") == 10 and snapshot_every_batches("250 milliseconds") == 120
