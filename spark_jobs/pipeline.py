@@ -168,6 +168,28 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
     }
 
 
+# The FileContext API's local file system (`file:`, where a checkpoint on one machine lives) from the engine's
+# jar (io.clearflow.spark.InProcessLocalFileSystem): Hadoop's own, without pyspark's missing native library,
+# started a `readlink` process for each checkpoint file it renamed and a `chmod` for each it created, on the
+# micro-batch's path (the offset and commit logs, each task's changelog; docs/performance.md). A session setting,
+# so each query's checkpoint file manager and state stores get it (at launch, spark-submit would look the class
+# up before the jar is on its classpath).
+IN_PROCESS_LOCAL_FILES = {"fs.AbstractFileSystem.file.impl": "io.clearflow.spark.InProcessLocalFileSystem$Fs"}
+
+
+def use_in_process_local_files(spark: SparkSession) -> bool:
+    """Give the session's queries IN_PROCESS_LOCAL_FILES when the engine's jar (as built now) has the class;
+    whether so (an engine jar built before it: Hadoop's own, rather than a query that cannot find the class)."""
+    from py4j.java_gateway import JavaClass
+
+    package = spark._jvm.io.clearflow.spark  # type: ignore[union-attr]
+    if not isinstance(getattr(package, "InProcessLocalFileSystem$Fs"), JavaClass):
+        return False
+    for key, value in IN_PROCESS_LOCAL_FILES.items():
+        spark.conf.set(key, value)
+    return True
+
+
 def build_session(
     *,
     app_name: str,
@@ -495,6 +517,7 @@ def start_query(
     memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
     for key, value in state_store_conf(memory_mb=memory_mb).items():
         spark.conf.set(key, value)
+    use_in_process_local_files(spark)
     if spec.dedup is not None:
         log.info("pipeline %s: dedup state in RocksDB, memory bound %d MB", spec.name, memory_mb)
     if schemas is None:
