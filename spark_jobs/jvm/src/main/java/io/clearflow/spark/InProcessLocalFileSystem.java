@@ -15,32 +15,29 @@ import org.apache.hadoop.fs.DelegateToFileSystem;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FsConstants;
 import org.apache.hadoop.fs.FsServerDefaults;
-import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.local.LocalConfigKeys;
 import org.apache.hadoop.fs.permission.FsPermission;
 
 /**
- * Hadoop's local file system ({@code file:}) without a process started per file operation: the checkpoint's
- * files (offset and commit logs, the state's changelogs, the SST files the maintenance thread uploads) live on
- * it.
+ * Hadoop's local file system ({@code file:}) for the FileContext API without a process started per file
+ * operation: the checkpoint file manager writes the offset and commit logs and the state's changelogs through it.
  *
  * <p>Why: without Hadoop's native library (pyspark ships none), {@link RawLocalFileSystem} runs {@code chmod}
- * in a new process for each file it creates, and {@code readlink} for each rename through the FileContext API
- * (the checkpoint file manager's). A 75-minute soak at 20,000 events/s started 362 processes a minute from the
- * job's JVM, half of them on a micro-batch's own path: the stream thread writing the offset and commit logs, the
- * tasks committing their changelogs. Here chmod is one system call ({@code Files.setPosixFilePermissions}), and
- * a rename's link check an {@code lstat}. Behaviour is otherwise Hadoop's: the readlink Hadoop starts is given
- * the path with its {@code file:} scheme, fails, and it then answers the file's own status, as this does.
+ * in a new process for each file it creates, and {@code readlink} for each rename through the FileContext API.
+ * A 75-minute soak at 20,000 events/s started 362 processes a minute from the job's JVM, half of them on a
+ * micro-batch's own path: the stream thread writing the offset and commit logs, the tasks committing their
+ * changelogs. Here chmod is one system call ({@code Files.setPosixFilePermissions}), and a rename's link check an
+ * {@code lstat}. Behaviour is otherwise Hadoop's: the readlink Hadoop starts is given the path with its
+ * {@code file:} scheme, fails, and it then answers the file's own status, as this does.
  *
- * <p>{@code fs.file.impl} names this class (the FileSystem API), {@code fs.AbstractFileSystem.file.impl}
- * {@link Fs} (the FileContext API): spark_jobs.pipeline.session_conf.
+ * <p>{@code fs.AbstractFileSystem.file.impl} names {@link Fs} (spark_jobs.pipeline.use_in_process_local_files).
+ * The FileSystem API ({@code fs.file.impl}: the maintenance thread's uploads of SST files, off the batch's path)
+ * keeps Hadoop's own class, which spark-submit loads before the engine's jar is on the classpath.
  */
-public class InProcessLocalFileSystem extends LocalFileSystem {
-    public InProcessLocalFileSystem() {
-        super(new Raw());
-    }
+public final class InProcessLocalFileSystem {
+    private InProcessLocalFileSystem() {}
 
     /** The raw (checksum-less) local file system, with chmod and the link check in this process. */
     public static class Raw extends RawLocalFileSystem {
