@@ -59,6 +59,7 @@ class JobLaunch:
     submit_args: tuple[str, ...] = ()
     extra_env: Mapping[str, str] = field(default_factory=dict)
     lease_seconds: float = 0.0  # the term of the run's lease in Redis (worker.leases); 0: no lease
+    niceness: int = 0  # the job's CPU priority (os.nice of its processes; settings.PIPELINE_JOB_NICENESS says why)
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,8 @@ def spawn_supervised(launch: JobLaunch, spec_path: Path, command: list[str]) -> 
     wrapped = [
         sys.executable, "-m", "worker.jobwrap",
         "--run-dir", str(launch.run_dir), "--spec", str(spec_path),
-        "--lease-seconds", str(launch.lease_seconds if launch.redis_url else 0), "--",
+        "--lease-seconds", str(launch.lease_seconds if launch.redis_url else 0),
+        "--niceness", str(launch.niceness), "--",
         *command,
     ]  # fmt: skip
     launcher = subprocess.run(

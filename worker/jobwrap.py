@@ -169,14 +169,25 @@ def _log_tail(log_path: Path, secrets: list[str], lines: int = 200) -> str:
         return ""
 
 
-def _supervise(run_dir: Path, spec: Path | None, command: list[str], lease: LeaseHolder | None) -> int:
+def _supervise(
+    run_dir: Path, spec: Path | None, command: list[str], lease: LeaseHolder | None, *, niceness: int = 0
+) -> int:
     with open(run_dir / RunFiles.LOG, "ab", buffering=0) as log:
 
         def say(message: str) -> None:
             log.write(f"clearflow: {message}\n".encode())
 
         say(f"job starting (supervisor pid {os.getpid()})")
-        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        # The job's processes inherit its niceness; the supervisor keeps its own, so its lease renewals stay on
+        # time when the jobs take every core. It has no threads, so a preexec_fn is safe here.
+        child = subprocess.Popen(
+            command,
+            cwd=run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
+        )
 
         def stop() -> None:
             with contextlib.suppress(ProcessLookupError):
@@ -216,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--spec", type=Path)
     parser.add_argument("--lease-seconds", type=float, default=0.0, help="hold the run's lease in Redis (0: none)")
+    parser.add_argument("--niceness", type=int, default=0, help="the job's CPU priority, added to this process's")
     args = parser.parse_args(argv[:split])
     command = argv[split + 1 :]
 
@@ -235,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     os.write(write_end, f"{os.getpid()}\n".encode())
     os.close(write_end)
     try:
-        code = _supervise(args.run_dir, args.spec, command, lease)
+        code = _supervise(args.run_dir, args.spec, command, lease, niceness=args.niceness)
     except BaseException:
         code = ExitCode.WRAPPER_FAILED
         (args.run_dir / RunFiles.EXIT_CODE).write_text(str(code))

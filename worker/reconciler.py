@@ -352,6 +352,7 @@ def _launch(
         ),
         submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
         lease_seconds=settings.PIPELINE_LEASE_SECONDS,
+        niceness=settings.PIPELINE_JOB_NICENESS,
     )
 
 

@@ -71,6 +71,10 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     assert "-Xmx512m" in jvm.cmdline()  # the heap the JVM really has
     # ... and the light heap's lean JVM (spark_jobs.sizing.LIGHT_JAVA_OPTIONS), cold or in a standby alike.
     assert {"-XX:+UseSerialGC", "-Xms32m"} <= set(jvm.cmdline())
+    # It yields the CPU to the web app and the services (CLEARFLOW_JOB_NICENESS, 10 by default); its supervisor,
+    # which renews the run's lease, does not.
+    assert jvm.nice() == min(19, psutil.Process().nice() + 10)
+    assert job.nice() == psutil.Process().nice()
     [run] = [r for r in api.get(f"{URL}{pk}/runs/").json() if r["ended_at"] is None]
     assert run["driver_memory"] == "512m"  # what the run's record (and a failure's advice) says it ran with
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)

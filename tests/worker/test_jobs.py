@@ -43,12 +43,12 @@ SLEEPER = (
 )
 
 
-def start(run_dir: Path, code: str) -> jobs.JobHandle:
+def start(run_dir: Path, code: str, *, niceness: int = 0) -> jobs.JobHandle:
     """Start `code` under the supervisor the way start_job does, with a spec file beside it."""
     spec = jobs.write_spec(run_dir, job_spec(clickhouse={"password": "s3cr3t-value"}))
     launcher = subprocess.run(
-        [sys.executable, "-m", "worker.jobwrap", "--run-dir", str(run_dir), "--spec", str(spec), "--",
-         sys.executable, "-c", code],
+        [sys.executable, "-m", "worker.jobwrap", "--run-dir", str(run_dir), "--spec", str(spec),
+         "--niceness", str(niceness), "--", sys.executable, "-c", code],
         capture_output=True, text=True, timeout=30, cwd=Path(jobs.__file__).parents[1],
     )  # fmt: skip
     assert launcher.returncode == 0, launcher.stderr
@@ -68,7 +68,8 @@ def test_the_job_outlives_its_launcher_and_a_stop_is_passed_to_it(tmp_path):
     assert (spec.stat().st_mode & 0o777) == 0o600
     process = psutil.Process(handle.pid)
     assert process.ppid() != psutil.Process().pid  # not our child: nobody keeps it as a zombie
-    wait_for(lambda: "hunter22" in Path(handle.log_path).read_text(), timeout=30)
+    log = Path(handle.log_path)  # opened by the supervisor after it reported its pid: may not be there yet
+    wait_for(lambda: log.is_file() and "hunter22" in log.read_text(), timeout=30)
     assert state(handle).alive
 
     assert jobs.request_stop(pid=handle.pid, process_started=handle.process_started)
@@ -76,6 +77,24 @@ def test_the_job_outlives_its_launcher_and_a_stop_is_passed_to_it(tmp_path):
     assert state(handle) == jobs.JobState(alive=False, exit_code=0)
     assert "got SIGTERM" in Path(handle.log_path).read_text()
     assert not spec.exists()
+
+
+def test_the_job_runs_at_its_niceness_and_its_supervisor_at_the_workers(tmp_path):
+    """The job's processes (and what they start) yield the CPU to the web app and the services; the supervisor,
+    which renews the run's lease, does not."""
+    handle = start(
+        tmp_path,
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']);"
+        " time.sleep(600)",
+        niceness=7,
+    )
+    try:
+        wait_for(lambda: len(psutil.Process(handle.pid).children(recursive=True)) == 2, timeout=30)
+        ours = psutil.Process().nice()
+        assert psutil.Process(handle.pid).nice() == ours
+        assert [p.nice() for p in psutil.Process(handle.pid).children(recursive=True)] == [min(19, ours + 7)] * 2
+    finally:
+        jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
 
 
 def test_a_forced_stop_kills_the_whole_group(tmp_path):

@@ -85,6 +85,10 @@ SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
 # up, so a deploy skips their start (seconds to the first row); about 0.5 GB of memory each while they wait; 0: none.
 # A deploy waits up to CLEARFLOW_STANDBY_WAIT seconds for a standby that is still starting, then starts cold.
 PIPELINE_STANDBY_JOBS = env_int("CLEARFLOW_STANDBY", 1)
+# The CPU priority of job processes (their niceness, 0-19): above 0, the web app, the API, the workers and the
+# stack's services (broker, ClickHouse, databases) come first when jobs want more CPU than the host has, so the UI
+# answers and the jobs' own broker and ClickHouse keep up; a job alone on a host still gets every idle core.
+PIPELINE_JOB_NICENESS = env_int("CLEARFLOW_JOB_NICENESS", 10)
 PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 45.0)
 
 CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
