@@ -8,9 +8,11 @@ sized by `spark_jobs.sizing` for that rate: its heap, RocksDB bound and trigger;
 the variant's JVM options, Spark settings and environment on top. Once its first row is in ClickHouse and
 --settle seconds more have passed, it samples the PSS of the job's process tree (JVM, Python driver, Python
 workers: `density.tree_pss`) --samples times 10 s apart and reports the median, the JVM's heap (`density.jvm_heap`,
-no full GC) and the tree's CPU over the sampling; then stops the producer, checks the rows are exact
-(count() = uniqExact = the unique events produced) and stops the job. `launch` is the job as the worker starts
-it now, with no extra option: the variants before it were measured to choose what `launch` carries.
+no full GC) and the tree's CPU over the sampling (and its CPU seconds from its start to the first row and to the
+end of the sampling: JVM start and JIT compilation, what many jobs starting together compete for); then stops
+the producer, checks the rows are exact (count() = uniqExact = the unique events produced) and stops the job.
+`launch` is the job as the worker starts it now, with no extra option: the variants before it were measured to
+choose what `launch` carries.
 """
 
 from __future__ import annotations
@@ -205,6 +207,9 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
                     break
             time.sleep(0.5)
         result["start_to_first_row_s"] = round(time.monotonic() - started, 1)
+        # The tree's CPU from its start (JVM start, JIT compilation, the first batches): what many jobs starting
+        # together compete for. The processes still alive only: a lower bound.
+        result["cpu_to_first_row_s"] = round(cpu_between({}, tree_cpu(job.pid)), 1)
         time.sleep(args.settle)
         cpu_before = tree_cpu(job.pid)
         samples, rollups = [], []
@@ -212,7 +217,9 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
             samples.append(tree_pss(job.pid))
             rollups.append(tree_rollup(job.pid))
             time.sleep(10)
-        cpu = cpu_between(cpu_before, tree_cpu(job.pid))
+        cpu_after = tree_cpu(job.pid)
+        cpu = cpu_between(cpu_before, cpu_after)
+        result["cpu_to_end_s"] = round(cpu_between({}, cpu_after), 1)
         result["cpu_cores"] = round(cpu / (10 * args.samples), 3)
         result["pss_mb"] = round(statistics.median(sum(s.values()) for s in samples) / 2**20)
         result["pss_by_part_mb"] = {
