@@ -155,6 +155,9 @@ class Handoff:
     trigger_interval: str
     driver_memory: str
     conf: tuple[str, ...] = ()  # KEY=VALUE, later ones win
+    # A standby waits at its worker's CPU priority, so that a deploy's first micro-batch goes before the busy
+    # jobs; after that batch the job lowers its priority by this much, to where a job started cold runs.
+    niceness: int = 0
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "conf": list(self.conf)})

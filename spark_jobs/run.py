@@ -13,6 +13,7 @@ SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_requested.set()
 
     spark = None
+    lower_priority_by = 0  # a standby's: after the first batch (protocol.Handoff.niceness)
     if args.standby:
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             return ExitCode.STOPPED
         log.info("%s", TIMING_LINE.format(step="handoff", at=time.time()))
         args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
+        lower_priority_by = handoff.niceness
 
     from spark_jobs.spec import SpecError, parse_spec
 
@@ -184,6 +187,13 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 )
                 _log_guarantee(spec)
+                if lower_priority_by:
+                    threading.Thread(
+                        target=_lower_priority_after_first_batch,
+                        args=(query, lower_priority_by, stop_requested),
+                        name="clearflow-priority",
+                        daemon=True,
+                    ).start()
             failure = _run(query, stop_requested)
             stop_query(spark, query)
             new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
@@ -289,6 +299,26 @@ def _run(query: object, stop_requested: threading.Event) -> BaseException | None
     if stop_requested.is_set() and query.isActive:  # type: ignore[attr-defined]
         _stop_between_batches(query)
     return query.exception()  # type: ignore[attr-defined]
+
+
+def _lower_priority_after_first_batch(query: object, niceness: int, stop_requested: threading.Event) -> None:
+    """Once the query's first micro-batch is done, add `niceness` to every thread of this job's processes (the
+    Python driver, the JVM, Spark's Python workers): a standby ran its first batch at the worker's priority, and
+    runs from now on where a job started cold runs. Threads and processes started later inherit it."""
+    import psutil
+
+    while getattr(query, "lastProgress", None) is None:
+        if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
+            return
+    target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error, OSError):
+            for thread in process.threads():
+                with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                    if os.getpriority(os.PRIO_PROCESS, thread.id) < target:
+                        os.setpriority(os.PRIO_PROCESS, thread.id, target)
+    log.info("after its first micro-batch: CPU priority lowered to niceness %d", target)
 
 
 def _log_guarantee(spec: PipelineSpec) -> None:

@@ -101,7 +101,8 @@ def start(launch: jobs.JobLaunch) -> Standby:
     ]  # fmt: skip
     if jobs.is_cluster(launch.master):
         raise ValueError("standby jobs run on local masters only")
-    handle = jobs.spawn_supervised(launch, directory / RunFiles.SPEC, command)
+    # At the worker's priority: the next deploy's first batch runs in it (the job lowers its priority after it).
+    handle = jobs.spawn_supervised(dataclasses.replace(launch, niceness=0), directory / RunFiles.SPEC, command)
     standby = Standby(handle, launch.driver_memory, tuple(launch.spark_conf), launch.master)
     tmp = directory / f".{RunFiles.STANDBY}.tmp"
     tmp.write_text(
@@ -272,6 +273,7 @@ def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:
         trigger_interval=launch.trigger_interval,
         driver_memory=launch.driver_memory,
         conf=tuple(launch.spark_conf),
+        niceness=launch.niceness,
     )
     # The job name first: from the answer on, this directory is the pipeline's run (make status, the stack's stop).
     (standby.directory / RunFiles.JOB_NAME).write_text(launch.name)

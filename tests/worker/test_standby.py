@@ -77,11 +77,19 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     for process in [job, *job.children(recursive=True)]:  # connection details are in the spec file only
         if process.status() != psutil.STATUS_ZOMBIE:
             assert kafka_bootstrap not in " ".join(process.cmdline())
+    # The standby waited at the worker's priority, so this first batch went before busy jobs; after it the job
+    # runs where a job started cold runs (CLEARFLOW_JOB_NICENESS, 10), its supervisor still at the worker's.
+    [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
+    wait_for(lambda: jvm.nice() == min(19, psutil.Process().nice() + 10), timeout=60)
+    assert "CPU priority lowered" in Path(run_a["log_path"]).read_text()
+    assert job.nice() == psutil.Process().nice()
 
     # A new standby appears once the first pipeline runs; the second pipeline runs in it, on its own topic.
     second = wait_for(
         lambda: ready_standby(run_root, other_than={first.handle.pid}), timeout=STANDBY_START_TIMEOUT, interval=0.5
     )
+    [waiting_jvm] = [p for p in psutil.Process(second.handle.pid).children(recursive=True) if p.name() == "java"]
+    assert waiting_jvm.nice() == psutil.Process().nice()  # a waiting standby: the worker's priority
     topic_b = f"{topic}-b"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     admin.create_topics([NewTopic(topic_b, 2, 1)])[topic_b].result(30)
