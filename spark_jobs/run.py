@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         stop_requested.set()
 
     spark = None
-    lower_priority_by = 0  # a standby's: after the first batch (protocol.Handoff.niceness)
+    # A standby's niceness after its pipeline's first batch (protocol.Handoff.niceness), fixed at the hand-off so
+    # that lowering it again (a query started again below) changes nothing.
+    niceness_after_first_batch: int | None = None
     if args.standby:
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
@@ -106,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             return ExitCode.STOPPED
         log.info("%s", TIMING_LINE.format(step="handoff", at=time.time()))
         args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
-        lower_priority_by = handoff.niceness
+        if handoff.niceness:
+            niceness_after_first_batch = min(19, os.getpriority(os.PRIO_PROCESS, 0) + handoff.niceness)
 
     from spark_jobs.spec import SpecError, parse_spec
 
@@ -187,13 +190,13 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 )
                 _log_guarantee(spec)
-                if lower_priority_by:
-                    threading.Thread(
-                        target=_lower_priority_after_first_batch,
-                        args=(query, lower_priority_by, stop_requested),
-                        name="clearflow-priority",
-                        daemon=True,
-                    ).start()
+            if niceness_after_first_batch is not None:  # at each start: the one before may have ended before a batch
+                threading.Thread(
+                    target=_lower_priority_after_first_batch,
+                    args=(query, niceness_after_first_batch, stop_requested),
+                    name="clearflow-priority",
+                    daemon=True,
+                ).start()
             failure = _run(query, stop_requested)
             stop_query(spark, query)
             new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
@@ -301,16 +304,16 @@ def _run(query: object, stop_requested: threading.Event) -> BaseException | None
     return query.exception()  # type: ignore[attr-defined]
 
 
-def _lower_priority_after_first_batch(query: object, niceness: int, stop_requested: threading.Event) -> None:
-    """Once the query's first micro-batch is done, add `niceness` to every thread of this job's processes (the
-    Python driver, the JVM, Spark's Python workers): a standby ran its first batch at the worker's priority, and
-    runs from now on where a job started cold runs. Threads and processes started later inherit it."""
+def _lower_priority_after_first_batch(query: object, target: int, stop_requested: threading.Event) -> None:
+    """Once the query's first micro-batch is done, raise every thread of this job's processes (the Python driver,
+    the JVM, Spark's Python workers) to niceness `target`: a standby ran its first batch at the worker's priority,
+    and runs from now on where a job started cold runs. Threads and processes started later inherit it; RocksDB's
+    compaction threads then follow the JVM's niceness (spark_jobs.compaction_priority, at each heartbeat)."""
     import psutil
 
     while getattr(query, "lastProgress", None) is None:
         if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
             return
-    target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
     me = psutil.Process()
     for process in [me, *me.children(recursive=True)]:
         with contextlib.suppress(psutil.Error, OSError):
