@@ -383,7 +383,7 @@ class QueryHeartbeat:
         self._query = query
         self._publisher = publisher
         self._every = every
-        self._on_beat = on_beat  # upkeep that lasts as long as the query (spark_jobs.compaction_priority)
+        self._on_beat = on_beat  # upkeep that lasts as long as the query (spark_jobs.cpu_priority)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{publisher.pipeline}", daemon=True)
 

@@ -30,8 +30,8 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, sizing, transforms
 from spark_jobs import sink as ch
 from spark_jobs.avro_schema import WriterSchemas
-from spark_jobs.compaction_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.connections import connection_dict
+from spark_jobs.cpu_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.jars import job_jars
 from spark_jobs.metrics import (
     DEDUP_IN_OBSERVATION,

@@ -13,7 +13,6 @@ SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -305,22 +304,15 @@ def _run(query: object, stop_requested: threading.Event) -> BaseException | None
 
 
 def _lower_priority_after_first_batch(query: object, target: int, stop_requested: threading.Event) -> None:
-    """Once the query's first micro-batch is done, raise every thread of this job's processes (the Python driver,
-    the JVM, Spark's Python workers) to niceness `target`: a standby ran its first batch at the worker's priority,
-    and runs from now on where a job started cold runs. Threads and processes started later inherit it; RocksDB's
-    compaction threads then follow the JVM's niceness (spark_jobs.compaction_priority, at each heartbeat)."""
-    import psutil
+    """Once the query's first micro-batch is done, lower this job's processes to niceness `target`: a standby ran
+    its first batch at the worker's priority, and runs from now on where a job started cold runs. RocksDB's
+    compaction threads then follow the JVM's niceness (spark_jobs.cpu_priority, at each heartbeat)."""
+    from spark_jobs.cpu_priority import lower_process_tree
 
     while getattr(query, "lastProgress", None) is None:
         if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
             return
-    me = psutil.Process()
-    for process in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error, OSError):
-            for thread in process.threads():
-                with contextlib.suppress(OSError):  # a thread that ended meanwhile
-                    if os.getpriority(os.PRIO_PROCESS, thread.id) < target:
-                        os.setpriority(os.PRIO_PROCESS, thread.id, target)
+    lower_process_tree(target)
     log.info("after its first micro-batch: CPU priority lowered to niceness %d", target)
 
 

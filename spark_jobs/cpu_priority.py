@@ -1,6 +1,10 @@
-"""RocksDB's compactions below the micro-batch's tasks in CPU priority (local mode, Linux).
+"""CPU priorities inside a job (Linux): a thread's niceness only ever goes up here (lower priority), never down.
 
-Why: the dedup state's RocksDB compacts in a background thread of the JVM that also runs the micro-batch's
+1. A standby job (spark_jobs.standby) runs its pipeline's first micro-batch at the worker's priority, then lowers
+   every thread of its processes to the niceness of a job started cold (`lower_process_tree`, from spark_jobs.run).
+2. RocksDB's compactions run below the micro-batch's tasks (`lower_compaction_priority`, local mode).
+
+Why 2: the dedup state's RocksDB compacts in a background thread of the JVM that also runs the micro-batch's
 tasks (local mode: the executor is the driver's JVM). At the JVM's own priority a compaction of several seconds
 takes a core from the tasks while it runs: in the 75-minute soak at 20,000 events/s the slowest micro-batches came
 in runs of two or three, each at 40-76 µs a row against 22 for the others, and each run made the next batch
@@ -14,8 +18,10 @@ A cluster's executors run elsewhere: there this does nothing (their hosts' Rocks
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,31 @@ COMPACTION_THREAD_NAME = "rocksdb:low"
 COMPACTION_NICE_INCREMENT = 10
 
 
+def lower_threads(thread_ids: Iterable[int], niceness: int) -> int:
+    """Sets each thread in `thread_ids` whose niceness is below `niceness` to it; the number changed. A thread that
+    ends meanwhile changes nothing."""
+    changed = 0
+    for thread_id in thread_ids:
+        with contextlib.suppress(OSError):
+            if os.getpriority(os.PRIO_PROCESS, thread_id) < niceness:
+                os.setpriority(os.PRIO_PROCESS, thread_id, niceness)
+                changed += 1
+    return changed
+
+
+def lower_process_tree(niceness: int) -> int:
+    """Lowers every thread of this process and of the processes it started (the JVM, Spark's Python workers) to
+    `niceness`; threads and processes started later inherit it. The number of threads changed."""
+    import psutil
+
+    me = psutil.Process()
+    thread_ids: list[int] = []
+    for process in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error, OSError):  # a process that ended meanwhile
+            thread_ids.extend(thread.id for thread in process.threads())
+    return lower_threads(thread_ids, niceness)
+
+
 def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INCREMENT) -> int:
     """Sets each compaction thread of the JVM `jvm_pid` to the JVM's niceness plus `increment` (at most 19);
     the number of threads changed. A thread that ends meanwhile, or a /proc that does not exist, changes none."""
@@ -34,17 +65,12 @@ def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INC
         tasks = list(Path(f"/proc/{jvm_pid}/task").iterdir())
     except OSError:
         return 0
-    changed = 0
+    compaction_threads = []
     for task in tasks:
-        try:
-            if not (task / "comm").read_text().startswith(COMPACTION_THREAD_NAME):
-                continue
-            thread_id = int(task.name)
-            if os.getpriority(os.PRIO_PROCESS, thread_id) != target:
-                os.setpriority(os.PRIO_PROCESS, thread_id, target)
-                changed += 1
-        except (OSError, ValueError):
-            continue
+        with contextlib.suppress(OSError, ValueError):  # a thread that ended meanwhile
+            if (task / "comm").read_text().startswith(COMPACTION_THREAD_NAME):
+                compaction_threads.append(int(task.name))
+    changed = lower_threads(compaction_threads, target)
     if changed:
         log.info("RocksDB compaction threads of JVM %d: niceness +%d", jvm_pid, increment)
     return changed

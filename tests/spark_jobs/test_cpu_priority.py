@@ -1,4 +1,5 @@
-"""RocksDB's compaction threads are lowered in CPU priority, and only they (spark_jobs.compaction_priority)."""
+"""CPU priorities inside a job (spark_jobs.cpu_priority): only RocksDB's compaction threads go below the JVM;
+a standby that took a pipeline lowers its whole process tree."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.compaction_priority import COMPACTION_NICE_INCREMENT, lower_compaction_priority
+from spark_jobs.cpu_priority import COMPACTION_NICE_INCREMENT, lower_compaction_priority
 
 # A process with threads named as RocksDB's background pools name theirs (a thread may rename itself through
 # /proc), standing in for the JVM: the function reads names and sets priorities through /proc, as for Spark's.
@@ -73,7 +74,7 @@ def test_a_dedup_query_lowers_its_jvms_compaction_threads(
 ):
     from engine_helpers import event, make_spec, produce, wait_for
 
-    from spark_jobs.compaction_priority import local_jvm_pid
+    from spark_jobs.cpu_priority import local_jvm_pid
     from spark_jobs.pipeline import start_query, stop_query
     from spark_jobs.spec import parse_spec
 
@@ -102,3 +103,29 @@ def test_a_dedup_query_lowers_its_jvms_compaction_threads(
         assert _niceness_by_thread_name(jvm_pid).get("rocksdb:high") == base
     finally:
         stop_query(spark, query)
+
+
+_TREE = """
+import os, subprocess, sys, time
+from spark_jobs.cpu_priority import lower_process_tree
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, lower_process_tree(int(sys.argv[1])), flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_job_lowers_its_own_threads_and_the_processes_it_started():
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base >= 17:
+        pytest.skip("the test runs at the lowest priority already: there is nothing to lower")
+    job = subprocess.Popen([sys.executable, "-c", _TREE, str(base + 2)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout is not None
+        started, changed = (int(word) for word in job.stdout.readline().split())
+        assert changed >= 2  # at least the job's main thread and its child's
+        for pid in (job.pid, started):
+            assert os.getpriority(os.PRIO_PROCESS, pid) == base + 2
+        assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the caller's own priority is its own
+    finally:
+        job.kill()
+        job.wait()
