@@ -70,7 +70,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     assert jvm.environ().get("MALLOC_ARENA_MAX") == "2"
     assert "-Xmx512m" in jvm.cmdline()  # the heap the JVM really has
     # ... and the light heap's lean JVM (spark_jobs.sizing.LIGHT_JAVA_OPTIONS), cold or in a standby alike.
-    assert {"-XX:+UseSerialGC", "-Xms32m"} <= set(jvm.cmdline())
+    assert {"-XX:+UseSerialGC", "-Xms32m", "-XX:TieredStopAtLevel=1"} <= set(jvm.cmdline())
     # It yields the CPU to the web app and the services (CLEARFLOW_JOB_NICENESS, 10 by default); its supervisor,
     # which renews the run's lease, does not.
     assert jvm.nice() == min(19, psutil.Process().nice() + 10)

@@ -205,7 +205,7 @@ def test_a_light_standby_starts_its_jvm_lean_and_rehearses_a_pipeline_with_it(tm
         waiting = wait_for(lambda: ready_standby(run_root), timeout=STANDBY_START_TIMEOUT, interval=0.5)
         assert waiting.handle.pid == started.handle.pid and waiting.driver_memory == "512m"
         [jvm] = [p for p in psutil.Process(started.handle.pid).children(recursive=True) if p.name() == "java"]
-        assert {"-Xmx512m", "-XX:+UseSerialGC", "-Xms32m"} <= set(jvm.cmdline())
+        assert {"-Xmx512m", "-XX:+UseSerialGC", "-Xms32m", "-XX:TieredStopAtLevel=1"} <= set(jvm.cmdline())
     finally:
         for handle in jobs.find_jobs(run_root):
             jobs.force_kill(pid=handle.pid, process_started=handle.process_started)
