@@ -18,7 +18,8 @@ quarter): this machine has no swap, and its OOM killer would pick the largest pr
 - p95:       produced -> visible per pipeline from then on, for --minutes (ClickHouse: `_cf_ingested_at` -
              `produced_at`, the same machine's clocks), the median and the worst pipeline's;
 - UI:        the pipeline list page (logged in) and the API's list, 10 requests each while everything runs;
-- deploy:    one more pipeline deployed while the others run: deploy -> first row visible;
+- deploy:    one more pipeline deployed while the others run, into the standby job: deploy -> first row visible,
+             and its steps (bench/deploy_start.py: pickup, spawn, handoff, query, batch, insert);
 - idle CPU:  the producer stopped and every pipeline caught up, CPU of all job processes over 60 s;
 - load:      the load average at those points;
 - exact:     per pipeline, count() and uniqExact(id) against the unique ids produced to its topic;
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_pipeline import REPO, _component, _descendants, log, sample_tree
+from deploy_start import STEPS, deploy_once
 from soak import Stack, pipeline_spec
 
 sys.path.insert(0, str(REPO))
@@ -282,35 +284,6 @@ def ui_timings(stack: Stack, requests: int = 10) -> dict[str, float]:
     }
 
 
-def first_row_seconds(stack: Stack, clickhouse: Any, connections: tuple[int, int]) -> tuple[float, str]:
-    """One more pipeline deployed now (its topic has 100 events waiting): deploy -> first row visible."""
-    topic, table = f"density-new-{uuid.uuid4().hex[:6]}", f"density_new_{uuid.uuid4().hex[:6]}"
-    create_topics(stack.env["KAFKA_BOOTSTRAP_SERVERS"], [topic])
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": stack.env["KAFKA_BOOTSTRAP_SERVERS"]})
-    for i in range(100):  # the shape the bench's producer sends (every column of the table has its field)
-        event = {"id": str(uuid.uuid4()), "produced_at": int(time.time() * 1000), "user": f"user-{i}", "amount": 1.5}
-        producer.produce(topic, json.dumps(event))
-    producer.flush(30)
-    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
-    body = {"name": "density-new", "kafka_connection": connections[0], "clickhouse_connection": connections[1]}
-    pipeline = stack.api("POST", "pipelines/", {**body, "spec": spec})
-    time.sleep(1.0)
-    deployed = time.time()
-    stack.api("POST", f"pipelines/{pipeline['id']}/deploy/")
-
-    def visible() -> bool:
-        with contextlib.suppress(Exception):
-            return int(clickhouse.command(f"SELECT count() FROM `{table}`")) > 0
-        return False
-
-    wait_until(visible, timeout=300, interval=0.1)
-    seconds = time.time() - deployed
-    runs = stack.api("GET", f"pipelines/{pipeline['id']}/runs/")
-    return seconds, (runs[0].get("start", "") if runs else "")
-
-
 def memory_available_mb() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
@@ -398,6 +371,7 @@ def main() -> int:
         log(f"starting the stack in {stack.var_dir}")
         stack.start()
         import clickhouse_connect
+        import redis
 
         clickhouse = clickhouse_connect.get_client(host="127.0.0.1", port=stack.ports["clickhouse"])
         bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
@@ -464,10 +438,20 @@ def main() -> int:
         results["load"]["mid"] = os.getloadavg()
         results["ui"] = ui_timings(stack)
         log(f"UI: {results['ui']}")
-        results["new_deploy_first_row_s"], results["new_deploy_start"] = first_row_seconds(
-            stack, clickhouse, (kafka["id"], ch["id"])
+        # One more pipeline (100 events waiting in its topic), deployed into the worker's standby job once it waits:
+        # deploy -> first row visible, and the steps before it (bench/deploy_start.py).
+        steps = deploy_once(
+            stack,
+            clickhouse,
+            redis.Redis.from_url(stack.env["REDIS_URL"]),
+            (kafka["id"], ch["id"]),
+            0,
+            100,
+            wait_standby=True,
         )
-        log(f"a new deploy's first row: {results['new_deploy_first_row_s']:.2f} s ({results['new_deploy_start']})")
+        results["new_deploy_first_row_s"] = steps["visible"]
+        results["new_deploy_steps_s"] = {step: steps.get(step) for step in STEPS}
+        log(f"a new deploy's first row: {steps['visible']:.2f} s; steps: {results['new_deploy_steps_s']}")
         time.sleep(args.minutes * 60 / 2)
 
         p95 = {name: p95_ms(clickhouse, table, measure_from_ms) for name, table in zip(names, tables, strict=True)}
