@@ -10,7 +10,8 @@ takes a core from the tasks while it runs: in the 75-minute soak at 20,000 event
 in runs of two or three, each at 40-76 µs a row against 22 for the others, and each run made the next batch
 larger (docs/performance.md, "Steady state"). With its niceness raised by COMPACTION_NICE_INCREMENT, a
 compaction takes the cycles the tasks leave (between batches, while the driver commits) and, when both want a
-core, about a tenth of it (Linux's weights: 110 against 1024), so it still moves on and never stalls for good.
+core, about a tenth of it (Linux's weights: 110 against 1024; 15 against 110 in a job at niceness 10, the
+worker's default), so it still moves on and never stalls for good.
 Flushes (RocksDB's high-priority pool) keep the JVM's priority: a flush that waits stops the writes.
 
 A cluster's executors run elsewhere: there this does nothing (their hosts' RocksDB runs at its own priority).
