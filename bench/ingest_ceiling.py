@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> int:
     sys.path.insert(0, str(REPO))
     from spark_jobs import pipeline, transforms
-    from spark_jobs.metrics import MetricsPublisher, SinkStats, make_listener
+    from spark_jobs.metrics import MetricsPublisher, ProgressRelay, SinkStats
     from spark_jobs.run import parse_args, spark_conf
     from spark_jobs.spec import parse_spec
 
@@ -38,7 +38,7 @@ def main() -> int:
     spark = pipeline.build_session(app_name=f"ceiling-{spec.name}", master=args.master or "local[2]", conf=conf)
     spark.sparkContext.setLogLevel("WARN")
     query_name = f"ceiling-{spec.name}"
-    spark.streams.addListener(make_listener(query_name, SinkStats(), MetricsPublisher(spec.name, None)))
+    ProgressRelay(spark, query_name, SinkStats(), MetricsPublisher(spec.name, None)).start()
     parsed = transforms.parse_events(pipeline.read_kafka(spark, spec), pipeline._fields(spec))
     query = (
         parsed.writeStream.queryName(query_name)

@@ -15,6 +15,7 @@ History and totals expire HISTORY_MAX_AGE_S after the last batch: a deleted pipe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -348,7 +349,7 @@ def _counted_batches(raw: bytes | str | None, query_id: str) -> list[int]:
 
 
 class SinkStats:
-    """What foreachBatch counted per batch id, picked up by the progress listener (same driver process)."""
+    """What foreachBatch counted per batch id, picked up by the progress relay (same driver process)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -406,41 +407,66 @@ class QueryHeartbeat:
                 self._on_beat()
 
 
-def make_listener(
-    query_name: str, stats: SinkStats, publisher: MetricsPublisher, key_count: StateKeyCount | None = None
-) -> Any:
-    """A StreamingQueryListener publishing one record per finished batch of the query named `query_name`;
-    `key_count` counts the state's keys (a pipeline with dedup or a join)."""
-    from pyspark.sql.streaming import StreamingQueryListener
+PROGRESS_QUEUE_CAPACITY = 1000  # progress kept in the JVM while the relay does not take it (oldest dropped)
+PROGRESS_WAIT_MS = 500  # how long one call waits in the JVM for a progress before the relay checks it should stop
 
-    class _Listener(StreamingQueryListener):
-        # The newest batch whose progress reached this listener (events come asynchronously, after the batch):
-        # `spark_jobs.pipeline.stop_query` waits for the query's last one before removing the listener.
-        last_batch_id = -1
 
-        def onQueryStarted(self, event: Any) -> None:
-            pass
+class ProgressRelay:
+    """Publishes one record per finished batch of the query named `query_name`; `key_count` counts the state's
+    keys (a pipeline with dedup or a join).
 
-        def onQueryProgress(self, event: Any) -> None:
+    The progress comes as JSON from a JVM listener (io.clearflow.spark.ProgressQueue, spark_jobs/jvm), taken by a
+    thread of this driver in one py4j call for all the batches waiting: PySpark's own Python listeners build
+    each event through about a hundred py4j calls, a quarter of a light job's CPU (docs/performance.md)."""
+
+    def __init__(
+        self,
+        spark: Any,
+        query_name: str,
+        stats: SinkStats,
+        publisher: MetricsPublisher,
+        key_count: StateKeyCount | None = None,
+    ) -> None:
+        self._streams = spark._jsparkSession.streams()
+        self._queue = spark._jvm.io.clearflow.spark.ProgressQueue(query_name, PROGRESS_QUEUE_CAPACITY)
+        self._stats, self._publisher, self._key_count = stats, publisher, key_count
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"progress-{publisher.pipeline}", daemon=True)
+        # The newest batch whose progress reached the relay (progress comes after the batch):
+        # `spark_jobs.pipeline.stop_query` waits for the query's last one before stopping the relay.
+        self.last_batch_id = -1
+
+    def start(self) -> ProgressRelay:
+        self._streams.addListener(self._queue)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(Exception):  # the JVM is gone: there is no listener to remove
+            self._streams.removeListener(self._queue)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
             try:
-                progress = json.loads(event.progress.json)
-                if progress.get("name") != query_name:
-                    return
-                publisher.heartbeat()
-                batch_id = int(progress.get("batchId", -1))
-                self.last_batch_id = max(self.last_batch_id, batch_id)
-                sink = stats.pop(batch_id)
-                state_keys = key_count.add(progress) if key_count is not None else None
-                if not sink and int(progress.get("numInputRows", 0)) == 0:
-                    return  # an idle trigger or a no-data (state cleanup) batch
-                publisher.publish(metrics_from_progress(publisher.pipeline, progress, sink, state_keys=state_keys))
-            except Exception:
-                log.exception("could not build the metrics record")
+                waiting = json.loads(self._queue.take(PROGRESS_WAIT_MS))
+            except Exception:  # the JVM is gone (the job is ending)
+                return
+            for progress in waiting:
+                self.handle(progress)
 
-        def onQueryIdle(self, event: Any) -> None:
-            publisher.heartbeat()
-
-        def onQueryTerminated(self, event: Any) -> None:
-            pass
-
-    return _Listener()
+    def handle(self, progress: dict[str, Any]) -> None:
+        """One batch's progress (StreamingQueryProgress's JSON): its metrics record, unless nothing came."""
+        try:
+            self._publisher.heartbeat()
+            batch_id = int(progress.get("batchId", -1))
+            self.last_batch_id = max(self.last_batch_id, batch_id)
+            sink = self._stats.pop(batch_id)
+            state_keys = self._key_count.add(progress) if self._key_count is not None else None
+            if not sink and int(progress.get("numInputRows", 0)) == 0:
+                return  # an idle trigger or a no-data (state cleanup) batch
+            self._publisher.publish(
+                metrics_from_progress(self._publisher.pipeline, progress, sink, state_keys=state_keys)
+            )
+        except Exception:
+            log.exception("could not build the metrics record")

@@ -38,10 +38,10 @@ from spark_jobs.metrics import (
     DEDUP_OUT_OBSERVATION,
     RIGHT_DEDUP_OBSERVATIONS,
     MetricsPublisher,
+    ProgressRelay,
     QueryHeartbeat,
     SinkStats,
     StateKeyCount,
-    make_listener,
 )
 from spark_jobs.protocol import local_checkpoint_path
 from spark_jobs.source import REDACTION_REGEX, read_kafka
@@ -536,8 +536,7 @@ def start_query(
     query_name = f"clearflow-{spec.name}"
     publisher = MetricsPublisher(spec.name, redis_url)
     key_count = StateKeyCount(checkpoint) if spec.dedup is not None or spec.join is not None else None
-    listener = make_listener(query_name, stats, publisher, key_count)
-    spark.streams.addListener(listener)
+    relay = ProgressRelay(spark, query_name, stats, publisher, key_count).start()
     token_prefix = f"{spec.name}:{run_id(checkpoint)}"
     writer = (
         stream.writeStream.queryName(query_name)
@@ -549,18 +548,20 @@ def start_query(
     try:
         query = writer.start()
     except BaseException:
-        spark.streams.removeListener(listener)
+        relay.stop()
         _restore_conf(spark, restore)
         raise
     # A state store in this JVM: its compactions kept below the tasks at each beat (RocksDB starts its threads with
     # the first state store, and may add some).
     jvm_pid = local_jvm_pid(spark) if key_count is not None else None
     upkeep = functools.partial(lower_compaction_priority, jvm_pid) if jvm_pid is not None else None
-    _RUNNING[query.id] = (listener, QueryHeartbeat(query, publisher, on_beat=upkeep).start(), restore)
+    _RUNNING[query.id] = (relay, QueryHeartbeat(query, publisher, on_beat=upkeep).start(), restore)
     return query
 
 
-_RUNNING: dict[str, tuple[Any, QueryHeartbeat, dict[str, str | None]]] = {}  # query id -> listener, heartbeat, conf
+_RUNNING: dict[
+    str, tuple[ProgressRelay, QueryHeartbeat, dict[str, str | None]]
+] = {}  # query id -> relay, heartbeat, conf
 _NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
@@ -586,20 +587,20 @@ def _restore_conf(spark: SparkSession, settings: dict[str, str | None]) -> None:
 
 
 def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
-    """Stop the query (if running), its heartbeat, and detach its metrics listener."""
+    """Stop the query (if running), its heartbeat, and its metrics relay."""
     if query.isActive:
         query.stop()
     running = _RUNNING.pop(query.id, None)
     if running is not None:
-        listener, heartbeat, restore = running
+        relay, heartbeat, restore = running
         _restore_conf(spark, restore)
         heartbeat.stop()
-        _await_last_progress(query, listener)
-        spark.streams.removeListener(listener)
+        _await_last_progress(query, relay)
+        relay.stop()
 
 
-def _await_last_progress(query: StreamingQuery, listener: Any, timeout: float = 10.0) -> None:
-    """Let the listener see the query's last batch before it is removed: progress events arrive after the batch,
+def _await_last_progress(query: StreamingQuery, relay: ProgressRelay, timeout: float = 10.0) -> None:
+    """Let the relay see the query's last batch before it is removed: progress events arrive after the batch,
     and a run that ends with its only batch (availableNow) would otherwise publish no metrics at all."""
     try:
         progress = query.lastProgress
@@ -607,7 +608,7 @@ def _await_last_progress(query: StreamingQuery, listener: Any, timeout: float = 
         return
     last = int(progress.get("batchId", -1)) if progress else -1
     deadline = time.monotonic() + timeout
-    while listener.last_batch_id < last and time.monotonic() < deadline:
+    while relay.last_batch_id < last and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
