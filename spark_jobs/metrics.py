@@ -450,7 +450,13 @@ class ProgressRelay:
         while not self._stop.is_set():
             try:
                 waiting = json.loads(self._queue.take(PROGRESS_WAIT_MS))
-            except Exception:  # the JVM is gone (the job is ending)
+            except Exception as exc:  # the JVM is gone: the job is ending, or it died
+                if not self._stop.is_set():
+                    log.warning(
+                        "pipeline %s: no more metrics records, the JVM did not answer: %s",
+                        self._publisher.pipeline,
+                        exc,
+                    )
                 return
             for progress in waiting:
                 self.handle(progress)
