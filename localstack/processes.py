@@ -58,6 +58,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_bindable(host: str, port: int) -> bool:
+    """Whether a server could bind `host:port` now (no listener, no connection's local end holds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does: TIME_WAIT does not count
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def tcp_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -228,6 +239,22 @@ def _properties_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "")
 
 
+def _kafka_controller_port(data_dir: Path, host: str, *, preferred: int | None) -> int:
+    """The controller's port: the one this data directory was formatted with, else `preferred` when free.
+
+    `format --standalone` records the controller's endpoint in the storage, so a broker started again on the
+    same directory must listen there again. A new directory takes `preferred` only when nothing listens or is
+    bound there: the port next to a random client port (the tests', bench's) may be any process's
+    ephemeral port, and Kafka then dies at start with "Address already in use".
+    """
+    remembered = data_dir / "controller.port"
+    if remembered.exists() and (data_dir / "log" / "meta.properties").exists():
+        return int(remembered.read_text().strip())
+    port = preferred if preferred is not None and port_bindable(host, preferred) else free_port()
+    remembered.write_text(f"{port}\n")
+    return port
+
+
 def kafka_broker(
     *,
     host: str = "127.0.0.1",
@@ -246,9 +273,9 @@ def kafka_broker(
     """
     from localstack import jars
 
-    controller_port = controller_port or free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log_dir = data_dir / "log"
+    controller_port = _kafka_controller_port(data_dir, host, preferred=controller_port)
     properties = data_dir / "server.properties"
     client_listeners = [f"PLAINTEXT://{host}:{port}", *(f"{lst.name}://{host}:{lst.port}" for lst in listeners)]
     protocols = [
