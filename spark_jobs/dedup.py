@@ -37,21 +37,20 @@ def require_keys(df: DataFrame, keys: Sequence[str]) -> DataFrame:
     return df.withColumn(ERROR, F.coalesce(F.col(ERROR), reason))
 
 
-def dedup_time(df: DataFrame, *, time_field: str | None, window_seconds: int) -> DataFrame:
-    """`_cf_time`: the record's Kafka timestamp (or `time_field`), clamped into [batch time - window/2,
-    batch time]: it orders a key's events within a batch, and a wrong clock (far past or future) must not
-    decide which copy wins."""
-    horizon = max(1, window_seconds // 2)
-    now = F.current_timestamp()
-    floor = now - F.expr(f"INTERVAL {horizon} SECONDS")
+def dedup_time(df: DataFrame, *, time_field: str | None) -> DataFrame:
+    """`_cf_time`: the record's Kafka timestamp (or `time_field`, then a dead letter when it is missing). It
+    orders a key's events within a batch; the dedup processor compares it clamped into the last half window
+    before the batch's time (io.clearflow.spark.DedupProcessor), so a wrong clock, far past or future, does not
+    decide which copy wins. Not clamped here: the batch's time in the query is a literal that changes each batch,
+    and the stage holding it was compiled again at every batch."""
     source = F.col("_kafka_timestamp") if time_field is None else path_col(time_field)
-    if time_field is not None:
-        df = df.withColumn(
-            ERROR,
-            F.coalesce(F.col(ERROR), F.when(source.isNull(), F.lit(f"event time '{time_field}' is missing or null"))),
-        )
-    when = F.coalesce(source, F.col("_kafka_timestamp"), now)
-    return df.withColumn(TIME, F.least(F.greatest(when, floor), now))
+    if time_field is None:
+        return df.withColumn(TIME, source)
+    df = df.withColumn(
+        ERROR,
+        F.coalesce(F.col(ERROR), F.when(source.isNull(), F.lit(f"event time '{time_field}' is missing or null"))),
+    )
+    return df.withColumn(TIME, F.coalesce(source, F.col("_kafka_timestamp")))
 
 
 def dedup_key(df: DataFrame, keys: Sequence[str]) -> DataFrame:
@@ -96,7 +95,7 @@ def drop_duplicates(
     stamps = [f.name for f in counted.schema.fields if isinstance(f.dataType, TimestampType)]
     as_micros = counted.withColumns({name: F.unix_micros(F.col(name)) for name in stamps}) if stamps else counted
     jdf = jvm.io.clearflow.spark.Dedup.dropDuplicates(
-        as_micros._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), list(ORDER_COLUMNS)
+        as_micros._jdf, KEY_HIGH, KEY_LOW, ERROR, int(window_seconds), list(ORDER_COLUMNS), TIME
     )
     kept = ClassicDataFrame(jdf, spark).drop(KEY_HIGH, KEY_LOW)
     if stamps:

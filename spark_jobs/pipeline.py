@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -348,7 +348,7 @@ def _side_stream(
     df = transforms.check_columns(df, _side_columns(spec, side), field_types)
     if rules is not None:
         dedup_field = rules.event_time_field if rules.time == "event" else None
-        df = dedup.dedup_time(df, time_field=dedup_field, window_seconds=rules.window_seconds)
+        df = dedup.dedup_time(df, time_field=dedup_field)
         df = dedup.dedup_key(df, rules.keys)
         df = dedup.drop_unless_dead(df, ["_cf_value"])
         observe = (DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION) if left else RIGHT_DEDUP_OBSERVATIONS
@@ -393,7 +393,7 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
         if spec.dedup is not None:
             rules = spec.dedup
             time_field = rules.event_time_field if rules.time == "event" else None
-            df = dedup.dedup_time(df, time_field=time_field, window_seconds=rules.window_seconds)
+            df = dedup.dedup_time(df, time_field=time_field)
             df = dedup.dedup_key(df, rules.keys)
             df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
         return df
@@ -555,13 +555,19 @@ def start_query(
     # the first state store, and may add some).
     jvm_pid = local_jvm_pid(spark) if key_count is not None else None
     upkeep = functools.partial(lower_compaction_priority, jvm_pid) if jvm_pid is not None else None
-    _RUNNING[query.id] = (relay, QueryHeartbeat(query, publisher, on_beat=upkeep).start(), restore)
+    _RUNNING[query.id] = QueryCompanions(relay, QueryHeartbeat(query, publisher, on_beat=upkeep).start(), restore)
     return query
 
 
-_RUNNING: dict[
-    str, tuple[ProgressRelay, QueryHeartbeat, dict[str, str | None]]
-] = {}  # query id -> relay, heartbeat, conf
+class QueryCompanions(NamedTuple):
+    """What start_query started beside a query, which stop_query ends with it."""
+
+    relay: ProgressRelay
+    heartbeat: QueryHeartbeat
+    restore_conf: dict[str, str | None]  # the session settings the query changed, as they were before
+
+
+_RUNNING: dict[str, QueryCompanions] = {}  # by query id
 _NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
@@ -590,13 +596,12 @@ def stop_query(spark: SparkSession, query: StreamingQuery) -> None:
     """Stop the query (if running), its heartbeat, and its metrics relay."""
     if query.isActive:
         query.stop()
-    running = _RUNNING.pop(query.id, None)
-    if running is not None:
-        relay, heartbeat, restore = running
-        _restore_conf(spark, restore)
-        heartbeat.stop()
-        _await_last_progress(query, relay)
-        relay.stop()
+    companions = _RUNNING.pop(query.id, None)
+    if companions is not None:
+        _restore_conf(spark, companions.restore_conf)
+        companions.heartbeat.stop()
+        _await_last_progress(query, companions.relay)
+        companions.relay.stop()
 
 
 def _await_last_progress(query: StreamingQuery, relay: ProgressRelay, timeout: float = 10.0) -> None:

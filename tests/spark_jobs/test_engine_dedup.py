@@ -163,6 +163,48 @@ def test_every_value_leaves_the_dedup_as_it_came_in(spark):
     ]
 
 
+def test_a_wrong_clock_does_not_decide_which_copy_wins(spark):
+    """Within a batch a key's copies are compared by their dedup time clamped into the last half window before
+    the batch's time (a missing one as the batch's time): far past or far future times tie at the window's edges,
+    and then the earlier Kafka offset wins. A batch DataFrame: no Kafka needed."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
+
+    from spark_jobs import dedup
+    from spark_jobs.transforms import ERROR, TIME
+
+    schema = StructType(
+        [
+            StructField("copy", StringType()),
+            StructField(TIME, TimestampType()),
+            StructField("_kafka_partition", IntegerType()),
+            StructField("_kafka_offset", LongType()),
+            StructField(ERROR, StringType()),
+            StructField(dedup.KEY_HIGH, LongType()),
+            StructField(dedup.KEY_LOW, LongType()),
+        ]
+    )
+    now = dt.datetime.now(dt.UTC)
+    rows = [
+        ("past, first offset", dt.datetime(1999, 1, 1, tzinfo=dt.UTC), 0, 0, None, 1, 1),
+        ("past, earlier time", dt.datetime(1998, 1, 1, tzinfo=dt.UTC), 0, 1, None, 1, 1),
+        ("future, first offset", dt.datetime(3000, 1, 1, tzinfo=dt.UTC), 0, 2, None, 2, 2),
+        ("future, earlier time", dt.datetime(2999, 1, 1, tzinfo=dt.UTC), 0, 3, None, 2, 2),
+        ("no time, first offset", None, 0, 4, None, 3, 3),
+        ("future, later offset", dt.datetime(3000, 1, 1, tzinfo=dt.UTC), 0, 5, None, 3, 3),
+        ("in the window, earlier time", now - dt.timedelta(minutes=2), 0, 7, None, 4, 4),
+        ("in the window, later time", now - dt.timedelta(minutes=1), 0, 6, None, 4, 4),
+    ]
+    spark.streams.active  # noqa: B018 - starts the state store coordinator, which a batch query's state needs too
+    out = dedup.drop_duplicates(spark.createDataFrame(rows, schema), window_seconds=3600, observe=None)
+
+    assert sorted(row["copy"] for row in out.collect()) == [
+        "future, first offset",
+        "in the window, earlier time",  # inside the window the time decides, not the offset
+        "no time, first offset",
+        "past, first offset",
+    ]
+
+
 def test_a_checkpoint_of_the_old_dedup_operator_is_refused_with_what_to_do(
     spark, kafka_bootstrap, clickhouse_server, new_topic, tmp_path
 ):

@@ -22,6 +22,8 @@ public final class Dedup {
      *     dead letter), the state's key
      * @param errorColumn non-null for a dead letter, which passes through without touching the state
      * @param orderColumns within one batch, the first row of a key by these columns is kept
+     * @param timeColumn the one of {@code orderColumns} that holds the dedup time (microseconds), which is
+     *     compared clamped into the last half window before the batch's time (see {@link DedupProcessor})
      * @return the kept rows, with the schema of {@code df}
      */
     public static Dataset<Row> dropDuplicates(
@@ -30,10 +32,12 @@ public final class Dedup {
             String keyLow,
             String errorColumn,
             long windowSeconds,
-            List<String> orderColumns) {
+            List<String> orderColumns,
+            String timeColumn) {
         StructType schema = df.schema();
         int[] order = orderColumns.stream().mapToInt(schema::fieldIndex).toArray();
-        DedupProcessor processor = new DedupProcessor(windowSeconds, schema.fieldIndex(errorColumn), order);
+        DedupProcessor processor = new DedupProcessor(
+                windowSeconds, schema.fieldIndex(errorColumn), order, schema.fieldIndex(timeColumn));
         return df.groupBy(new Column[] {functions.col(keyHigh), functions.col(keyLow)})
                 .as(Encoders.tuple(Encoders.LONG(), Encoders.LONG()), Encoders.row(schema))
                 .transformWithState(processor, TimeMode.ProcessingTime(), OutputMode.Append(), Encoders.row(schema));

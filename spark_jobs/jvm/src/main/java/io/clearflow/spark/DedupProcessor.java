@@ -26,6 +26,11 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>A new key costs one state read and one write; a duplicate one read; a dead letter (a non-null error
  * column) none: it is emitted as it is.
+ *
+ * <p>Within one batch a key's first event is the earliest by the order columns. The dedup time among them is
+ * compared clamped into [batch time - window / 2, batch time] (a missing one as the batch time), so that a wrong
+ * clock, far past or future, does not decide which copy wins. The clamp is here, not in the query: the batch's
+ * time in a query is a literal that changes each batch, so every stage holding it was compiled again each batch.
  */
 public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -34,12 +39,14 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
     private final long windowSeconds;
     private final int errorIndex;
     private final int[] orderIndexes;
+    private final int timeIndex;
     private transient ValueState<Long> firstSeen;
 
-    DedupProcessor(long windowSeconds, int errorIndex, int[] orderIndexes) {
+    DedupProcessor(long windowSeconds, int errorIndex, int[] orderIndexes, int timeIndex) {
         this.windowSeconds = windowSeconds;
         this.errorIndex = errorIndex;
         this.orderIndexes = orderIndexes.clone();
+        this.timeIndex = timeIndex;
     }
 
     @Override
@@ -54,6 +61,8 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
         // Nearly every group is one usable event: no list and no wrapper iterator for it (a row per group).
         List<Row> dead = null;
         Row first = null;
+        long now = timerValues.getCurrentProcessingTimeInMs() * 1000L;
+        long floor = now - Math.max(1L, windowSeconds / 2) * 1_000_000L;
         while (rows.hasNext()) {
             Row row = rows.next();
             if (!row.isNullAt(errorIndex)) {
@@ -61,7 +70,7 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
                     dead = new ArrayList<>(1);
                 }
                 dead.add(row); // a dead letter: passes through, the state is not touched
-            } else if (first == null || comesBefore(row, first)) {
+            } else if (first == null || comesBefore(row, first, now, floor)) {
                 first = row;
             }
         }
@@ -78,10 +87,17 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
         return CollectionConverters.asScala(dead.iterator());
     }
 
-    /** Earlier by the order columns (dedup time, Kafka partition, offset); a null sorts last. */
+    /** Earlier by the order columns (the clamped dedup time, Kafka partition, offset); a null sorts last. */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    private boolean comesBefore(Row a, Row b) {
+    private boolean comesBefore(Row a, Row b, long now, long floor) {
         for (int index : orderIndexes) {
+            if (index == timeIndex) {
+                int order = Long.compare(clampedTime(a, now, floor), clampedTime(b, now, floor));
+                if (order != 0) {
+                    return order < 0;
+                }
+                continue;
+            }
             boolean aNull = a.isNullAt(index);
             boolean bNull = b.isNullAt(index);
             if (aNull || bNull) {
@@ -96,5 +112,12 @@ public final class DedupProcessor extends StatefulProcessor<Tuple2<Long, Long>, 
             }
         }
         return false;
+    }
+
+    private long clampedTime(Row row, long now, long floor) {
+        if (row.isNullAt(timeIndex)) {
+            return now;
+        }
+        return Math.min(now, Math.max(floor, ((Number) row.get(timeIndex)).longValue()));
     }
 }
