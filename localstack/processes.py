@@ -248,9 +248,13 @@ def _kafka_controller_port(data_dir: Path, host: str, *, preferred: int | None) 
     ephemeral port, and Kafka then dies at start with "Address already in use".
     """
     remembered = data_dir / "controller.port"
-    if remembered.exists() and (data_dir / "log" / "meta.properties").exists():
+    formatted = (data_dir / "log" / "meta.properties").exists()
+    if formatted and remembered.exists():
         return int(remembered.read_text().strip())
-    port = preferred if preferred is not None and port_bindable(host, preferred) else free_port()
+    if formatted and preferred is not None:
+        port = preferred  # formatted before ports were remembered: with the port it was given then
+    else:
+        port = preferred if preferred is not None and port_bindable(host, preferred) else free_port()
     remembered.write_text(f"{port}\n")
     return port
 
