@@ -122,7 +122,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def launch_for(rate: int, run_dir: Path, spec: dict[str, Any], redis_url: str | None = None) -> Any:
     """The JobLaunch the worker would make for a pipeline at `rate` events/s (1h window)."""
-    from spark_jobs.sizing import STATE_PARTITIONS_CONF, state_estimate, state_partitions, trigger_interval
+    from spark_jobs.sizing import STATE_PARTITIONS_CONF, is_light, state_estimate, state_partitions, trigger_interval
     from spark_jobs.spec import parse_spec
     from worker.jobs import JobLaunch
 
@@ -141,6 +141,7 @@ def launch_for(rate: int, run_dir: Path, spec: dict[str, Any], redis_url: str | 
             f"spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB={estimate.rocksdb_memory_mb}",
             *([f"{STATE_PARTITIONS_CONF}={partitions}"] if partitions else []),
         ),
+        idle_after_first_batch=is_light(events_per_second=rate, keys=estimate.keys),
     )
 
 

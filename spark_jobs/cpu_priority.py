@@ -2,6 +2,8 @@
 
 1. A standby job (spark_jobs.standby) runs its pipeline's first micro-batch at the worker's priority, then lowers
    every thread of its processes to the niceness of a job started cold (`lower_process_tree`, from spark_jobs.run).
+   A light pipeline's job (spark_jobs.sizing.is_light), however it started, then moves to Linux's idle scheduling
+   class (`idle_process_tree`): "Why the idle class" below.
 2. RocksDB's compactions run below the micro-batch's tasks (`lower_compaction_priority`, local mode).
 
 Why 2: the dedup state's RocksDB compacts in a background thread of the JVM that also runs the micro-batch's
@@ -13,6 +15,16 @@ compaction takes the cycles the tasks leave (between batches, while the driver c
 core, about a tenth of it (Linux's weights: 110 against 1024; 15 against 110 in a job at niceness 10, the
 worker's default), so it still moves on and never stalls for good.
 Flushes (RocksDB's high-priority pool) keep the JVM's priority: a flush that waits stops the writes.
+
+Why the idle class: a niceness is a weight per thread (1024 at 0, 110 at 10), and twenty light
+jobs catching up have dozens of runnable threads between them. With them at niceness 10, a new deploy's first
+micro-batch in a standby (at the worker's niceness) got about a third of a core: 14 s of first batch where a
+quiet machine takes 3 (docs/performance.md, "Many pipelines on one machine"). A thread in SCHED_IDLE weighs 3
+whatever its niceness, so everything else on the host goes first: the web app, the worker, the broker and
+ClickHouse the jobs write to, a busy pipeline's job, and a new deploy's first batch. Light jobs share what is left
+among themselves, and alone on a host still take every idle core. The price: while a busy pipeline's job holds
+every core, light pipelines wait behind it (their lag shows it). A busy job keeps its niceness, so that its
+compaction threads can still go below its tasks (2: the idle class has no levels).
 
 A cluster's executors run elsewhere: there this does nothing (their hosts' RocksDB runs at its own priority).
 """
@@ -48,6 +60,23 @@ def lower_threads(thread_ids: Iterable[int], niceness: int) -> int:
 def lower_process_tree(niceness: int) -> int:
     """Lowers every thread of this process and of the processes it started (the JVM, Spark's Python workers) to
     `niceness`; threads and processes started later inherit it. The number of threads changed."""
+    return lower_threads(_process_tree_threads(), niceness)
+
+
+def idle_threads(thread_ids: Iterable[int]) -> int:
+    """Moves each thread in `thread_ids` to the idle scheduling class (SCHED_IDLE); the number moved. A thread that
+    ends meanwhile, or already idle, changes nothing. Allowed without privileges for one's own threads."""
+    changed = 0
+    for thread_id in thread_ids:
+        with contextlib.suppress(OSError):
+            if os.sched_getscheduler(thread_id) != os.SCHED_IDLE:
+                os.sched_setscheduler(thread_id, os.SCHED_IDLE, os.sched_param(0))
+                changed += 1
+    return changed
+
+
+def _process_tree_threads() -> list[int]:
+    """The threads of this process and of every process it started, by thread id."""
     import psutil
 
     me = psutil.Process()
@@ -55,7 +84,16 @@ def lower_process_tree(niceness: int) -> int:
     for process in [me, *me.children(recursive=True)]:
         with contextlib.suppress(psutil.Error, OSError):  # a process that ended meanwhile
             thread_ids.extend(thread.id for thread in process.threads())
-    return lower_threads(thread_ids, niceness)
+    return thread_ids
+
+
+def idle_process_tree() -> int:
+    """Moves every thread of this process and of the processes it started (the JVM, Spark's Python daemon and
+    workers) to the idle scheduling class; threads and processes they start later are idle too. The number of
+    threads moved (0 where the platform has no SCHED_IDLE)."""
+    if not hasattr(os, "SCHED_IDLE"):
+        return 0
+    return idle_threads(_process_tree_threads())
 
 
 def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INCREMENT) -> int:

@@ -158,6 +158,8 @@ class Handoff:
     # A standby waits at its worker's CPU priority, so that a deploy's first micro-batch goes before the busy
     # jobs; after that batch the job lowers its priority by this much, to where a job started cold runs.
     niceness: int = 0
+    # A light pipeline: after that batch the job also moves to the idle scheduling class (spark_jobs.cpu_priority).
+    idle_after_first_batch: bool = False
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "conf": list(self.conf)})

@@ -52,6 +52,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--driver-java-options", default="", help="extra JVM options of the driver (after the session's own)"
     )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
+    parser.add_argument(
+        "--idle-after-first-batch",
+        action="store_true",
+        help="after the first micro-batch, run in Linux's idle scheduling class (a light pipeline's job)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
 
@@ -109,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
         if handoff.niceness:
             niceness_after_first_batch = min(19, os.getpriority(os.PRIO_PROCESS, 0) + handoff.niceness)
+        args.idle_after_first_batch = handoff.idle_after_first_batch
 
     from spark_jobs.spec import SpecError, parse_spec
 
@@ -189,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 )
                 _log_guarantee(spec)
-            if niceness_after_first_batch is not None:  # at each start: the one before may have ended before a batch
+            # At each start: the query before may have ended before its first batch.
+            if niceness_after_first_batch is not None or args.idle_after_first_batch:
                 threading.Thread(
                     target=_lower_priority_after_first_batch,
-                    args=(query, niceness_after_first_batch, stop_requested),
+                    args=(query, niceness_after_first_batch, args.idle_after_first_batch, stop_requested),
                     name="clearflow-priority",
                     daemon=True,
                 ).start()
@@ -303,17 +310,29 @@ def _run(query: object, stop_requested: threading.Event) -> BaseException | None
     return query.exception()  # type: ignore[attr-defined]
 
 
-def _lower_priority_after_first_batch(query: object, target: int, stop_requested: threading.Event) -> None:
-    """Once the query's first micro-batch is done, lower this job's processes to niceness `target`: a standby ran
-    its first batch at the worker's priority, and runs from now on where a job started cold runs. RocksDB's
-    compaction threads then follow the JVM's niceness (spark_jobs.cpu_priority, at each heartbeat)."""
-    from spark_jobs.cpu_priority import lower_process_tree
+def _lower_priority_after_first_batch(
+    query: object, niceness: int | None, idle: bool, stop_requested: threading.Event
+) -> None:
+    """Once the query's first micro-batch is done, lower this job's processes to `niceness` (None: as they are):
+    a standby ran its first batch at the worker's priority, and runs from now on where a job started cold runs.
+    RocksDB's compaction threads then follow the JVM's niceness (spark_jobs.cpu_priority, at each heartbeat).
+    With `idle` (a light pipeline), then move them to the idle scheduling class, so that everything else on the
+    host, a new deploy's first batch included, goes first (spark_jobs.cpu_priority says why)."""
+    from spark_jobs.cpu_priority import idle_process_tree, lower_process_tree
 
     while getattr(query, "lastProgress", None) is None:
         if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
             return
-    lower_process_tree(target)
-    log.info("after its first micro-batch: CPU priority lowered to niceness %d", target)
+    if niceness is not None:
+        lower_process_tree(niceness)
+        log.info("after its first micro-batch: CPU priority lowered to niceness %d", niceness)
+    if idle:
+        moved = idle_process_tree()
+        # Again a moment later: a thread started meanwhile by one not yet moved would have kept the old class.
+        if stop_requested.wait(2.0):
+            return
+        moved += idle_process_tree()
+        log.info("after its first micro-batch: %d threads in the idle CPU class (a light pipeline)", moved)
 
 
 def _log_guarantee(spec: PipelineSpec) -> None:

@@ -60,6 +60,8 @@ class JobLaunch:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     lease_seconds: float = 0.0  # the term of the run's lease in Redis (worker.leases); 0: no lease
     niceness: int = 0  # the job's CPU priority (os.nice of its processes; settings.PIPELINE_JOB_NICENESS says why)
+    # A light pipeline: after its first micro-batch the job runs in the idle CPU class (spark_jobs.cpu_priority)
+    idle_after_first_batch: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         "--spec", str(spec_path),
         "--checkpoint", launch.checkpoint,
         "--trigger-interval", launch.trigger_interval,
+        *(["--idle-after-first-batch"] if launch.idle_after_first_batch else []),
         *spark_args(launch),
     ]  # fmt: skip
     if not is_cluster(launch.master):

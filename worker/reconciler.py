@@ -294,6 +294,7 @@ def _start(pipeline: Pipeline) -> None:
         driver_memory=resources.driver_memory,
         sized_conf=resources.spark_conf,
         trigger_interval=resources.trigger_interval,
+        idle_after_first_batch=resources.light and settings.PIPELINE_LIGHT_JOBS_IDLE,
     )
     try:
         handle, start_note = _start_job(launch)
@@ -334,6 +335,7 @@ def _launch(
     driver_memory: str,
     sized_conf: tuple[str, ...] = (),
     trigger_interval: str = LIGHT_TRIGGER,
+    idle_after_first_batch: bool = False,
 ) -> jobs.JobLaunch:
     """A job's launch from the settings; a standby job's when `spec` is None (the base heap, no sized settings)."""
     return jobs.JobLaunch(
@@ -353,6 +355,7 @@ def _launch(
         submit_args=tuple(settings.SPARK_SUBMIT_ARGS),
         lease_seconds=settings.PIPELINE_LEASE_SECONDS,
         niceness=settings.PIPELINE_JOB_NICENESS,
+        idle_after_first_batch=idle_after_first_batch,
     )
 
 

@@ -274,6 +274,7 @@ def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:
         driver_memory=launch.driver_memory,
         conf=tuple(launch.spark_conf),
         niceness=launch.niceness,
+        idle_after_first_batch=launch.idle_after_first_batch,
     )
     # The job name first: from the answer on, this directory is the pipeline's run (make status, the stack's stop).
     (standby.directory / RunFiles.JOB_NAME).write_text(launch.name)

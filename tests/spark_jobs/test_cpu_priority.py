@@ -129,3 +129,40 @@ def test_a_job_lowers_its_own_threads_and_the_processes_it_started():
     finally:
         job.kill()
         job.wait()
+
+
+_IDLE_TREE = """
+import subprocess, sys, threading, time
+from spark_jobs.cpu_priority import idle_process_tree
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, idle_process_tree(), flush=True)
+later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # started once idle
+print(later.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _policies(pid: int) -> set[int]:
+    policies = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            policies.add(os.sched_getscheduler(int(task.name)))
+    return policies
+
+
+def test_a_light_job_moves_its_threads_and_processes_to_the_idle_class():
+    job = subprocess.Popen([sys.executable, "-c", _IDLE_TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout is not None
+        started, moved = (int(word) for word in job.stdout.readline().split())
+        later = int(job.stdout.readline())
+        assert moved >= 3  # the job's two threads and its child's
+        for pid in (job.pid, started, later):  # what it starts afterwards inherits the class
+            assert _policies(pid) == {os.SCHED_IDLE}, pid
+        assert (
+            os.sched_getscheduler(0) != os.SCHED_IDLE
+        )  # the caller (the job's supervisor, here the test) keeps its own
+    finally:
+        job.kill()
+        job.wait()

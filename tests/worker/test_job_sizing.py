@@ -5,6 +5,7 @@ bounded malloc arenas, and a light heap's lean JVM) and writes every row."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import uuid
 from pathlib import Path
@@ -79,5 +80,9 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     assert run["driver_memory"] == "512m"  # what the run's record (and a failure's advice) says it ran with
     wait_for(lambda: table_counts(ch, table) == (2500, 2500), timeout=JOB_TIMEOUT)
     assert sorted(path.name for path in state.iterdir() if path.name.isdigit()) == ["0"]
+    # Once its first micro-batch is done, a light pipeline's job runs in the idle CPU class (started cold too).
+    wait_for(lambda: "threads in the idle CPU class" in Path(run["log_path"]).read_text(), timeout=JOB_TIMEOUT)
+    assert os.sched_getscheduler(jvm.pid) == os.SCHED_IDLE
+    assert os.sched_getscheduler(job.pid) != os.SCHED_IDLE
     api.post(f"{URL}{pk}/stop/")
     wait_status(api, pk, "stopped", timeout=120, worker=celery_worker)

@@ -3,6 +3,7 @@ SIGTERM passed on, SIGKILL of the group, redacted log tails."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -183,6 +184,20 @@ def test_a_light_job_starts_its_jvm_lean_and_a_heavy_one_with_the_jvms_defaults(
 
     runner = light[light.index("spark_jobs.run") + 1 :]
     assert parse_args(runner).driver_java_options == options.partition("=")[2]
+
+
+@pytest.mark.fast
+def test_a_light_pipelines_job_is_told_to_yield_the_cpu_after_its_first_batch(tmp_path):
+    from spark_jobs.run import parse_args
+
+    def runner_args(launch: jobs.JobLaunch):
+        command = jobs.job_command(launch, tmp_path / "spec.json")
+        return parse_args(command[command.index("spark_jobs.run") + 1 :])
+
+    assert runner_args(
+        dataclasses.replace(launch(tmp_path, "512m"), idle_after_first_batch=True)
+    ).idle_after_first_batch
+    assert not runner_args(launch(tmp_path, "512m")).idle_after_first_batch
 
 
 @pytest.mark.fast

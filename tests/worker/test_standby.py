@@ -6,6 +6,8 @@ as a pipeline job. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -83,6 +85,15 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     wait_for(lambda: jvm.nice() == min(19, psutil.Process().nice() + 10), timeout=60)
     assert "CPU priority lowered" in Path(run_a["log_path"]).read_text()
     assert job.nice() == psutil.Process().nice()
+    # A light pipeline (a quiet topic): its job then yields the CPU to everything else, a new deploy's first batch
+    # included (CLEARFLOW_LIGHT_JOBS_IDLE): every thread of its JVM and Python processes in the idle class.
+    wait_for(lambda: "threads in the idle CPU class" in Path(run_a["log_path"]).read_text(), timeout=60)
+    [runner] = job.children()
+    for process in [runner, *runner.children(recursive=True)]:
+        for thread in process.threads():
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                assert os.sched_getscheduler(thread.id) == os.SCHED_IDLE, (process.cmdline()[:3], thread.id)
+    assert os.sched_getscheduler(job.pid) != os.SCHED_IDLE  # the supervisor renews the run's lease on time
 
     # A new standby appears once the first pipeline runs; the second pipeline runs in it, on its own topic.
     second = wait_for(

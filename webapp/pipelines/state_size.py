@@ -26,6 +26,7 @@ from spark_jobs.sizing import (
     StateEstimate,
     driver_heap_mb,
     full_driver_memory,
+    is_light,
     join_rocksdb_memory_mb,
     light_driver_memory,
     machine_check,
@@ -184,6 +185,8 @@ class JobResources(NamedTuple):
     # "key=value": RocksDB's memory bound and, for a light pipeline, one state partition; none without dedup
     spark_conf: tuple[str, ...]
     trigger_interval: str
+    # A light pipeline (sizing.is_light; not a join): its job yields the CPU once it runs (spark_jobs.cpu_priority)
+    light: bool = False
 
 
 def job_resources(
@@ -209,15 +212,17 @@ def job_resources(
         return JobResources(driver_memory, (), trigger)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     partitions = None
+    light = False
     if spec.join is not None:  # one cache for its three states; its batches carry both sides: never light
         join_mb = _join_bound_mb(spec, kafka_connection, left=estimate)
         rocksdb_mb = max(rocksdb_mb, join_mb or 0)
     elif estimate is not None and keys is not None:
         partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
+        light = is_light(events_per_second=estimate.events_per_second, keys=keys)
     if live_stored:
         # An older checkpoint keeps the partitions it started with: sized as if one held it all (the larger bound).
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=live_stored // BYTES_PER_KEY_ON_DISK, partitions=1))
     conf = [f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}"]
     if partitions is not None:  # a new checkpoint takes the partitions; an older one keeps its own
         conf.append(f"{STATE_PARTITIONS_CONF}={partitions}")
-    return JobResources(driver_memory, tuple(conf), trigger)
+    return JobResources(driver_memory, tuple(conf), trigger, light=light)

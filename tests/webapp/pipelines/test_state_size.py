@@ -51,23 +51,25 @@ def spec_for(topic: str, kafka_bootstrap: str, window: str):
 def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, kafka_bootstrap):
     # 100 events/s for 7 days: 60.48M keys; their files' index and filter blocks (3.5 bytes a key, half again to
     # spare) in the 40% of RocksDB's cache kept for them: 757 MB, rounded up to 64 MB.
-    driver_memory, conf, trigger = job_resources(
+    driver_memory, conf, trigger, light = job_resources(
         spec=spec_for(busy_topic, kafka_bootstrap, "7d"), kafka_connection=kafka_conn
     )
     assert driver_memory == "1g"
     assert conf == (f"{ROCKSDB}=768",)
     assert trigger == "5 seconds"  # 100 events/s: a batch of about 500 events each 5 s
+    assert not light  # 60M keys: its job keeps its niceness (its compactions go below its tasks)
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_auto_gives_a_light_pipeline_the_light_heap(kafka_conn, busy_topic, kafka_bootstrap):
     # 100 events/s for an hour: 360,000 keys; at most 1,000 events/s and 3.6M keys is light.
-    driver_memory, conf, _ = job_resources(
+    driver_memory, conf, _, light = job_resources(
         spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn
     )
     assert driver_memory == "512m"
     # its state in one partition, whose file's index and filter blocks each cache shard has room for
     assert conf == (f"{ROCKSDB}=384", "spark.sql.shuffle.partitions=1")
+    assert light  # its job yields the CPU once it runs (spark_jobs.cpu_priority)
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -82,7 +84,7 @@ def test_a_configured_driver_memory_sizes_the_standby_jobs_too():
 
 @override_settings(SPARK_DRIVER_MEMORY="3g", SPARK_TRIGGER_INTERVAL="2 seconds")
 def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_conn, busy_topic, kafka_bootstrap):
-    driver_memory, conf, trigger = job_resources(
+    driver_memory, conf, trigger, _ = job_resources(
         spec=spec_for(busy_topic, kafka_bootstrap, "1h"), kafka_connection=kafka_conn
     )
     assert driver_memory == "3g"
@@ -94,7 +96,7 @@ def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_co
 @override_settings(SPARK_DRIVER_MEMORY="auto")
 def test_a_pipeline_without_dedup_has_no_rocksdb_bound(kafka_conn, busy_topic, kafka_bootstrap):
     spec = spec_for(busy_topic, kafka_bootstrap, "1h").model_copy(update={"dedup": None})
-    assert job_resources(spec=spec, kafka_connection=kafka_conn) == ("1g", (), "1 second")
+    assert job_resources(spec=spec, kafka_connection=kafka_conn) == ("1g", (), "1 second", False)
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
@@ -103,6 +105,7 @@ def test_an_unknown_rate_gets_a_middling_rocksdb_bound(busy_topic, kafka_bootstr
         "1g",
         (f"{ROCKSDB}=768",),
         "1 second",
+        False,  # not known to be light: its job keeps its niceness
     )
 
 
@@ -121,6 +124,7 @@ def test_a_restart_with_a_large_state_keeps_a_bound_that_fits_it(kafka_conn, bus
         "1g",
         (f"{ROCKSDB}=768",),  # not light: no single state partition either
         "5 seconds",  # the trigger follows the rate (100 events/s), not the state
+        False,  # nor is its job in the idle CPU class
     )
 
 
@@ -133,6 +137,7 @@ def test_a_join_sizes_rocksdb_for_both_sides_and_the_join(kafka_conn, busy_topic
     spec = json.loads(DOCS.read_text().split("## Join (version 2)", 1)[1].split("```json\n", 1)[1].split("```")[0])
     spec["source"]["topics"] = spec["join"]["source"]["topics"] = [busy_topic]
     spec["source"]["kafka"] = spec["join"]["source"]["kafka"] = {"bootstrap_servers": kafka_bootstrap}
-    _, conf, _ = job_resources(spec=parse_spec(json.dumps(spec)), kafka_connection=kafka_conn)
+    _, conf, _, light = job_resources(spec=parse_spec(json.dumps(spec)), kafka_connection=kafka_conn)
     assert conf == (f"{ROCKSDB}=704",)
+    assert not light
     assert rocksdb_memory_mb(keys=360_000 * 2 + 540_000, partitions=2) == 704
