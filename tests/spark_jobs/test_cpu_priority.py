@@ -160,9 +160,8 @@ def test_a_light_job_moves_its_threads_and_processes_to_the_idle_class():
         assert moved >= 3  # the job's two threads and its child's
         for pid in (job.pid, started, later):  # what it starts afterwards inherits the class
             assert _policies(pid) == {os.SCHED_IDLE}, pid
-        assert (
-            os.sched_getscheduler(0) != os.SCHED_IDLE
-        )  # the caller (the job's supervisor, here the test) keeps its own
+        # The caller (the job's supervisor; here the test) keeps its own class.
+        assert os.sched_getscheduler(0) != os.SCHED_IDLE
     finally:
         job.kill()
         job.wait()

@@ -89,9 +89,10 @@ PIPELINE_STANDBY_JOBS = env_int("CLEARFLOW_STANDBY", 1)
 # stack's services (broker, ClickHouse, databases) come first when jobs want more CPU than the host has, so the UI
 # answers and the jobs' own broker and ClickHouse keep up; a job alone on a host still gets every idle core.
 PIPELINE_JOB_NICENESS = env_int("CLEARFLOW_JOB_NICENESS", 10)
-# A light pipeline's job (spark_jobs.sizing.is_light: at most 1,000 events/s), once its first micro-batch is done,
-# runs in Linux's idle CPU class: the host's services, busy pipelines and a new deploy's first batch go first, and
-# light jobs share what they leave (spark_jobs.cpu_priority says why and what it costs). 0: they keep the niceness.
+# A light pipeline's job (spark_jobs.sizing.is_light: at most 1,000 events/s and 3.6M keys), once its first
+# micro-batch is done, runs in Linux's idle CPU class: the host's services, busy pipelines and a new deploy's first
+# batch go first, and light jobs share what they leave (spark_jobs.cpu_priority says why and what it costs).
+# 0: they keep the niceness.
 PIPELINE_LIGHT_JOBS_IDLE = env_bool("CLEARFLOW_LIGHT_JOBS_IDLE", True)
 PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 45.0)
 
