@@ -28,7 +28,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import WIRE_HEADER_BYTES, SchemaField, WriterSchemas, fields_by_path, parse_schema
 from spark_jobs.field_types import field_type_info
-from spark_jobs.transforms import ERROR, Field, convert_text, nest_paths, spark_ident
+from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, spark_ident, with_typed_fields
 
 SCHEMA_ID = "_cf_schema_id"
 UNKNOWN_SCHEMA_ID = "clearflow: unknown Avro schema id"
@@ -73,29 +73,20 @@ def parse_avro(df: DataFrame, fields: Sequence[Field], schemas: WriterSchemas) -
 
     writer_fields = {sid: fields_by_path(schemas.by_id[sid]) for sid in ids}
     typed: dict[str, Column] = {}
-    reasons: list[Column] = [
-        F.when(value.isNull(), F.lit("empty record value (NULL)")),
-        framing_error,
-        *_schema_id_reasons(schemas.by_id, schemas.unreadable),
-    ]
+    texts: dict[str, Column] = {}
     for field in fields:
         typed_by_id, text_by_id = {}, {}
         for sid in ids:
             typed_by_id[sid], text_by_id[sid] = _read_field(sid, field, writer_fields[sid].get(field.path))
         typed[field.path] = _by_schema_id(typed_by_id, field_type_info(field.type).spark_type)
-        if field.type in ("string", "json"):
-            continue
-        text = _by_schema_id(text_by_id, "string")
-        reasons.append(
-            F.when(
-                text.isNotNull() & typed[field.path].isNull(),
-                F.concat(
-                    F.lit(f"field '{field.path}': cannot convert '"),
-                    F.substring(text, 1, 200),
-                    F.lit(f"' to {field.type}"),
-                ),
-            )
-        )
+        texts[field.path] = _by_schema_id(text_by_id, "string")
+    staged, typed = with_typed_fields(staged, typed)
+    reasons: list[Column] = [
+        F.when(value.isNull(), F.lit("empty record value (NULL)")),
+        framing_error,
+        *_schema_id_reasons(schemas.by_id, schemas.unreadable),
+        *[cannot_convert(field, texts[field.path], typed[field.path]) for field in fields],
+    ]
     with_error = staged.withColumn(ERROR, F.coalesce(*reasons))
     return with_error.select(*df.columns, *nest_paths(typed), SCHEMA_ID, ERROR)
 

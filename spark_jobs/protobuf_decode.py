@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID
 from spark_jobs.avro_schema import WriterSchemas
 from spark_jobs.field_types import field_type_info
-from spark_jobs.transforms import ERROR, Field, convert_text, nest_paths
+from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, with_typed_fields
 
 DECODER_CLASS = "io.clearflow.protobuf.ConfluentProtobufDecoder"
 _DECODED = "_cf_protobuf"
@@ -57,21 +57,14 @@ def parse_protobuf(df: DataFrame, fields: Sequence[Field], schemas: WriterSchema
     unknown = schema_id.isNotNull() & ~schema_id.isin(*known) if known else schema_id.isNotNull()
     # Stops the batch (nothing committed): the run loads the schema and starts again from the checkpoint.
     reasons.append(F.when(unknown, F.raise_error(F.concat(F.lit(UNKNOWN_SCHEMA_ID + " "), schema_id.cast("string")))))
-    typed: dict[str, Column] = {}
-    for i, field in enumerate(fields):
-        text = F.col(f"{_DECODED}.v{i}")
-        typed[field.path] = convert_text(text, field.type).cast(field_type_info(field.type).spark_type)
-        if field.type in ("string", "json"):
-            continue
-        reasons.append(
-            F.when(
-                text.isNotNull() & typed[field.path].isNull(),
-                F.concat(
-                    F.lit(f"field '{field.path}': cannot convert '"),
-                    F.substring(text, 1, 200),
-                    F.lit(f"' to {field.type}"),
-                ),
-            )
-        )
+    texts = {field.path: F.col(f"{_DECODED}.v{i}") for i, field in enumerate(fields)}
+    staged, typed = with_typed_fields(
+        staged,
+        {
+            field.path: convert_text(texts[field.path], field.type).cast(field_type_info(field.type).spark_type)
+            for field in fields
+        },
+    )
+    reasons += [cannot_convert(field, texts[field.path], typed[field.path]) for field in fields]
     with_error = staged.withColumn(ERROR, F.coalesce(*reasons))
     return with_error.select(*df.columns, *nest_paths(typed), schema_id.alias(SCHEMA_ID), ERROR)

@@ -33,6 +33,7 @@ ERROR = "_cf_error"
 TIME = "_cf_time"
 _JSON = "_cf_json"
 _CORRUPT = "_cf_corrupt"
+_TYPED = "_cf_typed_"  # + n: a field's converted value, until the fields are nested (with_typed_fields)
 _RAW = "_cf_raw"
 _FILTERED = "_cf_filtered"
 
@@ -93,6 +94,11 @@ def _to_bool(raw: Column) -> Column:
     return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False))
 
 
+def _hex_lower(text: Column) -> Column:
+    """lower() for text that is hex digits and dashes: a character map, not the Unicode case mapping."""
+    return F.translate(text, "ABCDEF", "abcdef")
+
+
 def _to_datetime(raw: Column) -> Column:
     numeric = raw.try_cast("double")
     epoch = F.when(F.abs(numeric) >= 1e11, numeric / 1000.0).otherwise(numeric)  # epoch milliseconds or seconds
@@ -108,7 +114,7 @@ _FROM_TEXT = {
     "float": lambda raw: raw.try_cast("double"),
     "bool": _to_bool,
     "datetime": _to_datetime,
-    "uuid": lambda raw: F.when(raw.rlike(UUID_PATTERN), F.lower(raw)),
+    "uuid": lambda raw: F.when(raw.rlike(UUID_PATTERN), _hex_lower(raw)),
 }
 if set(_FROM_TEXT) != set(FIELD_TYPES):  # pragma: no cover - a programming error, caught by any test
     raise ImportError(f"convert_text must handle exactly the field types {FIELD_TYPES}, not {sorted(_FROM_TEXT)}")
@@ -138,7 +144,7 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
         ),
     )
     raw = {f.path: F.col(_JSON + "." + ".".join(spark_ident(p) for p in f.path.split("."))) for f in fields}
-    typed = {f.path: convert_text(raw[f.path], f.type) for f in fields}
+    parsed, typed = with_typed_fields(parsed, {f.path: convert_text(raw[f.path], f.type) for f in fields})
 
     corrupt_reason = (
         F.when(F.col("_cf_value").isNull(), F.lit("empty record value (NULL)"))
@@ -151,21 +157,33 @@ def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
     # replacement characters. They are dead letters.
     not_utf8 = F.col("_cf_value").isNotNull() & ~F.expr("is_valid_utf8(CAST(_cf_value AS STRING))")
     reasons = [F.when(not_utf8, F.lit("invalid UTF-8")), F.when(corrupt, corrupt_reason)]
-    for f in fields:
-        if f.type in ("string", "json"):  # text is always a valid string
-            continue
-        reasons.append(
-            F.when(
-                raw[f.path].isNotNull() & typed[f.path].isNull(),
-                F.concat(
-                    F.lit(f"field '{f.path}': cannot convert '"),
-                    F.substring(raw[f.path], 1, 200),
-                    F.lit(f"' to {f.type}"),
-                ),
-            )
-        )
+    reasons += [cannot_convert(f, raw[f.path], typed[f.path]) for f in fields]
     with_error = parsed.withColumn(ERROR, F.coalesce(*reasons))
     return with_error.select(*df.columns, *nest_paths(typed), ERROR)
+
+
+def with_typed_fields(df: DataFrame, typed: dict[str, Column]) -> tuple[DataFrame, dict[str, Column]]:
+    """`df` with each field's converted value as a column of its own, and those columns by path.
+
+    Why: a value is used twice, as the field's column and in the reason its row is a dead letter. Spark does
+    not share an expression between a column and a coalesce's later argument, so each conversion (a regex
+    check, a cast) ran twice a row. A column referenced twice keeps its projection from being merged into
+    the next one, so it is computed once."""
+    names = {path: f"{_TYPED}{n}" for n, path in enumerate(typed)}
+    df = df.select("*", *[column.alias(names[path]) for path, column in typed.items()])
+    return df, {path: F.col(names[path]) for path in typed}
+
+
+def cannot_convert(field: Field, text: Column, typed: Column) -> Column:
+    """The dead-letter reason when a field's text does not convert to its type (NULL when it does)."""
+    if field.type in ("string", "json"):  # text is always a valid string
+        return F.lit(None).cast("string")
+    return F.when(
+        text.isNotNull() & typed.isNull(),
+        F.concat(
+            F.lit(f"field '{field.path}': cannot convert '"), F.substring(text, 1, 200), F.lit(f"' to {field.type}")
+        ),
+    )
 
 
 def nest_paths(typed: dict[str, Column]) -> list[Column]:

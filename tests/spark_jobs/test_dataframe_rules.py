@@ -124,6 +124,17 @@ def test_parse_events_converts_every_type_and_names_what_does_not_convert(spark)
     assertDataFrameEqual(actual, expected)
 
 
+def test_parse_events_converts_each_field_once_a_row(spark):
+    # A field's value is read twice (its column, and the dead-letter reason); Spark does not share an expression
+    # with a coalesce's later argument, so the conversion must be a column of its own to run once a row.
+    out = transforms.parse_events(records(spark, [f'{{"uid": "{UID}", "at": 1700000000}}']), FIELDS)
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    uuid_checks = sum(1 for f in FIELDS if f.type == "uuid")
+    datetime_checks = sum(1 for f in FIELDS if f.type == "datetime")
+    assert plan.count("RLIKE(") == uuid_checks + datetime_checks
+    assert out.select("uid", ERROR).first() == (UID.lower(), None)
+
+
 def test_parse_events_keeps_nested_fields_as_structs_and_the_kafka_columns(spark):
     out = transforms.parse_events(records(spark, ['{"user": {"name": "ann"}}']), [Field("user.name", "string")])
     assertSchemaEqual(
