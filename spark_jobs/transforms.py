@@ -258,7 +258,7 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
         return out, ok_if | valid
     if name == "UUID":
         out = value.cast("string")
-        return F.lower(out), ok_if | out.rlike(UUID_PATTERN)
+        return _hex_lower(out), ok_if | out.rlike(UUID_PATTERN)
     if name == "IPv4":
         out = value.cast("string")
         return out, ok_if | out.rlike(IPV4_PATTERN)
