@@ -2,8 +2,9 @@
 
 A latency spike in a soak is a micro-batch that waited: for its own work, or for a core something else held.
 `CpuWatch.take()` answers the second: the cores each component used since the previous call, the job's JVM
-split into RocksDB's background threads (compactions, flushes: they run beside the micro-batch's tasks, at the
-JVM's priority) and the rest.
+split by its threads' names: RocksDB's background threads (compactions, flushes: they run beside the
+micro-batch's tasks), the micro-batch's tasks, the JIT compilers, the garbage collector, and the rest (the driver:
+planning, commits, listeners).
 
 Components: the job's process tree (its JVM, and its Python driver and workers), ClickHouse, the Kafka broker,
 this bench's own processes (the producer), the web app and worker, and everything else.
@@ -20,8 +21,15 @@ from typing import NamedTuple
 from bench_pipeline import _descendants
 
 _TICK = os.sysconf("SC_CLK_TCK")
-# A JVM thread's name as /proc shows it (15 characters): RocksDB names its background pools' threads so.
-_ROCKSDB_THREAD_PREFIX = "rocksdb:"
+# A JVM's threads by the start of their names as /proc shows them (15 characters). RocksDB names its background
+# pools' threads "rocksdb:low"/"rocksdb:high"; HotSpot its compilers "C1 CompilerThre", G1's threads "GC Thread#0",
+# "G1 Conc#0", "G1 Refine#0", "G1 Service"; Spark its executor's "Executor task l".
+JVM_THREAD_GROUPS = {
+    "rocksdb": ("rocksdb:",),
+    "tasks": ("Executor task",),
+    "jit": ("C1 Compiler", "C2 Compiler"),
+    "gc": ("GC Thread", "G1 "),
+}
 _KINDS = ("kafka.Kafka", "clickhouse", "celery", "manage.py", "gunicorn", "postgres", "redis-server")
 
 
@@ -52,7 +60,7 @@ def _component(pid: int, job: set[int], own: set[int]) -> str:
 class _Sample(NamedTuple):
     component: str
     seconds: float  # the process's own CPU seconds so far
-    rocksdb_seconds: float  # of its threads RocksDB named (a JVM's; 0 for other processes)
+    thread_groups: dict[str, float]  # a JVM's CPU seconds by JVM_THREAD_GROUPS (empty for other processes)
     java: bool
 
 
@@ -80,21 +88,23 @@ class CpuWatch:
                 continue
             component = "job" if pid in job else self._dead.get(pid) or _component(pid, job, own)
             self._dead[pid] = component
-            rocksdb = 0.0
-            if name == "java":
+            groups: dict[str, float] = defaultdict(float)
+            if name == "java":  # also before the job is known: the baseline of a job learnt late
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     try:
                         thread, used = _own_seconds(str(task / "stat"))
                     except (OSError, ValueError):
                         continue
-                    if thread.startswith(_ROCKSDB_THREAD_PREFIX):
-                        rocksdb += used
-            samples[pid] = _Sample(component, seconds, rocksdb, name == "java")
+                    group = next((g for g, starts in JVM_THREAD_GROUPS.items() if thread.startswith(starts)), None)
+                    if group:
+                        groups[group] += used
+            samples[pid] = _Sample(component, seconds, dict(groups), name == "java")
         return samples
 
     def take(self, job_root: int | None) -> dict[str, float]:
         """Cores used by each component since the previous call (a process new since then counts from zero), plus
-        'job.jvm' (the job's JVM) and 'job.rocksdb' (its RocksDB threads)."""
+        'job.jvm' (the job's JVM) and 'job.<group>' for each of JVM_THREAD_GROUPS (its threads by name). A thread
+        that ended in the interval is not in its group (its process's total still counts it)."""
         now, samples = time.monotonic(), self.samples(job_root)
         elapsed = max(1e-3, now - self._last_at)
         cores: dict[str, float] = defaultdict(float)
@@ -104,15 +114,19 @@ class CpuWatch:
             cores[sample.component] += used / elapsed
             if sample.component == "job" and sample.java:
                 cores["job.jvm"] += used / elapsed
-                cores["job.rocksdb"] += (sample.rocksdb_seconds - (before.rocksdb_seconds if before else 0.0)) / elapsed
+                for group, seconds in sample.thread_groups.items():
+                    earlier = before.thread_groups.get(group, 0.0) if before else 0.0
+                    cores[f"job.{group}"] += max(0.0, seconds - earlier) / elapsed
         self._last, self._last_at = samples, now
         return {name: round(max(0.0, value), 2) for name, value in sorted(cores.items(), key=lambda item: -item[1])}
 
 
 def cores_in_words(cores: dict[str, float]) -> str:
-    """'job 1.21 (jvm 0.98, rocksdb 0.20), clickhouse 0.31, ...': the components over 0.01 core."""
+    """'job 1.21 (jvm 0.98: tasks 0.60, rocksdb 0.20, jit 0.05, gc 0.04), clickhouse 0.31, ...': the components
+    over 0.01 core."""
     job = cores.get("job", 0.0)
-    parts = [f"job {job:.2f} (jvm {cores.get('job.jvm', 0.0):.2f}, rocksdb {cores.get('job.rocksdb', 0.0):.2f})"]
+    groups = ", ".join(f"{group} {cores.get(f'job.{group}', 0.0):.2f}" for group in JVM_THREAD_GROUPS)
+    parts = [f"job {job:.2f} (jvm {cores.get('job.jvm', 0.0):.2f}: {groups})"]
     others = {name: value for name, value in cores.items() if "." not in name and name != "job"}
     parts += [f"{name} {value:.2f}" for name, value in others.items() if value > 0.01]
     return ", ".join(parts)

@@ -85,8 +85,9 @@ class MinuteSample:
     # The minute's slowest batch: its three longest phases (the job's phases_ms), e.g. "addBatch 5100 ms,
     # state_commit 4200 ms, rocksdb_write_stall 3900 ms": what a latency spike waited for.
     slowest_batch_phases: str = ""
-    # Cores each component used over the minute (bench/cpu_watch.py): the job (its JVM, RocksDB's background
-    # threads within it), ClickHouse, the broker, the bench's producer...: what a slow batch may have waited for.
+    # Cores each component used over the minute (bench/cpu_watch.py): the job (its JVM, and the JVM's RocksDB,
+    # task, JIT and GC threads within it), ClickHouse, the broker, the bench's producer...: what a slow batch may
+    # have waited for.
     cpu_cores: str = ""
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 

@@ -71,8 +71,17 @@ def test_a_job_whose_pid_is_learnt_late_counts_only_the_interval(cpu_watch):
 
 
 @pytest.mark.fast  # needs no service: `make test-fast`
-def test_the_words_name_the_job_its_jvm_and_rocksdb_and_the_busy_others(cpu_watch):
+def test_the_words_name_the_job_its_jvm_threads_and_the_busy_others(cpu_watch):
     words = cpu_watch.cores_in_words(
-        {"job": 1.41, "job.jvm": 1.2, "job.rocksdb": 0.25, "clickhouse": 0.3, "kafka": 0.005, "bench": 0.12}
+        {
+            "job": 1.41,
+            "job.jvm": 1.2,
+            "job.rocksdb": 0.25,
+            "job.tasks": 0.7,
+            "job.jit": 0.1,
+            "clickhouse": 0.3,
+            "kafka": 0.005,
+            "bench": 0.12,
+        }
     )
-    assert words == "job 1.41 (jvm 1.20, rocksdb 0.25), clickhouse 0.30, bench 0.12"
+    assert words == "job 1.41 (jvm 1.20: rocksdb 0.25, tasks 0.70, jit 0.10, gc 0.00), clickhouse 0.30, bench 0.12"
