@@ -18,8 +18,9 @@ quarter): this machine has no swap, and its OOM killer would pick the largest pr
 - p95:       produced -> visible per pipeline from then on, for --minutes (ClickHouse: `_cf_ingested_at` -
              `produced_at`, the same machine's clocks), the median and the worst pipeline's;
 - UI:        the pipeline list page (logged in) and the API's list, 10 requests each while everything runs;
-- deploy:    one more pipeline deployed while the others run, into the standby job: deploy -> first row visible,
-             and its steps (bench/deploy_start.py: pickup, spawn, handoff, query, batch, insert);
+- deploy:    --new-deploys more pipelines (3) deployed one after the other while the others run, each into the
+             standby job: deploy -> first row visible (their median), and each one's steps (bench/deploy_start.py:
+             pickup, spawn, handoff, query, batch, insert) and first batch's phases;
 - idle CPU:  the producer stopped and every pipeline caught up, CPU of all job processes over 60 s;
 - load:      the load average at those points;
 - exact:     per pipeline, count() and uniqExact(id) against the unique ids produced to its topic;
@@ -52,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_pipeline import REPO, _component, _descendants, log, sample_tree
-from deploy_start import STEPS, deploy_once
+from deploy_start import deploy_once
 from soak import Stack, pipeline_spec
 
 sys.path.insert(0, str(REPO))
@@ -73,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--memory-margin-mb", type=int, default=2048, help="no further wave when it would leave less available"
     )
     parser.add_argument("--memory-floor-mb", type=int, default=1024, help="end the bench below this much available")
+    parser.add_argument(
+        "--new-deploys", type=int, default=3, help="pipelines deployed beside them, one after the other (median)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep", action="store_true")
     return parser.parse_args(argv)
@@ -438,20 +442,25 @@ def main() -> int:
         results["load"]["mid"] = os.getloadavg()
         results["ui"] = ui_timings(stack)
         log(f"UI: {results['ui']}")
-        # One more pipeline (100 events waiting in its topic), deployed into the worker's standby job once it waits:
-        # deploy -> first row visible, and the steps before it (bench/deploy_start.py).
-        steps = deploy_once(
-            stack,
-            clickhouse,
-            redis.Redis.from_url(stack.env["REDIS_URL"]),
-            (kafka["id"], ch["id"]),
-            0,
-            100,
-            wait_standby=True,
-        )
-        results["new_deploy_first_row_s"] = steps["visible"]
-        results["new_deploy_steps_s"] = {step: steps.get(step) for step in STEPS}
-        log(f"a new deploy's first row: {steps['visible']:.2f} s; steps: {results['new_deploy_steps_s']}")
+        # More pipelines (100 events waiting in each topic), one after the other, each deployed into the worker's
+        # standby job once it waits: deploy -> first row visible, and the steps before it (bench/deploy_start.py).
+        new_deploys = []
+        for index in range(args.new_deploys):
+            steps = deploy_once(
+                stack,
+                clickhouse,
+                redis.Redis.from_url(stack.env["REDIS_URL"]),
+                (kafka["id"], ch["id"]),
+                index,
+                100,
+                wait_standby=True,
+            )
+            new_deploys.append(steps)
+            log(f"new deploy {index + 1}: first row {steps['visible']:.2f} s; steps: {steps}")
+        if new_deploys:
+            results["new_deploy_first_row_s"] = statistics.median(steps["visible"] for steps in new_deploys)
+            results["new_deploys"] = new_deploys
+            log(f"a new deploy's first row, median of {len(new_deploys)}: {results['new_deploy_first_row_s']:.2f} s")
         time.sleep(args.minutes * 60 / 2)
 
         p95 = {name: p95_ms(clickhouse, table, measure_from_ms) for name, table in zip(names, tables, strict=True)}

@@ -157,7 +157,13 @@ def deploy_once(
     if len(runs) > 1:
         log(f"pipeline {pipeline['id']} ran {len(runs)} times before its first row")
     log(f"pipeline {pipeline['id']}: {run.get('start', '')}")
-    return {"pipeline": pipeline["id"], **{step: (t - deployed if t else None) for step, t in at.items()}}
+    # Where the first micro-batch's time went (its phases, as the job reports them: addBatch, queryPlanning...).
+    phases = json.loads(records[0]).get("phases_ms") if records else None
+    return {
+        "pipeline": pipeline["id"],
+        **{step: (t - deployed if t else None) for step, t in at.items()},
+        "first_batch_phases_ms": phases,
+    }
 
 
 def line(label: str, result: dict) -> str:
@@ -195,6 +201,7 @@ def main() -> int:
             )
             results.append(result)
             log(line(f"deploy {index + 1}", result))
+            log(f"deploy {index + 1}: its first batch's phases (ms): {result['first_batch_phases_ms']}")
             if args.stop_each:
                 stack.api("POST", f"pipelines/{result['pipeline']}/stop/")
                 time.sleep(5)
