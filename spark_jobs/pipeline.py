@@ -142,6 +142,9 @@ def check_checkpoint_state(checkpoint: str) -> None:
         )
 
 
+ARROW_BATCH_ROWS = 10_000
+
+
 def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
     """Spark settings the job needs (the thread stack for deep expression trees, UTC, lenient user expressions,
     the RocksDB state store)."""
@@ -152,7 +155,13 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         # Runtime errors in user expressions give NULL instead of failing the whole job on one event.
         "spark.sql.ansi.enabled": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        # The sink's Arrow batches to the Python writer are bounded by rows only. With a byte bound (Spark's
+        # default, 256 MB) the Arrow writer adds up every column's buffer sizes after each row: 3% of the task
+        # threads' profile samples at 20,000 events/s (docs/performance.md, "Who holds the cores"). 10,000 rows keep
+        # a batch's buffers small for ordinary events; the Python writer holds a partition's whole micro-batch
+        # anyway (spark_jobs.sink.PartitionWriter), so the byte bound never limited its memory.
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),  # Int.MaxValue: Spark skips the check
         # No batch without data: the dedup processor runs in processing time, for which Spark would run an empty
         # batch (a state store load and commit) at every trigger, and an availableNow run would never end.
         # Expired keys are removed by the next batch with data (a read already treats them as gone).
