@@ -122,7 +122,7 @@ class CpuWatch:
 
 
 def cores_in_words(cores: dict[str, float]) -> str:
-    """'job 1.21 (jvm 0.98: tasks 0.60, rocksdb 0.20, jit 0.05, gc 0.04), clickhouse 0.31, ...': the components
+    """'job 1.21 (jvm 0.98: rocksdb 0.20, tasks 0.60, jit 0.05, gc 0.04), clickhouse 0.31, ...': the components
     over 0.01 core."""
     job = cores.get("job", 0.0)
     groups = ", ".join(f"{group} {cores.get(f'job.{group}', 0.0):.2f}" for group in JVM_THREAD_GROUPS)
