@@ -146,23 +146,23 @@ def deploy_once(
     key = history_key(f"pipeline-{pipeline['id']}")
     wait_until(lambda: bool(redis_client.zrange(key, 0, 0)), timeout=15, interval=0.2)
     records = redis_client.zrange(key, 0, 0)
+    first_batch = json.loads(records[0]) if records else None
     at = {
         "pickup": pickup_time(stack.var_dir, pipeline["id"], deployed - 1),
         "spawn": process_started(run.get("pid")),
         **{step: steps.get(step) for step in ("runner", "jvm", "session", "handoff", "query")},
-        "batch": batch_start(json.loads(records[0])) if records else None,
+        "batch": batch_start(first_batch) if first_batch else None,
         "insert": int(first_insert) / 1000.0,
         "visible": visible,
     }
     if len(runs) > 1:
         log(f"pipeline {pipeline['id']} ran {len(runs)} times before its first row")
     log(f"pipeline {pipeline['id']}: {run.get('start', '')}")
-    # Where the first micro-batch's time went (its phases, as the job reports them: addBatch, queryPlanning...).
-    phases = json.loads(records[0]).get("phases_ms") if records else None
     return {
         "pipeline": pipeline["id"],
         **{step: (t - deployed if t else None) for step, t in at.items()},
-        "first_batch_phases_ms": phases,
+        # Where the first micro-batch's time went, as the job reports it (addBatch, queryPlanning...).
+        "first_batch_phases_ms": first_batch.get("phases_ms") if first_batch else None,
     }
 
 
