@@ -17,6 +17,7 @@ from django.core.cache import cache
 from django.db import connection
 from rest_framework.test import APIClient
 
+from spark_jobs import sizing
 from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 from webapp.pipelines.services import pipeline_create
@@ -129,6 +130,14 @@ def _fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def a_machine_with_room(monkeypatch):
+    """100 GB free at the checkpoint root and 16 GB of memory, whatever the machine running the tests has: a test
+    of a state that fits must not turn red on a runner with a fuller disk."""
+    monkeypatch.setattr(sizing, "free_disk_bytes", lambda path: 100 * 1024**3)
+    monkeypatch.setattr(sizing, "total_memory_bytes", lambda: 16 * 1024**3)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ def validate(api, body, **extra):
     return response.json()
 
 
-def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys(api, body):
+def test_a_one_hour_window_at_20k_events_per_second_holds_72_million_keys(api, body, a_machine_with_room):
     answer = validate(api, body, events_per_second=20_000)
     state = answer["estimated_state"]
     assert state["rate_source"] == "given"

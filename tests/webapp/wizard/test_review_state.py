@@ -39,7 +39,7 @@ def text_of(html: str, element_id: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", match.group(1))).strip()
 
 
-def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client, owner):
+def test_a_seven_day_window_at_200_events_per_second_shows_its_size(owner_client, owner, a_machine_with_room):
     html = review_page(owner_client, owner, window="7d", events_per_second=200)
     assert "Dedup state for 7d" in html
     assert text_of(html, "state-keys") == "120,960,000"
