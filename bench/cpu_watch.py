@@ -60,7 +60,8 @@ def _component(pid: int, job: set[int], own: set[int]) -> str:
 class _Sample(NamedTuple):
     component: str
     seconds: float  # the process's own CPU seconds so far
-    thread_groups: dict[str, float]  # a JVM's CPU seconds by JVM_THREAD_GROUPS (empty for other processes)
+    # A JVM's threads of JVM_THREAD_GROUPS: thread id -> (group, CPU seconds so far); empty for other processes.
+    threads: dict[int, tuple[str, float]]
     java: bool
 
 
@@ -88,7 +89,7 @@ class CpuWatch:
                 continue
             component = "job" if pid in job else self._dead.get(pid) or _component(pid, job, own)
             self._dead[pid] = component
-            groups: dict[str, float] = defaultdict(float)
+            threads: dict[int, tuple[str, float]] = {}
             if name == "java":  # also before the job is known: the baseline of a job learnt late
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     try:
@@ -97,14 +98,16 @@ class CpuWatch:
                         continue
                     group = next((g for g, starts in JVM_THREAD_GROUPS.items() if thread.startswith(starts)), None)
                     if group:
-                        groups[group] += used
-            samples[pid] = _Sample(component, seconds, dict(groups), name == "java")
+                        threads[int(task.name)] = (group, used)
+            samples[pid] = _Sample(component, seconds, threads, name == "java")
         return samples
 
     def take(self, job_root: int | None) -> dict[str, float]:
         """Cores used by each component since the previous call (a process new since then counts from zero), plus
-        'job.jvm' (the job's JVM) and 'job.<group>' for each of JVM_THREAD_GROUPS (its threads by name). A thread
-        that ended in the interval is not in its group (its process's total still counts it)."""
+        'job.jvm' (the job's JVM) and 'job.<group>' for each of JVM_THREAD_GROUPS (its threads by name). A group
+        adds up its threads' own intervals: Spark's task threads and HotSpot's compiler threads come and go, and a
+        sum over the threads alive would drop when a busy one ends. A thread that ended in the interval is not in
+        its group (its process's total still counts it)."""
         now, samples = time.monotonic(), self.samples(job_root)
         elapsed = max(1e-3, now - self._last_at)
         cores: dict[str, float] = defaultdict(float)
@@ -114,9 +117,10 @@ class CpuWatch:
             cores[sample.component] += used / elapsed
             if sample.component == "job" and sample.java:
                 cores["job.jvm"] += used / elapsed
-                for group, seconds in sample.thread_groups.items():
-                    earlier = before.thread_groups.get(group, 0.0) if before else 0.0
-                    cores[f"job.{group}"] += max(0.0, seconds - earlier) / elapsed
+                for tid, (group, seconds) in sample.threads.items():
+                    earlier = before.threads.get(tid) if before else None
+                    since = seconds - earlier[1] if earlier and earlier[0] == group else seconds  # new: from zero
+                    cores[f"job.{group}"] += max(0.0, since) / elapsed
         self._last, self._last_at = samples, now
         return {name: round(max(0.0, value), 2) for name, value in sorted(cores.items(), key=lambda item: -item[1])}
 

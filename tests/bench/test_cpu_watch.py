@@ -70,6 +70,51 @@ def test_a_job_whose_pid_is_learnt_late_counts_only_the_interval(cpu_watch):
     assert 0.1 < used < 0.6, cores  # about 0.2 CPU-seconds; the child's first second would make it 1.2
 
 
+# A process /proc calls "java" whose task threads come and go, as Spark's executor pool's do. The first, named as
+# Spark names its task threads, spins for 0.6 CPU seconds and waits; on a line of stdin it ends and a second one
+# starts, spins for 0.2 s, and waits (alive) for the next line.
+_TASK_THREADS = """
+import ctypes, sys, threading, time
+def task(seconds, done):
+    ctypes.CDLL(None).prctl(15, b"Executor task l", 0, 0, 0)  # PR_SET_NAME: this thread's name in /proc
+    started = time.thread_time()
+    while time.thread_time() - started < seconds:
+        pass
+    print("spun", flush=True)
+    done.wait()
+first_done, second_done = threading.Event(), threading.Event()
+first = threading.Thread(target=task, args=(0.6, first_done))
+first.start()
+sys.stdin.readline()
+first_done.set()
+first.join()
+threading.Thread(target=task, args=(0.2, second_done), daemon=True).start()
+sys.stdin.readline()
+"""
+
+
+def test_a_busy_task_thread_that_ends_does_not_hide_the_next_ones_cpu(cpu_watch, tmp_path):
+    java = tmp_path / "java"
+    java.symlink_to(sys.executable)
+    child = subprocess.Popen([str(java), "-c", _TASK_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "spun"  # the first thread holds 0.6 s when the watch starts
+        watch = cpu_watch.CpuWatch()
+        started = time.monotonic()
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "spun"  # the first ended; the second used 0.2 s
+        elapsed = time.monotonic() - started
+        cores = watch.take(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    used = cores.get("job.tasks", 0) * elapsed
+    # The second thread's 0.2 s; a sum over the live threads (0.2 now, 0.6 before) would say none.
+    assert 0.1 < used < 0.5, cores
+
+
 @pytest.mark.fast  # needs no service: `make test-fast`
 def test_the_words_name_the_job_its_jvm_threads_and_the_busy_others(cpu_watch):
     words = cpu_watch.cores_in_words(
