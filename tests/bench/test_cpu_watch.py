@@ -43,31 +43,34 @@ def test_a_busy_child_is_the_bench_and_a_clickhouse_process_is_clickhouse(cpu_wa
     assert cores.get("job", 0) == 0  # no job given
 
 
-def test_a_job_whose_pid_is_learnt_late_counts_only_the_interval(cpu_watch):
-    # The job's processes exist before the bench knows their root (the watch's baseline saw them as "other"):
-    # the first interval that names the job must count the CPU they used in it, not their whole life.
-    spin = "import sys, time\nwhile time.process_time() < {}: pass\nprint('spun', flush=True)\nsys.stdin.readline()\n"
-    child = subprocess.Popen(
-        [sys.executable, "-c", spin.format(1.0) + spin.format(1.2)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def cpu_seconds_of_the_second_step(cpu_watch, command: list[str]) -> dict[str, float]:
+    """Run `command`, a child that prints 'spun' after each step and waits for a line of stdin before the next: its
+    first step runs before the watch starts, its second within the watch's interval. The CPU-seconds of each of
+    the watch's names (the child is the job) in that interval."""
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "spun"  # 1.0 s used before the watch starts
+        assert child.stdout.readline().strip() == "spun"  # the first step, before the watch starts
         watch = cpu_watch.CpuWatch()
         started = time.monotonic()
         child.stdin.write("\n")
         child.stdin.flush()
-        assert child.stdout.readline().strip() == "spun"  # 0.2 s more, within the interval
+        assert child.stdout.readline().strip() == "spun"  # the second step, within the interval
         elapsed = time.monotonic() - started
         cores = watch.take(child.pid)
     finally:
         child.kill()
         child.wait()
-    used = cores.get("job", 0) * elapsed
-    assert 0.1 < used < 0.6, cores  # about 0.2 CPU-seconds; the child's first second would make it 1.2
+    return {name: value * elapsed for name, value in cores.items()}
+
+
+def test_a_job_whose_pid_is_learnt_late_counts_only_the_interval(cpu_watch):
+    # The job's processes exist before the bench knows their root (the watch's baseline saw them as "other"):
+    # the first interval that names the job must count the CPU they used in it, not their whole life.
+    spin = "import sys, time\nwhile time.process_time() < {}: pass\nprint('spun', flush=True)\nsys.stdin.readline()\n"
+    # 1.0 s used before the watch starts, 0.2 s more within the interval.
+    used = cpu_seconds_of_the_second_step(cpu_watch, [sys.executable, "-c", spin.format(1.0) + spin.format(1.2)])
+    assert 0.1 < used.get("job", 0) < 0.6, used  # about 0.2 CPU-seconds; the child's first second would make it 1.2
 
 
 # A process /proc calls "java" whose task threads come and go, as Spark's executor pool's do. The first, named as
@@ -96,23 +99,10 @@ sys.stdin.readline()
 def test_a_busy_task_thread_that_ends_does_not_hide_the_next_ones_cpu(cpu_watch, tmp_path):
     java = tmp_path / "java"
     java.symlink_to(sys.executable)
-    child = subprocess.Popen([str(java), "-c", _TASK_THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "spun"  # the first thread holds 0.6 s when the watch starts
-        watch = cpu_watch.CpuWatch()
-        started = time.monotonic()
-        child.stdin.write("\n")
-        child.stdin.flush()
-        assert child.stdout.readline().strip() == "spun"  # the first ended; the second used 0.2 s
-        elapsed = time.monotonic() - started
-        cores = watch.take(child.pid)
-    finally:
-        child.kill()
-        child.wait()
-    used = cores.get("job.tasks", 0) * elapsed
+    # The first thread holds 0.6 s when the watch starts; within the interval it ends and the second uses 0.2 s.
+    used = cpu_seconds_of_the_second_step(cpu_watch, [str(java), "-c", _TASK_THREADS])
     # The second thread's 0.2 s; a sum over the live threads (0.2 now, 0.6 before) would say none.
-    assert 0.1 < used < 0.5, cores
+    assert 0.1 < used.get("job.tasks", 0) < 0.5, used
 
 
 @pytest.mark.fast  # needs no service: `make test-fast`
