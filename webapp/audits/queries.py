@@ -1,9 +1,11 @@
 """The audit's one ClickHouse query: how many keys occur more than once among the recent rows of a table.
 
 Cheap on big tables: only rows whose time column is inside the window are read (the time bound prunes parts
-and, when the time column leads the sorting key, granules), the count runs with `max_execution_time`, and
-the statement is sent with `readonly = 2` (reads only; settings may still be set) through the ClickHouse
-client's choke point. Identifiers are quoted; the window travels as a server-side parameter.
+and, when the time column leads the sorting key, granules), and the count runs with `max_execution_time`. It
+reads at most `max_rows_per_second` rows a second (ClickHouse's `max_execution_speed`: the server sleeps
+between blocks), so the count never takes the cores that the pipelines' jobs and inserts need. The statement
+is sent with `readonly = 2` (reads only; settings may still be set) through the ClickHouse client's choke
+point. Identifiers are quoted; the window travels as a server-side parameter.
 """
 
 from __future__ import annotations
@@ -26,11 +28,22 @@ class DuplicateCount:
 
 
 def duplicate_sql(
-    *, database: str, table: str, key_columns: list[str], time_column: str | None, max_execution_time: int
+    *,
+    database: str,
+    table: str,
+    key_columns: list[str],
+    time_column: str | None,
+    max_execution_time: int,
+    max_rows_per_second: int = 0,
 ) -> str:
     """The audit query with the window as the parameter `{window_seconds:UInt32}`; `time_column` None leaves
-    the time bound out (only the benchmark does that, to measure what the bound saves)."""
+    the time bound out (only the benchmark does that, to measure what the bound saves). `max_rows_per_second`
+    0 reads at full speed."""
     keys = ", ".join(quote_ident(k) for k in key_columns)
+    settings = f"max_execution_time = {int(max_execution_time)}"
+    if max_rows_per_second > 0:
+        # The speed is checked from the first block on (ClickHouse waits 10 s before its first check otherwise).
+        settings += f", max_execution_speed = {int(max_rows_per_second)}, timeout_before_checking_execution_speed = 0"
     where = f"\n  WHERE {quote_ident(time_column)} >= now() - INTERVAL {WINDOW_PARAMETER} SECOND" if time_column else ""
     return (
         "SELECT count() AS duplicate_keys, sum(c) AS duplicate_rows\n"
@@ -39,7 +52,7 @@ def duplicate_sql(
         f"  GROUP BY {keys}\n"
         "  HAVING c > 1\n"
         ")\n"
-        f"SETTINGS max_execution_time = {int(max_execution_time)}"
+        f"SETTINGS {settings}"
     )
 
 

@@ -157,6 +157,7 @@ def audit_check(*, audited_table: AuditedTable, record_transient: bool = True) -
         key_columns=list(audited_table.key_columns),
         time_column=audited_table.time_column,
         max_execution_time=max_seconds,
+        max_rows_per_second=int(settings.AUDIT_MAX_ROWS_PER_SECOND),
     )
     pending: list[AuditResult] = []
     for window in audited_table.windows:
@@ -172,9 +173,11 @@ def audit_check(*, audited_table: AuditedTable, record_transient: bool = True) -
                 audited_table.connection.client_settings(), sql=sql, window_seconds=window, timeout=max_seconds + 10
             )
         except ClickHouseClientError as exc:
-            if exc.transient and not record_transient:
+            # The server's time limit is not retried: the same rows take the same time again.
+            out_of_time = exc.server_code == clickhouse_client.QUERY_TIME_LIMIT_CODE
+            if exc.transient and not record_transient and not out_of_time:
                 raise
-            result.error = _explained(str(exc), audited_table)
+            result.error = _explained(str(exc), audited_table, window_seconds=window)
             logger.info("audit of %s failed: %s", audited_table, result.error)
         except ApplicationError as exc:  # e.g. the connection's host is now in a forbidden network
             result.error = exc.message
@@ -187,8 +190,23 @@ def audit_check(*, audited_table: AuditedTable, record_transient: bool = True) -
         return AuditResult.objects.bulk_create(pending)
 
 
-def _explained(error: str, audited_table: AuditedTable) -> str:
-    """ClickHouse's error, with the fix when the ingestion-time column is missing (a table made elsewhere)."""
+def _explained(error: str, audited_table: AuditedTable, *, window_seconds: int) -> str:
+    """ClickHouse's error, with the fix when the ingestion-time column is missing (a table made elsewhere) or
+    when the window holds more rows than the throttled check reads within its time."""
+    if "(TIMEOUT_EXCEEDED)" in error:
+        max_seconds = int(settings.AUDIT_MAX_EXECUTION_SECONDS)
+        per_second = int(settings.AUDIT_MAX_ROWS_PER_SECOND)
+        if per_second > 0:
+            return (
+                f"{error}\nThe check of the last {window_seconds} s did not finish within {max_seconds} s: it reads "
+                f"at most {per_second:,} rows a second, so it covers about {per_second * max_seconds:,} rows. "
+                "Raise CLEARFLOW_AUDIT_MAX_EXECUTION (keep it below CLEARFLOW_AUDIT_INTERVAL) or "
+                "CLEARFLOW_AUDIT_MAX_ROWS_PER_SECOND (the check then takes more of the server's cores at once)."
+            )
+        return (
+            f"{error}\nThe check of the last {window_seconds} s did not finish within {max_seconds} s. "
+            "Raise CLEARFLOW_AUDIT_MAX_EXECUTION (keep it below CLEARFLOW_AUDIT_INTERVAL)."
+        )
     missing = "Code: 47" in error or "UNKNOWN_IDENTIFIER" in error or "Missing columns" in error
     if missing and audited_table.time_column == INGESTED_AT_COLUMN:
         name = f"{quote_ident(audited_table.database)}.{quote_ident(audited_table.table)}"

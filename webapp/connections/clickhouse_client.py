@@ -32,13 +32,19 @@ class ClickHouseClientError(ExternalServiceError):
     code = "clickhouse_error"
     # True when trying again later may succeed (network, overload): what a Celery task retries on.
     transient: bool = False
+    # ClickHouse's own error code when the server answered with one (159: the query hit max_execution_time).
+    server_code: int | None = None
+
+
+QUERY_TIME_LIMIT_CODE = 159  # TIMEOUT_EXCEEDED: the server stopped the query at its max_execution_time
 
 
 def _client_error(exc: Exception, settings: ClickHouseConnectionSpec, timeout: float) -> ClickHouseClientError:
-    from spark_jobs.sink import is_transient  # the engine's rule (codes, network errors); no Spark import
+    from spark_jobs.sink import error_code, is_transient  # the engine's rules; no Spark import
 
     error = ClickHouseClientError(_plain_words(exc, settings, timeout))
     error.transient = is_transient(exc)
+    error.server_code = error_code(exc)
     return error
 
 
@@ -92,6 +98,8 @@ def _plain_words(exc: Exception, settings: ClickHouseConnectionSpec, timeout: fl
         return f"Nothing accepts connections at {where} (connection refused)."
     if "name or service not known" in lowered or "nodename nor servname" in lowered or "resolve" in lowered:
         return f"The host name {settings.host} could not be resolved."
+    if clickhouse_error and "code: 159." in lowered:  # the server's own time limit, not the client's
+        return f"ClickHouse at {where} stopped the query at its time limit: {clickhouse_error.group(0)[:300]}"
     if "timed out" in lowered or "timeout" in lowered:
         return f"ClickHouse at {where} did not answer within {timeout:g} seconds."
     if "ssl" in lowered or "certificate" in lowered:

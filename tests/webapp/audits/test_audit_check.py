@@ -146,3 +146,27 @@ def test_the_engines_insert_leaves_the_ingestion_time_to_the_default(pipeline_ta
         f"SELECT dateDiff('second', _cf_ingested_at, now64(3)) FROM `{pipeline_table.database}`.orders"
     ).result_rows
     assert 0 <= age < 60
+
+
+def test_the_check_reads_at_most_the_set_rows_a_second_and_says_what_to_raise(
+    audited_pipeline, pipeline_table, ch, settings
+):
+    insert_orders(ch, pipeline_table, [*range(200_000), 7])
+    audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
+    settings.AUDIT_MAX_EXECUTION_SECONDS = 1
+
+    # Unthrottled, 200,001 rows take ClickHouse a few milliseconds: the check finds key 7 twice.
+    settings.AUDIT_MAX_ROWS_PER_SECOND = 0
+    hour, _ = services.audit_check(audited_table=audited)
+    assert (hour.duplicate_keys, hour.error) == (1, "")
+    assert "max_execution_speed" not in hour.query
+
+    # At 20,000 rows a second the same rows need 10 s: the server stops the query at its 1 s limit, and the
+    # result is stored at once, not retried (the same rows would take as long again).
+    settings.AUDIT_MAX_ROWS_PER_SECOND = 20_000
+    hour, _ = services.audit_check(audited_table=audited, record_transient=False)
+    assert "max_execution_speed = 20000" in hour.query
+    assert hour.duplicate_keys is None
+    assert "did not finish within 1 s: it reads at most 20,000 rows a second" in hour.error
+    assert "stopped the query at its time limit" in hour.error
+    assert "Raise CLEARFLOW_AUDIT_MAX_EXECUTION" in hour.error

@@ -130,7 +130,12 @@ EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 # Duplicate audits (webapp.audits): how often the beat checks every audited table, how long one check may run
 # on the ClickHouse server (its max_execution_time), and how long results are kept.
 AUDIT_INTERVAL_SECONDS = env_float("CLEARFLOW_AUDIT_INTERVAL", 300.0)
-AUDIT_MAX_EXECUTION_SECONDS = env_int("CLEARFLOW_AUDIT_MAX_EXECUTION", 30)
+AUDIT_MAX_EXECUTION_SECONDS = env_int("CLEARFLOW_AUDIT_MAX_EXECUTION", 120)
+# The check reads at most this many rows a second (ClickHouse's max_execution_speed; 0: no limit). Unthrottled, a
+# full 1-hour window at 20k events/s (72M keys) takes both cores of a 2-core machine for ~4 s every round, and the
+# pipelines writing to that server wait for it; throttled it takes ~0.15 cores for ~36 s. So
+# AUDIT_MAX_EXECUTION_SECONDS must cover a window's rows divided by this rate.
+AUDIT_MAX_ROWS_PER_SECOND = env_int("CLEARFLOW_AUDIT_MAX_ROWS_PER_SECOND", 2_000_000)
 # A check that meets a transient ClickHouse error (network, overload) is retried after this, doubling, 3 times.
 AUDIT_RETRY_DELAY_SECONDS = env_float("CLEARFLOW_AUDIT_RETRY_DELAY", 5.0)
 AUDIT_RESULT_RETENTION_DAYS = env_int("CLEARFLOW_AUDIT_RETENTION_DAYS", 30)
