@@ -11,6 +11,14 @@ audit builds it (`webapp.audits.queries.duplicate_sql`) through the same choke p
 parameters), over the last hour and with no time bound, `--runs` times each, and prints the median time and
 what the server's response summary says it read (read_rows, read_bytes) and its peak memory, for each.
 A second table, the same rows without the minmax index, shows what the index saves.
+
+    .venv/bin/python bench/audit_bench.py --paced [--rows 72000000] [--max-rows-per-second 2000000]
+
+--paced: what the check costs the machine, and what its pace (`CLEARFLOW_AUDIT_MAX_ROWS_PER_SECOND`, ClickHouse's
+`max_execution_speed`) changes. One table with `--rows` UUID keys ingested over the last hour (a full 1-hour window
+at 20,000 events/s is 72M), then the audit's query over the hour at full speed and at the given pace, twice each,
+while the server's CPU is read from /proc every 0.25 s: the time, the CPU-seconds, the busiest second (cores),
+how many seconds it held more than one core, and the peak memory.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import json
 import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -71,10 +80,91 @@ def measure(client, sql: str, window: int, runs: int) -> dict:
     }
 
 
+def _process_cpu_seconds(pid: int) -> float:
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _server_pid(port: int) -> int:
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"localstack.clickhouse_server" in cmdline and str(port).encode() in cmdline:
+            return pid
+    raise RuntimeError(f"no ClickHouse server process on port {port}")
+
+
+def paced(client, port: int, rows: int, max_rows_per_second: int) -> None:
+    database, table = "audit_bench", "events"
+    columns = (("id", "UUID"), ("seq", "Int64"))
+    client.command(create_table_sql(TableSpec(database, table, f"{table}_dlq", "MergeTree", ("id",), columns, 1000)))
+    per_minute = rows // 60
+    started = time.perf_counter()
+    for minute in range(60):  # one insert a minute of the last hour, as a running pipeline spreads them
+        first = minute * per_minute
+        client.command(
+            f"INSERT INTO {database}.{table} (id, seq, _cf_ingested_at) SELECT generateUUIDv4(number), number, "
+            f"now64(3) - INTERVAL {60 - minute} MINUTE "
+            f"+ toIntervalMillisecond(intDiv((number - {first}) * 60000, {per_minute})) "
+            f"FROM numbers({first}, {per_minute})"
+        )
+    while client.query("SELECT count() FROM system.merges").result_rows[0][0]:
+        time.sleep(1)  # the background merges would be counted as the audit's CPU
+    print(f"{rows:,} rows inserted (and merged) in {time.perf_counter() - started:.0f} s")
+    pid = _server_pid(port)
+    for label, pace in (("full speed", 0), (f"{max_rows_per_second:,} rows/s", max_rows_per_second)):
+        sql = duplicate_sql(
+            database=database,
+            table=table,
+            key_columns=["id"],
+            time_column="_cf_ingested_at",
+            max_execution_time=600,
+            max_rows_per_second=pace,
+        )
+        for _ in range(2):
+            quarters: list[float] = []
+            done = threading.Event()
+
+            def watch(quarters: list[float] = quarters, done: threading.Event = done) -> None:
+                last = _process_cpu_seconds(pid)
+                while not done.wait(0.25):
+                    now = _process_cpu_seconds(pid)
+                    quarters.append(now - last)
+                    last = now
+
+            watcher = threading.Thread(target=watch)
+            cpu_before, started = _process_cpu_seconds(pid), time.perf_counter()
+            watcher.start()
+            result = client.query(
+                sql, parameters={"window_seconds": 3600}, settings={"readonly": 2, "use_query_cache": 0}
+            )
+            elapsed, cpu = time.perf_counter() - started, _process_cpu_seconds(pid) - cpu_before
+            done.set()
+            watcher.join()
+            seconds = [sum(quarters[i : i + 4]) for i in range(0, max(1, len(quarters) - 3))]
+            print(
+                f"{label}: {elapsed:.1f} s, {cpu:.1f} CPU-seconds, busiest second {max(seconds, default=0):.2f} "
+                f"cores, {sum(q > 0.25 for q in quarters) / 4:.2f} s above one core, "
+                f"peak memory {int(result.summary.get('memory_usage', 0) or 0) / 1e6:,.0f} MB, "
+                f"duplicate keys {result.result_rows[0][0]}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--paced", action="store_true", help="the check's CPU at full speed and at a pace")
+    parser.add_argument("--max-rows-per-second", type=int, default=2_000_000)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cf-audit-bench-"))
     with processes.ProcessGroup(work / "logs") as group:
@@ -83,6 +173,11 @@ def main() -> None:
         client = clickhouse_connect.get_client(host="127.0.0.1", port=port, send_receive_timeout=600)
         database = "audit_bench"
         client.command(f"CREATE DATABASE IF NOT EXISTS {database}")
+        if args.paced:
+            print(f"load average before: {os.getloadavg()[0]:.1f}")
+            paced(client, port, args.rows, args.max_rows_per_second)
+            print(f"load average after: {os.getloadavg()[0]:.1f}")
+            return
         print(f"load average before: {os.getloadavg()[0]:.1f}")
         for table, with_index in (("orders", True), ("orders_no_index", False)):
             ddl = create_table_sql(
