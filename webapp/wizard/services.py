@@ -8,6 +8,7 @@ later visit shows it again. See `webapp.wizard.draft_spec`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -79,21 +80,31 @@ def draft_save_step(
     return draft
 
 
+@transaction.atomic
 def draft_update_section(
     *,
     draft: WizardDraft,
     step: str,
     changes: dict[str, Any] | None = None,
-    spec: DraftSection | None = None,
+    spec_edit: Callable[[DraftSection], None] | None = None,
 ) -> WizardDraft:
-    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample), and store `spec` (the
-    draft's partial spec, changed), without moving."""
-    data = dict(draft.data)
+    """Merge `changes` into one step's stored values (e.g. a freshly fetched sample), and apply `spec_edit` to
+    the draft's partial spec (e.g. set `source.format`), without moving.
+
+    Called by requests that run for seconds beside the user's Next (a sample fetched from Kafka): the row is
+    locked and read again, and only this section and what `spec_edit` changes are written. A request that
+    wrote back the draft it loaded at its start would put back the fields a Next saved meanwhile."""
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    if locked is None:  # deployed or discarded by a request that ran meanwhile: nothing to update
+        return draft
+    data = dict(locked.data)
     if changes:
         section = dict(data.get(step) or {})
         section.update(changes)
         data[step] = section
-    if spec is not None:
+    if spec_edit is not None:
+        spec = locked.spec.model_copy(deep=True)
+        spec_edit(spec)
         data[SPEC_KEY] = spec.to_dict()
     draft.data = data
     draft.save(update_fields=["data", "updated_at"])

@@ -165,9 +165,11 @@ def review_submit(request, draft):
         }
     name = form.cleaned_data["name"].strip()
     starting = form.cleaned_data["starting_offsets"]
-    spec = draft.spec.model_copy(deep=True)
-    spec.source.starting_offsets = starting
-    draft_update_section(draft=draft, step="review", changes={"name": name}, spec=spec)
+
+    def set_starting_offsets(spec: Any) -> None:
+        spec.source.starting_offsets = starting
+
+    draft_update_section(draft=draft, step="review", changes={"name": name}, spec_edit=set_starting_offsets)
     context = review_context(request, draft, name, starting, live=True)
     context["form"] = form
     for message in context["name_issues"]:

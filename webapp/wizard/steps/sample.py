@@ -139,10 +139,16 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
 def save_format(draft: WizardDraft, form: forms.SampleForm) -> None:
     """The chosen format into the spec (`source.format`) and the registry into the draft (its connection)."""
     registry = form.cleaned_data.get("schema_registry") if form.cleaned_data.get("format") in REGISTRY_FORMATS else None
-    spec = draft.spec.model_copy(deep=True)
-    spec.source.format = form.cleaned_data["format"]
+    chosen = form.cleaned_data["format"]
+
+    def set_format(spec: Any) -> None:
+        spec.source.format = chosen
+
     draft_update_section(
-        draft=draft, step=SCHEMA_REGISTRY.slug, changes={"connection_id": registry.pk if registry else None}, spec=spec
+        draft=draft,
+        step=SCHEMA_REGISTRY.slug,
+        changes={"connection_id": registry.pk if registry else None},
+        spec_edit=set_format,
     )
 
 
