@@ -24,6 +24,7 @@ how many seconds it held more than one core, and the peak memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -33,6 +34,7 @@ import time
 from pathlib import Path
 
 import clickhouse_connect
+from cpu_watch import _own_seconds
 
 from localstack import processes
 from spark_jobs.sink import TableSpec, create_table_sql
@@ -81,29 +83,15 @@ def measure(client, sql: str, window: int, runs: int) -> dict:
 
 
 def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU-seconds of every thread of `pid` (a thread that ends meanwhile is left out)."""
     total = 0.0
     for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended between the listing and the read
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        with contextlib.suppress(OSError):
+            total += _own_seconds(f"/proc/{pid}/task/{task}/stat")[1]
     return total
 
 
-def _server_pid(port: int) -> int:
-    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"localstack.clickhouse_server" in cmdline and str(port).encode() in cmdline:
-            return pid
-    raise RuntimeError(f"no ClickHouse server process on port {port}")
-
-
-def paced(client, port: int, rows: int, max_rows_per_second: int) -> None:
+def paced(client, pid: int, rows: int, max_rows_per_second: int) -> None:
     database, table = "audit_bench", "events"
     columns = (("id", "UUID"), ("seq", "Int64"))
     client.command(create_table_sql(TableSpec(database, table, f"{table}_dlq", "MergeTree", ("id",), columns, 1000)))
@@ -120,7 +108,6 @@ def paced(client, port: int, rows: int, max_rows_per_second: int) -> None:
     while client.query("SELECT count() FROM system.merges").result_rows[0][0]:
         time.sleep(1)  # the background merges would be counted as the audit's CPU
     print(f"{rows:,} rows inserted (and merged) in {time.perf_counter() - started:.0f} s")
-    pid = _server_pid(port)
     for label, pace in (("full speed", 0), (f"{max_rows_per_second:,} rows/s", max_rows_per_second)):
         sql = duplicate_sql(
             database=database,
@@ -169,16 +156,15 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cf-audit-bench-"))
     with processes.ProcessGroup(work / "logs") as group:
         port = processes.free_port()
-        group.start(processes.clickhouse(port=port, data_dir=work / "data"))
+        server = group.start(processes.clickhouse(port=port, data_dir=work / "data"))
         client = clickhouse_connect.get_client(host="127.0.0.1", port=port, send_receive_timeout=600)
         database = "audit_bench"
         client.command(f"CREATE DATABASE IF NOT EXISTS {database}")
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
         if args.paced:
-            print(f"load average before: {os.getloadavg()[0]:.1f}")
-            paced(client, port, args.rows, args.max_rows_per_second)
+            paced(client, server.process.pid, args.rows, args.max_rows_per_second)
             print(f"load average after: {os.getloadavg()[0]:.1f}")
             return
-        print(f"load average before: {os.getloadavg()[0]:.1f}")
         for table, with_index in (("orders", True), ("orders_no_index", False)):
             ddl = create_table_sql(
                 TableSpec(database, table, f"{table}_dlq", "MergeTree", ("order_id",), COLUMNS, 1000)

@@ -177,7 +177,7 @@ def audit_check(*, audited_table: AuditedTable, record_transient: bool = True) -
             out_of_time = exc.server_code == clickhouse_client.QUERY_TIME_LIMIT_CODE
             if exc.transient and not record_transient and not out_of_time:
                 raise
-            result.error = _explained(str(exc), audited_table, window_seconds=window)
+            result.error = _explained(str(exc), audited_table, window_seconds=window, out_of_time=out_of_time)
             logger.info("audit of %s failed: %s", audited_table, result.error)
         except ApplicationError as exc:  # e.g. the connection's host is now in a forbidden network
             result.error = exc.message
@@ -190,10 +190,10 @@ def audit_check(*, audited_table: AuditedTable, record_transient: bool = True) -
         return AuditResult.objects.bulk_create(pending)
 
 
-def _explained(error: str, audited_table: AuditedTable, *, window_seconds: int) -> str:
+def _explained(error: str, audited_table: AuditedTable, *, window_seconds: int, out_of_time: bool) -> str:
     """ClickHouse's error, with the fix when the ingestion-time column is missing (a table made elsewhere) or
     when the window holds more rows than the throttled check reads within its time."""
-    if "(TIMEOUT_EXCEEDED)" in error:
+    if out_of_time:
         max_seconds = int(settings.AUDIT_MAX_EXECUTION_SECONDS)
         per_second = int(settings.AUDIT_MAX_ROWS_PER_SECOND)
         if per_second > 0:
