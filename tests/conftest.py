@@ -48,6 +48,7 @@ def _fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
 class ClickHouseAddress:
     host: str
     port: int
+    pid: int  # the server's process (its threads' CPU priority is what some tests check)
 
     @property
     def url(self) -> str:
@@ -97,8 +98,8 @@ def clickhouse_server(
     """A real ClickHouse 26.9 HTTP server (user `default`, no password)."""
     port = processes.free_port()
     data_dir = tmp_path_factory.mktemp("clickhouse") / "data"
-    service_group.start(processes.clickhouse(port=port, data_dir=data_dir))
-    return ClickHouseAddress("127.0.0.1", port)
+    server = service_group.start(processes.clickhouse(port=port, data_dir=data_dir))
+    return ClickHouseAddress("127.0.0.1", port, server.process.pid)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 Cheap on big tables: only rows whose time column is inside the window are read (the time bound prunes parts
 and, when the time column leads the sorting key, granules), and the count runs with `max_execution_time`. It
 reads at most `max_rows_per_second` rows a second (ClickHouse's `max_execution_speed`: the server sleeps
-between blocks), so the count never takes the cores that the pipelines' jobs and inserts need. The statement
+between blocks), and its threads run at a low OS priority (`AUDIT_THREAD_NICE`), so the count never takes the
+cores that the pipelines' jobs and inserts need. The statement
 is sent with `readonly = 2` (reads only; settings may still be set) through the ClickHouse client's choke
 point. Identifiers are quoted; the window travels as a server-side parameter.
 """
@@ -18,6 +19,13 @@ from spark_jobs.connections import ClickHouseConnectionSpec
 from webapp.connections.clickhouse_client import session
 
 WINDOW_PARAMETER = "{window_seconds:UInt32}"
+# The Linux nice value of the audit's query threads on the server (ClickHouse's `os_thread_priority`, which a
+# server without the CAP_SYS_NICE capability ignores). The pace bounds the reading but not the end of the count:
+# its threads merge their hash tables at full speed (about 1.5 s of both cores for a 72M-key window), which held
+# up the micro-batches of every pipeline on a full 2-core machine. At nice 10 the merge yields to the jobs, the
+# inserts and the other queries. Sent as a request setting: in the statement's SETTINGS clause the server's
+# HTTP handler applies it too late, to none of the query's threads (measured).
+AUDIT_THREAD_NICE = 10
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,11 @@ def count_duplicates(
     """Run the audit query. Raises ClickHouseClientError (`transient` set for network/overload errors)."""
     started = time.monotonic()
     with session(settings, timeout=timeout) as ch:
-        rows = ch.rows(sql, {"window_seconds": int(window_seconds)}, query_settings={"readonly": 2})
+        rows = ch.rows(
+            sql,
+            {"window_seconds": int(window_seconds)},
+            query_settings={"readonly": 2, "os_thread_priority": AUDIT_THREAD_NICE},
+        )
     elapsed_ms = int((time.monotonic() - started) * 1000)
     keys, duplicate_rows = rows[0] if rows else (0, 0)
     return DuplicateCount(duplicate_keys=int(keys or 0), duplicate_rows=int(duplicate_rows or 0), elapsed_ms=elapsed_ms)
