@@ -48,6 +48,7 @@ def draft_get_or_create(*, user: Any, pipeline: Any = None, initial_data: dict |
     return draft
 
 
+@transaction.atomic
 def draft_save_step(
     *,
     draft: WizardDraft,
@@ -58,8 +59,12 @@ def draft_save_step(
 ) -> WizardDraft:
     """Store a step's validated input: `spec` (the draft's partial spec with what the step changed) and
     `values` (what the spec has no place for) as the step's own section; with `advance`, move on to the next
-    step (and unlock it)."""
-    data = dict(draft.data)
+    step (and unlock it).
+
+    The row is locked and read again, and only this step's section, its typed input and the spec are written:
+    the other sections keep what requests that ran beside this one stored (a sample fetched meanwhile)."""
+    locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
+    data = dict(locked.data if locked is not None else draft.data)
     if values is not None:
         data[step] = values
     if spec is not None:
