@@ -183,7 +183,14 @@ def session_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
 # micro-batch's path (the offset and commit logs, each task's changelog; docs/performance.md). A session setting,
 # so each query's checkpoint file manager and state stores get it (at launch, spark-submit would look the class
 # up before the jar is on its classpath).
-IN_PROCESS_LOCAL_FILES = {"fs.AbstractFileSystem.file.impl": "io.clearflow.spark.InProcessLocalFileSystem$Fs"}
+# The FileSystem API's (`fs.file.impl`) hard-links the SST files the state store's maintenance thread uploads into
+# the checkpoint instead of copying them (InProcessLocalFileSystem.Linking). Hadoop caches one FileSystem per
+# scheme, made at launch with its own class, so the session's `file:` file systems are made anew (disable.cache).
+IN_PROCESS_LOCAL_FILES = {
+    "fs.AbstractFileSystem.file.impl": "io.clearflow.spark.InProcessLocalFileSystem$Fs",
+    "fs.file.impl": "io.clearflow.spark.InProcessLocalFileSystem$Linking",
+    "fs.file.impl.disable.cache": "true",
+}
 
 
 def use_in_process_local_files(spark: SparkSession) -> bool:
@@ -192,7 +199,9 @@ def use_in_process_local_files(spark: SparkSession) -> bool:
     from py4j.java_gateway import JavaClass
 
     package = spark._jvm.io.clearflow.spark  # type: ignore[union-attr]
-    if not isinstance(getattr(package, "InProcessLocalFileSystem$Fs"), JavaClass):
+    if not all(
+        isinstance(getattr(package, f"InProcessLocalFileSystem${name}"), JavaClass) for name in ("Fs", "Linking")
+    ):
         return False
     for key, value in IN_PROCESS_LOCAL_FILES.items():
         spark.conf.set(key, value)

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,3 +63,35 @@ def test_a_missing_file_is_reported_as_missing(spark, tmp_path):
         getattr(jvm.io.clearflow.spark, "InProcessLocalFileSystem$Raw")().setPermission(
             missing, jvm.org.apache.hadoop.fs.permission.FsPermission.createImmutable(0o600)
         )
+
+
+def test_state_files_go_into_the_checkpoint_as_hard_links_where_the_disk_allows(spark, tmp_path):
+    assert use_in_process_local_files(spark)
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path
+    conf = spark._jsparkSession.sessionState().newHadoopConf()  # what a query's state stores get
+    fs = path("file:///").getFileSystem(conf)
+    assert fs.getClass().getName() == "io.clearflow.spark.InProcessLocalFileSystem$Linking"
+
+    # What the state store's maintenance thread does with each new SST file of a snapshot.
+    sst = tmp_path / "rocksdb" / "000042.sst"
+    sst.parent.mkdir()
+    sst.write_bytes(b"sst" * 1000)
+    uploaded = tmp_path / "checkpoint" / "state" / "0" / "0" / "000042-uuid.sst"
+    fs.copyFromLocalFile(path(sst.as_uri()), path(uploaded.as_uri()))
+    assert uploaded.read_bytes() == sst.read_bytes()
+    assert os.stat(uploaded).st_ino == os.stat(sst).st_ino  # one file on disk, not two
+    sst.unlink()  # RocksDB deletes its copy after a compaction: the checkpoint's stays whole
+    assert uploaded.read_bytes() == b"sst" * 1000
+
+    # Onto another file system a link cannot go: copied, as Hadoop does.
+    other = Path("/dev/shm")
+    if other.is_dir() and os.stat(other).st_dev != os.stat(tmp_path).st_dev:
+        source = tmp_path / "000043.sst"
+        source.write_bytes(b"x" * 100)
+        target = other / f"clearflow-test-{os.getpid()}" / "000043.sst"
+        try:
+            fs.copyFromLocalFile(path(source.as_uri()), path(target.as_uri()))
+            assert target.read_bytes() == b"x" * 100  # a copy (another device), not an error
+        finally:
+            shutil.rmtree(target.parent, ignore_errors=True)

@@ -5,7 +5,10 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.PosixFilePermissions;
 
@@ -15,6 +18,7 @@ import org.apache.hadoop.fs.DelegateToFileSystem;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FsConstants;
 import org.apache.hadoop.fs.FsServerDefaults;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.local.LocalConfigKeys;
@@ -33,8 +37,12 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * {@code file:} scheme, fails, and it then answers the file's own status, as this does.
  *
  * <p>{@code fs.AbstractFileSystem.file.impl} names {@link Fs} (spark_jobs.pipeline.use_in_process_local_files).
- * The FileSystem API ({@code fs.file.impl}: the maintenance thread's uploads of SST files, off the batch's path)
- * keeps Hadoop's own class, which spark-submit loads before the engine's jar is on the classpath.
+ *
+ * <p>The FileSystem API ({@code fs.file.impl}) gets {@link Linking}: the state store's maintenance thread uploads
+ * each new SST file of a RocksDB snapshot into the checkpoint with {@code copyFromLocalFile}. On one machine that
+ * copied every file a compaction wrote: at 20,000 events/s with a 1-hour window the job's JVM wrote 110 MB/s
+ * (compactions and these copies), its maintenance thread took 0.09 cores, and the page cache held the 15 GB state
+ * twice (docs/performance.md). An SST file never changes once written, so a hard link is the same file.
  */
 public final class InProcessLocalFileSystem {
     private InProcessLocalFileSystem() {}
@@ -60,6 +68,48 @@ public final class InProcessLocalFileSystem {
                 return super.getFileLinkStatus(f); // a real link (none in a checkpoint): Hadoop's own way
             }
             return getFileStatus(f);
+        }
+    }
+
+    /**
+     * Hadoop's LocalFileSystem (checksums over {@link Raw}) whose {@code copyFromLocalFile} makes a hard link when
+     * the source is a local file on the same file system as the destination, and copies as Hadoop does otherwise
+     * (another device, a directory). The link has no checksum file: a file read without one is read unchecked,
+     * as Hadoop reads any file it did not write.
+     */
+    public static class Linking extends LocalFileSystem {
+        public Linking() {
+            super(new Raw());
+        }
+
+        @Override
+        public void copyFromLocalFile(boolean delSrc, Path src, Path dst) throws IOException {
+            copyFromLocalFile(delSrc, true, src, dst); // LocalFileSystem's own copies without the 4-argument form
+        }
+
+        @Override
+        public void copyFromLocalFile(boolean delSrc, boolean overwrite, Path src, Path dst) throws IOException {
+            java.nio.file.Path source = pathToFile(src).toPath();
+            java.nio.file.Path target = pathToFile(dst).toPath();
+            if (Files.isRegularFile(source, LinkOption.NOFOLLOW_LINKS)) {
+                try {
+                    Files.createDirectories(target.getParent());
+                    if (overwrite) {
+                        Files.deleteIfExists(target);
+                        Files.deleteIfExists(pathToFile(getChecksumFile(dst)).toPath()); // the old file's, if any
+                    }
+                    Files.createLink(target, source);
+                    if (delSrc) {
+                        Files.delete(source);
+                    }
+                    return;
+                } catch (FileAlreadyExistsException e) {
+                    throw new IOException("Target " + dst + " already exists", e);
+                } catch (UnsupportedOperationException | FileSystemException e) {
+                    // Another device, or links not allowed there: Hadoop's copy below.
+                }
+            }
+            super.copyFromLocalFile(delSrc, overwrite, src, dst);
         }
     }
 
