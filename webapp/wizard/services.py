@@ -62,7 +62,7 @@ def draft_save_step(
     step (and unlock it).
 
     The row is locked and read again, and only this step's section, its typed input and the spec are written:
-    the other sections keep what requests that ran beside this one stored (a sample fetched meanwhile)."""
+    the other sections keep what requests that ran beside this one stored (what was typed into another step)."""
     locked = WizardDraft.objects.select_for_update().filter(pk=draft.pk).first()
     data = dict(locked.data if locked is not None else draft.data)
     if values is not None:
