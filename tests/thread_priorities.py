@@ -4,6 +4,10 @@ product lowers the priority of background work."""
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -24,3 +28,25 @@ def thread_nice_values(pid: int) -> set[tuple[str, int]]:
 def can_renice_threads() -> bool:
     """Whether servers started here may lower their threads' priority (ClickHouse needs CAP_SYS_NICE for it)."""
     return os.geteuid() == 0
+
+
+@contextmanager
+def thread_nice_values_while(pid: int, *, interval: float = 0.005) -> Iterator[set[tuple[str, int]]]:
+    """Every (name, nice) that a thread of process `pid` showed while the `with` block ran, read every `interval`
+    seconds in a thread of its own (the set fills as the block runs; read it after the block)."""
+    seen: set[tuple[str, int]] = set()
+    running = threading.Event()
+    running.set()
+
+    def watch() -> None:
+        while running.is_set():
+            seen.update(thread_nice_values(pid))
+            time.sleep(interval)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        running.clear()
+        watcher.join()

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
 
 import clickhouse_connect
 import pytest
 
 from localstack.clickhouse_server import MERGE_NICE_INCREMENT
-from tests.thread_priorities import can_renice_threads, thread_nice_values
+from tests.thread_priorities import can_renice_threads, thread_nice_values_while
 
 
 @pytest.mark.skipif(not can_renice_threads(), reason="ClickHouse sets its threads' nice value only with CAP_SYS_NICE")
@@ -22,22 +20,8 @@ def test_merges_run_below_the_servers_own_priority(clickhouse_server):
     )
     for _ in range(3):
         client.command("INSERT INTO default.merge_priority SELECT number, toString(number) FROM numbers(1000000)")
-    seen: set[tuple[str, int]] = set()
-    merging = threading.Event()
-    merging.set()
-
-    def watch() -> None:
-        while merging.is_set():
-            seen.update(thread_nice_values(clickhouse_server.pid))
-            time.sleep(0.005)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with thread_nice_values_while(clickhouse_server.pid, interval=0.005) as seen:
         client.command("OPTIMIZE TABLE default.merge_priority FINAL")  # merges the parts, and waits for it
-    finally:
-        merging.clear()
-        watcher.join()
     # The pool's threads take the lower priority when they run a merge.
     assert ("MergeMutate", min(19, server_nice + MERGE_NICE_INCREMENT)) in seen
     assert ("HTTPHandler", server_nice) in seen  # the request itself kept the server's priority

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import clickhouse_connect
 import pytest
 
 from localstack.processes import free_port
-from tests.thread_priorities import can_renice_threads, thread_nice_values
+from tests.thread_priorities import can_renice_threads, thread_nice_values, thread_nice_values_while
 from tests.webapp.audits.conftest import insert_orders
 from webapp.audits import queries, selectors, services
 from webapp.audits.models import AuditedTable, AuditResult
@@ -160,22 +157,8 @@ def test_the_checks_threads_yield_the_cores_to_everything_else_on_the_server(
     audited = services.audited_table_sync_pipeline(pipeline=audited_pipeline)
     settings.AUDIT_MAX_ROWS_PER_SECOND = 50_000  # about 2 s for the 100,000 rows: long enough to be seen
     before = thread_nice_values(clickhouse_server.pid)
-    seen: set[tuple[str, int]] = set()
-    checking = threading.Event()
-    checking.set()
-
-    def watch() -> None:
-        while checking.is_set():
-            seen.update(thread_nice_values(clickhouse_server.pid))
-            time.sleep(0.02)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with thread_nice_values_while(clickhouse_server.pid, interval=0.02) as seen:
         hour, _ = services.audit_check(audited_table=audited)
-    finally:
-        checking.clear()
-        watcher.join()
     # The threads that handled the request and counted the keys ran at the audit's nice value (the server's
     # merge threads have their own, MERGE_NICE_INCREMENT below the server).
     audit_priority = [(name, nice) for name, nice in seen if nice == queries.AUDIT_THREAD_NICE]
