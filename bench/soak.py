@@ -67,6 +67,7 @@ from soak_series import (
     percentile,
     rows_verdict,
     slowest_phases,
+    state_disk_bytes,
     summarize,
     write_csv,
     write_outputs,
@@ -257,19 +258,6 @@ def jvm_heap(pid: int) -> int | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return heap_used_bytes(result.stdout)
-
-
-def state_disk_bytes(checkpoints: Path) -> int | None:
-    """Bytes on disk of every `state` directory under the checkpoints (the dedup state Spark keeps)."""
-    total, found = 0, False
-    for root, dirs, files in os.walk(checkpoints):
-        if Path(root).name == "state" or "/state/" in f"{root}/":
-            found = True
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.stat(os.path.join(root, name)).st_blocks * 512
-        dirs.sort()
-    return total if found else None
 
 
 def job_memory(supervisor_pid: int) -> tuple[int | None, int | None, int | None]:

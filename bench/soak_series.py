@@ -10,9 +10,11 @@ be one).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -341,3 +343,21 @@ def plot(path: Path, samples: Sequence[MinuteSample], *, title: str) -> Path:
     figure.savefig(path, dpi=90)
     plt.close(figure)
     return path
+
+
+def state_disk_bytes(checkpoints: Path) -> int | None:
+    """Bytes on disk of every `state` directory under the checkpoints (the dedup state Spark keeps). A file with
+    several names (the state store's uploads are hard links, and one file can be uploaded under two names) is
+    counted once."""
+    total, found, seen = 0, False, set()
+    for root, dirs, files in os.walk(checkpoints):
+        if Path(root).name == "state" or "/state/" in f"{root}/":
+            found = True
+            for name in files:
+                with contextlib.suppress(OSError):
+                    status = os.stat(os.path.join(root, name))
+                    if (status.st_dev, status.st_ino) not in seen:
+                        seen.add((status.st_dev, status.st_ino))
+                        total += status.st_blocks * 512
+        dirs.sort()
+    return total if found else None

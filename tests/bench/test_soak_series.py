@@ -3,6 +3,8 @@ summary against the steady-state targets, the jstat reading."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.bench.soak_helpers import MIB, sample, soak_series
@@ -122,3 +124,20 @@ def test_a_minutes_slowest_batch_names_its_longest_phases():
     assert soak_series.slowest_phases(batches) == "addBatch 5100 ms, state_commit 4200 ms, rocksdb_write_stall 3900 ms"
     assert soak_series.slowest_phases([{"batch_duration_ms": 700}]) == ""  # a job from before phases_ms
     assert soak_series.slowest_phases([]) == ""
+
+
+def test_state_on_disk_counts_a_file_with_two_names_once(tmp_path):
+    """The state store's uploads into the checkpoint are hard links of RocksDB's files (one file, several names)."""
+    state = tmp_path / "pipeline-1" / "state" / "0" / "0"
+    state.mkdir(parents=True)
+    (state / "1.changelog").write_bytes(b"c" * 10_000)
+    sst = state / "SSTs" / "000042-a.sst"
+    sst.parent.mkdir()
+    sst.write_bytes(b"s" * 100_000)
+    os.link(sst, state / "SSTs" / "000042-b.sst")  # the same file uploaded under a second name
+    (tmp_path / "pipeline-1" / "offsets").mkdir()
+    (tmp_path / "pipeline-1" / "offsets" / "1").write_bytes(b"o" * 50_000)  # not state
+
+    blocks = sum(os.stat(p).st_blocks * 512 for p in (state / "1.changelog", sst))
+    assert soak_series.state_disk_bytes(tmp_path) == blocks
+    assert soak_series.state_disk_bytes(tmp_path / "pipeline-1" / "offsets") is None
