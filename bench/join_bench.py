@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_pipeline import REPO, JobProcess, job_argv, log, patient
+from soak_series import state_disk_bytes
 
 METRICS_LOGGER = " clearflow.metrics "  # spark_jobs.metrics logs each batch's record as one JSON line
 
@@ -170,10 +171,6 @@ def produce_pairs(
     producer.flush(600)
     sent_events.value = events
     out.put((orders_sent, failed + len(producer)))
-
-
-def state_bytes(checkpoint: Path) -> int:
-    return sum(p.stat().st_size for p in (checkpoint / "state").rglob("*") if p.is_file())
 
 
 def job_metrics(log_file: Path) -> list[dict[str, Any]]:
@@ -343,7 +340,7 @@ def main() -> None:
                 figures |= visible_figures(client, table, start, end)
                 figures |= batch_figures(job_metrics(job_log), start, end)
                 figures |= {
-                    "state_mb": round(state_bytes(checkpoint) / 1e6, 1),
+                    "state_mb": round((state_disk_bytes(checkpoint) or 0) / 1e6, 1),
                     "rss_mb": round(job.peak / 1e6),
                     "load_1m": round(os.getloadavg()[0], 1),
                 }
@@ -366,7 +363,7 @@ def main() -> None:
             caught_up = check["rows"] >= orders_produced
             whole = visible_figures(client, table, started, time.time())
             records = job_metrics(job_log)
-            final_state_bytes = state_bytes(checkpoint)
+            final_state_bytes = state_disk_bytes(checkpoint) or 0
         finally:
             if producer.is_alive():
                 producer.terminate()
