@@ -45,7 +45,7 @@ DISK_HEADROOM = 2.0
 # entry: 10 bloom bits and an index entry per 4 KB block each). When they do not fit, each lookup reads a file's
 # whole filter block again (about 3.7% of a 64 MB file, 2.4 MB) and checksums it: a 5-minute window at 20,000
 # events/s (6M keys) with a 128 MB bound spent ~400 us a row in RocksDB.get and fell minutes behind; with 512 MB
-# its p95 stayed within 2.2 s (bench/soak.py, docs/performance.md "The cache must hold the filters"). So the
+# its p95 stayed within 2.2 s (bench/soak.py, docs/performance-log.md "The cache must hold the filters"). So the
 # bound holds
 # - every file's metadata with half again to spare, in the part of the cache kept for it
 #   (ROCKSDB_METADATA_SHARE: Spark's `highPriorityPoolRatio`, where index and filter blocks go first);
@@ -69,13 +69,13 @@ DRIVER_HEAP_MB = 1024
 # A light pipeline's heap: a few hundred events a second in batches of as many rows, and a state that stays
 # small, need far less. Measured with bench/density.py (2026-11-27, 3 pipelines at 100 events/s, 1g heaps): the
 # live heap (used after a full GC) was 96-98 MB once their first batches ran, while G1 had let the heap grow to
-# 523-676 MB committed because it could (docs/performance.md, "Many pipelines on one machine"). The floor is
+# 523-676 MB committed because it could (docs/performance-log.md, "Many pipelines on one machine"). The floor is
 # Spark's, not the live set's: a driver whose JVM reports less than 450 MB of heap does not start
 # (INVALID_DRIVER_MEMORY, "System memory 402653184 must be at least 471859200" with 384m). 512 MB: Spark's
 # minimum with a margin, five times the live set.
 LIGHT_DRIVER_HEAP_MB = 512
 # A light job's JVM: the options its driver starts with besides the heap's bound, chosen by measuring one job at
-# 100 events/s (bench/footprint.py; docs/performance.md, "A light job's footprint").
+# 100 events/s (bench/footprint.py; docs/performance-log.md, "A light job's footprint").
 # - The serial collector: G1 (the JVM's default on 2 cores and 2 GB or more) keeps remembered sets, card tables
 #   and per-region data beside the heap, and runs parallel and concurrent GC threads; a light job's live heap is
 #   under 100 MB, which the serial collector handles in pauses of milliseconds, in the thread that allocates
@@ -113,10 +113,10 @@ PROCESS_OVERHEAD_MB = 1280
 # store's load and commit, the offset and commit logs, the hand-over to Python and the insert). A busy pipeline's
 # batch takes longer than half a second anyway: a short trigger runs its batches back to back, so an event waits
 # for one batch, not for a batch and the rest of a second (at 20,000 events/s, p95 produced -> visible 1.1-1.6 s
-# against ~1.6-2.0 s with 1 s, same machine: docs/performance.md). A light pipeline's batch is mostly that fixed
+# against ~1.6-2.0 s with 1 s, same machine: docs/performance-log.md). A light pipeline's batch is mostly that fixed
 # cost, so its trigger stretches until a batch holds about LIGHT_BATCH_EVENTS events, up to
 # LIGHT_TRIGGER_MAX_SECONDS: at 100 events/s a job took 0.58 of a core with a 1 s trigger, 0.37 with 2 s and 0.20
-# with 5 s (bench/footprint.py, docs/performance.md "A light pipeline's micro-batches"), and 20 such jobs with 1 s
+# with 5 s (bench/footprint.py, docs/performance-log.md "A light pipeline's micro-batches"), and 20 such jobs with 1 s
 # triggers saturated 2 cores. ClickHouse asks for the same: about one insert a second per table at most, in
 # batches of hundreds of rows or more. The price is latency: up to the trigger more from produced to visible.
 BUSY_TRIGGER = "500 milliseconds"
