@@ -172,7 +172,6 @@ def bench_spec(
     clickhouse: tuple[str, int],
     dedup: bool,
     max_records_per_batch: int,
-    state_store: str = "memory",
     extra_columns: tuple[dict, ...] = (),
 ) -> dict:
     """The benchmark's pipeline: 5 fields, dedup on event_id (1h window, ingestion time) or none."""
@@ -187,9 +186,7 @@ def bench_spec(
             "fields": FIELDS,
             "max_records_per_batch": max_records_per_batch,
         },
-        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": state_store}
-        if dedup
-        else None,
+        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion"} if dedup else None,
         "sink": {
             "clickhouse": {"host": clickhouse[0], "port": clickhouse[1]},
             "table": f"bench_{kind}_{uuid.uuid4().hex[:6]}",

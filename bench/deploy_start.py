@@ -113,7 +113,7 @@ def deploy_once(
     produce(stack.env["KAFKA_BOOTSTRAP_SERVERS"], topic, events)
     if wait_standby and not wait_until(lambda: standby_ready(stack), timeout=300, interval=0.5):
         log("no standby job ready after 300 s: this deploy starts cold")
-    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
+    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion")
     pipeline = stack.api(
         "POST",
         "pipelines/",

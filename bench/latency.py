@@ -82,7 +82,6 @@ def run(
     label: str,
     spark_conf: list[str],
     services: dict[str, int],
-    state_store: str = "memory",
 ) -> dict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -96,7 +95,6 @@ def run(
         clickhouse=clickhouse,
         dedup=True,
         max_records_per_batch=500_000,
-        state_store=state_store,
         extra_columns=(kafka_ts,),
     )
     table = spec["sink"]["table"]

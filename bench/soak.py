@@ -3,17 +3,16 @@
     nice -n 19 .venv/bin/python bench/soak.py --rate 2000 --minutes 3              # a smoke run
     .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --out var/soak/20k-1h
 
-Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema
-registry, Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and
-a PostgreSQL database of its own, both removed at the end (--keep keeps them). Then, through the REST API with an
-API token: a Kafka and a ClickHouse connection, and one pipeline with the product's defaults (dedup on a UUID
-`id`, window --window, --time ingestion|event, state store and job memory left to the product unless
---state-store is given). A producer process sends --rate JSON events/s, --dup-share of them re-sends of a recent
-event (the same bytes), from --lead-seconds (60) before the deploy on: the product sizes the job's memory from
-the topic's recent rate (over the last minute: keep it at 60 or more), as it would for a topic already in use
-(0: deployed on a quiet topic). The expected
-state the API's validation gives then goes into the summary. The --minutes count from when the job runs; the
-first one catches up with the lead time's events.
+Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema registry,
+Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and a
+PostgreSQL database of its own, both removed at the end (--keep keeps them). Then, through the REST API with an API
+token: a Kafka and a ClickHouse connection, and one pipeline with the product's defaults (dedup on a UUID `id`,
+window --window, --time ingestion|event, job memory left to the product). A producer process sends --rate JSON
+events/s, --dup-share of them re-sends of a recent event (the same bytes), from --lead-seconds (60) before the
+deploy on: the product sizes the job's memory from the topic's recent rate (over the last minute: keep it at 60 or
+more), as it would for a topic already in use (0: deployed on a quiet topic). The expected state the API's
+validation gives then goes into the summary. The --minutes count from when the job runs; the first one catches up
+with the lead time's events.
 
 Each minute one line: events/s produced, rows in ClickHouse (and the unique ids produced so far), p50/p95 from
 produced to visible, micro-batch duration, lag, dedup state keys and bytes on disk, JVM heap used, job RSS and
@@ -162,13 +161,11 @@ class Stack:
 # --- the pipeline ----------------------------------------------------------------------------------------------
 
 
-def pipeline_spec(topic: str, table: str, *, window: str, time_mode: str, state_store: str | None) -> dict:
+def pipeline_spec(topic: str, table: str, *, window: str, time_mode: str) -> dict:
     """The pipeline a new user would create: dedup on a UUID `id`, the product's defaults otherwise."""
     dedup: dict[str, Any] = {"keys": ["id"], "window": window}
     if time_mode == "event":
         dedup.update(time="event", event_time_field="produced_at")
-    if state_store:
-        dedup["state_store"] = state_store
     return {
         "source": {
             "topics": [topic],
@@ -399,7 +396,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--window", default="1h", help="the dedup window (default 1h)")
     parser.add_argument("--dup-share", type=float, default=0.10, help="share of events that re-send one (0.1)")
     parser.add_argument("--time", choices=["ingestion", "event"], default="ingestion", help="the dedup's time")
-    parser.add_argument("--state-store", choices=["auto", "memory", "rocksdb"], help="default: the product's")
     parser.add_argument("--partitions", type=int, default=2, help="the topic's partitions (default 2)")
     parser.add_argument(
         "--lead-seconds",
@@ -436,7 +432,7 @@ def main() -> int:
             "connections/clickhouse/",
             {"name": "soak ch", "host": "127.0.0.1", "port": stack.ports["clickhouse"]},
         )
-        spec = pipeline_spec(topic, table, window=args.window, time_mode=args.time, state_store=args.state_store)
+        spec = pipeline_spec(topic, table, window=args.window, time_mode=args.time)
         pipeline = stack.api(
             "POST",
             "pipelines/",

@@ -46,7 +46,8 @@ DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1d", "1 day"),
     ("7d", "7 days"),
 )
-# What earlier versions chose for the dedup state (DedupSpec.state_store): still accepted, no longer used.
+# What earlier versions chose for the dedup state (DedupSpec.state_store): still accepted, no longer used nor
+# written; removed in ClearFlow 0.2.0.
 StateStore = Literal["auto", "memory", "rocksdb"]
 STATE_STORES: tuple[str, ...] = get_args(StateStore)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -204,9 +205,11 @@ class DedupSpec(Windowed):
     window: str = "1h"
     time: Literal["ingestion", "event"] = "ingestion"
     event_time_field: str | None = None
-    # Accepted for specs written by earlier versions, which chose a memory or RocksDB store here. The dedup
-    # state is always on RocksDB now, with bounded memory (spark_jobs.pipeline.state_store_conf).
-    state_store: StateStore = "auto"
+    # Deprecated, removed in ClearFlow 0.2.0: accepted for specs written by earlier versions, which chose a
+    # memory or RocksDB store here, and never written again (`exclude`: not in `to_dict()`, the stored spec, the
+    # API's answers nor `clearflow export`). The dedup state is always on RocksDB, with bounded memory
+    # (spark_jobs.pipeline.state_store_conf).
+    state_store: StateStore = Field(default="auto", exclude=True)
 
     @model_validator(mode="after")
     def _event_time(self) -> DedupSpec:

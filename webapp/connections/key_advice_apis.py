@@ -106,8 +106,9 @@ class DedupAnalysisOutput(serializers.Serializer):
         allow_null=True, help_text="Those keys' bytes on disk (the state is always in RocksDB, under the checkpoint)."
     )
     state_store = serializers.CharField(
-        help_text="Deprecated: always `rocksdb`. The dedup state is always kept on disk in RocksDB; kept for clients "
-        "of earlier versions. The size to plan for is in `estimated_state_keys` and `estimated_state_bytes`."
+        help_text="Deprecated, removed in ClearFlow 0.2.0: always `rocksdb`. The dedup state is always kept on disk "
+        "in RocksDB; kept for clients of earlier versions. The size to plan for is in `estimated_state_keys` and "
+        "`estimated_state_bytes`."
     )
     candidates = KeyCandidateOutput(many=True)
     complete = serializers.BooleanField(help_text="False: the time budget ran out; the figures cover what was read.")

@@ -69,7 +69,6 @@ SPEC = {
         "window": "90m",
         "time": "event",
         "event_time_field": "created_at",
-        "state_store": "rocksdb",
     },
     "filter": "created_at IS NOT NULL",
     "transforms": [{"name": "domain", "expression": "split(user.email, '@')[1]", "type": "string"}],
