@@ -216,14 +216,26 @@ def _nullable(column: str, nullable: bool) -> str:
     return f"Nullable({column})"
 
 
-def split_wire_format(value: bytes) -> tuple[int, bytes]:
-    """(schema id, Avro body) of a record in the Confluent wire format; ValueError naming what is wrong."""
+def split_wire_format(value: bytes | None) -> tuple[int, bytes]:
+    """(schema id, body) of a record in the Confluent wire format; ValueError naming what is wrong, in the words
+    of the job's dead-letter reason (`spark_jobs.avro_decode`): the same edges, so a record the web app reads as
+    framed is one the job reads as framed. A 5-byte record is framed, with an empty body."""
+    value = value or b""  # a record without a value (a tombstone) has no header either
     if len(value) < WIRE_HEADER_BYTES:
         raise ValueError(f"record too short for the Confluent wire format ({len(value)} bytes)")
     if value[0] != MAGIC_BYTE:
         raise ValueError(f"not in the Confluent wire format: the first byte is 0x{value[0]:02X}, expected 0x00")
     (schema_id,) = struct.unpack(">I", value[1:WIRE_HEADER_BYTES])
     return schema_id, value[WIRE_HEADER_BYTES:]
+
+
+def wire_schema_id(value: bytes | None) -> int | None:
+    """The schema id of a record in the Confluent wire format; None when it is not framed so (`split_wire_format`
+    says why)."""
+    try:
+        return split_wire_format(value)[0]
+    except ValueError:
+        return None
 
 
 def wire_format(schema_id: int, body: bytes) -> bytes:
