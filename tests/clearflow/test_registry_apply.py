@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.specs import spec_dict
 from tests.webapp.conftest import avro_topic  # noqa: F401 - the fixture
 from webapp.connections.models import SchemaRegistryConnection
 from webapp.connections.services import schema_registry_connection_create
@@ -32,25 +33,16 @@ url: ${SCHEMA_REGISTRY_URL}
 
 
 def avro_spec(topic: str, database: str) -> dict:
-    return {
-        "source": {
-            "topics": [topic],
-            "format": "avro",
-            "fields": [{"path": "order_id", "type": "uuid"}, {"path": "qty", "type": "int"}],
-        },
-        "dedup": {"keys": ["order_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": database},
-            "table": "avro_orders",
-            "create_table": True,
-            "engine": "ReplacingMergeTree",
-            "order_by": ["order_id"],
-            "columns": [
-                {"field": "order_id", "column": "order_id", "type": "UUID"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-            ],
-        },
-    }
+    return spec_dict(
+        topics=[topic],
+        format="avro",
+        fields=[("order_id", "uuid"), ("qty", "int")],
+        database=database,
+        table="avro_orders",
+        create_table=True,
+        engine="ReplacingMergeTree",
+        columns=[("order_id", "order_id", "UUID"), ("qty", "qty", "Int64")],
+    )
 
 
 def pipeline_yaml(spec: dict, *, registry: str | None = "files-registry") -> str:
