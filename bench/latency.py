@@ -88,7 +88,7 @@ def run(
     topic = f"latency-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept referenced until the topic exists
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    kafka_ts = {"field": "_kafka_timestamp", "column": "kafka_ts", "type": "DateTime64(3, 'UTC')"}
+    kafka_ts = ("_kafka_timestamp", "kafka_ts", "DateTime64(3, 'UTC')")
     spec = bench_spec(
         topic=topic,
         bootstrap=bootstrap,

@@ -1,6 +1,6 @@
-"""One builder for the pipeline specs the tests write: a spec from keyword arguments, as the dict a user or the API
-sends (`spec_dict`) or parsed (`pipeline_spec`). Only what is given goes in, so a test's spec reads as what it
-sets; the field and column sets of the test events are named once here."""
+"""One builder for the pipeline specs the tests and the benches write: a spec from keyword arguments, as the dict a
+user or the API sends (`spec_dict`) or parsed (`pipeline_spec`). Only what is given goes in, so a spec reads as
+what it sets; the field and column sets of the test events are named once here."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def spec_dict(
 ) -> dict[str, Any]:
     """A spec dict. `dedup`: a field's path (over `window`), a whole dedup section, or None for none; by default the
     first field. `order_by` defaults to the dedup key. `kafka` (bootstrap servers) and `clickhouse` (an address with
-    host and port) are the connection details a stored spec leaves to its connections; `database` goes with either.
-    `source` and `sink` add keys to their sections, `sections` sets top-level ones (filter, transforms, join)."""
+    host and port, or a (host, port) pair) are the connection details a stored spec leaves to its connections;
+    `database` goes with either. `source` and `sink` add keys to their sections, `sections` sets top-level ones
+    (filter, transforms, join)."""
     if dedup == FIRST_FIELD:
         dedup = fields[0][0]
     dedup_section = {"keys": [dedup], "window": window} if isinstance(dedup, str) else dedup
@@ -78,7 +79,8 @@ def spec_dict(
     source_section["fields"] = [{"path": path, "type": kind} for path, kind in fields]
     connection: dict[str, Any] = {}
     if clickhouse is not None:
-        connection.update(host=clickhouse.host, port=clickhouse.port)
+        host, port = clickhouse if isinstance(clickhouse, tuple) else (clickhouse.host, clickhouse.port)
+        connection.update(host=host, port=port)
     if database is not None:
         connection["database"] = database
     sink_section: dict[str, Any] = {"clickhouse": connection, "table": table}
