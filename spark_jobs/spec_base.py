@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -24,12 +24,19 @@ from spark_jobs.field_types import FieldType
 from spark_jobs.limits import VALIDATION_SECONDS
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
+# `_kafka_key`: the record's key as UTF-8 text (NULL when the record has none), also a dedup key.
 KAFKA_METADATA_FIELDS: dict[str, str] = {
     "_kafka_topic": "string",
     "_kafka_partition": "int",
     "_kafka_offset": "int",
     "_kafka_timestamp": "datetime",
+    "_kafka_key": "string",
 }
+KAFKA_KEY = "_kafka_key"
+# The record's headers, a map<string,string> (values as UTF-8 text; of a header sent twice, the last). In
+# expressions `_kafka_headers['trace-id']`; one header is the string field `_kafka_headers.<name>` (a column's
+# `field`, a dedup key; NULL when the record lacks it).
+KAFKA_HEADERS = "_kafka_headers"
 RESERVED_PREFIXES = ("_kafka_", "_cf_")
 
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
@@ -54,6 +61,17 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _IDENT_RE = re.compile(rf"^{_IDENT}$")
 _PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_HEADER_FIELD_RE = re.compile(rf"^{KAFKA_HEADERS}\.{_IDENT}$")
+
+
+def kafka_header_fields(names: Iterable[str]) -> dict[str, str]:
+    """The header fields among `names` (`_kafka_headers.trace_id`), each a string field."""
+    return {name: "string" for name in names if _HEADER_FIELD_RE.match(name)}
+
+
+def kafka_record_fields(names: Iterable[str]) -> dict[str, str]:
+    """What a dedup key may name besides the source's fields: the record's key, and the headers among `names`."""
+    return {KAFKA_KEY: KAFKA_METADATA_FIELDS[KAFKA_KEY], **kafka_header_fields(names)}
 
 
 # --- errors ------------------------------------------------------------------------------------------------
@@ -333,6 +351,8 @@ def time_field_issues(name: str, fields: dict[str, str], path: str, source_path:
 
 __all__ = [
     "DEDUP_WINDOWS",
+    "KAFKA_HEADERS",
+    "KAFKA_KEY",
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "RESERVED_PREFIXES",
@@ -351,6 +371,8 @@ __all__ = [
     "check_ident",
     "dedup_issues",
     "field_issues",
+    "kafka_header_fields",
+    "kafka_record_fields",
     "parse_window",
     "schema_field_issues",
     "source_issues",
