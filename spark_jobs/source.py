@@ -41,7 +41,7 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         .options(**_FETCH_OPTIONS)
         .options(**kafka_connector_options(source.kafka))
         .option("subscribe", ",".join(source.topics))
-        .option("startingOffsets", source.starting_offsets)
+        .options(**starting_options(source))
         .option("maxOffsetsPerTrigger", str(source.max_records_per_batch))
         .option("includeHeaders", "true")
         .option("groupIdPrefix", f"clearflow-{spec.name}")
@@ -59,6 +59,15 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         F.col("key").cast("string").alias(KAFKA_KEY),
         headers_map(F.col("headers")).alias(KAFKA_HEADERS),
     )
+
+
+def starting_options(source: SourceSpec) -> dict[str, str]:
+    """Where a first start reads from: `earliest`, `latest`, or one time for every partition of the topics (a
+    partition with no record at or after it starts at its end)."""
+    millis = source.starting_timestamp_ms
+    if millis is None:
+        return {"startingOffsets": source.starting_offsets}
+    return {"startingTimestamp": str(millis), "startingOffsetsByTimestampStrategy": "latest"}
 
 
 def headers_map(headers: Column) -> Column:

@@ -14,9 +14,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from datetime import UTC, datetime
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, fields_by_path
 from spark_jobs.connections import KafkaConnectionSpec, SchemaRegistryConnectionSpec
@@ -159,6 +160,43 @@ class FieldSpec(BaseModel):
         return value
 
 
+# Unix milliseconds below this are 1973 or earlier: seconds given where milliseconds were meant.
+_MIN_TIMESTAMP_MS = 10**11
+
+
+def starting_timestamp_ms(text: str) -> int:
+    """`source.starting_offsets` as a time: unix milliseconds ("1764547200000") or ISO 8601
+    ("2026-12-01T00:00:00Z"; without an offset, UTC). Raises ValueError saying what to write instead."""
+    usage = "use earliest, latest, or a time: ISO 8601 ('2026-12-01T00:00:00Z') or unix milliseconds"
+    text = text.strip()
+    if text.isdigit():
+        millis = int(text)
+        if millis < _MIN_TIMESTAMP_MS:
+            raise ValueError(
+                f"starting_offsets {text} reads as milliseconds before 1973: give unix milliseconds (seconds x 1000)"
+            )
+        return millis
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"invalid starting_offsets {text!r}: {usage}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _starting_offsets(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str) and value not in ("earliest", "latest"):
+        starting_timestamp_ms(value)
+    return value
+
+
+# The check travels with the type, so a partial spec (the wizard's draft) checks it too.
+StartingOffsets = Annotated[str, BeforeValidator(_starting_offsets)]
+
+
 # How record values are encoded. avro: Confluent's wire format with `schema_registry`, or plain Avro bodies of
 # the one `avro_schema` given. protobuf: Confluent's wire format with `schema_registry`.
 SourceFormat = Literal["json", "avro", "protobuf"]
@@ -170,7 +208,9 @@ class SourceSpec(BaseModel):
 
     kafka: KafkaConnectionSpec
     topics: list[str] = Field(min_length=1)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    # "earliest", "latest", or a time (ISO 8601, or unix milliseconds): each partition starts at its first record
+    # at or after it. Used on the first start only; afterwards the checkpoint decides.
+    starting_offsets: StartingOffsets = "earliest"
     format: SourceFormat = "json"
     # format avro, Confluent wire format: where the writer schemas are (subjects `<topic>-value`).
     schema_registry: SchemaRegistryConnectionSpec | None = None
@@ -189,6 +229,13 @@ class SourceSpec(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("topics are listed twice")
         return value
+
+    @property
+    def starting_timestamp_ms(self) -> int | None:
+        """The time to start from in unix milliseconds; None for `earliest` or `latest`."""
+        if self.starting_offsets in ("earliest", "latest"):
+            return None
+        return starting_timestamp_ms(self.starting_offsets)
 
     @property
     def uses_registry(self) -> bool:
@@ -376,5 +423,6 @@ __all__ = [
     "parse_window",
     "schema_field_issues",
     "source_issues",
+    "starting_timestamp_ms",
     "time_field_issues",
 ]
