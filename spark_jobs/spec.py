@@ -59,6 +59,7 @@ from spark_jobs.join_spec import (
 from spark_jobs.limits import size_issues
 from spark_jobs.spec_base import (
     DEDUP_WINDOWS,
+    JOIN_METADATA_FIELDS,
     KAFKA_HEADERS,
     KAFKA_KEY,
     KAFKA_METADATA_FIELDS,
@@ -387,6 +388,7 @@ def parse_spec(data: dict[str, Any] | str | bytes) -> PipelineSpec:
 __all__ = [
     "DEDUP_WINDOWS",
     "FIELD_TYPES",
+    "JOIN_METADATA_FIELDS",
     "JOIN_SIDES",
     "KAFKA_HEADERS",
     "KAFKA_KEY",

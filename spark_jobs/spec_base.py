@@ -34,6 +34,9 @@ KAFKA_METADATA_FIELDS: dict[str, str] = {
     "_kafka_key": "string",
 }
 KAFKA_KEY = "_kafka_key"
+# What a join side's events carry of the record: kept in the join's state, whose schema a checkpoint of an earlier
+# version holds, so the key (added since) is not among them.
+JOIN_METADATA_FIELDS: dict[str, str] = {name: kind for name, kind in KAFKA_METADATA_FIELDS.items() if name != KAFKA_KEY}
 # The record's headers, a map<string,string> (values as UTF-8 text; of a header sent twice, the last). In
 # expressions `_kafka_headers['trace-id']`; one header is the string field `_kafka_headers.<name>` (a column's
 # `field`, a dedup key; NULL when the record lacks it).
@@ -398,6 +401,7 @@ def time_field_issues(name: str, fields: dict[str, str], path: str, source_path:
 
 __all__ = [
     "DEDUP_WINDOWS",
+    "JOIN_METADATA_FIELDS",
     "KAFKA_HEADERS",
     "KAFKA_KEY",
     "KAFKA_METADATA_FIELDS",

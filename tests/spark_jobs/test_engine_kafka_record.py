@@ -108,3 +108,14 @@ def test_a_topic_keyed_by_order_id_is_deduplicated_on_its_key(
     assert rows == [("o-1", 1, "t1-last"), ("o-2", 2, "tr\u00e4ce"), ("\u00f6-3", 4, None)]
     reasons = ch.query(f"SELECT reason FROM {spec.sink.dead_letter_table}").result_rows
     assert reasons == [("dedup key '_kafka_key' is missing or null",)]
+
+
+@pytest.mark.fast
+def test_a_join_side_carries_the_metadata_its_checkpointed_state_has():
+    """A join keeps each side's events in its state: a field added to them would not restore an earlier
+    version's checkpoint, so the record's key is not among a joined row's names."""
+    from spark_jobs.spec import joined_field_types
+
+    names = joined_field_types([], [])
+    assert "left._kafka_timestamp" in names and "right._kafka_offset" in names
+    assert not {"left._kafka_key", "right._kafka_key"} & set(names)
