@@ -178,6 +178,7 @@ def metrics_from_progress(
         ),
         lag=lag,
         total_lag=sum(v for parts in lag.values() for v in parts.values()),
+        end_offsets={topic: {str(p): int(o) for p, o in parts.items()} for topic, parts in end.items()},
         state_rows=sum(int(op.get("numRowsTotal", 0)) for op in state_ops) or state_keys or 0,
         state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in state_ops),
         late_rows_dropped=late,
