@@ -253,11 +253,16 @@ def resize_for(
     rate = max(pace.arriving_per_second, pace.reading_per_second)
     sized_for = float(sizing.get("events_per_second") or 0.0)
     light = bool(sizing.get("light"))
-    if light and (pace.state == "behind" or pace.arriving_per_second > LIGHT_EXCEEDED * LIGHT_MAX_EVENTS_PER_SECOND):
-        behind = pace.state == "behind"
-        why = f"lag {count(pace.lag)} events and growing" if behind else "more than a light pipeline takes"
+    heavy = LIGHT_EXCEEDED * LIGHT_MAX_EVENTS_PER_SECOND
+    if light and (pace.state == "behind" or rate > heavy):
+        if pace.state == "behind":
+            why = f"lag {count(pace.lag)} events and growing"
+        elif pace.arriving_per_second > heavy:
+            why = "more than a light pipeline takes"
+        else:  # a backlog read faster than any light pipeline's rate: its batches are a busy pipeline's
+            why = f"a backlog of {count(pace.lag)} events read at {count(pace.reading_per_second)}/s"
         return Resize(
-            events_per_second=max(rate, LIGHT_EXCEEDED * LIGHT_MAX_EVENTS_PER_SECOND),
+            events_per_second=max(rate, heavy),
             reason=f"events arrive at {count(pace.arriving_per_second)}/s ({why}), sized for {count(sized_for)}/s",
         )
     bound = sizing.get("rocksdb_memory_mb")

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from spark_jobs import pace
 from spark_jobs.checkpoint_offsets import committed_offsets
+from spark_jobs.cpu_priority import leave_idle_class
 from spark_jobs.protocol import (
     LAG_KEEP_SECONDS,
     LagReading,
@@ -41,7 +42,7 @@ from webapp.connections.kafka_client import TopicOffsets, offsets_client, topic_
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus
-from worker import redis_state
+from worker import jobs, redis_state
 
 log = logging.getLogger(__name__)
 S = PipelineStatus
@@ -201,6 +202,11 @@ def follow(pipeline: Pipeline) -> bool:
     redis_state.client().set(pace_key(pipeline.job_name), json.dumps({**judged.to_dict(), **said}), ex=LAG_KEEP_SECONDS)
     if run is None or run.running_at is None or run.resize or pipeline.status != S.RUNNING:
         return True
+    if judged.state in ("behind", "catching_up") and sizing.get("light") and run.host in ("", jobs.this_host()):
+        # Never starved: the idle CPU class is for light pipelines that keep up.
+        moved = leave_idle_class(run.pid) if run.pid else 0
+        if moved:
+            log.info("pipeline %s: %s; %d threads left the idle CPU class", pipeline.pk, judged.summary(), moved)
     quiet = [r for r in readings if reading.t_ms - r.t_ms <= pace.LIGHT_AGAIN_SECONDS * 1000]
     resize = pace.resize_for(
         judged,

@@ -138,3 +138,11 @@ def test_counts_and_durations_in_words():
     assert pace.count(12) == "12"
     assert pace.duration(95) == "1 min 35 s"
     assert pace.duration(7200) == "2 h"
+
+
+def test_a_light_job_reading_a_backlog_faster_than_a_light_rate_is_re_sized_for_its_batches():
+    catching_up = pace.judge(series(seconds=120, arriving=0, reading=12_000, start_lag=20_000_000))
+    assert catching_up.state == "catching_up"
+    resize = pace.resize_for(catching_up, sizing=LIGHT, running_seconds=600)
+    assert resize is not None and resize.events_per_second == pytest.approx(12_000, rel=0.01)
+    assert "a backlog of 18.6M events read at 12k/s" in resize.reason
