@@ -125,7 +125,7 @@ def test_a_pipeline_that_cannot_keep_up_is_behind_in_words_and_its_alert_fires_t
     worker_env.update({"CLEARFLOW_LAG_INTERVAL": "2", "CLEARFLOW_ALERT_INTERVAL": "2"})
     celery_worker.start()
     # At most 100 events a micro-batch at 200 ms triggers (about 500/s at best on these cores, each batch's fixed
-    # cost included) while 1,500 arrive a second: the lag grows.
+    # cost included) while 1,000 arrive a second for longer than the alert waits: the lag grows.
     spec = api_spec(topic, table)
     spec["source"]["max_records_per_batch"] = 100
     pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=spec)
@@ -133,7 +133,7 @@ def test_a_pipeline_that_cannot_keep_up_is_behind_in_words_and_its_alert_fires_t
     produce(kafka_bootstrap, topic, events("b", 10, 0))
     api.post(f"{URL}{pk}/deploy/")
     wait_status(api, pk, "running", worker=celery_worker)
-    load = PacedLoad(kafka_bootstrap, topic, prefix="burst", per_second=1_500, seconds=45)
+    load = PacedLoad(kafka_bootstrap, topic, prefix="burst", per_second=1_000, seconds=150)
 
     behind = wait_for(lambda: (p := pace_of(api, pk)) and p["state"] == "behind" and p, timeout=JOB_TIMEOUT)
     assert behind["summary"].startswith("Behind: lag ")
