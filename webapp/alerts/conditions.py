@@ -135,7 +135,11 @@ def _condition(rule: AlertRule, *, now: datetime, readings: Readings) -> Conditi
         return _failed(pipeline)
     if rule.kind == RuleKind.DUPLICATES:
         return _duplicates(rule, readings.audits.get(pipeline.pk))
-    # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on.
+    # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on. While it
+    # is deploying (a redeploy, a re-size, a restart with the stack) they keep their state: a re-size of a pipeline
+    # that falls behind does not resolve its alert for the seconds its job restarts.
+    if pipeline.status == PipelineStatus.DEPLOY_REQUESTED:
+        return UNKNOWN
     if pipeline.status != PipelineStatus.RUNNING:
         return Condition(active=False)
     if rule.kind == RuleKind.DEAD_LETTER_RATE:
