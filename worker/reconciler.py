@@ -142,6 +142,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
         pipeline.status == S.DEPLOY_REQUESTED
         and run.version_id == pipeline.deployed_version_id
         and not pipeline.reset_checkpoint
+        and not run.resize  # re-sized (worker.lag): it stops, and starts again sized anew
     ) or pipeline.status == S.RUNNING
     if not wanted:  # stopping, a redeploy of another version, or a status that wants no job
         return _stop(run, job)
@@ -202,8 +203,13 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         return
     stopping = run.stop_requested_at is not None
     if stopping:
-        outcome = RunOutcome.STOPPED if pipeline.status == S.STOP_REQUESTED else RunOutcome.REPLACED
-        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=run.reason or "stopped")
+        if pipeline.status == S.STOP_REQUESTED:
+            outcome, reason = RunOutcome.STOPPED, run.reason or "stopped"
+        elif run.resize:
+            outcome, reason = RunOutcome.RESIZED, f"Re-sized: {run.resize.get('reason', '')}."
+        else:
+            outcome, reason = RunOutcome.REPLACED, run.reason or "stopped"
+        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
         if pipeline.status == S.STOP_REQUESTED:
             services.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
         elif pipeline.status == S.DEPLOY_REQUESTED:
@@ -283,8 +289,12 @@ def _start(pipeline: Pipeline) -> None:
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
+    resized = _resized_from(pipeline)
     resources = state_size.job_resources(
-        spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
+        spec=job_spec,
+        kafka_connection=pipeline.kafka_connection,
+        checkpoint=checkpoint,
+        events_per_second=resized.resize.get("events_per_second") if resized else None,
     )
     launch = _launch(
         name=pipeline.job_name,
@@ -314,7 +324,8 @@ def _start(pipeline: Pipeline) -> None:
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
         driver_memory=resources.driver_memory,
-        start=start_note,
+        start=_resize_note(resized, resources) + start_note,
+        sizing=resources.sizing_record(),
     )
     log.info(
         "pipeline %s: started version %s (attempt %s, pid %s): %s",
@@ -324,6 +335,20 @@ def _start(pipeline: Pipeline) -> None:
         handle.pid,
         start_note,
     )
+
+
+def _resized_from(pipeline: Pipeline) -> PipelineRun | None:
+    """The pipeline's last run, when it ended to be re-sized (its `resize` says for what rate)."""
+    last = PipelineRun.objects.filter(pipeline=pipeline).order_by("-started_at", "-id").first()
+    return last if last is not None and last.outcome == RunOutcome.RESIZED and last.resize else None
+
+
+def _resize_note(resized: PipelineRun | None, resources: state_size.JobResources) -> str:
+    """How a re-sized run was sized, for its record: 'Re-sized (events arrive at 19.8k/s, sized for 0/s): restarted
+    with a 1g heap, 512 MB of state memory, trigger 500 milliseconds. '"""
+    if resized is None:
+        return ""
+    return f"Re-sized ({resized.resize.get('reason', '')}): restarted with {resources.words()}. "
 
 
 def _launch(

@@ -537,3 +537,20 @@ def _same_cause_in_a_row(pipeline: Pipeline, cause: failures.Cause, *, since: da
 def pipeline_restart(*, pipeline: Pipeline) -> bool:
     """A planned automatic restart is due: failed -> deploying (from the checkpoint). Whether it was made."""
     return pipeline.transition(Action.RESTART, message="Restarting from the checkpoint.", restart_at=None)
+
+
+def pipeline_resize(*, pipeline: Pipeline, run: PipelineRun, events_per_second: float, reason: str) -> bool:
+    """The worker sizes the running job again (`worker.lag`): the run is marked with the rate to size for, once
+    (compare-and-set), and the pipeline goes running -> deploying, so the reconciler stops the job and starts it
+    again from its checkpoint, sized for that rate (`worker.reconciler._start`). Whether it was made."""
+    resize = {"events_per_second": round(float(events_per_second), 1), "reason": reason}
+    with transaction.atomic():
+        marked = PipelineRun.objects.filter(pk=run.pk, ended_at__isnull=True, resize={}).update(resize=resize)
+        if not marked:
+            return False
+        if not pipeline.transition(Action.RESIZE, message=f"Re-sizing: {reason}."):
+            transaction.set_rollback(True)
+            return False
+        run.resize = resize
+        transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
+    return True

@@ -45,6 +45,10 @@ CLEARFLOW_RUN_ROOT = env_str("CLEARFLOW_RUN_ROOT", str(VAR_DIR / "runs"))
 # The Celery queue the pipeline tasks (start, stop, watch) go to; health checks that someone consumes it.
 PIPELINE_QUEUE = env_str("CLEARFLOW_PIPELINE_QUEUE", "pipelines")
 PIPELINE_WATCH_INTERVAL_SECONDS = env_float("CLEARFLOW_WATCH_INTERVAL", 5.0)
+# How often the worker reads every deployed pipeline's lag from the brokers and judges its pace (worker.lag).
+PIPELINE_LAG_INTERVAL_SECONDS = env_float("CLEARFLOW_LAG_INTERVAL", 10.0)
+# A running job is judged for a re-size (spark_jobs.pace.resize_for) once it has run this long.
+PIPELINE_RESIZE_SETTLE_SECONDS = env_float("CLEARFLOW_RESIZE_SETTLE", 60.0)
 # Graceful stop (SIGTERM: the job finishes its micro-batch) is forced (SIGKILL, the batch is replayed) after this.
 PIPELINE_STOP_TIMEOUT_SECONDS = env_float("CLEARFLOW_STOP_TIMEOUT", 60.0)
 # A running job that published no heartbeat (a progress or idle event) for this long is failed.
