@@ -336,15 +336,13 @@ def up() -> int:
         return 130
 
     group = processes.ProcessGroup(log_dir)
-    standby_started = False
     try:
         for definition in definitions:
             service = group.start(definition)
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
             _record_stack(config, group, started)
-            if not standby_started and processes.tcp_open(config.redis_host, config.redis_port):
-                standby_started = True
-                start_standby_job()
+            if processes.tcp_open(config.redis_host, config.redis_port):
+                keep_standby_jobs()
         _print_banner(config, seconds=time.time() - started, since=command)
         reported: set[str] = set()
         while True:
@@ -401,10 +399,10 @@ def _address_of(config: StackConfig, name: str) -> str:
     }.get(name, "")
 
 
-def start_standby_job() -> None:
-    """Start the worker's first standby job now, beside the services still starting, so that a deploy right
-    after the banner finds its JVM and Spark session up (`worker.reconciler.keep_standby`; the worker's watcher
-    starts the rest of the pool and replaces what deploys take). The stack's stop stops it with the jobs."""
+def keep_standby_jobs() -> None:
+    """Fill the worker's pool of standby jobs while the other services start (one at a time, from when Redis
+    answers; `worker.reconciler.keep_standby`), so that a deploy right after the banner finds a job's JVM and
+    Spark session up. Then the worker's watcher keeps it full. The stack's stop stops them with the jobs."""
     try:
         import django
 
@@ -413,8 +411,8 @@ def start_standby_job() -> None:
         from worker.reconciler import keep_standby
 
         keep_standby(niceness=0)
-    except Exception as error:  # the watcher starts one on its first tick: the first deploy may start cold
-        _say(f"could not start a standby job ({error}); the worker starts one")
+    except Exception as error:  # the watcher starts them on its first tick: the first deploy may start cold
+        _say(f"could not start a standby job ({error}); the worker starts them")
 
 
 def stop_pipeline_jobs() -> str:
