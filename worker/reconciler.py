@@ -381,8 +381,8 @@ def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
     return jobs.start_job(launch), f"Cold start: {taken}."
 
 
-# A job of this host that started this recently and has no first micro-batch yet is still "starting".
-STANDBY_FIRST_BATCH_WAIT_SECONDS = 120.0
+# A job of this host that started at most this long ago and has no first micro-batch yet is still starting.
+STARTING_JOB_SECONDS = 120.0
 
 
 def keep_standby(*, niceness: int | None = None) -> list[standby.Standby]:
@@ -406,7 +406,7 @@ def _a_job_is_starting() -> bool:
     """A deploy is under way, or a job of this host started lately has not finished its first micro-batch."""
     if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():
         return True
-    recent = timezone.now() - timedelta(seconds=STANDBY_FIRST_BATCH_WAIT_SECONDS)
+    recent = timezone.now() - timedelta(seconds=STARTING_JOB_SECONDS)
     starting = (
         PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
         .filter(Q(running_at__isnull=True) | Q(running_at__gt=recent))
