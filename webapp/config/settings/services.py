@@ -100,7 +100,10 @@ PIPELINE_JOB_NICENESS = env_int("CLEARFLOW_JOB_NICENESS", 10)
 # batch go first, and light jobs share what they leave (spark_jobs.cpu_priority says why and what it costs).
 # 0: they keep the niceness.
 PIPELINE_LIGHT_JOBS_IDLE = env_bool("CLEARFLOW_LIGHT_JOBS_IDLE", True)
-PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 45.0)
+# A standby still starting is ahead of a cold start, which would begin a JVM from nothing at the same priority: a
+# deploy waits for it while it is alive, at most this long (at load 29 on 2 cores a deploy that gave up after 45 s
+# started cold and had its first row after 145 s; the standby it gave up on served the next deploy in 32 s).
+PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 300.0)
 
 CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"
