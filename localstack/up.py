@@ -185,6 +185,11 @@ def manage(*args: str, log_path: Path) -> None:
 
 def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     definitions = []
+    # Redis first (it is up in a moment): the first standby job starts beside the other services (`up`).
+    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
+        definitions.append(
+            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
+        )
     if config.kafka_host in LOCAL_HOSTS:
         ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
         definitions.append(
@@ -208,10 +213,6 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
             processes.schema_registry(
                 host=config.registry_host, port=config.registry_port, data_dir=config.var_dir / "schema-registry"
             )
-        )
-    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
-        definitions.append(
-            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
         )
     ensure_port_free("the web app", config.web_host, config.web_port, "WEB_BIND")
     bin_dir = Path(sys.executable).parent
@@ -340,6 +341,8 @@ def up() -> int:
             service = group.start(definition)
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
             _record_stack(config, group, started)
+            if processes.tcp_open(config.redis_host, config.redis_port):
+                keep_standby_jobs()
         _print_banner(config, seconds=time.time() - started, since=command)
         reported: set[str] = set()
         while True:
@@ -394,6 +397,22 @@ def _address_of(config: StackConfig, name: str) -> str:
         "redis": f"{config.redis_host}:{config.redis_port}",
         "web": config.url,
     }.get(name, "")
+
+
+def keep_standby_jobs() -> None:
+    """Fill the worker's pool of standby jobs while the other services start (one at a time, from when Redis
+    answers; `worker.reconciler.keep_standby`), so that a deploy right after the banner finds a job's JVM and
+    Spark session up. Then the worker's watcher keeps it full. The stack's stop stops them with the jobs."""
+    try:
+        import django
+
+        quiet_django_logs()
+        django.setup()
+        from worker.reconciler import keep_standby
+
+        keep_standby(niceness=0)
+    except Exception as error:  # the watcher starts them on its first tick: the first deploy may start cold
+        _say(f"could not start a standby job ({error}); the worker starts them")
 
 
 def stop_pipeline_jobs() -> str:

@@ -389,31 +389,49 @@ STANDBY_START = "In a standby job: its JVM and Spark session were already up."
 
 def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
     """Hand the run to this host's standby job when one fits (`worker.standby`), else start it cold; the handle
-    and how it started, in words, for the run's record."""
+    and how it started, in words, for the run's record. A standby taken is replaced at once, below this run's
+    priority, so that the next deploy finds one too."""
     if settings.PIPELINE_STANDBY_JOBS <= 0 or jobs.is_cluster(launch.master):
         return jobs.start_job(launch), "Cold start (no standby jobs: CLEARFLOW_STANDBY=0 or a cluster master)."
     taken = standby.take(
         launch, run_root=Path(settings.CLEARFLOW_RUN_ROOT), wait=settings.PIPELINE_STANDBY_WAIT_SECONDS
     )
     if isinstance(taken, standby.Taken):
+        try:
+            keep_standby(niceness=settings.PIPELINE_JOB_NICENESS)
+        except Exception:  # the watcher's next tick tries again
+            log.exception("could not start a standby job")
         return taken.handle, STANDBY_START
     log.info("%s: cold start: %s", launch.name, taken)
     return jobs.start_job(launch), f"Cold start: {taken}."
 
 
-# A standby's JVM start takes a core for seconds (minutes on a loaded machine): not while a deploy is under way or
-# a job of this host has not finished its first micro-batch (it would wait for the CPU), for at most this long.
-STANDBY_FIRST_BATCH_WAIT_SECONDS = 120.0
+# A job of this host that started at most this long ago and has no first micro-batch yet is still starting.
+STARTING_JOB_SECONDS = 120.0
 
 
-def keep_standby() -> list[standby.Standby]:
-    """Start this host's standby jobs if some are missing (the watcher calls it every tick); the ones started."""
+def keep_standby(*, niceness: int | None = None) -> list[standby.Standby]:
+    """Keep this host's pool of standby jobs full (the watcher every tick, a deploy that took one, and the stack at
+    its start): one starts when some are missing and none is starting; the ones started. A JVM's start takes a
+    core for seconds, so while a deploy is under way or a job of this host has not finished its first micro-batch
+    it starts at the jobs' lower priority (CLEARFLOW_JOB_NICENESS), taking what that first batch leaves; else at
+    the worker's. `niceness` sets it without asking the database."""
     count = settings.PIPELINE_STANDBY_JOBS
     if count <= 0 or jobs.is_cluster(settings.SPARK_MASTER):
         return []
-    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():  # a deploy under way may be taking one now
-        return []
-    recent = timezone.now() - timedelta(seconds=STANDBY_FIRST_BATCH_WAIT_SECONDS)
+    if niceness is None:
+        niceness = settings.PIPELINE_JOB_NICENESS if _a_job_is_starting() else 0
+    template = _launch(
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
+    )
+    return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count, niceness=niceness)
+
+
+def _a_job_is_starting() -> bool:
+    """A deploy is under way, or a job of this host started lately has not finished its first micro-batch."""
+    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():
+        return True
+    recent = timezone.now() - timedelta(seconds=STARTING_JOB_SECONDS)
     starting = (
         PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
         .filter(Q(running_at__isnull=True) | Q(running_at__gt=recent))
@@ -422,11 +440,8 @@ def keep_standby() -> list[standby.Standby]:
     for run in starting:
         first_batch = redis_state.last_batch_at(run.pipeline.job_name) if run.running_at else None
         if first_batch is None or first_batch < run.running_at - timedelta(seconds=5):
-            return []
-    template = _launch(
-        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
-    )
-    return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count)
+            return True
+    return False
 
 
 def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None:

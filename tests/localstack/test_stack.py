@@ -116,6 +116,20 @@ def test_make_up_starts_every_component_healthy_and_prints_the_login(stack: Stac
         assert "All components are up." in page.read().decode()
 
 
+def test_make_up_starts_the_first_standby_job_before_its_worker(stack: Stack) -> None:
+    # A deploy right after the banner finds a job's JVM and Spark session up (or nearly): `make up` starts the
+    # first standby as soon as Redis answers, beside the other services, not at the watcher's first tick.
+    import psutil
+
+    from worker import standby
+
+    run_root = Path(stack.env["CLEARFLOW_VAR_DIR"]) / "runs"
+    assert wait_until(lambda: bool(standby.waiting(run_root)), timeout=60), stack.output()
+    first = min(standby.waiting(run_root), key=lambda found: found.handle.process_started)
+    assert first.handle.process_started < psutil.Process(stack.child_pids()["worker"]).create_time()
+    assert first.niceness == 0  # nothing to give way to: the next deploy's first batch runs at the worker's priority
+
+
 def test_the_banner_counts_from_the_start_of_make_up(stack: Stack) -> None:
     match = re.search(r"ClearFlow is up, (\d+) s after `make up` started\.", stack.output())
     assert match, stack.output()

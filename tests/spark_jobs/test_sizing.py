@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs.sizing import (
+    STANDBY_POOL_MAX,
     driver_java_options,
     full_driver_memory,
     light_driver_memory,
     machine_check,
     parse_memory,
     rocksdb_memory_mb,
+    standby_pool_size,
     state_estimate,
     state_partitions,
     stored_state_bytes,
@@ -204,3 +206,11 @@ def test_a_trigger_shorter_than_the_batches_fixed_cost_is_said_once_in_words():
     )
     quick = TriggerCheck("5 seconds")
     assert all(quick.add(phases) is None for _ in range(8))
+
+
+def test_the_standby_pool_is_sized_from_the_hosts_memory():
+    # A 24 GiB machine (its kernel reports 23.5): 2 JVMs of about 1 GB beside the stack and the pipelines.
+    assert standby_pool_size(int(23.5 * GB)) == 2
+    assert standby_pool_size(8 * GB) == 1  # a small host still gets one
+    assert standby_pool_size(256 * GB) == STANDBY_POOL_MAX
+    assert standby_pool_size(None) == 1  # a system that does not say
