@@ -43,6 +43,7 @@ from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus
 from worker import jobs, redis_state
+from worker.reconciler import checkpoint_location
 
 log = logging.getLogger(__name__)
 S = PipelineStatus
@@ -87,8 +88,9 @@ def _topics(pipeline: Pipeline) -> tuple[list[str], str]:
 
 def _position(pipeline: Pipeline, run: PipelineRun | None) -> tuple[dict[str, dict[str, int]] | None, str]:
     """What the pipeline has committed, and where that was read ("checkpoint", "batch"); None: nothing yet."""
-    checkpoint = (run.checkpoint if run else "") or ""
-    local = local_checkpoint_path(checkpoint) if checkpoint else None
+    # No run yet (a deploy or resume waiting for its job): the checkpoint it will start from.
+    checkpoint = (run.checkpoint if run else "") or checkpoint_location(pipeline.job_name)
+    local = local_checkpoint_path(checkpoint)
     if local is not None:
         return committed_offsets(local), "checkpoint"
     raw = redis_state.client().get(latest_key(pipeline.job_name))
