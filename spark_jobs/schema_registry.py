@@ -15,6 +15,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from spark_jobs import protobuf_schema
@@ -74,21 +75,42 @@ def registry_client(connection: SchemaRegistryConnectionSpec, *, timeout: float 
 
 
 def explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str) -> RegistryError:
+    """`exc` in words: the far end's status and its standard reason, never the body of its answer (which could be
+    any internal server's error page), nor text the far end chose."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     if isinstance(exc, SchemaRegistryError):
-        if exc.http_status_code == 401:
+        status = exc.http_status_code
+        if status == 401:
             return RegistryError(f"the schema registry at {connection.url} refused the user name or password")
-        if exc.http_status_code == 403:
+        if status == 403:
             return RegistryError(f"the schema registry at {connection.url} does not let this user read {what}")
-        return RegistryError(f"the schema registry at {connection.url} answered {exc.http_status_code}: {exc}")
+        return RegistryError(f"the schema registry at {connection.url} answered {status} ({_reason(status)})")
     text = str(exc) or type(exc).__name__
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return RegistryError(
             f"the TLS certificate of the schema registry at {connection.url} is not signed by the CA certificate "
             "given (or no CA certificate was given for a private CA)"
         )
-    return RegistryError(f"could not reach the schema registry at {connection.url}: {text}")
+    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):
+        # An answer that is not the registry's JSON (an HTML page, another API): its text stays out of the message.
+        return RegistryError(
+            f"the server at {connection.url} does not answer as a schema registry does (check the URL: the "
+            "registry API's root)"
+        )
+    return RegistryError(f"could not reach the schema registry at {connection.url}: {_short(text)}")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "an unknown status"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def subject_versions(

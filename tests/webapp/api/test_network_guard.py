@@ -209,3 +209,62 @@ def test_production_compose_does_not_allow_private_networks():
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     value = compose["x-app-env"]["CLEARFLOW_ALLOW_PRIVATE_NETWORKS"]
     assert value.endswith(":-false}"), value
+
+
+REGISTRY = "/api/v1/connections/schema-registry/"
+
+
+@pytest.mark.parametrize("url", [REGISTRY, f"{REGISTRY}test/"])
+def test_a_registry_connection_holds_one_url(api, url):
+    from webapp.connections.models import SchemaRegistryConnection
+
+    listed = {"name": "r", "url": f"http://127.0.0.1:1/x,http://{METADATA}/latest/meta-data/"}
+    response = api.post(url, listed, format="json")
+    assert response.status_code == 400, response.content
+    text = response.content.decode()
+    assert "may not connect to" in text or "one URL per registry connection" in text, text
+    assert not SchemaRegistryConnection.objects.exists()
+
+
+def test_a_registry_url_with_a_comma_is_refused_in_words(api):
+    from webapp.connections.models import SchemaRegistryConnection
+
+    response = api.post(REGISTRY, {"name": "r", "url": "http://127.0.0.1:1/x,http://127.0.0.1:2/"}, format="json")
+    assert response.status_code == 400, response.content
+    assert "one URL per registry connection" in response.content.decode()
+    assert not SchemaRegistryConnection.objects.exists()
+
+
+@pytest.mark.fast
+def test_the_guard_names_every_host_of_a_url_list():
+    from webapp.connections.network_guard import url_endpoints
+
+    assert url_endpoints(f"http://127.0.0.1:1/x,http://{METADATA}/y") == [("127.0.0.1", 1), (METADATA, 80)]
+
+
+class _NotFoundPage(_Banner):
+    def _answer(self) -> None:
+        body = b"<html><h1>404</h1>SECRET-INTERNAL-PAGE build 4.5.6</html>"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def not_found_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFoundPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_registry_test_names_the_status_not_the_page(api, not_found_server):
+    response = api.post(f"{REGISTRY}test/", {"name": "r", "url": f"http://127.0.0.1:{not_found_server}"}, format="json")
+    assert response.status_code == 502, response.content
+    text = response.content.decode()
+    assert "SECRET-INTERNAL-PAGE" not in text and "4.5.6" not in text and "<html>" not in text
+    assert "answered 404 (Not Found)" in response.json()["message"]
