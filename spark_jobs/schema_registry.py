@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from spark_jobs import protobuf_schema
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, WriterSchemas, fields_by_path
 from spark_jobs.connections import SchemaRegistryConnectionSpec, schema_registry_client_conf, write_ca_file
+from spark_jobs.limits import LimitError
 
 if TYPE_CHECKING:
     from spark_jobs.spec import FieldSpec, SpecIssue
@@ -42,11 +43,14 @@ class SubjectVersion:
 
     def fields(self) -> dict[str, SchemaField]:
         """The version's fields by path (an empty dict for a schema that is neither an Avro record nor a .proto
-        with a message: JSON schemas, unreadable text)."""
+        with a message: JSON schemas, unreadable text). LimitError for a schema over a cap
+        (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`): what it holds is not known, so it is not taken as empty."""
         try:
             if self.schema_type == "PROTOBUF":
                 return protobuf_schema.fields_by_path(self.schema)
             return fields_by_path(self.schema) if self.schema_type == "AVRO" else {}
+        except LimitError:
+            raise
         except (AvroSchemaError, protobuf_schema.ProtobufSchemaError):
             return {}
 
@@ -203,7 +207,15 @@ def registry_field_issues(
             issues.append(SpecIssue("source.topics", f"subject '{subject}' has {found} in the registry, no {label}"))
             continue
         known: dict[str, SchemaField] = {}
+        over_cap: list[SpecIssue] = []
         for version in usable:
-            known.update(version.fields())
+            try:
+                known.update(version.fields())
+            except LimitError as exc:
+                where = f"subject '{subject}' version {version.version} (schema id {version.schema_id})"
+                over_cap.append(SpecIssue("source.topics", f"{where}: {exc}"))
+        if over_cap:  # the fields of a schema over a cap are not known: naming them all missing would mislead
+            issues += over_cap
+            continue
         issues += schema_field_issues(fields, known, where=f"any version of subject '{subject}'")
     return issues

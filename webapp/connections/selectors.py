@@ -16,9 +16,13 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
+from spark_jobs.avro_schema import AvroSchemaError
+from spark_jobs.limits import LimitError
+from spark_jobs.protobuf_schema import ProtobufSchemaError
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.changes import Change
+from webapp.core.exceptions import ApplicationError
 
 Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
 
@@ -192,10 +196,14 @@ def avro_event_sample(
 
 def schema_infer(*, values: Sequence[Any], avro_schema: str | None = None) -> list[schema.InferredField]:
     """Fields (dotted paths, types, nullability, examples) inferred from sampled event values; with an Avro
-    schema, the fields are the schema's and the values give examples only."""
-    if avro_schema is not None:
-        return schema.infer_from_avro_schema(avro_schema, values)
-    return schema.infer_schema(values)
+    schema, the fields are the schema's and the values give examples only. ApplicationError (400) for a schema
+    that does not read or is over a cap (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`), in words naming it."""
+    try:
+        if avro_schema is not None:
+            return schema.infer_from_avro_schema(avro_schema, values)
+        return schema.infer_schema(values)
+    except (AvroSchemaError, ProtobufSchemaError, LimitError) as exc:
+        raise ApplicationError(f"ClearFlow cannot propose fields from this sample: {str(exc).rstrip('.')}.") from None
 
 
 # -- what a ClickHouse server holds ---------------------------------------------------------------------
