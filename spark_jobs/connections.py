@@ -34,7 +34,7 @@ SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
 ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Kafka's security settings, and which go with which protocol: the spec checks them, the web app's saved
 # connection offers them as choices and says which field is missing.
