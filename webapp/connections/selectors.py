@@ -21,6 +21,7 @@ from spark_jobs.limits import LimitError
 from spark_jobs.protobuf_schema import ProtobufSchemaError
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.throttle import count_connection_request
 from webapp.core.changes import Change
 from webapp.core.exceptions import ApplicationError
 
@@ -106,7 +107,9 @@ def _int_pk(pk: Any) -> int:
 
 
 def kafka_topic_list(*, connection: KafkaConnection) -> list[kafka_client.TopicInfo]:
-    """Topics with partition and (estimated) message counts, sorted by name."""
+    """Topics with partition and (estimated) message counts, sorted by name. Every read of a server here counts
+    towards the owner's connection requests (`throttle`): TooManyRequestsError past the minute's limit."""
+    count_connection_request(connection.owner)
     return kafka_client.list_topics(connection.client_settings())
 
 
@@ -128,6 +131,7 @@ def kafka_event_sample(
             count=count,
             position=position,
         ).events
+    count_connection_request(connection.owner)
     return kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
 
 
@@ -164,6 +168,7 @@ def avro_event_sample(
 ) -> AvroSample:
     """Sampled events decoded with the registry's schemas (magic byte 0, schema id, Avro body); which subject
     version each schema id is; and the schema the pipeline's fields come from."""
+    count_connection_request(connection.owner)
     registry = schema_registry_connection.client_settings()
     events = kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
     subjects = [registry_client.topic_schemas(registry, topic) for topic in topics]
@@ -210,14 +215,17 @@ def schema_infer(*, values: Sequence[Any], avro_schema: str | None = None) -> li
 
 
 def clickhouse_database_list(*, connection: ClickHouseConnection) -> list[str]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_databases(connection.client_settings())
 
 
 def clickhouse_table_list(*, connection: ClickHouseConnection, database: str) -> list[clickhouse_client.TableInfo]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_tables(connection.client_settings(), database=database)
 
 
 def clickhouse_column_list(
     *, connection: ClickHouseConnection, database: str, table: str
 ) -> list[clickhouse_client.ColumnInfo]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_columns(connection.client_settings(), database=database, table=table)

@@ -55,12 +55,31 @@ def test_a_job_spec_is_not_built_for_a_forbidden_host(owner, settings, kafka_con
 
 
 def test_connection_tests_are_rate_limited_per_user(api, other_api, settings):
-    settings.CONNECTION_TESTS_PER_MINUTE = 3
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 3
     unsaved = {"name": "x", "host": "127.0.0.1", "port": 1}
     codes = [api.post(f"{CLICKHOUSE}test/", unsaved, format="json").status_code for _ in range(5)]
     assert codes == [502, 502, 502, 429, 429]
     assert api.post(f"{CLICKHOUSE}test/", unsaved, format="json")["Retry-After"]
     assert other_api.post(f"{CLICKHOUSE}test/", unsaved, format="json").status_code == 502
+
+
+def test_browsing_a_server_shares_the_connection_tests_limit(api, settings, ch_conn, kafka_conn):
+    """A list of databases or topics connects to a host the user chose, like a test: one limit for all of them,
+    else the browse endpoints make a port scanner of the app."""
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 3
+    answers = [
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/"),
+        api.get(f"{KAFKA}{kafka_conn.pk}/topics/"),
+        api.post(f"{CLICKHOUSE}{ch_conn.pk}/test/"),
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/"),
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/default/tables/"),
+        api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": ["t"]}, format="json"),
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429, 429, 429], [a.content for a in answers]
+    refused = answers[3]
+    assert refused["Retry-After"] and refused.json()["code"] == "throttled"
+    assert "Too many requests that connect to a server" in refused.json()["message"]
+    assert "at most 3 a minute" in refused.json()["message"]
 
 
 class _Banner(http.server.BaseHTTPRequestHandler):

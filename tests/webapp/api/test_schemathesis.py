@@ -44,7 +44,7 @@ def real_objects(owner, kafka_conn, ch_conn, topics, clickhouse_target, settings
     """Ids of the owner's real objects, by the path prefix they belong under; Redis for metrics and Celery."""
     # Generated connection settings are tested against loopback and unresolvable names: no waiting on
     # throttles here (they have their own tests).
-    settings.CONNECTION_TESTS_PER_MINUTE = 1_000_000
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 1_000_000
     settings.REDIS_URL = redis_url
     pipeline = pipeline_create(
         owner=owner,
