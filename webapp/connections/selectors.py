@@ -72,15 +72,18 @@ class ConnectionChanges:
 
 
 def connection_changes(
-    *, model: type[Connection], owner: AbstractBaseUser, data: Mapping[str, Any]
+    *, model: type[Connection], owner: AbstractBaseUser, data: Mapping[str, Any], compare_secrets: bool = True
 ) -> ConnectionChanges:
     """Compare `data` (the fields a user sets, with `name`) with the owner's connection of that name, as the
     services would save it: validated the same way (Django's ValidationError by field). A secret given as None or
-    left out stays as it is, as in an update; secrets are compared here and never returned."""
+    left out stays as it is, as in an update; secrets are compared here and never returned. Without
+    `compare_secrets` (a read-only token) the secrets given are not looked at: "differs" or not would let a reader
+    guess a stored password one try at a time."""
     existing = _named(model.objects.filter(owner=owner), data["name"]).first()
     proposed = copy.copy(existing) if existing is not None else model(owner=owner)
     for name in model.EDITABLE_FIELDS:
-        if name in data and not (name in model.SECRET_FIELDS and data[name] is None):
+        secret = name in model.SECRET_FIELDS
+        if name in data and not (secret and (data[name] is None or not compare_secrets)):
             setattr(proposed, name, data[name])
     proposed.full_clean(exclude=["owner"], validate_constraints=False)
     if existing is None:
