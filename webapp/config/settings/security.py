@@ -100,6 +100,11 @@ CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", 
 # user names: this many such requests a minute per user, all of them together (UI and API; connections.throttle).
 CONNECTION_REQUESTS_PER_MINUTE = 20
 
+# What one user may hold and run (webapp.pipelines.quotas): a pipeline past the first cap is refused, and so is a
+# deploy or resume past the second (each running job takes a Spark driver: 0.6 to 0.9 GB). 429 in words.
+PIPELINES_PER_USER = env_int("CLEARFLOW_PIPELINES_PER_USER", 100)
+RUNNING_PIPELINES_PER_USER = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_USER", 10)
+
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
 # JSON nesting deeper than this is refused before it is parsed (webapp.api.parsers).
