@@ -227,6 +227,9 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
                 "2",
                 "--threads",
                 "4",
+                # A client that sends part of a request and waits is cut off, not left holding a thread.
+                "--worker-class",
+                "localstack.web_worker.ReadTimeoutThreadWorker",
                 "--timeout",
                 "60",
                 "--graceful-timeout",
