@@ -228,6 +228,9 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
                 "2",
                 "--threads",
                 "4",
+                # A client that sends part of a request and waits is cut off, not left holding a thread.
+                "--worker-class",
+                "localstack.web_worker.ReadTimeoutThreadWorker",
                 "--timeout",
                 "60",
                 "--graceful-timeout",
@@ -463,9 +466,19 @@ def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
     return words
 
 
-def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
-    password_file = config.var_dir / "secrets" / "admin_password"
+def login_words(var_dir: Path, *, to_terminal: bool) -> str:
+    """The banner's login. The password is shown on a terminal only: a banner that goes to a file (`make up
+    DETACH=1` writes var/log/up.log, which anyone on the machine may read; or output redirected) names the file
+    that holds it instead, var/secrets/admin_password (mode 0600, readable by its owner alone)."""
+    password_file = var_dir / "secrets" / "admin_password"
+    if not to_terminal:
+        return f"admin / the password in {password_file} (`cat` it; it is kept out of logs)"
     password = os.environ.get("ADMIN_PASSWORD") or password_file.read_text().strip()
+    return f"admin / {password}"
+
+
+def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
+    login = login_words(config.var_dir, to_terminal=sys.stdout.isatty())
     stop = (
         "Stop: `make down`. What runs: `make status`."
         if os.environ.get(DETACHED_VARIABLE)
@@ -476,7 +489,7 @@ def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
   ClearFlow is up, {seconds:.0f} s after {since} started.
 
     Open        {config.url}/
-    Log in      admin / {password}
+    Log in      {login}
     Health      {config.url}/api/v1/health
     API docs    {config.url}/api/v1/docs/
     Kafka       {config.kafka_host}:{config.kafka_port}      ClickHouse  http://{config.clickhouse_host}:{config.clickhouse_port}

@@ -35,7 +35,7 @@ from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import hooks, stored_specs
+from webapp.pipelines import hooks, quotas, stored_specs
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
 from webapp.pipelines.spec_field import stored_json
@@ -149,6 +149,7 @@ def pipeline_create(
         "schema_registry_connection": schema_registry_connection,
     }
     _check_connections(owner=owner, **connections)
+    quotas.check_pipeline_quota(owner=owner)
     _check_name(owner=owner, name=name, exclude_pk=None)
     validated = pipeline_validate(spec=spec, name=name, **connections)
     pipeline = Pipeline(owner=owner, name=name, **connections)
@@ -288,6 +289,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
     pipeline = _locked(pipeline)
     if pipeline.current_version is None:
         raise ConflictError("The pipeline has no spec to deploy.")
+    quotas.check_running_quota(pipeline=pipeline)
     if checkpoint is not None and checkpoint not in CHECKPOINT_CHOICES:
         raise ValidationError({"checkpoint": "Choose 'keep' or 'fresh'."})
     pipeline_validate(
@@ -354,6 +356,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     version = pipeline.deployed_version
     if version is None:
         raise ConflictError("The pipeline was never deployed: deploy it instead.")
+    quotas.check_running_quota(pipeline=pipeline)
     if not pipeline.transition(
         Action.RESUME,
         message=f"Resume of version {version.number} requested by {user.get_username()}.",
