@@ -1,0 +1,100 @@
+"""The pipeline page stays live while it is open: the charts draw each new batch, across a change of status, and
+nothing on the page logs an error as it polls. Screenshots go to test-artifacts/pages/<screen>/."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.screens import LAPTOP, shoot
+from tests.browser.world import STEADY_BATCHES, STEADY_RATE, batch, build_world, log_in
+from tests.pipeline_states import walk_to
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+POLLED = 30_000  # ms: the charts poll every 5 s, the run state every 5 s; a busy machine is slower
+CHARTS = ("events-per-second", "rows", "duplicates", "dead-letters", "lag", "batch-duration")
+
+# The time of the newest point each chart shows (inside its time axis), in unix seconds.
+LAST_SHOWN_JS = """
+() => {
+  const plots = document.querySelector('#metrics-charts')._charts.plots;
+  const out = {};
+  for (const [id, plot] of Object.entries(plots)) {
+    const shown = plot.data[0].filter(t => t >= plot.scales.x.min && t <= plot.scales.x.max);
+    out[id] = shown.length ? shown[shown.length - 1] : null;
+  }
+  return out;
+}
+"""
+
+
+def errors_of(page: Page) -> list[str]:
+    """What the page logs as an error, and what its scripts throw, from now on."""
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def wait_for_last_point(page: Page, at: datetime) -> None:
+    """Every chart shows the batch that started `at` as its newest point."""
+    seconds = int(at.timestamp() * 1000) / 1000
+    page.wait_for_function(
+        f"t => Object.values(({LAST_SHOWN_JS})()).every(last => last === t) && "
+        f"Object.keys(({LAST_SHOWN_JS})()).length === {len(CHARTS)}",
+        arg=seconds,
+        timeout=POLLED,
+    )
+
+
+def test_the_charts_draw_new_batches_across_a_stop(
+    page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings
+):
+    settings.REDIS_URL = redis_url
+    world = build_world(kafka_bootstrap=kafka_bootstrap, clickhouse_server=clickhouse_server, redis_url=redis_url)
+    pipeline, name = world.pipeline, world.pipeline.job_name
+    page.set_viewport_size({"width": LAPTOP.width, "height": LAPTOP.height})
+    page.set_default_timeout(30_000)
+    errors = errors_of(page)
+    log_in(page, live_server.url, next_path=f"/pipelines/{pipeline.pk}/")
+    expect(page.locator("#metrics-charts canvas")).to_have_count(len(CHARTS))
+    before = page.evaluate(LAST_SHOWN_JS)
+    assert set(before) == set(CHARTS) and None not in before.values(), before
+
+    # A batch while it runs: every chart's newest point is that batch, without a reload.
+    first = datetime.now(UTC)
+    world.publisher.publish(batch(name, world.topic, STEADY_BATCHES + 1, first, rate=STEADY_RATE * 3))
+    wait_for_last_point(page, first)
+    legend = page.locator("#chart-events-per-second .u-legend")
+    expect(legend).to_contain_text("6,0")  # the new batch's rate, 6,000-something events/s
+
+    # The pipeline is asked to stop; its last batch comes in, then it stops. The charts follow each step.
+    walk_to(pipeline, "stop_requested")
+    expect(page.locator("#pipeline-status")).to_have_text("Stopping", timeout=POLLED)
+    last = datetime.now(UTC)
+    world.publisher.publish(batch(name, world.topic, STEADY_BATCHES + 2, last, rate=STEADY_RATE / 2))
+    wait_for_last_point(page, last)
+    walk_to(pipeline, "stopped", message="stopped by analyst")
+    expect(page.locator("#pipeline-status")).to_have_text("Stopped", timeout=POLLED)
+    expect(legend).to_contain_text("1,0")  # the last batch's rate, 1,000-something events/s
+    with page.expect_response(lambda r: "/metrics/?since=" in r.url, timeout=POLLED):  # one more poll
+        pass
+    wait_for_last_point(page, last)
+    shoot(page, LAPTOP, "30-charts-after-stop")
+
+    # A drag zooms every chart in; a double-click zooms out to the range, which follows new batches again.
+    box = page.locator("#chart-rows .u-over").bounding_box()
+    assert box
+    page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    page.wait_for_function(
+        "() => Object.values(document.querySelector('#metrics-charts')._charts.plots)"
+        ".every(p => p.scales.x.max < Date.now() / 1000 - 60)"
+    )
+    page.locator("#chart-rows .u-over").dblclick()
+    wait_for_last_point(page, last)
+    assert not errors, errors
