@@ -1,4 +1,5 @@
-"""The pipeline page stays live while it is open: the charts draw each new batch, across a change of status, and
+"""The pipeline page stays live while it is open: the charts draw each new batch, across a change of status; the
+actions that depend on the status (Stop, Resume), the version and the mapped columns follow the pipeline; and
 nothing on the page logs an error as it polls. Screenshots go to test-artifacts/pages/<screen>/."""
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.screens import LAPTOP, shoot
+from tests.browser.screens import LAPTOP, Screen, shoot
 from tests.browser.world import STEADY_BATCHES, STEADY_RATE, batch, build_world, log_in
 from tests.pipeline_states import walk_to
+from tests.webapp.conftest import orders_spec
+from webapp.pipelines.models import Pipeline
+from webapp.pipelines.services import pipeline_resume, pipeline_update
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 POLLED = 30_000  # ms: the charts poll every 5 s, the run state every 5 s; a busy machine is slower
@@ -97,4 +101,63 @@ def test_the_charts_draw_new_batches_across_a_stop(
     )
     page.locator("#chart-rows .u-over").dblclick()
     wait_for_last_point(page, last)
+    assert not errors, errors
+
+
+def test_the_actions_and_versions_follow_the_pipeline_without_a_reload(
+    page: Page, screen: Screen, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings, celery_app
+):
+    # celery_app: Stop, Resume and the redeploy send their task to the test's Redis (no worker takes it: the test
+    # plays the worker, behind the open page).
+    settings.REDIS_URL = redis_url
+    world = build_world(kafka_bootstrap=kafka_bootstrap, clickhouse_server=clickhouse_server, redis_url=redis_url)
+    pipeline = world.pipeline
+    Pipeline.objects.filter(pk=pipeline.pk).update(deployed_version=pipeline.current_version)  # v1 runs
+    page.set_default_timeout(30_000)
+    errors = errors_of(page)
+    log_in(page, live_server.url, next_path=f"/pipelines/{pipeline.pk}/")
+    destination = page.locator("#pipeline-summary")
+    expect(destination).to_contain_text("4 mapped")
+    expect(destination).to_contain_text("current v1, deployed v1")
+    expect(page.locator("#stop")).to_be_visible()
+    expect(page.locator("#resume")).to_have_count(0)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#stop").click()
+    expect(page.locator("#pipeline-status")).to_have_text("Stopping")
+    expect(page.locator("#flash-pending")).to_have_text("Stop requested.")
+    expect(page.locator("#stop")).to_have_count(0)
+    page.evaluate("() => { window.keptOpen = true; }")  # gone if the page loads again
+
+    # The job stops: Resume appears, with the status's reason, and the pending flash leaves.
+    walk_to(pipeline, "stopped", message="Stopped after its last micro-batch.")
+    resume = page.locator("#resume")
+    expect(resume).to_have_text("Resume v1", timeout=POLLED)
+    expect(page.locator("#pipeline-status")).to_have_text("Stopped")
+    expect(page.locator("#pipeline-head")).to_contain_text("Stopped after its last micro-batch.")
+    expect(page.locator("#reset-checkpoint")).to_be_visible()
+    expect(page.locator("#flash-pending")).to_have_count(0)
+    shoot(page, screen, "31-stopped-resume-without-reload")
+
+    # Someone resumes it elsewhere (another tab, the API): Stop comes back, Resume goes.
+    pipeline_resume(pipeline=pipeline, user=world.user)
+    expect(page.locator("#stop")).to_be_visible(timeout=POLLED)
+    expect(resume).to_have_count(0)
+    expect(page.locator("#pipeline-status")).to_have_text("Deploying")
+    walk_to(pipeline, "running", message="the job's streaming query started")
+    expect(page.locator("#pipeline-status")).to_have_text("Running", timeout=POLLED)
+
+    # A column is added (a new version, redeployed): the version and the mapped count follow.
+    spec = orders_spec(world.topic, world.database, create_table=True)
+    spec["source"]["fields"].append({"path": "coupon", "type": "string"})
+    spec["sink"]["columns"].append({"field": "coupon", "column": "coupon", "type": "Nullable(String)"})
+    pipeline_update(pipeline=Pipeline.objects.get(pk=pipeline.pk), user=world.user, spec=spec, note="coupon added")
+    expect(destination).to_contain_text("5 mapped", timeout=POLLED)
+    expect(destination).to_contain_text("current v2, deployed v2")
+    expect(page.locator("#pipeline-versions tbody tr")).to_have_count(2)
+    expect(page.locator("#spec-json")).to_contain_text('"coupon"')
+    expect(page.locator("#pipeline-status")).to_have_text("Deploying")
+    shoot(page, screen, "32-new-version-without-reload")
+
+    assert page.evaluate("() => window.keptOpen === true"), "the page was not loaded again"
     assert not errors, errors
