@@ -40,7 +40,10 @@ def pipeline_get(*, user: AbstractBaseUser, pk: Any) -> Pipeline:
         pk = int(pk)
     except (TypeError, ValueError):
         raise Http404("No such pipeline.") from None
-    return get_object_or_404(pipeline_list(user=user), pk=pk)
+    try:
+        return pipeline_list(user=user).get(pk=pk)
+    except Pipeline.DoesNotExist:
+        raise Http404(f"You have no pipeline {pk}: it was deleted, or it belongs to another user.") from None
 
 
 def pipeline_version_list(*, pipeline: Pipeline) -> QuerySet[PipelineVersion]:
