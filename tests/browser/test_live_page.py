@@ -1,20 +1,26 @@
 """The pipeline page stays live while it is open: the charts draw each new batch, across a change of status; the
-actions that depend on the status (Stop, Resume), the version and the mapped columns follow the pipeline; and
-nothing on the page logs an error as it polls. Screenshots go to test-artifacts/pages/<screen>/."""
+actions that depend on the status (Stop, Resume), the version and the mapped columns follow the pipeline; the
+first batch shows its progress and the Proof fills once it ends; and nothing on the page logs an error as it polls.
+Screenshots go to test-artifacts/pages/<screen>/."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from spark_jobs.metrics import MetricsPublisher
 from tests.browser.screens import LAPTOP, Screen, shoot
-from tests.browser.world import STEADY_BATCHES, STEADY_RATE, batch, build_world, log_in
+from tests.browser.world import PASSWORD, STEADY_BATCHES, STEADY_RATE, batch, build_world, log_in
 from tests.pipeline_states import walk_to
-from tests.webapp.conftest import orders_spec
-from webapp.pipelines.models import Pipeline
-from webapp.pipelines.services import pipeline_resume, pipeline_update
+from tests.webapp.conftest import orders_spec, produce_records
+from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
+from webapp.pipelines.models import Pipeline, PipelineRun
+from webapp.pipelines.services import pipeline_create, pipeline_resume, pipeline_update
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 POLLED = 30_000  # ms: the charts poll every 5 s, the run state every 5 s; a busy machine is slower
@@ -160,4 +166,49 @@ def test_the_actions_and_versions_follow_the_pipeline_without_a_reload(
     shoot(page, screen, "32-new-version-without-reload")
 
     assert page.evaluate("() => window.keptOpen === true"), "the page was not loaded again"
+    assert not errors, errors
+
+
+def test_the_first_batch_shows_progress_and_the_proof_fills_once_it_ends(
+    page: Page, live_server, kafka_bootstrap, clickhouse_server, redis_url, settings
+):
+    settings.REDIS_URL = redis_url
+    user = get_user_model().objects.create_user("starter", password=PASSWORD)
+    topic = f"orders_{uuid.uuid4().hex[:6]}"
+    produce_records(kafka_bootstrap, topic, [], partitions=2)
+    pipeline = pipeline_create(
+        owner=user,
+        name="orders",
+        kafka_connection=kafka_connection_create(owner=user, data={"name": "k", "bootstrap_servers": kafka_bootstrap}),
+        clickhouse_connection=clickhouse_connection_create(
+            owner=user, data={"name": "c", "host": clickhouse_server.host, "port": clickhouse_server.port}
+        ),
+        spec=orders_spec(topic, "default"),
+    )
+    walk_to(pipeline, "running", message="the job's streaming query started")
+    started = datetime.now(UTC) - timedelta(seconds=20)
+    PipelineRun.objects.create(
+        pipeline=pipeline, version=pipeline.current_version, host="worker-1", pid=4242, started_at=started,
+        running_at=started,
+    )  # fmt: skip
+    page.set_viewport_size({"width": LAPTOP.width, "height": LAPTOP.height})
+    page.set_default_timeout(30_000)
+    errors = errors_of(page)
+    log_in(page, live_server.url, "starter", next_path=f"/pipelines/{pipeline.pk}/")
+
+    # While the backlog's first batch runs: how long it has run, not "No metrics yet"; it counts on.
+    progress = page.locator("#metrics-first-batch")
+    expect(progress).to_contain_text(re.compile(r"First micro-batch running for 2\d s"))
+    expect(progress).to_contain_text(f"(the job's query started at {started:%H:%M:%S} UTC)")
+    expect(page.locator("#metrics-empty")).to_have_count(0)
+    expect(progress).to_contain_text(re.compile(r"running for ([3-9]\d|1\d\d) s"), timeout=POLLED)
+    expect(page.locator("#proof-empty")).to_be_visible()
+    shoot(page, LAPTOP, "33-first-batch-running")
+
+    # The first batch ends: its counts show, and the Proof looks again at once (not at its next minute).
+    publisher = MetricsPublisher(pipeline.job_name, redis_url)
+    publisher.publish(batch(pipeline.job_name, topic, 0, datetime.now(UTC), rate=STEADY_RATE))
+    expect(page.locator("#metrics-totals")).to_be_visible(timeout=POLLED)
+    expect(page.locator("#proof-empty")).to_have_count(0, timeout=10_000)
+    expect(page.locator("#proof-hours")).to_contain_text("4,000")
     assert not errors, errors

@@ -165,6 +165,11 @@ def pipeline_run_list(*, pipeline: Pipeline) -> QuerySet[PipelineRun]:
     return PipelineRun.objects.filter(pipeline=pipeline).select_related("version").order_by("-started_at", "-id")
 
 
+def pipeline_run_active(*, pipeline: Pipeline) -> PipelineRun | None:
+    """The run whose job is alive (not ended), if any."""
+    return pipeline_run_list(pipeline=pipeline).filter(ended_at__isnull=True).first()
+
+
 def pipeline_transition_list(*, pipeline: Pipeline) -> QuerySet[PipelineTransition]:
     """The pipeline's status changes, newest first."""
     return PipelineTransition.objects.filter(pipeline=pipeline).order_by("-at", "-id")
