@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 from spark_jobs.metrics import MetricsPublisher
-from tests.browser.screens import LAPTOP, Screen, shoot
+from tests.browser.screens import LAPTOP, Screen, check_page, nav_link, shoot
 from tests.browser.world import PASSWORD, STEADY_BATCHES, STEADY_RATE, batch, build_world, log_in
 from tests.pipeline_states import walk_to
 from tests.webapp.conftest import orders_spec, produce_records
@@ -163,9 +163,17 @@ def test_the_actions_and_versions_follow_the_pipeline_without_a_reload(
     expect(page.locator("#pipeline-versions tbody tr")).to_have_count(2)
     expect(page.locator("#spec-json")).to_contain_text('"coupon"')
     expect(page.locator("#pipeline-status")).to_have_text("Deploying")
-    shoot(page, screen, "32-new-version-without-reload")
-
     assert page.evaluate("() => window.keptOpen === true"), "the page was not loaded again"
+    # Every table fits its card, on a phone as labelled cards (status history, runs, versions, Proof).
+    expect(page.locator("#proof-hours")).to_be_visible()
+    check_page(page, screen, "32-new-version-without-reload", tables=True)
+    if screen.narrow:
+        cell = page.locator("#runs tbody tr").first.locator("td").first
+        assert cell.evaluate("td => getComputedStyle(td, '::before').content") == '"Started (UTC)"'
+    nav_link(page, screen, "Pipelines").click()
+    expect(page.locator("#pipelines tbody tr")).to_have_count(1)
+    check_page(page, screen, "34-pipelines-list", tables=True)
+
     assert not errors, errors
 
 
