@@ -284,8 +284,7 @@
       var signature = def.series.map(function (s) { return s.label; }).join("|");
       var plot = self.plots[def.id];
       if (plot && self.signatures[def.id] === signature) {
-        self.settingScale = true;
-        try { plot.setData(data, false); } finally { self.settingScale = false; }
+        plot.setData(data, false);
         return;
       }
       var figure = self.el.querySelector('figure[data-chart="' + def.id + '"]');
@@ -311,52 +310,51 @@
         scales: { x: { time: true } },
         legend: { live: true },
         cursor: {
-          drag: { x: true, y: false, setScale: true },
+          // A drag zooms in, done here (not by uPlot's own setScale): uPlot fires its setScale hook a moment after
+          // every scale change, the page's own included, so a hook could not tell the reader's zoom from the
+          // page following new batches, and the charts would stop at the time of the first redraw.
+          drag: { x: true, y: false, setScale: false },
           // Double-click zooms out to the chosen range (uPlot's own reset would show every batch loaded).
           bind: { dblclick: function () { return function () { self.zoomed = false; self.render(); return null; }; } },
         },
         hooks: {
           setCursor: [function (u) { if (u.cursor.idx === null || u.cursor.idx === undefined) self.showLatest(u); }],
-          // A drag on one chart zooms them all: they share the time axis.
-          setScale: [function (u, key) {
-            if (key !== "x" || self.settingScale) return;
-            self.zoomed = true;
-            self.zoomRange = { min: u.scales.x.min, max: u.scales.x.max };
-            self.applyX(u);
-          }],
+          // The selection a drag leaves (on mouse up) zooms every chart in: they share the time axis.
+          setSelect: [function (u) { self.zoomTo(u); }],
         },
       };
-      self.settingScale = true;  // uPlot sets its scales as it starts: not a zoom
-      try {
-        self.plots[def.id] = new uPlot(options, data, target);
-      } finally {
-        self.settingScale = false;
-      }
+      self.plots[def.id] = new uPlot(options, data, target);
       self.signatures[def.id] = signature;
     });
     self.applyX();
   };
 
-  // Every chart's time axis to the chosen range (or the reader's zoom), except `skip` (the chart zoomed).
-  Charts.prototype.applyX = function (skip) {
+  // Every chart's time axis to the chosen range, or to the reader's zoom.
+  Charts.prototype.applyX = function () {
     var self = this;
     var range = self.zoomed && self.zoomRange ? self.zoomRange : self.xRange();
-    self.settingScale = true;
-    try {
-      Object.keys(self.plots).forEach(function (id) {
-        var plot = self.plots[id];
-        if (plot !== skip) plot.setScale("x", range);
-        self.showLatest(plot);
-      });
-    } finally {
-      self.settingScale = false;
-    }
+    Object.keys(self.plots).forEach(function (id) {
+      var plot = self.plots[id];
+      plot.setScale("x", range);
+      self.showLatest(plot, range.max);
+    });
   };
 
-  // The legend, when the cursor is not on the chart: the last batch within what is shown.
-  Charts.prototype.showLatest = function (plot) {
+  // A drag's selection on `plot` (a few pixels or more) becomes every chart's time axis until a double-click.
+  Charts.prototype.zoomTo = function (plot) {
+    var select = plot.select;
+    if (!select || select.width < 3) return;
+    this.zoomRange = { min: plot.posToVal(select.left, "x"), max: plot.posToVal(select.left + select.width, "x") };
+    this.zoomed = true;
+    plot.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+    this.applyX();
+  };
+
+  // The legend, when the cursor is not on the chart: the last batch up to `max` (the end of what is shown; uPlot
+  // sets a new scale a moment after it is asked to, so the caller that sets one says where it ends).
+  Charts.prototype.showLatest = function (plot, max) {
     var xs = plot.data[0];
-    var max = plot.scales.x.max;
+    if (max === undefined) max = plot.scales.x.max;
     var idx = xs.length - 1;
     while (idx > 0 && max !== undefined && max !== null && xs[idx] > max) idx--;
     if (idx >= 0) plot.setLegend({ idx: idx }, false);

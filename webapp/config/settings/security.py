@@ -21,6 +21,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# A form refused by the CSRF check gets ClearFlow's page in words (an API path its JSON error).
+CSRF_FAILURE_VIEW = "webapp.api.fallbacks.csrf_failure"
 # The health endpoint must answer plain HTTP probes inside the container network, and `/metrics` a Prometheus
 # that scrapes the web service there (docs/monitoring.md).
 SECURE_REDIRECT_EXEMPT = [r"^health$", r"^api/v1/health$", r"^metrics$"]
