@@ -96,6 +96,30 @@ def idle_process_tree() -> int:
     return idle_threads(_process_tree_threads())
 
 
+def leave_idle_class(pid: int) -> int:
+    """Moves every thread of the process `pid` and of the processes it started out of the idle scheduling class
+    (back to SCHED_OTHER, at the niceness each had): a light job whose lag grows is no longer light, and is never
+    starved while it waits to be re-sized (the worker calls it, for a job on its host). The number moved."""
+    import psutil
+
+    if not hasattr(os, "SCHED_IDLE"):
+        return 0
+    moved = 0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error, OSError):
+            for thread in process.threads():
+                with contextlib.suppress(OSError):
+                    if os.sched_getscheduler(thread.id) == os.SCHED_IDLE:
+                        os.sched_setscheduler(thread.id, os.SCHED_OTHER, os.sched_param(0))
+                        moved += 1
+    return moved
+
+
 def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INCREMENT) -> int:
     """Sets each compaction thread of the JVM `jvm_pid` to the JVM's niceness plus `increment` (at most 19);
     the number of threads changed. A thread that ends meanwhile, or a /proc that does not exist, changes none."""

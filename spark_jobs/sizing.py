@@ -137,6 +137,56 @@ def trigger_interval(events_per_second: float | None) -> str:
     return LIGHT_TRIGGER if seconds == 1 else f"{seconds} seconds"
 
 
+# The phases of a micro-batch that do not grow with its rows (Spark's `durationMs`): asking the sources for their
+# offsets, planning, writing the offset log and the commit log. A trigger shorter than their sum cannot be kept.
+FIXED_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "commitOffsets")
+FIXED_COST_BATCHES = 5  # judged on the median of this many batches that read events
+_INTERVAL_UNITS_MS = {"millisecond": 1, "second": 1000, "minute": 60_000}
+
+
+def interval_ms(text: str) -> int | None:
+    """'500 milliseconds' -> 500, '1 second' -> 1000, '2 minutes' -> 120000; None for what is not such a text."""
+    parts = text.strip().lower().split()
+    if len(parts) != 2:
+        return None
+    try:
+        amount = float(parts[0])
+    except ValueError:
+        return None
+    unit = _INTERVAL_UNITS_MS.get(parts[1].removesuffix("s"))
+    return int(amount * unit) if unit is not None and amount >= 0 else None
+
+
+class TriggerCheck:
+    """Says once, in words, when a query's trigger is shorter than its micro-batches' fixed cost (the median of
+    their first FIXED_COST_BATCHES): the batches then run back to back and an event waits for at least that cost,
+    whatever the trigger says."""
+
+    def __init__(self, trigger: str) -> None:
+        self.trigger = trigger
+        self.trigger_ms = interval_ms(trigger)
+        self._costs: list[int] = []
+        self.said: str | None = None
+
+    def add(self, phases_ms: dict[str, int]) -> str | None:
+        """One batch's phases (BatchMetrics.phases_ms); the warning, the one time it is due."""
+        if self.trigger_ms is None or self.said is not None or len(self._costs) >= FIXED_COST_BATCHES:
+            return None
+        self._costs.append(sum(int(phases_ms.get(name, 0)) for name in FIXED_PHASES))
+        if len(self._costs) < FIXED_COST_BATCHES:
+            return None
+        cost = sorted(self._costs)[len(self._costs) // 2]
+        if cost <= self.trigger_ms:
+            return None
+        self.said = (
+            f"The trigger ({self.trigger}) is shorter than each micro-batch's fixed cost (about {cost / 1000:.1f} s to "
+            "ask the topics for offsets, plan the batch and write the offset and commit logs): the batches run back to "
+            f"back and an event waits at least that long. Choose a trigger of at least {math.ceil(cost / 100) / 10:g} "
+            "seconds, or leave it to the sizing (CLEARFLOW_TRIGGER_INTERVAL=auto)."
+        )
+        return self.said
+
+
 # The dedup state's partitions (`spark.sql.shuffle.partitions`; each is a RocksDB instance that every micro-batch
 # loads, writes a changelog for and commits, and a task that reads its share of the shuffle). A light pipeline's
 # batch of a few hundred rows gains nothing from two: one partition took about a tenth less CPU at 100 events/s
@@ -333,6 +383,21 @@ def total_memory_bytes() -> int | None:
         return None
 
 
+# Standby jobs (worker.standby) wait with their JVM and Spark session up, each about 0.7-1.0 GB resident (measured
+# 2026-12-01: 1.05 GB with a 1g heap). A pool of them serves deploys made one after the other, each in a JVM that
+# is already up, while the pool refills. One standby per STANDBY_MEMORY_PER_JOB of the host's memory (2 on a 24 GiB
+# machine, which reports 23.5), at least 1 and at most STANDBY_POOL_MAX: the rest of the memory is for pipelines.
+STANDBY_MEMORY_PER_JOB = 10 * GB
+STANDBY_POOL_MAX = 4
+
+
+def standby_pool_size(memory_bytes: int | None) -> int:
+    """How many standby jobs a host with `memory_bytes` of memory keeps ready (1 when it does not say)."""
+    if not memory_bytes:
+        return 1
+    return max(1, min(STANDBY_POOL_MAX, memory_bytes // STANDBY_MEMORY_PER_JOB))
+
+
 def free_disk_bytes(path: str) -> int | None:
     """Free bytes on the filesystem that holds `path` (or would: its nearest existing parent); None for a
     URI (hdfs://, s3a://), whose space is not known from here."""
@@ -415,11 +480,13 @@ __all__ = [
     "UNSIZED_ROCKSDB_MB",
     "MachineCheck",
     "StateEstimate",
+    "TriggerCheck",
     "driver_heap_mb",
     "driver_java_options",
     "free_disk_bytes",
     "full_driver_memory",
     "human_bytes",
+    "interval_ms",
     "is_light",
     "join_rocksdb_memory_mb",
     "join_state_keys",

@@ -45,7 +45,7 @@ RESERVED_PREFIXES = ("_kafka_", "_cf_")
 
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*\Z")
 # The dedup windows the wizard offers and key advice recommends from (any other valid window can be typed).
 DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1m", "1 minute"),
@@ -62,10 +62,10 @@ DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
 StateStore = Literal["auto", "memory", "rocksdb"]
 STATE_STORES: tuple[str, ...] = get_args(StateStore)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_IDENT_RE = re.compile(rf"^{_IDENT}$")
-_PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-_HEADER_FIELD_RE = re.compile(rf"^{KAFKA_HEADERS}\.{_IDENT}$")
+_IDENT_RE = re.compile(rf"^{_IDENT}\Z")  # \Z, not $: "name\n" is no name
+_PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*\Z")
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}\Z")
+_HEADER_FIELD_RE = re.compile(rf"^{KAFKA_HEADERS}\.{_IDENT}\Z")
 
 
 def kafka_header_fields(names: Iterable[str]) -> dict[str, str]:

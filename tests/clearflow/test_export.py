@@ -65,6 +65,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_username": "etl",
         "sasl_password": "${PROD_KAFKA_SASL_PASSWORD}",
+        "env": ["PROD_KAFKA_SASL_PASSWORD"],
     }
     assert clickhouse == {
         "kind": "clickhouse-connection",
@@ -76,6 +77,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
         "database": "default",
         "secure": False,
         "verify": True,
+        "env": ["ANALYTICS_PASSWORD"],
     }
     assert pipeline["kind"] == "pipeline" and pipeline["name"] == "orders"
     assert (pipeline["kafka_connection"], pipeline["clickhouse_connection"]) == ("prod kafka", "analytics")

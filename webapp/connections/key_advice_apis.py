@@ -16,6 +16,7 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import key_advice, selectors
 from webapp.connections.apis import KAFKA_TAG
+from webapp.connections.throttle import count_connection_request
 
 
 def _field_path(value: str) -> str:
@@ -132,6 +133,7 @@ class KafkaDedupAnalysisApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
         data = validated_input(DedupAnalysisInput, request.data)
+        count_connection_request(connection.owner)
         result = key_advice.analyze_duplicates(
             connection.client_settings(),
             topics=data["topics"],

@@ -192,7 +192,11 @@ def test_drafts_in_the_old_format_move_to_a_partial_spec(owner):
         ("clickhouse", "ClickHouse at ch:8123 rejected the user name or password.", "password"),
         ("clickhouse", "Nothing accepts connections at ch:8124 (connection refused).", "port"),
         ("clickhouse", "The host name ch.internal could not be resolved.", "host"),
-        ("clickhouse", "Too many connection tests; try again in 30 seconds.", None),
+        (
+            "clickhouse",
+            "Too many requests that connect to a server (...): at most 20 a minute. Try again in 30 seconds.",
+            None,
+        ),
     ],
 )
 def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, field):
