@@ -180,6 +180,10 @@ def _action(args: argparse.Namespace, out: Output) -> int:
     with Client() as client:
         if args.command == "deploy":
             status = client.deploy(args.name, checkpoint=args.checkpoint, wait=args.wait, timeout=args.timeout)
+        elif args.command == "rollback":
+            status = client.rollback(
+                args.name, args.to, checkpoint=args.checkpoint, wait=args.wait, timeout=args.timeout
+            )
         elif args.command == "stop":
             status = client.stop(args.name, wait=args.wait, timeout=args.timeout)
         else:
@@ -278,14 +282,17 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, help_text in (
         ("deploy", "Run the pipeline's current version (a running pipeline is redeployed)."),
+        ("rollback", "Deploy an earlier version again (--to N): a new version equal to N, deployed."),
         ("stop", "Stop the pipeline gracefully."),
         ("delete", "Delete the pipeline and its versions; rows in ClickHouse stay."),
     ):
         sub = command(name, _action, help_text)
         sub.add_argument("name")
-        if name == "deploy":
+        if name == "rollback":
+            sub.add_argument("--to", type=int, required=True, metavar="N", help="the version to deploy again")
+        if name in ("deploy", "rollback"):
             sub.add_argument("--checkpoint", choices=("keep", "fresh"), help="as for apply")
-        if name in ("deploy", "stop"):
+        if name in ("deploy", "rollback", "stop"):
             sub.add_argument("--wait", action="store_true", help="wait until it runs (deploy) or has stopped (stop)")
             sub.add_argument("--timeout", type=float, default=300.0, help="seconds --wait waits (default 300)")
         if name == "delete":

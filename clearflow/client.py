@@ -218,6 +218,23 @@ class Client:
             return self.wait(name, "running", timeout=timeout)
         return PipelineStatus.model_validate({**answer, "name": pipeline["name"]})
 
+    def rollback(
+        self,
+        name: str,
+        version: int,
+        *,
+        checkpoint: str | None = None,
+        wait: bool = False,
+        timeout: float = WAIT_TIMEOUT_S,
+    ) -> PipelineStatus:
+        """Deploy version `version` again: the server makes a new version equal to it and deploys that."""
+        pipeline = self._pipeline(name)
+        body: dict[str, Any] = {"version": version, **({"checkpoint": checkpoint} if checkpoint else {})}
+        answer = self.api.post(f"/pipelines/{pipeline['id']}/rollback/", body)
+        if wait:
+            return self.wait(name, "running", timeout=timeout)
+        return PipelineStatus.model_validate({**answer, "name": pipeline["name"]})
+
     def stop(self, name: str, *, wait: bool = False, timeout: float = WAIT_TIMEOUT_S) -> PipelineStatus:
         """Stop gracefully (the job finishes its micro-batch; forced after the server's stop timeout)."""
         pipeline = self._pipeline(name)

@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS
+from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS
 from spark_jobs.transforms import ERROR, Field, nest_paths, path_col
 
 KEY_HIGH, KEY_LOW = "_cf_join_high", "_cf_join_low"
@@ -49,7 +49,7 @@ class Side:
 
     def payload_types(self) -> dict[str, str]:
         """The struct's leaves and their field types: the fields, then the Kafka metadata."""
-        return {**{f.path: f.type for f in self.fields}, **KAFKA_METADATA_FIELDS}
+        return {**{f.path: f.type for f in self.fields}, **JOIN_METADATA_FIELDS}
 
 
 def require_join_keys(df: DataFrame, side: Side) -> DataFrame:

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from spark_jobs.spec_base import (
-    KAFKA_METADATA_FIELDS,
+    JOIN_METADATA_FIELDS,
     STRICT,
     DedupSpec,
     FieldSpec,
@@ -69,7 +69,7 @@ def joined_field_types(left: Sequence[FieldSpec], right: Sequence[FieldSpec]) ->
     types: dict[str, str] = {}
     for side, fields in zip(JOIN_SIDES, (left, right), strict=True):
         types.update({f"{side}.{f.path}": f.type for f in fields})
-        types.update({f"{side}.{name}": kind for name, kind in KAFKA_METADATA_FIELDS.items()})
+        types.update({f"{side}.{name}": kind for name, kind in JOIN_METADATA_FIELDS.items()})
     return types
 
 

@@ -45,7 +45,15 @@ from spark_jobs.metrics import (
 )
 from spark_jobs.protocol import local_checkpoint_path
 from spark_jobs.source import REDACTION_REGEX, read_kafka
-from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, PipelineSpec, SourceSpec, SpecError, SpecIssue
+from spark_jobs.spec import (
+    JOIN_SIDES,
+    KAFKA_HEADERS,
+    KAFKA_METADATA_FIELDS,
+    PipelineSpec,
+    SourceSpec,
+    SpecError,
+    SpecIssue,
+)
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +293,8 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
         for name, kind in KAFKA_METADATA_FIELDS.items()
         if kind == "string" and name not in used and name not in expressions
     ]
+    if KAFKA_HEADERS not in expressions and not any(field.startswith(f"{KAFKA_HEADERS}.") for field in used):
+        metadata.append(KAFKA_HEADERS)
     return ["_cf_value", *metadata]
 
 

@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.connections import KAFKA_SECRET_OPTIONS, kafka_connector_options
-from spark_jobs.spec import PipelineSpec, SourceSpec
+from spark_jobs.spec import KAFKA_HEADERS, KAFKA_KEY, PipelineSpec, SourceSpec
 
 SECRET_OPTIONS = KAFKA_SECRET_OPTIONS
 # Spark's default (secret|password|token|access key) plus the Kafka options that carry secrets: Spark redacts
@@ -32,7 +32,8 @@ _FETCH_OPTIONS = {
 
 def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | None = None) -> DataFrame:
     """The spec's topics as rows `_cf_value` (bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
-    `_kafka_timestamp`: the columns `spark_jobs.transforms` starts from. `source`: another source of the spec
+    `_kafka_timestamp`, `_kafka_key` (text), `_kafka_headers` (a map of text): the columns `spark_jobs.transforms`
+    starts from. `source`: another source of the spec
     (a join's right side, `join.source`) instead of `spec.source`."""
     source = source or spec.source
     raw = (
@@ -40,8 +41,9 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         .options(**_FETCH_OPTIONS)
         .options(**kafka_connector_options(source.kafka))
         .option("subscribe", ",".join(source.topics))
-        .option("startingOffsets", source.starting_offsets)
+        .options(**starting_options(source))
         .option("maxOffsetsPerTrigger", str(source.max_records_per_batch))
+        .option("includeHeaders", "true")
         .option("groupIdPrefix", f"clearflow-{spec.name}")
         # Records deleted by retention before they were read cannot be read anyway: go on from the earliest
         # offset still there (as the first engine did) instead of stopping the pipeline.
@@ -54,4 +56,28 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         F.col("partition").alias("_kafka_partition"),
         F.col("offset").alias("_kafka_offset"),
         F.col("timestamp").alias("_kafka_timestamp"),
+        F.col("key").cast("string").alias(KAFKA_KEY),
+        headers_map(F.col("headers")).alias(KAFKA_HEADERS),
     )
+
+
+def starting_options(source: SourceSpec) -> dict[str, str]:
+    """Where a first start reads from: `earliest`, `latest`, or one time for every partition of the topics (a
+    partition with no record at or after it starts at its end)."""
+    millis = source.starting_timestamp_ms
+    if millis is None:
+        return {"startingOffsets": source.starting_offsets}
+    return {"startingTimestamp": str(millis), "startingOffsetsByTimestampStrategy": "latest"}
+
+
+def headers_map(headers: Column) -> Column:
+    """The connector's headers (an array of key and bytes, NULL when there are none) as a map of UTF-8 text. A
+    header sent twice keeps its last value: a map with a key twice is an error in Spark."""
+    last = F.filter(
+        headers,
+        lambda header, i: ~F.exists(F.slice(headers, i + 2, F.size(headers)), lambda later: later.key == header.key),
+    )
+    entries = F.transform(
+        last, lambda header: F.struct(header.key.alias("key"), header.value.cast("string").alias("value"))
+    )
+    return F.coalesce(F.map_from_entries(entries), F.create_map().cast("map<string,string>"))

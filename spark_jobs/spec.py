@@ -59,6 +59,9 @@ from spark_jobs.join_spec import (
 from spark_jobs.limits import size_issues
 from spark_jobs.spec_base import (
     DEDUP_WINDOWS,
+    JOIN_METADATA_FIELDS,
+    KAFKA_HEADERS,
+    KAFKA_KEY,
     KAFKA_METADATA_FIELDS,
     MAX_WINDOW_SECONDS,
     RESERVED_PREFIXES,
@@ -76,6 +79,8 @@ from spark_jobs.spec_base import (
     check_ident,
     dedup_issues,
     field_issues,
+    kafka_header_fields,
+    kafka_record_fields,
     parse_window,
     schema_field_issues,
     source_issues,
@@ -235,6 +240,8 @@ class PipelineSpec(BaseModel):
         else:
             types = {f.path: f.type for f in self.source.fields}
             types.update(KAFKA_METADATA_FIELDS)
+            keys = self.dedup.keys if self.dedup else []
+            types.update(kafka_header_fields([*keys, *(c.field for c in self.sink.columns)]))
         types.update({t.name: t.type for t in self.transforms})
         return types
 
@@ -271,7 +278,7 @@ def expression_issues(
     filter step). `transforms` are (name, expression) pairs in order; each may use the ones before it."""
     budget = budget or ValidationBudget()
     issues: list[SpecIssue] = []
-    known = KnownNames([*field_paths, *KAFKA_METADATA_FIELDS])
+    known = KnownNames([*field_paths, *KAFKA_METADATA_FIELDS, KAFKA_HEADERS])
     if filter_expression is not None and filter_expression.strip():
         error = expression_error(filter_expression, known)
         if error:
@@ -308,7 +315,8 @@ def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue
     fields = {f.path: f.type for f in spec.source.fields}
     budget.check("source.fields")
     if spec.dedup is not None:
-        issues += dedup_issues(spec.dedup, fields, "dedup", "source")
+        keyable = {**fields, **kafka_record_fields(spec.dedup.keys)}
+        issues += dedup_issues(spec.dedup, keyable, "dedup", "source")
     if spec.join is not None:
         issues += join_section_issues(spec.join, fields, version=spec.version)
         budget.check("join")
@@ -380,7 +388,10 @@ def parse_spec(data: dict[str, Any] | str | bytes) -> PipelineSpec:
 __all__ = [
     "DEDUP_WINDOWS",
     "FIELD_TYPES",
+    "JOIN_METADATA_FIELDS",
     "JOIN_SIDES",
+    "KAFKA_HEADERS",
+    "KAFKA_KEY",
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "OLD_INSERT_DEDUP_WINDOW",

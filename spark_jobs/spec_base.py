@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from datetime import UTC, datetime
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, fields_by_path
 from spark_jobs.connections import KafkaConnectionSpec, SchemaRegistryConnectionSpec
@@ -24,12 +25,22 @@ from spark_jobs.field_types import FieldType
 from spark_jobs.limits import VALIDATION_SECONDS
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
+# `_kafka_key`: the record's key as UTF-8 text (NULL when the record has none), also a dedup key.
 KAFKA_METADATA_FIELDS: dict[str, str] = {
     "_kafka_topic": "string",
     "_kafka_partition": "int",
     "_kafka_offset": "int",
     "_kafka_timestamp": "datetime",
+    "_kafka_key": "string",
 }
+KAFKA_KEY = "_kafka_key"
+# What a join side's events carry of the record: kept in the join's state, whose schema a checkpoint of an earlier
+# version holds, so the key (added since) is not among them.
+JOIN_METADATA_FIELDS: dict[str, str] = {name: kind for name, kind in KAFKA_METADATA_FIELDS.items() if name != KAFKA_KEY}
+# The record's headers, a map<string,string> (values as UTF-8 text; of a header sent twice, the last). In
+# expressions `_kafka_headers['trace-id']`; one header is the string field `_kafka_headers.<name>` (a column's
+# `field`, a dedup key; NULL when the record lacks it).
+KAFKA_HEADERS = "_kafka_headers"
 RESERVED_PREFIXES = ("_kafka_", "_cf_")
 
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
@@ -54,6 +65,17 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _IDENT_RE = re.compile(rf"^{_IDENT}\Z")  # \Z, not $: "name\n" is no name
 _PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*\Z")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}\Z")
+_HEADER_FIELD_RE = re.compile(rf"^{KAFKA_HEADERS}\.{_IDENT}\Z")
+
+
+def kafka_header_fields(names: Iterable[str]) -> dict[str, str]:
+    """The header fields among `names` (`_kafka_headers.trace_id`), each a string field."""
+    return {name: "string" for name in names if _HEADER_FIELD_RE.match(name)}
+
+
+def kafka_record_fields(names: Iterable[str]) -> dict[str, str]:
+    """What a dedup key may name besides the source's fields: the record's key, and the headers among `names`."""
+    return {KAFKA_KEY: KAFKA_METADATA_FIELDS[KAFKA_KEY], **kafka_header_fields(names)}
 
 
 # --- errors ------------------------------------------------------------------------------------------------
@@ -141,6 +163,43 @@ class FieldSpec(BaseModel):
         return value
 
 
+# Unix milliseconds below this are 1973 or earlier: seconds given where milliseconds were meant.
+_MIN_TIMESTAMP_MS = 10**11
+
+
+def starting_timestamp_ms(text: str) -> int:
+    """`source.starting_offsets` as a time: unix milliseconds ("1764547200000") or ISO 8601
+    ("2026-12-01T00:00:00Z"; without an offset, UTC). Raises ValueError saying what to write instead."""
+    usage = "use earliest, latest, or a time: ISO 8601 ('2026-12-01T00:00:00Z') or unix milliseconds"
+    text = text.strip()
+    if text.isdigit():
+        millis = int(text)
+        if millis < _MIN_TIMESTAMP_MS:
+            raise ValueError(
+                f"starting_offsets {text} reads as milliseconds before 1973: give unix milliseconds (seconds x 1000)"
+            )
+        return millis
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"invalid starting_offsets {text!r}: {usage}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _starting_offsets(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str) and value not in ("earliest", "latest"):
+        starting_timestamp_ms(value)
+    return value
+
+
+# The check travels with the type, so a partial spec (the wizard's draft) checks it too.
+StartingOffsets = Annotated[str, BeforeValidator(_starting_offsets)]
+
+
 # How record values are encoded. avro: Confluent's wire format with `schema_registry`, or plain Avro bodies of
 # the one `avro_schema` given. protobuf: Confluent's wire format with `schema_registry`.
 SourceFormat = Literal["json", "avro", "protobuf"]
@@ -152,7 +211,9 @@ class SourceSpec(BaseModel):
 
     kafka: KafkaConnectionSpec
     topics: list[str] = Field(min_length=1)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    # "earliest", "latest", or a time (ISO 8601, or unix milliseconds): each partition starts at its first record
+    # at or after it. Used on the first start only; afterwards the checkpoint decides.
+    starting_offsets: StartingOffsets = "earliest"
     format: SourceFormat = "json"
     # format avro, Confluent wire format: where the writer schemas are (subjects `<topic>-value`).
     schema_registry: SchemaRegistryConnectionSpec | None = None
@@ -171,6 +232,13 @@ class SourceSpec(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("topics are listed twice")
         return value
+
+    @property
+    def starting_timestamp_ms(self) -> int | None:
+        """The time to start from in unix milliseconds; None for `earliest` or `latest`."""
+        if self.starting_offsets in ("earliest", "latest"):
+            return None
+        return starting_timestamp_ms(self.starting_offsets)
 
     @property
     def uses_registry(self) -> bool:
@@ -333,6 +401,9 @@ def time_field_issues(name: str, fields: dict[str, str], path: str, source_path:
 
 __all__ = [
     "DEDUP_WINDOWS",
+    "JOIN_METADATA_FIELDS",
+    "KAFKA_HEADERS",
+    "KAFKA_KEY",
     "KAFKA_METADATA_FIELDS",
     "MAX_WINDOW_SECONDS",
     "RESERVED_PREFIXES",
@@ -351,8 +422,11 @@ __all__ = [
     "check_ident",
     "dedup_issues",
     "field_issues",
+    "kafka_header_fields",
+    "kafka_record_fields",
     "parse_window",
     "schema_field_issues",
     "source_issues",
+    "starting_timestamp_ms",
     "time_field_issues",
 ]

@@ -192,6 +192,8 @@ def rehearse(spark: Any) -> None:
             F.lit(0).alias("_kafka_partition"),
             F.lit(0).cast("long").alias("_kafka_offset"),
             F.current_timestamp().alias("_kafka_timestamp"),
+            F.lit(None).cast("string").alias("_kafka_key"),
+            F.create_map().cast("map<string,string>").alias("_kafka_headers"),
         )
         stream = build_stream(raw, parse_spec(REHEARSAL_SPEC))
         query = (

@@ -86,7 +86,8 @@ VALUES: tuple[str | None, ...] = (
     '{"a": 1}', "{}", "[]", "[1, 2]", '{"a": {"b": [1.50, "x", null, true]}}', '"{\\"a\\": 1}"',
 )  # fmt: skip
 RAW_SCHEMA = (
-    "_cf_value binary, _kafka_topic string, _kafka_partition int, _kafka_offset long, _kafka_timestamp timestamp"
+    "_cf_value binary, _kafka_topic string, _kafka_partition int, _kafka_offset long, _kafka_timestamp timestamp, "
+    "_kafka_key string, _kafka_headers map<string,string>"
 )
 
 
@@ -108,7 +109,7 @@ def _run(spark: Any, spec: Any, records: list[str], tmp: Path) -> dict[int, str 
     from spark_jobs.pipeline import build_stream
 
     now = datetime.now(UTC)
-    rows = [(bytearray(text.encode()), "t", 0, i, now) for i, text in enumerate(records)]
+    rows = [(bytearray(text.encode()), "t", 0, i, now, None, {}) for i, text in enumerate(records)]
     spark.createDataFrame(rows, RAW_SCHEMA).write.parquet(str(tmp / "in"))
     stream = build_stream(spark.readStream.schema(RAW_SCHEMA).parquet(str(tmp / "in")), spec).select(
         "_cf_dlq_offset", "_cf_error"

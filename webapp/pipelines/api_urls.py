@@ -3,7 +3,15 @@ letters, log)."""
 
 from django.urls import path
 
-from webapp.pipelines import apis, diff_apis, exactly_once_apis, mapping_apis, observe_apis, schema_change_apis
+from webapp.pipelines import (
+    apis,
+    diff_apis,
+    exactly_once_apis,
+    mapping_apis,
+    observe_apis,
+    rollback_apis,
+    schema_change_apis,
+)
 
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
@@ -16,6 +24,7 @@ urlpatterns = [
     path("<int:pk>/table-dedup/", exactly_once_apis.TableDedupEnableApi.as_view(), name="pipeline-table-dedup"),
     path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),
     path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),
+    path("<int:pk>/rollback/", rollback_apis.PipelineRollbackApi.as_view(), name="pipeline-rollback"),
     path("<int:pk>/stop/", apis.PipelineStopApi.as_view(), name="pipeline-stop"),
     path("<int:pk>/resume/", apis.PipelineResumeApi.as_view(), name="pipeline-resume"),
     path("<int:pk>/runs/", apis.PipelineRunListApi.as_view(), name="pipeline-runs"),

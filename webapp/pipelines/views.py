@@ -13,6 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -25,6 +26,7 @@ from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines.lifecycle import PipelineStatus
 from webapp.pipelines.models import Pipeline
+from webapp.pipelines.rollback import pipeline_rollback
 
 EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
 # The job log: ClearFlow's last lines, read from a longer tail so that Spark's stack traces (hidden until asked
@@ -33,7 +35,7 @@ LOG_LINES_SHOWN = 100
 LOG_LINES_READ = 600
 # Actions a worker carries out: their flash stays until the job has started or stopped (pipeline_run_state.html
 # removes it then), unless the action was done at once.
-PENDING_ACTIONS = ("deploy", "stop", "resume")
+PENDING_ACTIONS = ("deploy", "stop", "resume", "rollback")
 UNDER_WAY = (PipelineStatus.DEPLOY_REQUESTED, PipelineStatus.STOP_REQUESTED)
 
 
@@ -119,8 +121,11 @@ def pipeline_spec_download(request: HttpRequest, pk: int) -> HttpResponse:
 def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     kwargs: dict = {}
-    if action == "deploy" and request.POST.get("checkpoint") in ("keep", "fresh"):
+    if action in ("deploy", "rollback") and request.POST.get("checkpoint") in ("keep", "fresh"):
         kwargs["checkpoint"] = request.POST["checkpoint"]
+    if action == "rollback":
+        number = request.POST.get("version", "")
+        kwargs["version"] = int(number) if number.isdigit() else 0
     if action == "delete":
         kwargs["remove_checkpoint"] = request.POST.get("remove_checkpoint") == "on"
     service = {
@@ -129,11 +134,14 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
         "resume": pipeline_services.pipeline_resume,
         "delete": pipeline_services.pipeline_delete,
         "reset-checkpoint": pipeline_services.pipeline_checkpoint_reset,
+        "rollback": pipeline_rollback,
     }.get(action)
     if service is None:
         raise Http404("No such action.")
     try:
         result = service(pipeline=pipeline, user=request.user, **kwargs)
+    except ValidationError as exc:  # a version the pipeline does not have
+        messages.error(request, " ".join(exc.messages))
     except (ApplicationError, specmod.SpecError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
     else:
@@ -148,6 +156,7 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             request,
             {
                 "deploy": "Deploy requested.",
+                "rollback": f"Deploy of version {kwargs.get('version')} requested (as a new version).",
                 "stop": "Stop requested.",
                 "resume": "Resume requested.",
                 "reset-checkpoint": "Checkpoint removed: the next start reads from the starting offsets.",

@@ -23,9 +23,9 @@ import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from spark_jobs.spec import PipelineSpec, version_for
 from webapp.pipelines.spec_field import upgrade_spec
@@ -109,7 +109,10 @@ def draft_model(model: type[BaseModel]) -> type[DraftSection]:
             section = draft_model(annotation)
             fields[name] = (section, Field(default_factory=section, validation_alias=info.validation_alias))
         else:
-            fields[name] = (annotation | None, Field(default=None, validation_alias=info.validation_alias))
+            # A value's own check (a validator on its type, as `source.starting_offsets` has) applies in the draft.
+            checks = [m for m in info.metadata if isinstance(m, BeforeValidator | AfterValidator)]
+            kind = Annotated[(annotation, *checks)] if checks else annotation
+            fields[name] = (kind | None, Field(default=None, validation_alias=info.validation_alias))
     return create_model(f"Draft{model.__name__}", __base__=DraftSection, **fields)
 
 

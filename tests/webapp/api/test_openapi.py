@@ -23,6 +23,7 @@ def test_schema_lists_every_operation_with_auth(client):
         "pipelines_create",
         "pipelines_validate",
         "pipelines_deploy",
+        "pipelines_rollback",
         "pipelines_stop",
         "pipelines_resume",
         "pipelines_delete",

@@ -12,7 +12,7 @@ from django.utils.datastructures import MultiValueDict
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
 from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES
-from spark_jobs.spec import JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec
+from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
@@ -80,7 +80,7 @@ def metadata_fields(draft: WizardDraft) -> dict[str, str]:
     """The Kafka metadata a row offers (`_kafka_offset`, ...); with a join, each side's (`left._kafka_offset`)."""
     if draft_join(draft) is None:
         return dict(KAFKA_METADATA_FIELDS)
-    return {f"{side}.{name}": kind for side in JOIN_SIDES for name, kind in KAFKA_METADATA_FIELDS.items()}
+    return {f"{side}.{name}": kind for side in JOIN_SIDES for name, kind in JOIN_METADATA_FIELDS.items()}
 
 
 def computed_fields(draft: WizardDraft) -> list[dict[str, Any]]:
