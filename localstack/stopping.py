@@ -89,7 +89,8 @@ def stop_earlier_stack(var_dir: Path, *, run_root: Path) -> str:
 
 def stop_pipeline_jobs(run_root: Path) -> str:
     """Stop every pipeline job started under `run_root`, recorded as stopped with the stack (`worker.reconciler.
-    stop_stack_jobs`); what to tell the user ("" when none ran)."""
+    stop_stack_jobs`); what to tell the user ("" when none ran). Called once the worker is stopped."""
+    kill_standby_jobs(run_root)
     try:
         import django
 
@@ -108,6 +109,17 @@ def stop_pipeline_jobs(run_root: Path) -> str:
         stopped = jobs.stop_jobs(handles, timeout=JOB_STOP_TIMEOUT_SECONDS)
         return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False)
     return stop_summary(result.jobs, result.forced, recorded=result.recorded)
+
+
+def kill_standby_jobs(run_root: Path) -> None:
+    """SIGKILL to the standby jobs that wait for a pipeline: they run none, so nothing of theirs is lost, and one
+    still starting finishes its rehearsal (seconds) before it reads a SIGTERM. With the worker stopped, none can
+    be handed a pipeline meanwhile (a standby that was is the pipeline's job, and stops as one)."""
+    from worker import jobs, standby
+
+    with contextlib.suppress(OSError):
+        for waiting in standby.waiting(run_root):
+            jobs.force_kill(pid=waiting.handle.pid, process_started=waiting.handle.process_started)
 
 
 def prepare() -> None:

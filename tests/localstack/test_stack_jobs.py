@@ -296,7 +296,7 @@ def test_stopping_make_up_stops_its_pipeline_jobs(stack: Stack) -> None:
     output = run.output()
     # The standby ran no pipeline: it is stopped, not counted.
     assert "clearflow: stopped 1 pipeline job; it resumes on the next `make up`" in output, output
-    assert "clearflow: stopped\n" in output
+    assert re.search(r"clearflow: stopped in [\d.]+ s\n", output), output
     assert not [pid for pid in job_processes if psutil.pid_exists(pid) and _not_zombie(pid)]
     # Recorded as stopped with the stack, not as a failure; the pipeline stays deployed.
     (outcome, exit_code), *_ = stack.sql(
@@ -350,7 +350,9 @@ def test_the_next_start_resumes_the_pipeline_exactly_once(stack: Stack) -> None:
     assert run.pty_master is not None
     os.write(run.pty_master, b"\x03")  # Ctrl-C typed into the terminal
     run.process.wait(timeout=150)
-    assert wait_until(lambda: "clearflow: stopped\n" in run.output().replace("\r\n", "\n"), timeout=10)
+    assert wait_until(
+        lambda: re.search(r"clearflow: stopped in [\d.]+ s\n", run.output().replace("\r\n", "\n")), timeout=10
+    )
     assert "stopped 1 pipeline job; it resumes on the next `make up`" in run.output()
     assert not _job_processes(stack)
 
