@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from localstack import leftovers, run_state
-from localstack.up import DETACHED_VARIABLE, REPO_ROOT, StackConfig, run_root
+from localstack.stopping import run_root_of
+from localstack.up import DETACHED_VARIABLE, REPO_ROOT, StackConfig
 
 DOWN_TIMEOUT_SECONDS = 120
 DETACHED_START_TIMEOUT_SECONDS = 900  # a first start installs nothing here (make did), but migrates and formats
@@ -125,7 +126,7 @@ def _stop_earlier_stack(config: StackConfig) -> int:
         _say(str(error))
         return 1
     try:
-        if not stop_earlier_stack(config.var_dir, run_root=run_root(config)):
+        if not stop_earlier_stack(config.var_dir, run_root=run_root_of(config.var_dir)):
             _say(f"ClearFlow is not running here ({config.var_dir}).")
     finally:
         os.close(lock_fd)
@@ -173,7 +174,7 @@ def _alive(pid: Any, started: float | None = None) -> bool:
 
 def _print_earlier_stack(config: StackConfig) -> None:
     """The services an earlier stack that did not stop left running (its jobs are listed below)."""
-    found = leftovers.find(config.var_dir, run_root(config))
+    found = leftovers.find(config.var_dir, run_root_of(config.var_dir))
     if not found.services:
         return
     print("An earlier stack here was not stopped. Still running (`make up` or `make down` stops them):")
@@ -186,7 +187,7 @@ def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
     pipelines that wait for the next start."""
     from worker import jobs, standby
 
-    handles = {h.run_dir: h for h in jobs.find_jobs(run_root(config))}
+    handles = {h.run_dir: h for h in jobs.find_jobs(run_root_of(config.var_dir))}
     pipelines = _pipelines_by_job(config)
     if not handles:
         print("  No pipeline job runs.")

@@ -156,6 +156,6 @@ def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
     return words
 
 
-def default_run_root(var_dir: Path) -> Path:
+def run_root_of(var_dir: Path) -> Path:
     """Where the stack's worker puts its jobs' run directories (settings.CLEARFLOW_RUN_ROOT)."""
     return Path(os.environ.get("CLEARFLOW_RUN_ROOT") or var_dir / "runs")

@@ -8,7 +8,7 @@ starts).
 
 The stack owns the pipeline jobs its worker starts. Ctrl-C, SIGTERM (`make down`) or a closed terminal (SIGHUP)
 stop, in this order: beat, the worker and the web app (so nothing starts a job meanwhile); every pipeline job
-(SIGTERM: it finishes its micro-batch; SIGKILL after JOB_STOP_TIMEOUT_SECONDS), recorded as stopped with the
+(SIGTERM: it finishes its micro-batch; SIGKILL after `stopping.JOB_STOP_TIMEOUT_SECONDS`), recorded as stopped with the
 stack, so the next start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and
 Redis, which the jobs needed until their last batch (`localstack.stopping`: each step all at once and timed).
 
@@ -325,7 +325,7 @@ def up() -> int:
     lock_fd = -1
     try:
         lock_fd = acquire_lock(config.var_dir)
-        stopping.stop_earlier_stack(config.var_dir, run_root=run_root(config))
+        stopping.stop_earlier_stack(config.var_dir, run_root=stopping.run_root_of(config.var_dir))
         check_prerequisites(config)
         ensure_database(config.database_url)
         _say("migrating the database")
@@ -363,16 +363,12 @@ def up() -> int:
         for stop_signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a second Ctrl-C must not cut this short
             signal.signal(stop_signal, signal.SIG_IGN)
         stop_began = time.monotonic()
-        stopped_jobs = stopping.stop_stack(group, run_root=run_root(config))
+        stopped_jobs = stopping.stop_stack(group, run_root=stopping.run_root_of(config.var_dir))
         run_state.remove_stack(config.var_dir)
         run_state.write_last_stop(config.var_dir, {"at": time.time(), "pipeline_jobs": stopped_jobs})
         with contextlib.suppress(OSError):
             os.close(lock_fd)
         _say(f"stopped in {time.monotonic() - stop_began:.1f} s")
-
-
-def run_root(config: StackConfig) -> Path:
-    return stopping.default_run_root(config.var_dir)
 
 
 def _record_stack(config: StackConfig, group: processes.ProcessGroup, started: float) -> None:

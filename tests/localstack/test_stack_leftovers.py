@@ -9,16 +9,12 @@ is never taken for the stack's.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,12 +31,13 @@ from tests.localstack.test_stack_jobs import (
     Stack,
     _events,
     _job_processes,
+    _not_zombie,
     _table_counts,
-    _topic,
     _wait_status,
+    deploy_counted_pipeline,
+    stack_under_test,
 )
 from tests.spark_jobs.engine_helpers import produce
-from tests.worker.helpers import api_spec
 
 # The services that must not outlive their `make up` (Redis may: it keeps the detached jobs' leases).
 ENDS_WITH_THE_STACK = {"web", "worker", "beat", "kafka", "clickhouse", "schema-registry"}
@@ -51,79 +48,20 @@ def _drop_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def _var_processes(var_dir: Path) -> list[str]:
-    """Every process whose command line names the var directory (what `pgrep -f` finds), but pgrep itself."""
-    found = subprocess.run(["pgrep", "-af", str(var_dir)], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in found if "pgrep" not in line]
+    """Every process whose command line names the var directory (`pgrep -f`, which never lists itself)."""
+    return subprocess.run(["pgrep", "-af", str(var_dir)], capture_output=True, text=True).stdout.splitlines()
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    var_dir = Path(tempfile.mkdtemp(prefix="clearflow-stack-leftovers-"))
-    made = stack_env(var_dir, database_prefix="clearflow_leftovers")
-    env, ports, database = made.env, made.ports, made.database
-    env.update(
-        CLEARFLOW_WATCH_INTERVAL="1",
-        CLEARFLOW_TRIGGER_INTERVAL="500 milliseconds",
-        CLEARFLOW_SPARK_CONF="spark.ui.enabled=false",
-    )
-    stack = Stack(var_dir, env, ports, database)
-    try:
+    with stack_under_test("stack-leftovers") as stack:
         yield stack
-    finally:
-        subprocess.run(["make", "-s", "down"], cwd=REPO_ROOT, env=env, timeout=180, check=False)
-        for pid in _job_processes(stack):  # only if a test failed half-way
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        _drop_database(database)
-        shutil.rmtree(var_dir, ignore_errors=True)
-
-
-def _deploy_pipeline(stack: Stack) -> tuple[str, str, int]:
-    stack.token = subprocess.run(
-        [sys.executable, "manage.py", "create_api_token", "admin", "--name", "tests"],
-        cwd=REPO_ROOT,
-        env={**stack.env, "DJANGO_SETTINGS_MODULE": "webapp.config.settings"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    topic = _topic(stack)
-    bootstrap = stack.env["KAFKA_BOOTSTRAP_SERVERS"]
-    produce(bootstrap, topic, _events("k", 0, 300) + _events("k", 0, 30))  # 300 unique, 30 repeated
-    kafka = stack.api("POST", "connections/kafka/", {"name": "left kafka", "bootstrap_servers": bootstrap})
-    clickhouse = stack.api(
-        "POST", "connections/clickhouse/", {"name": "left ch", "host": "127.0.0.1", "port": stack.ports["clickhouse"]}
-    )
-    table = f"left_{uuid.uuid4().hex[:8]}"
-    pipeline = stack.api(
-        "POST",
-        "pipelines/",
-        {
-            "name": "survives-a-hard-kill",
-            "kafka_connection": kafka["id"],
-            "clickhouse_connection": clickhouse["id"],
-            "spec": api_spec(topic, table),
-        },
-    )
-    stack.api("POST", f"pipelines/{pipeline['id']}/deploy/")
-    _wait_status(stack, pipeline["id"], "running")
-    assert wait_until(lambda: _table_counts(stack, table) == (300, 300), timeout=JOB_TIMEOUT, interval=1.0), (
-        _table_counts(stack, table)
-    )
-    return topic, table, pipeline["id"]
 
 
 def test_a_stack_killed_hard_ends_its_services_and_the_next_one_stops_what_it_left(stack: Stack) -> None:
     stack.start()
-    topic, table, pipeline_id = _deploy_pipeline(stack)
+    topic, table, pipeline_id = deploy_counted_pipeline(stack, "survives-a-hard-kill")
     recorded = {s["name"]: s["pid"] for s in (run_state.read_stack(stack.var_dir) or {})["services"]}
     assert set(recorded) >= ENDS_WITH_THE_STACK | {"redis"}, recorded
     supervisor = run_state.running_pid(stack.var_dir)
@@ -134,13 +72,13 @@ def test_a_stack_killed_hard_ends_its_services_and_the_next_one_stops_what_it_le
     os.kill(supervisor, signal.SIGKILL)  # the OOM killer, or a closed SSH session without job control
 
     def services_left() -> list[str]:
-        return sorted(name for name, pid in recorded.items() if name in ENDS_WITH_THE_STACK and _alive(pid))
+        return sorted(name for name, pid in recorded.items() if name in ENDS_WITH_THE_STACK and _not_zombie(pid))
 
     assert wait_until(lambda: not services_left(), timeout=60, interval=0.5), services_left()
     status = subprocess.run(["make", "-s", "status"], cwd=REPO_ROOT, env=stack.env, capture_output=True, text=True)
     assert "ClearFlow is not running here" in status.stdout, status.stdout
     assert "An earlier stack here was not stopped" in status.stdout and "redis" in status.stdout, status.stdout
-    left_running = {pid for pid in jobs_before if _alive(pid)} | {recorded["redis"]}
+    left_running = {pid for pid in jobs_before if _not_zombie(pid)} | {recorded["redis"]}
 
     run = stack.start()  # not refused for the ports its own leftovers held: it stops them, then starts
     found = re.search(
@@ -149,11 +87,11 @@ def test_a_stack_killed_hard_ends_its_services_and_the_next_one_stops_what_it_le
     )
     assert found, run.output()
     assert "redis" in found.group(2) and "pipeline job" in found.group(2), found.group(0)
-    assert not [pid for pid in left_running if _alive(pid)]
+    assert not [pid for pid in left_running if _not_zombie(pid)]
     assert "already in use" not in run.output()
 
     # The pipeline resumes from its checkpoint: new events and repeats of old ones, each row once.
-    produce(stack.env["KAFKA_BOOTSTRAP_SERVERS"], topic, _events("k", 300, 200) + _events("k", 250, 100))
+    produce(stack.env["KAFKA_BOOTSTRAP_SERVERS"], topic, _events("e", 300, 200) + _events("e", 250, 100))
     _wait_status(stack, pipeline_id, "running")
     assert wait_until(lambda: _table_counts(stack, table)[1] >= 500, timeout=JOB_TIMEOUT, interval=1.0)
     time.sleep(3)  # a few more micro-batches: a row written twice would show now
