@@ -2,9 +2,10 @@
 
 Three steps, in this order, each stopping its processes all at once and saying how long it took: first what may
 start or restart jobs (beat, the worker, the web app), then the pipeline jobs (SIGTERM: each finishes its
-micro-batch; SIGKILL past JOB_STOP_TIMEOUT_SECONDS, and its batch is replayed exactly once at the next start),
-then what they read and write until their last batch (ClickHouse, the schema registry, Kafka, Redis). The three
-graces add up to STOP_BUDGET_SECONDS, under the 30 s a Ctrl-C may take.
+micro-batch; SIGKILL past its grace, and its batch is replayed exactly once at the next start), then what they
+read and write until their last batch (ClickHouse, the schema registry, Kafka, Redis). The whole stop keeps within
+STOP_BUDGET_SECONDS, under the 30 s a Ctrl-C may take: the jobs get what the first step left of it, less the last
+step's grace (about 20 s when the first step takes 2).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from pathlib import Path
 from localstack import leftovers, processes, run_state
 
 APP_TIER = ("beat", "worker", "web")
+STOP_BUDGET_SECONDS = 28
 APP_STOP_TIMEOUT_SECONDS = 6
-JOB_STOP_TIMEOUT_SECONDS = 15  # the largest share: a job finishes its micro-batch
-STOP_TIMEOUT_SECONDS = 6
-STOP_BUDGET_SECONDS = APP_STOP_TIMEOUT_SECONDS + JOB_STOP_TIMEOUT_SECONDS + STOP_TIMEOUT_SECONDS
+STOP_TIMEOUT_SECONDS = 5  # ClickHouse, the schema registry, Kafka and Redis: each stops in about a second
+RECORD_SECONDS = 1  # kept for recording the jobs' runs once they are gone
 
 
 def _say(message: str) -> None:
@@ -34,10 +35,11 @@ def _and(names: list[str]) -> str:
 
 def stop_stack(group: processes.ProcessGroup, *, run_root: Path) -> str:
     """Stop this stack's services and jobs, step by step; what to say about the jobs ("" when none ran)."""
+    deadline = time.monotonic() + STOP_BUDGET_SECONDS
     app = [service.name for service in reversed(group.services) if service.name in APP_TIER]
     _stop_step(app, lambda: group.stop(APP_TIER, timeout=APP_STOP_TIMEOUT_SECONDS), APP_STOP_TIMEOUT_SECONDS)
     step = time.monotonic()
-    stopped_jobs = stop_pipeline_jobs(run_root)
+    stopped_jobs = stop_pipeline_jobs(run_root, timeout=job_grace(deadline))
     _say(f"{stopped_jobs or 'no pipeline job to stop'} ({time.monotonic() - step:.1f} s)")
     data = [service.name for service in reversed(group.services)]
     _stop_step(data, lambda: group.stop_all(timeout=STOP_TIMEOUT_SECONDS), STOP_TIMEOUT_SECONDS)
@@ -66,11 +68,12 @@ def stop_earlier_stack(var_dir: Path, *, run_root: Path) -> str:
         run_state.remove_stack(var_dir)
         return ""
     step = time.monotonic()
+    deadline = step + STOP_BUDGET_SECONDS
     killed = leftovers.stop_services(
         [service for service in found.services if service.name in APP_TIER], timeout=APP_STOP_TIMEOUT_SECONDS
     )
     if found.jobs:
-        stop_pipeline_jobs(run_root)
+        stop_pipeline_jobs(run_root, timeout=job_grace(deadline))
     killed += leftovers.stop_services(
         [service for service in found.services if service.name not in APP_TIER], timeout=STOP_TIMEOUT_SECONDS
     )
@@ -87,9 +90,15 @@ def stop_earlier_stack(var_dir: Path, *, run_root: Path) -> str:
     return words
 
 
-def stop_pipeline_jobs(run_root: Path) -> str:
-    """Stop every pipeline job started under `run_root`, recorded as stopped with the stack (`worker.reconciler.
-    stop_stack_jobs`); what to tell the user ("" when none ran). Called once the worker is stopped."""
+def job_grace(deadline: float) -> float:
+    """The jobs' grace: what is left until `deadline` after theirs, less the last step's (at least 10 s)."""
+    return max(10.0, deadline - time.monotonic() - STOP_TIMEOUT_SECONDS - RECORD_SECONDS)
+
+
+def stop_pipeline_jobs(run_root: Path, *, timeout: float) -> str:
+    """Stop every pipeline job started under `run_root` (SIGKILL past `timeout` seconds), recorded as stopped with
+    the stack (`worker.reconciler.stop_stack_jobs`); what to tell the user ("" when none ran). Called once the
+    worker is stopped."""
     kill_standby_jobs(run_root)
     try:
         import django
@@ -98,7 +107,7 @@ def stop_pipeline_jobs(run_root: Path) -> str:
         django.setup()
         from worker.reconciler import stop_stack_jobs
 
-        result = stop_stack_jobs(timeout=JOB_STOP_TIMEOUT_SECONDS)
+        result = stop_stack_jobs(timeout=timeout)
     except Exception as error:  # never leave jobs behind: stop the processes even without the web app's code
         _say(f"could not record the pipeline jobs' stop ({error}); stopping their processes")
         from worker import jobs
@@ -106,9 +115,9 @@ def stop_pipeline_jobs(run_root: Path) -> str:
         handles = jobs.find_jobs(run_root)
         for handle in handles:
             jobs.mark_stopped_with_stack(handle.run_dir)
-        stopped = jobs.stop_jobs(handles, timeout=JOB_STOP_TIMEOUT_SECONDS)
-        return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False)
-    return stop_summary(result.jobs, result.forced, recorded=result.recorded)
+        stopped = jobs.stop_jobs(handles, timeout=timeout)
+        return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False, grace=timeout)
+    return stop_summary(result.jobs, result.forced, recorded=result.recorded, grace=timeout)
 
 
 def kill_standby_jobs(run_root: Path) -> None:
@@ -139,7 +148,7 @@ def quiet_django_logs() -> None:
     logging.getLogger("axes").setLevel(logging.WARNING)
 
 
-def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
+def stop_summary(count: int, forced: int, *, recorded: bool, grace: float) -> str:
     if count == 0:
         return ""
     words = (
@@ -148,7 +157,7 @@ def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
     )
     if forced:
         words += (
-            f" ({forced} did not stop within {JOB_STOP_TIMEOUT_SECONDS} s and {'were' if forced != 1 else 'was'} "
+            f" ({forced} did not stop within {grace:.0f} s and {'were' if forced != 1 else 'was'} "
             "killed: the last micro-batch is replayed, exactly once)"
         )
     if not recorded:

@@ -8,9 +8,9 @@ starts).
 
 The stack owns the pipeline jobs its worker starts. Ctrl-C, SIGTERM (`make down`) or a closed terminal (SIGHUP)
 stop, in this order: beat, the worker and the web app (so nothing starts a job meanwhile); every pipeline job
-(SIGTERM: it finishes its micro-batch; SIGKILL after `stopping.JOB_STOP_TIMEOUT_SECONDS`), recorded as stopped with the
-stack, so the next start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and
-Redis, which the jobs needed until their last batch (`localstack.stopping`: each step all at once and timed).
+(SIGTERM: it finishes its micro-batch; SIGKILL past its grace), recorded as stopped with the stack, so the next
+start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and Redis, which the jobs
+needed until their last batch (`localstack.stopping`: each step all at once and timed, 28 s at most in all).
 
 A stack that could not stop (SIGKILL, the OOM killer) takes its services with it: each gets SIGTERM from the
 kernel when this process dies (the parent-death signal). Its pipeline jobs run detached by design (a worker's
