@@ -121,7 +121,9 @@ def error_from_response(response: requests.Response, *, server: str) -> ClearFlo
     cls = _BY_STATUS.get(response.status_code, ServerError if response.status_code >= 500 else RefusedError)
     message = str(body["message"])
     if response.status_code == 401:
-        message += " The token is unknown, revoked or expired: create one under Account > API tokens."
+        message += (
+            " The token is unknown, revoked or expired: create one on the web app's API tokens page (/account/tokens/)."
+        )
     return cls(
         message,
         errors=errors,

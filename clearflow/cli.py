@@ -67,11 +67,11 @@ def _login(args: argparse.Namespace, out: Output) -> int:
     if not url:
         raise NotConfiguredError("give the server's address: clearflow login --url https://clearflow.example.com")
     if interactive:
-        token = getpass.getpass("API token (Account > API tokens in the web app): ").strip()
+        token = getpass.getpass("API token (the web app's API tokens page, /account/tokens/): ").strip()
     else:
         token = sys.stdin.readline().strip()  # e.g. `echo "$TOKEN" | clearflow login --url ...`
     if not token:
-        raise NotConfiguredError("no token given: create one under Account > API tokens in the web app")
+        raise NotConfiguredError("no token given: create one on the web app's API tokens page (/account/tokens/)")
     settings = Settings(normalize_url(url), token)
     with Client(settings.url, settings.token) as client:
         me = client.me()

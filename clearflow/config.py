@@ -73,7 +73,7 @@ def load_settings(
         missing = " and ".join(name for name, value in ((ENV_URL, url), (ENV_TOKEN, token)) if not value)
         raise NotConfiguredError(
             f"no ClearFlow server configured ({missing} not set): run `clearflow login`, or set {ENV_URL} and "
-            f"{ENV_TOKEN} (an API token from the web app's Account > API tokens)."
+            f"{ENV_TOKEN} (an API token from the web app's API tokens page, /account/tokens/)."
         )
     return Settings(url=normalize_url(url), token=token.strip())
 

@@ -177,6 +177,14 @@
     if (log && !log.parentElement.dataset.readingBack) log.scrollTop = log.scrollHeight;
   });
 
+  // A "pending" flash (e.g. "Deploy requested.") leaves once the status badge the page polls says nothing is under
+  // way any more (pipelines/partials/pipeline_run_state.html).
+  document.addEventListener("htmx:afterSettle", function () {
+    var flash = document.getElementById("flash-pending");
+    var status = document.getElementById("pipeline-status");
+    if (flash && status && status.getAttribute("data-under-way") === "no") flash.remove();
+  });
+
   // Forms that destroy something ask first (the question is in data-confirm; no inline handlers under the CSP).
   // Capture phase: it runs before "a form posts once" above, which would otherwise mark a form whose question
   // was answered "Cancel" as submitting and ignore the next click for 15 s.

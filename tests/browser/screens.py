@@ -4,7 +4,9 @@ them, and the screenshots a person looks at (test-artifacts/pages/<screen>/<page
 `readable(page)` lists what a reader would trip on: a page wider than the window (the whole page scrolls
 sideways), text cut off by its box (an input or select whose value does not fit, or text clipped by an ellipsis
 or by hidden overflow), and a figure of 1,000 or more without its thousands grouped (the one number format).
-A table wider than its card is fine when it scrolls inside the card.
+A table wider than its card is fine when it scrolls inside the card, except where a page is checked with
+`tables=True`: there a table cut by its card (a column out of sight until one scrolls it sideways) is a problem
+too, as its rows become labelled cards on a phone.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ PHONE = Screen("phone", 390, 844)
 SCREENS = (LAPTOP, PHONE)
 
 _PROBLEMS_JS = r"""
-() => {
+(tables) => {
   const problems = [];
   const root = document.documentElement;
   if (root.scrollWidth > window.innerWidth + 1) {
@@ -73,14 +75,24 @@ _PROBLEMS_JS = r"""
     const text = el.textContent.trim();
     if (/(^|[^\d,.])\d{4,}/.test(text)) problems.push(`${name(el)} shows "${text.slice(0, 40)}" without grouping`);
   }
+  // Tables cut by their card: wider than the box they scroll in.
+  if (tables) {
+    for (const wrap of document.querySelectorAll(".table-wrap")) {
+      const table = wrap.querySelector("table");
+      if (!table || wrap.closest(skip) || !shown(wrap)) continue;
+      if (table.scrollWidth > wrap.clientWidth + 1) {
+        problems.push(`${name(table)} is cut: ${table.scrollWidth}px wide in a ${wrap.clientWidth}px card`);
+      }
+    }
+  }
   return problems;
 }
 """
 
 
-def readable(page: Page) -> list[str]:
-    """What is cut off or makes the page scroll sideways (empty: nothing)."""
-    return page.evaluate(_PROBLEMS_JS)
+def readable(page: Page, *, tables: bool = False) -> list[str]:
+    """What is cut off or makes the page scroll sideways (empty: nothing); with `tables`, cut tables too."""
+    return page.evaluate(_PROBLEMS_JS, tables)
 
 
 def shoot(page: Page, screen: Screen, name: str, *, full_page: bool = True) -> Path:
@@ -93,10 +105,10 @@ def shoot(page: Page, screen: Screen, name: str, *, full_page: bool = True) -> P
     return path
 
 
-def check_page(page: Page, screen: Screen, name: str, *, full_page: bool = True) -> None:
+def check_page(page: Page, screen: Screen, name: str, *, full_page: bool = True, tables: bool = False) -> None:
     """Screenshot the page, then fail on anything `readable` finds (the screenshot shows it)."""
     shoot(page, screen, name, full_page=full_page)
-    problems = readable(page)
+    problems = readable(page, tables=tables)
     assert not problems, f"{name} at {screen.width}px: " + "; ".join(problems)
 
 

@@ -41,3 +41,16 @@ def test_readable_finds_nothing_on_a_page_that_reads_well(page: Page):
         + "</td></tr></table></div>"
     )
     assert readable(page) == []
+
+
+def test_readable_with_tables_finds_a_table_cut_by_its_card(page: Page):
+    page.set_viewport_size({"width": PHONE.width, "height": PHONE.height})
+    row = "<tr>" + '<td style="white-space:nowrap">a column far too wide for a phone</td>' * 3 + "</tr>"
+    page.set_content(
+        STYLE
+        + f'<div class="table-wrap" style="overflow-x:auto"><table id="wide">{row}</table></div>'
+        + '<div class="table-wrap" style="overflow-x:auto"><table id="fits"><tr><td>short</td></tr></table></div>'
+    )
+    assert readable(page) == [], "without tables=True a table that scrolls inside its card is fine"
+    problems = readable(page, tables=True)
+    assert len(problems) == 1 and problems[0].startswith("table#wide is cut: "), problems

@@ -1,7 +1,8 @@
 """Errors that happen before a DRF view runs (an unknown URL, a crash) in the API's JSON shape.
 
 Django answers those itself, with HTML pages; an API client under /api/ gets the same JSON body as from
-`exception_handlers.api_exception_handler` instead. Everything else keeps Django's pages.
+`exception_handlers.api_exception_handler` instead. Every other path gets ClearFlow's pages for a 404 and a 403
+(`webapp.core.error_pages`: the header, the reason in words, a way back) and Django's for the rest.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+
+from webapp.core import error_pages
 
 API_PREFIX = "/api/"
 
@@ -28,7 +31,20 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return _error(404, "not_found", f"No API operation at {request.path}; see /api/v1/docs/.")
-    return defaults.page_not_found(request, exception)
+    return error_pages.not_found_page(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return _error(403, "permission_denied", "You do not have permission to perform this action.")
+    return error_pages.permission_denied_page(request, exception)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: the API's views check CSRF themselves (DRF); this answers for the rest."""
+    if request.path.startswith(API_PREFIX):
+        return _error(403, "permission_denied", f"CSRF check failed: {reason}")
+    return error_pages.csrf_failure_page(request, reason)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

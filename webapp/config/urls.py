@@ -26,5 +26,6 @@ urlpatterns = [
 ]
 
 handler400 = "webapp.api.fallbacks.bad_request"
+handler403 = "webapp.api.fallbacks.permission_denied"
 handler404 = "webapp.api.fallbacks.not_found"
 handler500 = "webapp.api.fallbacks.server_error"

@@ -5,12 +5,14 @@ pipeline is a 404."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from webapp.core.exceptions import ApplicationError
@@ -35,7 +37,23 @@ def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         context["latest"] = history.records[-1] if history.records else None
         context["totals"] = history.totals
-    return render(request, "pipelines/partials/pipeline_metrics.html", context)
+        context["pace"] = metrics_history.pace_of(pipeline)
+    if not context.get("latest"):
+        # Before the first batch ends (the backlog's can take a while): how long the job has been at it.
+        run = pipeline_selectors.pipeline_run_active(pipeline=pipeline)
+        if run is not None and run.running_at is not None:
+            context["first_batch_for"] = _duration(timezone.now() - run.running_at)
+            context["running_since"] = run.running_at
+    response = render(request, "pipelines/partials/pipeline_metrics.html", context)
+    if context.get("latest") and request.GET.get("had") == "none":
+        # The first batch just ended: the page's other parts that wait for one (the Proof) look again now.
+        response["HX-Trigger"] = "first-batch"
+    return response
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min {seconds % 60} s"
 
 
 @login_required

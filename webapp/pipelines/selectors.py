@@ -40,7 +40,10 @@ def pipeline_get(*, user: AbstractBaseUser, pk: Any) -> Pipeline:
         pk = int(pk)
     except (TypeError, ValueError):
         raise Http404("No such pipeline.") from None
-    return get_object_or_404(pipeline_list(user=user), pk=pk)
+    try:
+        return pipeline_list(user=user).get(pk=pk)
+    except Pipeline.DoesNotExist:
+        raise Http404(f"You have no pipeline {pk}: it was deleted, or it belongs to another user.") from None
 
 
 def pipeline_version_list(*, pipeline: Pipeline) -> QuerySet[PipelineVersion]:
@@ -160,6 +163,11 @@ def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, A
 def pipeline_run_list(*, pipeline: Pipeline) -> QuerySet[PipelineRun]:
     """Every attempt to run the pipeline's job, newest first."""
     return PipelineRun.objects.filter(pipeline=pipeline).select_related("version").order_by("-started_at", "-id")
+
+
+def pipeline_run_active(*, pipeline: Pipeline) -> PipelineRun | None:
+    """The run whose job is alive (not ended), if any."""
+    return pipeline_run_list(pipeline=pipeline).filter(ended_at__isnull=True).first()
 
 
 def pipeline_transition_list(*, pipeline: Pipeline) -> QuerySet[PipelineTransition]:

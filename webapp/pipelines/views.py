@@ -7,6 +7,7 @@ services, and render a page or, for htmx requests, a small partial template.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -50,38 +51,27 @@ def pipeline_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    versions = pipeline_selectors.pipeline_version_list(pipeline=pipeline)
-    spec = _readable_spec(pipeline)
-    return render(
-        request,
-        "pipelines/pipeline_detail.html",
-        {
-            "pipeline": pipeline,
-            "versions": versions,
-            "spec": spec,
-            "spec_json": json.dumps(spec, indent=2),
-            "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
-            "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
-            "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
-        },
-    )
+    return render(request, "pipelines/pipeline_detail.html", _page_parts(pipeline))
 
 
 @login_required
 @require_GET
 def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
-    """The partial with the status history, the runs and the job log (refreshed every few seconds)."""
+    """The partial with the status history, the runs and the job log (refreshed every few seconds); with the page's
+    head, actions and version cards when the pipeline changed since the page drew them (`shown`)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     try:
         raw_lines, log_error = pipeline_selectors.pipeline_log(pipeline=pipeline, lines=LOG_LINES_READ), ""
     except ApplicationError as exc:
         raw_lines, log_error = [], exc.message
     log_lines = job_log.shown_lines(job_log.job_log_lines(raw_lines), clearflow_lines=LOG_LINES_SHOWN)
+    changed = request.GET.get("shown") != _shown(pipeline)
     return render(
         request,
         "pipelines/partials/pipeline_run_state.html",
         {
-            "pipeline": pipeline,
+            **(_page_parts(pipeline) if changed else {"pipeline": pipeline}),
+            "page_changed": changed,
             "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
             "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
             "log_lines": log_lines,
@@ -89,6 +79,32 @@ def pipeline_run_state(request: HttpRequest, pk: int) -> HttpResponse:
             "log_error": log_error,
         },
     )
+
+
+def _shown(pipeline: Pipeline) -> str:
+    """A digest of what the page's head and version cards show of the pipeline: its status and versions."""
+    parts = (
+        pipeline.status,
+        pipeline.status_message,
+        pipeline.status_changed_at,
+        pipeline.restart_at,
+        pipeline.current_version_id,
+        pipeline.deployed_version_id,
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _page_parts(pipeline: Pipeline) -> dict[str, Any]:
+    """What the page's head (status, actions), Source and Destination cards and version cards are drawn from."""
+    spec = _readable_spec(pipeline)
+    return {
+        "pipeline": pipeline,
+        "shown": _shown(pipeline),
+        "versions": pipeline_selectors.pipeline_version_list(pipeline=pipeline),
+        "spec": spec,
+        "spec_json": json.dumps(spec, indent=2),
+        "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
+    }
 
 
 @login_required

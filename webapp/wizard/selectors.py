@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 
 from webapp.wizard.models import WizardDraft
 
@@ -15,7 +15,10 @@ def draft_list(*, user: Any) -> QuerySet[WizardDraft]:
 
 
 def draft_get(*, user: Any, pk: int) -> WizardDraft:
-    return get_object_or_404(draft_list(user=user), pk=pk)
+    try:
+        return draft_list(user=user).get(pk=pk)
+    except WizardDraft.DoesNotExist:
+        raise Http404("This draft is gone: a draft ends once its pipeline is saved, or when it is discarded.") from None
 
 
 def draft_for_new(*, user: Any) -> WizardDraft | None:

@@ -122,3 +122,25 @@ def test_another_user_gets_404_and_nobody_gets_the_login_page(client, owner, oth
     assert client.post(f"/pipelines/{pipeline.pk}/alerts/", {"kind": "pipeline_failed"}).status_code == 404
     assert "zq boom" not in client.get("/alerts/").content.decode()
     assert AlertChannel.objects.filter(pk=channel.pk).exists()
+
+
+def test_the_history_says_in_words_what_a_traceback_ends_with(logged_in, owner):
+    pipeline = make_pipeline(owner)
+    message = (
+        "Failed: The job failed (exit code 1): pyspark.errors.exceptions.captured.StreamingQueryException: "
+        "[STREAM_FAILED] Query terminated with exception: Traceback (most recent call last):\n"
+        '  File "/app/spark_jobs/source.py", line 88, in read\n'
+        "    raise ValueError(reason)\n"
+        "ValueError: offset 42 of orders/0 is gone"
+    )
+    walk_to(pipeline, PipelineStatus.FAILED, message=message)
+    services.alerts_evaluate()
+    history = logged_in.get("/alerts/").content.decode()
+    words, detail = history.split("<details", 1)
+    assert (
+        "The pipeline failed: The job failed (exit code 1): pyspark.errors.exceptions.captured."
+        "StreamingQueryException: [STREAM_FAILED] Query terminated with exception: "
+        "ValueError: offset 42 of orders/0 is gone"
+    ) in words
+    assert "Traceback" not in words and "File &quot;" not in words
+    assert "<summary>technical detail</summary>" in detail and "Traceback (most recent call last):" in detail

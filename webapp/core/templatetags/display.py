@@ -1,9 +1,13 @@
-"""Display filters the pages share: JSON, timestamps, numbers, and the fields of a form not laid out by hand."""
+"""Display filters the pages share: JSON, timestamps, numbers, the fields of a form not laid out by hand, and a
+message's words apart from the traceback it may carry."""
 
 import json
+import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
+
+from spark_jobs.failures import last_meaningful_line
 
 register = template.Library()
 
@@ -47,3 +51,31 @@ def number(value: int | float | str | None) -> str:
     if rounded == rounded.to_integral_value():
         return f"{int(rounded):,}"
     return f"{rounded:,.1f}"
+
+
+# Where a message stops being words and becomes a stack trace: Python's, a frame of one, or the JVM's.
+_TRACE_START = re.compile(
+    r"Traceback \(most recent call last\)|\bFile \"[^\"]+\", line \d+|\n\s*at [\w$.<>]+\(|JVM stacktrace:"
+)
+
+
+def _split_trace(text: str) -> tuple[str, str]:
+    match = _TRACE_START.search(text)
+    return (text, "") if match is None else (text[: match.start()].strip(), text[match.start() :].strip())
+
+
+@register.filter
+def in_words(value: str | None) -> str:
+    """A message without the stack trace it may carry (an error copied from a job's log): the words before it;
+    when they end on a colon ("terminated with exception:"), or there are none, the trace's last meaningful line
+    ("ValueError: bad") says what the trace ends with."""
+    words, trace = _split_trace(str(value or ""))
+    if trace and (not words or words.endswith(":")):
+        words = f"{words} {last_meaningful_line(trace)}".strip()
+    return words
+
+
+@register.filter
+def stack_trace(value: str | None) -> str:
+    """The stack trace a message carries ("" when none), for a "technical detail" that opens on demand."""
+    return _split_trace(str(value or ""))[1]
