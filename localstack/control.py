@@ -3,6 +3,8 @@
 They find the stack through its var directory (`localstack.run_state`): the lock `make up` holds says whether
 and which process runs, `stack.json` what it started. `make down` sends that process SIGTERM, as Ctrl-C would:
 it stops its pipeline jobs (they resume at the next start) and its services, and `make down` waits for it.
+When no `make up` runs but an earlier one that did not stop left processes running (`localstack.leftovers`),
+`make status` lists them and `make down` stops them.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import psutil
-
-from localstack import run_state
+from localstack import leftovers, run_state
+from localstack.stopping import run_root_of
 from localstack.up import DETACHED_VARIABLE, REPO_ROOT, StackConfig
 
 DOWN_TIMEOUT_SECONDS = 120
@@ -87,17 +87,12 @@ def up_detached() -> int:
 
 
 def down() -> int:
-    """Stop the stack of this var directory (SIGTERM, as Ctrl-C) and wait until it has stopped; stop the jobs a
-    stack that did not stop cleanly left behind."""
+    """Stop the stack of this var directory (SIGTERM, as Ctrl-C) and wait until it has stopped; stop what a stack
+    that did not stop left running."""
     config = StackConfig.from_env()
     pid = run_state.running_pid(config.var_dir)
     if pid is None:
-        leftovers = _leftover_jobs(config)
-        if not leftovers:
-            _say(f"ClearFlow is not running here ({config.var_dir}).")
-            return 0
-        _say(f"ClearFlow is not running here, but {len(leftovers)} pipeline job(s) it started still run: stopping them")
-        return _stop_leftover_jobs(config)
+        return _stop_earlier_stack(config)
     if pid < 0:
         _say(f"ClearFlow runs here but its pid is unreadable ({run_state.run_dir(config.var_dir)}); stop it there.")
         return 1
@@ -117,24 +112,24 @@ def down() -> int:
     return 0
 
 
-def _leftover_jobs(config: StackConfig) -> list[Any]:
-    from worker import jobs
-
-    return jobs.find_jobs(_run_root(config))
-
-
-def _run_root(config: StackConfig) -> Path:
-    return Path(os.environ.get("CLEARFLOW_RUN_ROOT") or config.var_dir / "runs")
-
-
-def _stop_leftover_jobs(config: StackConfig) -> int:
-    from localstack.up import stop_pipeline_jobs
+def _stop_earlier_stack(config: StackConfig) -> int:
+    """No `make up` runs here: stop what an earlier one left running, under the lock a `make up` takes (so none
+    starts meanwhile)."""
+    from localstack.stopping import stop_earlier_stack
+    from localstack.up import StackError, acquire_lock
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     os.environ.setdefault("CLEARFLOW_VAR_DIR", str(config.var_dir))
-    words = stop_pipeline_jobs()
-    if words:
-        _say(words)
+    try:
+        lock_fd = acquire_lock(config.var_dir)
+    except StackError as error:  # a `make up` started just now
+        _say(str(error))
+        return 1
+    try:
+        if not stop_earlier_stack(config.var_dir, run_root=run_root_of(config.var_dir)):
+            _say(f"ClearFlow is not running here ({config.var_dir}).")
+    finally:
+        os.close(lock_fd)
     return 0
 
 
@@ -148,13 +143,14 @@ def status() -> int:
     stack = run_state.read_stack(config.var_dir) if pid is not None else None
     if pid is None:
         print(f"ClearFlow is not running here ({config.var_dir}). Start it with `make up`.")
+        _print_earlier_stack(config)
     else:
         since = f", up {_ago(time.time() - stack['started_at'])}" if stack and stack.get("started_at") else ""
         print(f"ClearFlow is running here (pid {pid}{since}): {config.url}/")
         print()
         print(f"  {'service':<11} {'pid':>8}  {'state':<7} {'address':<28} log")
         for service in (stack or {}).get("services", []):
-            alive = _alive(service.get("pid"))
+            alive = _alive(service.get("pid"), service.get("started"))
             print(
                 f"  {service['name']:<11} {service['pid']:>8}  {'up' if alive else 'DOWN':<7} "
                 f"{service.get('address') or '-':<28} {service.get('log', '')}"
@@ -167,11 +163,23 @@ def status() -> int:
     return 0
 
 
-def _alive(pid: Any) -> bool:
+def _alive(pid: Any, started: float | None = None) -> bool:
+    from worker import jobs
+
     try:
-        return psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE
-    except (psutil.Error, TypeError, ValueError):
+        return jobs.live_process(int(pid), started) is not None
+    except (TypeError, ValueError):
         return False
+
+
+def _print_earlier_stack(config: StackConfig) -> None:
+    """The services an earlier stack that did not stop left running (its jobs are listed below)."""
+    found = leftovers.find(config.var_dir, run_root_of(config.var_dir))
+    if not found.services:
+        return
+    print("An earlier stack here was not stopped. Still running (`make up` or `make down` stops them):")
+    for service in found.services:
+        print(f"  {service.name:<15} pid {service.process.pid:>8}  {' '.join(service.process.cmdline())[:80]}")
 
 
 def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
@@ -179,7 +187,7 @@ def _print_jobs(config: StackConfig, *, stack_runs: bool) -> None:
     pipelines that wait for the next start."""
     from worker import jobs, standby
 
-    handles = {h.run_dir: h for h in jobs.find_jobs(_run_root(config))}
+    handles = {h.run_dir: h for h in jobs.find_jobs(run_root_of(config.var_dir))}
     pipelines = _pipelines_by_job(config)
     if not handles:
         print("  No pipeline job runs.")
@@ -212,7 +220,7 @@ def _pipelines_by_job(config: StackConfig) -> dict[str, dict[str, Any]]:
     try:
         import django
 
-        from localstack.up import quiet_django_logs
+        from localstack.stopping import quiet_django_logs
 
         quiet_django_logs()
         django.setup()

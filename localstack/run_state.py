@@ -1,7 +1,8 @@
 """What a running local stack keeps in `var/run/`, read by `make status` and `make down` in another shell.
 
 - `up.lock`: held (flock) by the `make up` process while it runs, holding its pid;
-- `stack.json`: what it started (pid, start time, address and log of each service), rewritten as they start;
+- `stack.json`: what it started (pid, start time from /proc, command, address and log of each service), rewritten
+  as each one starts; left behind by a stack that did not stop, it tells the next one what to stop (`leftovers`);
 - `last-stop.json`: how it last stopped (how many pipeline jobs it stopped, and the words it said).
 """
 

@@ -8,9 +8,14 @@ starts).
 
 The stack owns the pipeline jobs its worker starts. Ctrl-C, SIGTERM (`make down`) or a closed terminal (SIGHUP)
 stop, in this order: beat, the worker and the web app (so nothing starts a job meanwhile); every pipeline job
-(SIGTERM: it finishes its micro-batch; SIGKILL after JOB_STOP_TIMEOUT_SECONDS), recorded as stopped with the
-stack, so the next start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and
-Redis, which the jobs needed until their last batch.
+(SIGTERM: it finishes its micro-batch; SIGKILL past its grace), recorded as stopped with the stack, so the next
+start runs it again from its checkpoint; then ClickHouse, the schema registry, Kafka and Redis, which the jobs
+needed until their last batch (`localstack.stopping`: each step all at once and timed, 28 s at most in all).
+
+A stack that could not stop (SIGKILL, the OOM killer) takes its services with it: each gets SIGTERM from the
+kernel when this process dies (the parent-death signal). Its pipeline jobs run detached by design (a worker's
+restart must not stop them): the next `make up`, or `make down`, finds them and whatever else the dead stack
+recorded in `var/run/stack.json` and still runs (`localstack.leftovers`), stops it the same way, and says so.
 """
 
 from __future__ import annotations
@@ -27,15 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from localstack import processes, run_state
+import psutil
+
+from localstack import leftovers, processes, run_state, stopping
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-# Stopping: first what may start or restart jobs, then the jobs, then what they read and write.
-APP_TIER = ("beat", "worker", "web")
-APP_STOP_TIMEOUT_SECONDS = 15
-JOB_STOP_TIMEOUT_SECONDS = 30
-STOP_TIMEOUT_SECONDS = 25
 # Set for the stack `make up DETACH=1` starts in the background (its banner says how to stop it).
 DETACHED_VARIABLE = "CLEARFLOW_UP_DETACHED"
 
@@ -136,9 +138,11 @@ def check_prerequisites(config: StackConfig) -> None:
 
 
 def ensure_port_free(name: str, host: str, port: int, variable: str) -> None:
+    """Refuse a port another program listens on, naming it (the stack's own leftovers are stopped before)."""
     if processes.tcp_open(host, port):
+        holder = processes.port_holder(port)
         raise StackError(
-            f"port {port} for {name} is already in use by another program. "
+            f"port {port} for {name} is already in use by another program ({holder or 'of another user'}). "
             f"Stop it, or choose another address with {variable}."
         )
 
@@ -325,6 +329,7 @@ def up() -> int:
     lock_fd = -1
     try:
         lock_fd = acquire_lock(config.var_dir)
+        stopping.stop_earlier_stack(config.var_dir, run_root=stopping.run_root_of(config.var_dir))
         check_prerequisites(config)
         ensure_database(config.database_url)
         _say("migrating the database")
@@ -338,15 +343,15 @@ def up() -> int:
     except _Stop:
         return 130
 
-    group = processes.ProcessGroup(log_dir)
+    group = processes.ProcessGroup(log_dir, end_with_parent=True)
     try:
         for definition in definitions:
-            service = group.start(definition)
+            service = group.start(definition, spawned=lambda _service: _record_stack(config, group, started))
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
-            _record_stack(config, group, started)
             if processes.tcp_open(config.redis_host, config.redis_port):
                 keep_standby_jobs()
         _print_banner(config, seconds=time.time() - started, since=command)
+        stopping.prepare()
         reported: set[str] = set()
         while True:
             for service in group.exited():
@@ -363,27 +368,24 @@ def up() -> int:
     finally:
         for stop_signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a second Ctrl-C must not cut this short
             signal.signal(stop_signal, signal.SIG_IGN)
-        group.stop(APP_TIER, timeout=APP_STOP_TIMEOUT_SECONDS)
-        stopped_jobs = stop_pipeline_jobs()
-        if stopped_jobs:
-            _say(stopped_jobs)
-        group.stop_all(timeout=STOP_TIMEOUT_SECONDS)
+        stop_began = time.monotonic()
+        stopped_jobs = stopping.stop_stack(group, run_root=stopping.run_root_of(config.var_dir))
         run_state.remove_stack(config.var_dir)
         run_state.write_last_stop(config.var_dir, {"at": time.time(), "pipeline_jobs": stopped_jobs})
         with contextlib.suppress(OSError):
             os.close(lock_fd)
-        _say("stopped")
+        _say(f"stopped in {time.monotonic() - stop_began:.1f} s")
 
 
 def _record_stack(config: StackConfig, group: processes.ProcessGroup, started: float) -> None:
     """What runs, for `make status` and `make down` in another shell."""
     services = []
     for service in group.services:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(psutil.Error):  # one that exited already: nothing left to find again
             services.append(
                 {
+                    **leftovers.process_record(service.process.pid),
                     "name": service.name,
-                    "pid": service.process.pid,
                     "log": str(service.log_path),
                     "address": _address_of(config, service.name),
                 }
@@ -409,61 +411,13 @@ def keep_standby_jobs() -> None:
     try:
         import django
 
-        quiet_django_logs()
+        stopping.quiet_django_logs()
         django.setup()
         from worker.reconciler import keep_standby
 
         keep_standby(niceness=0)
     except Exception as error:  # the watcher starts them on its first tick: the first deploy may start cold
         _say(f"could not start a standby job ({error}); the worker starts them")
-
-
-def stop_pipeline_jobs() -> str:
-    """Stop every pipeline job this stack started, recorded as stopped with the stack (`worker.reconciler.
-    stop_stack_jobs`); what to tell the user ("" when none ran)."""
-    try:
-        import django
-
-        quiet_django_logs()
-        django.setup()
-        from worker.reconciler import stop_stack_jobs
-
-        result = stop_stack_jobs(timeout=JOB_STOP_TIMEOUT_SECONDS)
-    except Exception as error:  # never leave jobs behind: stop the processes even without the web app's code
-        _say(f"could not record the pipeline jobs' stop ({error}); stopping their processes")
-        from worker import jobs
-
-        run_root = Path(os.environ.get("CLEARFLOW_RUN_ROOT") or Path(os.environ["CLEARFLOW_VAR_DIR"]) / "runs")
-        handles = jobs.find_jobs(run_root)
-        for handle in handles:
-            jobs.mark_stopped_with_stack(handle.run_dir)
-        stopped = jobs.stop_jobs(handles, timeout=JOB_STOP_TIMEOUT_SECONDS)
-        return stop_summary(len(stopped), sum(result.forced for result in stopped), recorded=False)
-    return stop_summary(result.jobs, result.forced, recorded=result.recorded)
-
-
-def quiet_django_logs() -> None:
-    """The stack's own messages only: apps say hello at INFO when Django starts in this process."""
-    import logging
-
-    logging.getLogger("axes").setLevel(logging.WARNING)
-
-
-def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
-    if count == 0:
-        return ""
-    words = (
-        f"stopped {count} pipeline job{'s' if count != 1 else ''}; "
-        f"{'they resume' if count != 1 else 'it resumes'} on the next `make up`"
-    )
-    if forced:
-        words += (
-            f" ({forced} did not stop within {JOB_STOP_TIMEOUT_SECONDS} s and {'were' if forced != 1 else 'was'} "
-            "killed: the last micro-batch is replayed, exactly once)"
-        )
-    if not recorded:
-        words += " (the database did not answer: the next start records how they ended)"
-    return words
 
 
 def login_words(var_dir: Path, *, to_terminal: bool) -> str:

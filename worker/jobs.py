@@ -232,8 +232,9 @@ def handle_of(pid: int, run_dir: Path) -> JobHandle:
     )
 
 
-def _process(pid: int | None, process_started: float | None) -> psutil.Process | None:
-    """The live process with this pid and start time (a reused pid or a zombie is not it)."""
+def live_process(pid: int | None, process_started: float | None) -> psutil.Process | None:
+    """The live process with this pid and start time (a reused pid or a zombie is not it); any start time when
+    `process_started` is None."""
     if not pid:
         return None
     try:
@@ -248,7 +249,7 @@ def _process(pid: int | None, process_started: float | None) -> psutil.Process |
 
 
 def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -> JobState:
-    if _process(pid, process_started) is not None:
+    if live_process(pid, process_started) is not None:
         return JobState(alive=True)
     try:
         return JobState(alive=False, exit_code=int((Path(run_dir) / RunFiles.EXIT_CODE).read_text().strip()))
@@ -258,7 +259,7 @@ def job_state(*, pid: int | None, process_started: float | None, run_dir: str) -
 
 def request_stop(*, pid: int | None, process_started: float | None) -> bool:
     """SIGTERM to the supervisor, which passes it to the driver: it stops after its current micro-batch."""
-    process = _process(pid, process_started)
+    process = live_process(pid, process_started)
     if process is None:
         return False
     process.send_signal(signal.SIGTERM)
@@ -268,7 +269,7 @@ def request_stop(*, pid: int | None, process_started: float | None) -> bool:
 def force_kill(*, pid: int | None, process_started: float | None) -> bool:
     """SIGKILL to every process of the job (supervisor, driver, JVM, Spark's Python daemon and workers). Nothing is
     lost: offsets are in the checkpoint and the sink is idempotent per batch, so the cut batch is replayed."""
-    process = _process(pid, process_started)
+    process = live_process(pid, process_started)
     if process is None:
         return False
     return kill_session(process.pid) > 0
@@ -310,7 +311,7 @@ def kill_session(session: int, *, timeout: float = 5.0) -> int:
 
 
 def wait_gone(*, pid: int | None, process_started: float | None, timeout: float) -> bool:
-    process = _process(pid, process_started)
+    process = live_process(pid, process_started)
     if process is None:
         return True
     try:
@@ -324,7 +325,7 @@ def wait_gone(*, pid: int | None, process_started: float | None, timeout: float)
 
 def memory_bytes(*, pid: int | None, process_started: float | None) -> int:
     """Resident memory of the job's whole process tree (supervisor, driver, JVM, Python workers)."""
-    process = _process(pid, process_started)
+    process = live_process(pid, process_started)
     if process is None:
         return 0
     total = 0
@@ -385,23 +386,26 @@ class StopResult:
 
 
 def stop_jobs(handles: Iterable[JobHandle], *, timeout: float) -> list[StopResult]:
-    """Stop jobs on this host all at once: SIGTERM (each finishes its micro-batch), SIGKILL to those still running
-    after `timeout` seconds; then whatever is left of each job's session (Spark's Python daemon and workers, a
-    JVM still exiting) is killed too. Returns once every one is gone."""
-    handles = [h for h in handles if _process(h.pid, h.process_started) is not None]
+    """Stop jobs on this host all at once: SIGTERM (each finishes its micro-batch), SIGKILL to every one still
+    running after `timeout` seconds; then whatever is left of each job's session (Spark's Python daemon and
+    workers, a JVM still exiting) is killed too. Returns once every one is gone, within about `timeout` seconds
+    whatever their number: the jobs are waited for together, not one after the other."""
+    handles = [h for h in handles if live_process(h.pid, h.process_started) is not None]
     for handle in handles:
         request_stop(pid=handle.pid, process_started=handle.process_started)
     deadline = time.monotonic() + timeout
-    results = []
+    running = list(handles)
+    while running and time.monotonic() < deadline:
+        time.sleep(0.1)
+        running = [h for h in running if live_process(h.pid, h.process_started) is not None]
+    forced = {h.pid for h in running}
+    for handle in running:
+        force_kill(pid=handle.pid, process_started=handle.process_started)
     for handle in handles:
-        remaining = max(0.0, deadline - time.monotonic())
-        forced = not wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=remaining)
-        if forced:
-            force_kill(pid=handle.pid, process_started=handle.process_started)
+        if handle.pid in forced:
             wait_gone(pid=handle.pid, process_started=handle.process_started, timeout=10)
         kill_session(handle.pid)  # the supervisor led its own session: only its leftovers remain
-        results.append(StopResult(handle, forced))
-    return results
+    return [StopResult(handle, handle.pid in forced) for handle in handles]
 
 
 def remove_spec(run_dir: str) -> None:
