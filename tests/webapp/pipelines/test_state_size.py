@@ -13,7 +13,8 @@ from django.test import override_settings
 from spark_jobs.sizing import rocksdb_memory_mb
 from spark_jobs.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec
-from webapp.pipelines.state_size import job_resources, standby_driver_memory
+from webapp.pipelines.state_size import job_resources as sized_resources
+from webapp.pipelines.state_size import standby_driver_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +39,12 @@ def busy_topic(kafka_bootstrap) -> str:
     return topic
 
 
+def job_resources(**kwargs):
+    """The heap, the Spark settings, the trigger and whether it is light (what the job starts with)."""
+    resources = sized_resources(**kwargs)
+    return resources.driver_memory, resources.spark_conf, resources.trigger_interval, resources.light
+
+
 def spec_for(topic: str, kafka_bootstrap: str, window: str):
     spec = orders_spec(topic, "db")
     spec |= {"name": "sized", "version": 1}
@@ -58,6 +65,27 @@ def test_auto_sizes_rocksdb_from_the_topics_recent_rate(kafka_conn, busy_topic, 
     assert conf == (f"{ROCKSDB}=768",)
     assert trigger == "5 seconds"  # 100 events/s: a batch of about 500 events each 5 s
     assert not light  # 60M keys: its job keeps its niceness (its compactions go below its tasks)
+
+
+@override_settings(SPARK_DRIVER_MEMORY="auto")
+def test_a_re_size_sizes_for_the_rate_the_worker_saw_and_the_run_records_it(kafka_conn, busy_topic, kafka_bootstrap):
+    # The topic's recent rate is 100 events/s; the worker saw the running job take 20,000 (worker.lag): the larger.
+    spec = spec_for(busy_topic, kafka_bootstrap, "1h")
+    resources = sized_resources(spec=spec, kafka_connection=kafka_conn, events_per_second=20_000)
+    assert resources.driver_memory == "1g" and not resources.light
+    assert resources.trigger_interval == "500 milliseconds"
+    assert resources.sizing_record() == {
+        "events_per_second": 20_000.0,
+        "light": False,
+        "light_eligible": True,
+        "driver_memory": "1g",
+        "rocksdb_memory_mb": rocksdb_memory_mb(keys=72_000_000, partitions=2),
+        "trigger_interval": "500 milliseconds",
+    }
+    assert resources.words().startswith("a 1g heap, ")
+    # A lower rate seen than the topic's own: the topic's (the state is never sized below what comes).
+    quiet = sized_resources(spec=spec, kafka_connection=kafka_conn, events_per_second=10)
+    assert quiet.events_per_second == 100.0 and quiet.light
 
 
 @override_settings(SPARK_DRIVER_MEMORY="auto")
