@@ -20,7 +20,7 @@ from webapp.connections.services import (
 from webapp.core.fields import EncryptedTextField
 from webapp.pipelines import services
 
-BOOKKEEPING = {"id", "owner", "name", "created_at", "updated_at"}
+BOOKKEEPING = {"id", "owner", "workspace", "name", "created_at", "updated_at"}
 
 
 @pytest.mark.fast
