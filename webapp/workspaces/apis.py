@@ -64,7 +64,7 @@ def _workspace_output(request: Request, workspaces: object, **kwargs: object) ->
 
 
 class WorkspaceListCreateApi(APIView):
-    acts_in_no_workspace = True  # creating a workspace makes the caller its admin; listing shows their own
+    acts_in_no_workspace = True  # creating a workspace makes the caller its admin (webapp.workspaces.permissions)
 
     @extend_schema(tags=TAG, operation_id="workspaces_list", responses={200: WorkspaceOutput(many=True)})
     def get(self, request: Request) -> Response:

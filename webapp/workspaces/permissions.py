@@ -76,8 +76,8 @@ class WorkspaceRole(BasePermission):
             policy.require(request.user, action, workspace_id)
             request.workspace = Workspace.objects.get(pk=workspace_id)  # type: ignore[attr-defined]
             return True
-        if getattr(view, "acts_in_no_workspace", False):
-            return True  # e.g. creating a workspace: its creator becomes its admin
+        if getattr(view, "acts_in_no_workspace", False) and action != policy.READ:
+            return True  # creating a workspace: its creator becomes its admin
         workspace = named_workspace(request)
         if workspace is None and action != policy.READ:
             workspace = selectors.workspace_default(user=request.user)

@@ -162,11 +162,15 @@ def body(team: dict) -> dict:
 
 
 def operations(client: APIClient):
+    """Every operation; the deletes last, so that the objects are there for the others."""
     paths = client.get("/api/v1/schema/?format=json").json()["paths"]
-    for path, item in paths.items():
-        for method in METHODS:
-            if method in item:
-                yield path, item, method, item[method]["operationId"]
+    found = [
+        (path, item, method, item[method]["operationId"])
+        for path, item in paths.items()
+        for method in METHODS
+        if method in item
+    ]
+    return sorted(found, key=lambda operation: operation[2] == "delete")
 
 
 def call(client: APIClient, method: str, url: str, team: dict):
@@ -207,11 +211,14 @@ def test_an_outsider_gets_404_for_everything_of_the_workspace_and_sees_none_of_i
     tried = 0
     for path, item, method, operation_id in operations(api):
         url = concrete(path, item, team)
-        if url is None or operation_id in ("me_retrieve", "workspaces_create"):
+        if url is None:
             continue
         response = call(api, method, url, team)
         tried += 1
         where = f"outsider: {method.upper()} {url} ({operation_id})"
+        if operation_id == "workspaces_create":  # a workspace of their own, whatever the body names
+            assert response.status_code in (200, 201) and MARK not in response.content.decode(), where
+            continue
         assert response.status_code == 404, f"{where}: {response.status_code} {response.content[:300]}"
         assert MARK not in response.content.decode(), where
     # Without ?workspace=, the lists are the outsider's own workspace's: empty of the team's objects.
