@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from spark_jobs import spec as specmod
+from webapp.activity.selectors import activity_list
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment
 from webapp.pipelines import exactly_once, job_log, metrics_history
@@ -73,6 +74,7 @@ def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "transitions": pipeline_selectors.pipeline_transition_list(pipeline=pipeline)[:20],
             "runs": pipeline_selectors.pipeline_run_list(pipeline=pipeline)[:10],
             "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
+            "activity": activity_list(user=request.user, object_type="pipeline", object_id=pipeline.pk)[:20],
         },
     )
 
