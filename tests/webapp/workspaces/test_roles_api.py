@@ -2,7 +2,7 @@
 the objects, as a member of another workspace, and anonymously (generated from the schema as in
 test_anonymous_access, so a new operation is covered the moment it is routed).
 
-What each role may do is the issue's table (docs/teams.md), written out here rather than read from the policy: a
+What each role may do is the roles table of docs/teams.md, written out here rather than read from the policy: a
 member whose role does not allow an operation gets 403 with a JSON body that says which role it takes; an outsider
 gets 404 for everything of the workspace; nobody ever gets a 500.
 """
