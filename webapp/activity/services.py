@@ -1,5 +1,5 @@
 """Writing the activity log (`activity_record`, called by each service beside its change) and keeping it for
-`CLEARFLOW_ACTIVITY_DAYS` days (`activity_prune`, run daily by the beat)."""
+`CLEARFLOW_ACTIVITY_DAYS` days (`activity_prune`, run hourly by the beat)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,6 @@ def activity_record(
 
 def activity_prune(*, now: datetime | None = None) -> int:
     """Delete the entries older than `CLEARFLOW_ACTIVITY_DAYS`; returns how many went."""
-    cutoff = (now or timezone.now()) - timedelta(days=settings.CLEARFLOW_ACTIVITY_DAYS)
+    cutoff = (now or timezone.now()) - timedelta(days=settings.ACTIVITY_RETENTION_DAYS)
     deleted, _ = ActivityEntry.objects.filter(at__lt=cutoff).delete()
     return deleted

@@ -141,7 +141,7 @@ def test_sign_ins_and_failed_ones_are_recorded_and_old_entries_pruned(client, pe
         "sign_in",
         "sign_in.failed",
     ]
-    settings.CLEARFLOW_ACTIVITY_DAYS = 30
+    settings.ACTIVITY_RETENTION_DAYS = 30
     ActivityEntry.objects.filter(action="sign_in.failed").update(at=timezone.now() - timedelta(days=31))
     assert activity_prune() == 1
     assert list(ActivityEntry.objects.values_list("action", flat=True)) == ["sign_in"]
