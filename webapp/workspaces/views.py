@@ -1,6 +1,7 @@
 """The workspace pages: switch the current workspace (the header's menu), create one, and its members page (a
 workspace admin adds a user by username or email with a role, changes a role, removes a member; everyone else
-sees the list). Refusals are the policy's (`webapp.workspaces.policy`): 404 outside, a 403 page for a role."""
+sees the list), and the workspace's settings. Refusals are the policy's (`webapp.workspaces.policy`): 404
+outside, a 403 page for a role."""
 
 from __future__ import annotations
 
@@ -70,9 +71,16 @@ def workspace_members(request: HttpRequest, pk: int) -> HttpResponse:
     workspace = selectors.workspace_get(user=request.user, pk=pk)
     form = MemberAddForm()
     if request.method == "POST":
-        policy.require(request.user, "member.manage", workspace)
         action = request.POST.get("action")
+        policy.require(request.user, "workspace.settings" if action == "settings" else "member.manage", workspace)
         try:
+            if action == "settings":
+                hide = request.POST.get("hide_dead_letter_payloads") == "on"
+                services.workspace_update(
+                    workspace=workspace, actor=request.user, data={"hide_dead_letter_payloads": hide}
+                )
+                messages.success(request, "Saved.")
+                return redirect("workspaces:members", pk=workspace.pk)
             if action == "add":
                 form = MemberAddForm(request.POST)
                 if form.is_valid():

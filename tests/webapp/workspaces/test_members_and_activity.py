@@ -186,6 +186,8 @@ def test_an_admin_manages_members_on_the_members_page(client, people):
     assert Membership.objects.get(pk=cat.pk).role == "admin"
     client.post(url, {"action": "remove", "member": cat.pk})
     assert not Membership.objects.filter(pk=cat.pk).exists()
+    client.post(url, {"action": "settings", "hide_dead_letter_payloads": "on"})
+    assert Workspace.objects.get(pk=team.pk).hide_dead_letter_payloads
     mine = Membership.objects.get(workspace=team, user=ann)
     page = client.post(url, {"action": "remove", "member": mine.pk}, follow=True).content.decode()
     assert "last admin" in page and Membership.objects.filter(pk=mine.pk).exists()
