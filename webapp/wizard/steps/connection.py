@@ -77,7 +77,7 @@ def submit_connection(request, draft, kind: ConnectionKind):
 
 def _saved_here(request, draft, kind: ConnectionKind, *, name: str):
     """The connection named `name` that this draft saved earlier and no pipeline uses yet: entering the name
-    again corrects it instead of failing with "you already have a connection named…"."""
+    again corrects it instead of failing with "the workspace already has a connection named…"."""
     ids = (draft.data.get(SAVED_HERE_KEY) or {}).get(kind.slug) or []
     return (
         kind.list(user=request.user, workspace=draft_workspace(request, draft))
