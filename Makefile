@@ -40,16 +40,17 @@ down status:
 		&& $(PY) -m localstack $@
 
 # pytest exits 5 when a tier has no test among PYTEST_ARGS (e.g. a service-tier folder): not a failure here.
+# .ci/timed prints each tier's wall time in minutes (the CI budget: docs/dev/map.md) and keeps its exit code.
 test-fast: install
-	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	bash .ci/timed "fast tier" $(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test: PURPOSE = test
 test: system-deps install lint
-	$(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	bash .ci/timed "fast tier" $(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	bash .ci/timed "service tier" $(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
-	$(PY) -m ruff check .
+	bash .ci/timed lint $(PY) -m ruff check .
 
 demo-data: install
 	@$(PY) -m localstack demo-data $(ARGS)

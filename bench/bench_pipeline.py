@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the spec builder the tests use too
+
+from tests.specs import Column, Field, spec_dict  # noqa: E402 - after the repository is on the path
 
 
 def patient(service: Any) -> Any:
@@ -149,20 +152,20 @@ def job_argv(spec_file: Path, checkpoint: Path, spark_conf: list[str], *, ceilin
     ]
 
 
-FIELDS = [
-    {"path": "event_id", "type": "string"},
-    {"path": "user.id", "type": "uuid"},
-    {"path": "email", "type": "string"},
-    {"path": "amount", "type": "float"},
-    {"path": "created_at", "type": "datetime"},
-]
-COLUMNS = [
-    {"field": "event_id", "column": "event_id", "type": "String"},
-    {"field": "user.id", "column": "user_id", "type": "UUID"},
-    {"field": "email", "column": "email", "type": "String"},
-    {"field": "amount", "column": "amount", "type": "Float64"},
-    {"field": "created_at", "column": "created_at", "type": "DateTime64(3, 'UTC')"},
-]
+FIELDS: tuple[Field, ...] = (
+    ("event_id", "string"),
+    ("user.id", "uuid"),
+    ("email", "string"),
+    ("amount", "float"),
+    ("created_at", "datetime"),
+)
+COLUMNS: tuple[Column, ...] = (
+    ("event_id", "event_id", "String"),
+    ("user.id", "user_id", "UUID"),
+    ("email", "email", "String"),
+    ("amount", "amount", "Float64"),
+    ("created_at", "created_at", "DateTime64(3, 'UTC')"),
+)
 
 
 def bench_spec(
@@ -172,28 +175,21 @@ def bench_spec(
     clickhouse: tuple[str, int],
     dedup: bool,
     max_records_per_batch: int,
-    state_store: str = "memory",
-    extra_columns: tuple[dict, ...] = (),
+    extra_columns: tuple[Column, ...] = (),
 ) -> dict:
     """The benchmark's pipeline: 5 fields, dedup on event_id (1h window, ingestion time) or none."""
     kind = "dedup" if dedup else "nodedup"
-    return {
-        "version": 1,
-        "name": f"bench-{kind}-{uuid.uuid4().hex[:6]}",
-        "source": {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "topics": [topic],
-            "starting_offsets": "earliest",
-            "fields": FIELDS,
-            "max_records_per_batch": max_records_per_batch,
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion", "state_store": state_store}
-        if dedup
-        else None,
-        "sink": {
-            "clickhouse": {"host": clickhouse[0], "port": clickhouse[1]},
-            "table": f"bench_{kind}_{uuid.uuid4().hex[:6]}",
-            "order_by": ["event_id"],
-            "columns": [*COLUMNS, *extra_columns],
-        },
-    }
+    return spec_dict(
+        version=1,
+        name=f"bench-{kind}-{uuid.uuid4().hex[:6]}",
+        kafka=bootstrap,
+        topics=[topic],
+        starting_offsets="earliest",
+        fields=FIELDS,
+        source={"max_records_per_batch": max_records_per_batch},
+        dedup={"keys": ["event_id"], "window": "1h", "time": "ingestion"} if dedup else None,
+        clickhouse=clickhouse,
+        table=f"bench_{kind}_{uuid.uuid4().hex[:6]}",
+        order_by=["event_id"],
+        columns=[*COLUMNS, *extra_columns],
+    )

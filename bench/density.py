@@ -392,7 +392,7 @@ def main() -> int:
         producer.start()
         ids = []
         for name, table in zip(names, tables, strict=True):
-            spec = pipeline_spec(name, table, window="10m", time_mode="ingestion", state_store=None)
+            spec = pipeline_spec(name, table, window="10m", time_mode="ingestion")
             body = {"name": name, "kafka_connection": kafka["id"], "clickhouse_connection": ch["id"], "spec": spec}
             ids.append(stack.api("POST", "pipelines/", body)["id"])
         deployed = time.monotonic()

@@ -1,6 +1,12 @@
 """Deploy -> first row, step by step (run by hand, not a test; results go to docs/performance.md).
 
     nice -n 19 .venv/bin/python bench/deploy_start.py [--pipelines 3] [--events 1000] [--stop-each] [--back-to-back]
+    nice -n 19 .venv/bin/python bench/deploy_start.py --after-up --pipelines 5 --compare CLEARFLOW_STANDBY=1
+
+--after-up is what a person sees: the first deploy as soon as the stack says it is up, each next one as soon as
+the previous one's first row is there ("five in a row" with --pipelines 5), never waiting for a standby job.
+--compare runs it all again on a new stack with that environment (e.g. the pool of one standby the worker kept
+before) and prints both runs' median and worst, and their ratio.
 
 Starts the whole local stack as `make up` does (bench/soak.py's Stack: Kafka, ClickHouse, Redis, the web app, a
 Celery worker and beat, on free ports, removed at the end), then deploys --pipelines pipelines through the REST
@@ -25,7 +31,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -58,7 +63,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="deploy as soon as the previous first row is seen, without waiting for the worker's new standby job",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--after-up",
+        action="store_true",
+        help="the first deploy as soon as the stack is up, the others back to back (no wait for a standby job)",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="VARIABLE=VALUE",
+        action="append",
+        default=[],
+        help="then run it all again on a new stack with this environment (e.g. CLEARFLOW_STANDBY=1), for a ratio",
+    )
+    args = parser.parse_args(argv)
+    if any("=" not in item for item in args.compare):
+        parser.error("--compare takes VARIABLE=VALUE, e.g. CLEARFLOW_STANDBY=1")
+    return args
 
 
 def produce(bootstrap: str, topic: str, n: int) -> None:
@@ -113,7 +133,7 @@ def deploy_once(
     produce(stack.env["KAFKA_BOOTSTRAP_SERVERS"], topic, events)
     if wait_standby and not wait_until(lambda: standby_ready(stack), timeout=300, interval=0.5):
         log("no standby job ready after 300 s: this deploy starts cold")
-    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion", state_store=None)
+    spec = pipeline_spec(topic, table, window="10m", time_mode="ingestion")
     pipeline = stack.api(
         "POST",
         "pipelines/",
@@ -171,13 +191,15 @@ def line(label: str, result: dict) -> str:
     return f"{label:>10} {cells}"
 
 
-def main() -> int:
-    args = parse_args()
+def run(args: argparse.Namespace, environment: dict[str, str]) -> tuple[list[dict], float]:
+    """One stack, its deploys; each deploy's steps, and the seconds the stack took to say it is up."""
     stack = Stack(keep=args.keep)
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    stack.env.update(environment)
     try:
-        log(f"starting the stack in {stack.var_dir}")
+        log(f"starting the stack in {stack.var_dir} ({' '.join(f'{k}={v}' for k, v in environment.items())})")
+        began = time.monotonic()
         stack.start()
+        up_seconds = time.monotonic() - began
         import clickhouse_connect
         import redis
 
@@ -187,17 +209,12 @@ def main() -> int:
         kafka = stack.api("POST", "connections/kafka/", {"name": "start kafka", "bootstrap_servers": bootstrap})
         ch_body = {"name": "start ch", "host": "127.0.0.1", "port": stack.ports["clickhouse"]}
         ch = stack.api("POST", "connections/clickhouse/", ch_body)
+        # With CLEARFLOW_STANDBY=0 (cold starts, for comparison) there is no standby to wait for.
+        wait_standby = not (args.back_to_back or args.after_up) and stack.env.get("CLEARFLOW_STANDBY", "auto") != "0"
         results = []
         for index in range(args.pipelines):
             result = deploy_once(
-                stack,
-                clickhouse,
-                redis_client,
-                (kafka["id"], ch["id"]),
-                index,
-                args.events,
-                # With CLEARFLOW_STANDBY=0 (cold starts, for comparison) there is none to wait for.
-                wait_standby=not args.back_to_back and os.environ.get("CLEARFLOW_STANDBY", "1") != "0",
+                stack, clickhouse, redis_client, (kafka["id"], ch["id"]), index, args.events, wait_standby=wait_standby
             )
             results.append(result)
             log(line(f"deploy {index + 1}", result))
@@ -205,21 +222,47 @@ def main() -> int:
             if args.stop_each:
                 stack.api("POST", f"pipelines/{result['pipeline']}/stop/")
                 time.sleep(5)
-        print("seconds from the deploy call to each step")
-        print(f"{'':>10} " + " ".join(f"{s:>7}" for s in STEPS))
-        for index, result in enumerate(results):
-            print(line(f"deploy {index + 1}", result))
-        medians = {
-            s: statistics.median(v) if (v := [r[s] for r in results if r.get(s) is not None]) else None for s in STEPS
-        }
-        print(line("median", medians))
-        print(f"median deploy -> first row visible: {medians['visible']:.2f} s")
-        print(f"load before the stack started: {load}")
-        print("load now: " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-        return 0
+        return results, up_seconds
     finally:
         log("stopping the stack")
         stack.stop()
+
+
+def report(label: str, results: list[dict], up_seconds: float) -> tuple[float, float]:
+    """Prints a run's table; its median and worst deploy -> first row visible."""
+    print(f"{label}: the stack was up after {up_seconds:.1f} s; seconds from the deploy call to each step")
+    print(f"{'':>10} " + " ".join(f"{s:>7}" for s in STEPS))
+    for index, result in enumerate(results):
+        print(line(f"deploy {index + 1}", result))
+    medians = {
+        s: statistics.median(v) if (v := [r[s] for r in results if r.get(s) is not None]) else None for s in STEPS
+    }
+    print(line("median", medians))
+    worst = max(r["visible"] for r in results)
+    print(f"{label}: deploy -> first row visible: median {medians['visible']:.2f} s, worst {worst:.2f} s")
+    return medians["visible"], worst
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> int:
+    args = parse_args()
+    runs = [("this run", {})] + [(item, dict([item.split("=", 1)])) for item in args.compare]
+    measured = []
+    for label, environment in runs:
+        before = uptime()
+        results, up_seconds = run(args, environment)
+        measured.append((label, results, up_seconds, before, uptime()))
+    figures = []
+    for label, results, up_seconds, before, after in measured:
+        figures.append(report(label, results, up_seconds))
+        print(f"{label}: load before the stack started: {before}")
+        print(f"{label}: load after its deploys: {after}")
+    for (label, *_), (median, worst) in zip(measured[1:], figures[1:], strict=True):
+        print(f"{label} / this run: median {median / figures[0][0]:.2f}x, worst {worst / figures[0][1]:.2f}x")
+    return 0
 
 
 if __name__ == "__main__":

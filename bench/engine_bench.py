@@ -214,7 +214,6 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--dup-ratio", type=float, default=0.10)
     parser.add_argument("--max-records-per-batch", type=int, default=500_000)
-    parser.add_argument("--state-store", default="memory", choices=["memory", "rocksdb"])
     parser.add_argument("--runs", type=int, default=1, help="repeat everything (a fresh topic each time)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Apache Kafka")
     parser.add_argument("--clickhouse", help="host:port of ClickHouse HTTP instead of starting chDB")
@@ -271,7 +270,6 @@ def main() -> int:
                     label=f"latency#{run}",
                     spark_conf=args.conf,
                     services=services,
-                    state_store=args.state_store,
                 )
                 log(json.dumps(result, indent=2))
                 runs.append(result)
@@ -306,7 +304,6 @@ def main() -> int:
                     clickhouse=ch_address,
                     dedup=dedup,
                     max_records_per_batch=args.max_records_per_batch,
-                    state_store=args.state_store,
                 )
                 log(f"running the pipeline ({label})")
                 load_before = os.getloadavg()[0]

@@ -156,8 +156,7 @@ def measure(name: str, args: argparse.Namespace, bootstrap: str, ch: tuple[str, 
     topic = f"footprint-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    spec = bench_spec(topic=topic, bootstrap=bootstrap, clickhouse=ch, dedup=True, max_records_per_batch=500_000,
-                      state_store="rocksdb")  # fmt: skip
+    spec = bench_spec(topic=topic, bootstrap=bootstrap, clickhouse=ch, dedup=True, max_records_per_batch=500_000)
     run_dir = workdir / name
     launch = launch_for(args.rate, run_dir, spec)
     command = job_command(launch, write_spec(run_dir, launch.spec))

@@ -82,21 +82,19 @@ def run(
     label: str,
     spark_conf: list[str],
     services: dict[str, int],
-    state_store: str = "memory",
 ) -> dict:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"latency-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept referenced until the topic exists
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    kafka_ts = {"field": "_kafka_timestamp", "column": "kafka_ts", "type": "DateTime64(3, 'UTC')"}
+    kafka_ts = ("_kafka_timestamp", "kafka_ts", "DateTime64(3, 'UTC')")
     spec = bench_spec(
         topic=topic,
         bootstrap=bootstrap,
         clickhouse=clickhouse,
         dedup=True,
         max_records_per_batch=500_000,
-        state_store=state_store,
         extra_columns=(kafka_ts,),
     )
     table = spec["sink"]["table"]

@@ -3,17 +3,16 @@
     nice -n 19 .venv/bin/python bench/soak.py --rate 2000 --minutes 3              # a smoke run
     .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --out var/soak/20k-1h
 
-Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema
-registry, Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and
-a PostgreSQL database of its own, both removed at the end (--keep keeps them). Then, through the REST API with an
-API token: a Kafka and a ClickHouse connection, and one pipeline with the product's defaults (dedup on a UUID
-`id`, window --window, --time ingestion|event, state store and job memory left to the product unless
---state-store is given). A producer process sends --rate JSON events/s, --dup-share of them re-sends of a recent
-event (the same bytes), from --lead-seconds (60) before the deploy on: the product sizes the job's memory from
-the topic's recent rate (over the last minute: keep it at 60 or more), as it would for a topic already in use
-(0: deployed on a quiet topic). The expected
-state the API's validation gives then goes into the summary. The --minutes count from when the job runs; the
-first one catches up with the lead time's events.
+Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema registry,
+Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and a
+PostgreSQL database of its own, both removed at the end (--keep keeps them). Then, through the REST API with an API
+token: a Kafka and a ClickHouse connection, and one pipeline with the product's defaults (dedup on a UUID `id`,
+window --window, --time ingestion|event, job memory left to the product). A producer process sends --rate JSON
+events/s, --dup-share of them re-sends of a recent event (the same bytes), from --lead-seconds (60) before the
+deploy on: the product sizes the job's memory from the topic's recent rate (over the last minute: keep it at 60 or
+more), as it would for a topic already in use (0: deployed on a quiet topic). The expected state the API's
+validation gives then goes into the summary. The --minutes count from when the job runs; the first one catches up
+with the lead time's events.
 
 Each minute one line: events/s produced, rows in ClickHouse (and the unique ids produced so far), p50/p95 from
 produced to visible, micro-batch duration, lag, dedup state keys and bytes on disk, JVM heap used, job RSS and
@@ -29,6 +28,15 @@ restarts. How each is measured:
 - heap: `jstat -gc` of the job's JVM (S0U+S1U+EU+OU); RSS: the job's process tree (supervisor, Python driver,
   JVM, Python workers); restarts: the pipeline's runs in the API, less one.
 --kill-every N sends SIGKILL to the job's whole process group every N minutes (recovery under load).
+
+--mode says in what order a person meets the load:
+- `steady` (the default): the load runs --lead-seconds before the deploy, so the product sizes from the topic;
+- `ramp`: deployed on a quiet topic (nothing produced before), then --rate from when its job runs: the product
+  must re-size it while it runs (spark_jobs.pace). The minutes count from the load's start;
+- `backlog`: the load runs, the pipeline is deployed and runs --warmup-minutes, is stopped for --backlog-minutes
+  while the load goes on, then resumed on that backlog. The minutes count from the resume.
+Each minute's line has the pipeline's pace (keeping up, catching up, behind) and the summary the first minute from
+which it kept up to the end (`caught_up_at_minute`).
 
 At the end, once the job has caught up: the exact-rows check (count() and uniqExact(id) against the unique ids
 produced), then summary.json, minutes.csv (also rewritten every minute) and soak.png in --out. Ctrl-C ends the
@@ -162,13 +170,11 @@ class Stack:
 # --- the pipeline ----------------------------------------------------------------------------------------------
 
 
-def pipeline_spec(topic: str, table: str, *, window: str, time_mode: str, state_store: str | None) -> dict:
+def pipeline_spec(topic: str, table: str, *, window: str, time_mode: str) -> dict:
     """The pipeline a new user would create: dedup on a UUID `id`, the product's defaults otherwise."""
     dedup: dict[str, Any] = {"keys": ["id"], "window": window}
     if time_mode == "event":
         dedup.update(time="event", event_time_field="produced_at")
-    if state_store:
-        dedup["state_store"] = state_store
     return {
         "source": {
             "topics": [topic],
@@ -324,11 +330,16 @@ class Sampler:
         raw = self.redis.get(latest_key(self.job))
         return json.loads(raw) if raw else {}
 
+    def pace(self) -> dict:
+        """The pace the pipeline's page shows (the API's), {} before the worker's first reading."""
+        return self.stack.api("GET", f"pipelines/{self.pipeline_id}/").get("pace") or {}
+
     def sample(self, minute: int, start: float, end: float, produced: int, unique: int, rows: int) -> MinuteSample:
         histogram = self.latency_histogram(int(start * 1000), int(end * 1000))
         batches = self.batches(int(start * 1000), int(end * 1000))
         durations = [b["batch_duration_ms"] for b in batches]
         latest = self.latest()
+        pace = self.pace()
         runs = self.runs()
         pid = runs[0]["pid"] if runs and runs[0]["ended_at"] is None else None
         rss, jvm_rss, heap = job_memory(pid) if pid else (None, None, None)
@@ -344,8 +355,9 @@ class Sampler:
             batches=len(durations),
             batch_p50_ms=percentile(durations, 0.50),
             batch_max_ms=max(durations) if durations else None,
-            # The latest record may be a dead job's: its lag says nothing of now (its state keys still hold).
-            lag=latest.get("total_lag") if batch_start(latest) >= start else None,
+            # The lag the worker read from the brokers (a slow or stuck job's too); before its first reading, the
+            # latest batch's (which may be a dead job's: its lag says nothing of now).
+            lag=pace.get("lag") if pace else (latest.get("total_lag") if batch_start(latest) >= start else None),
             state_keys=latest.get("state_rows"),
             state_memory_bytes=latest.get("state_memory_bytes"),
             state_disk_bytes=state_disk_bytes(self.stack.var_dir / "checkpoints"),
@@ -353,6 +365,8 @@ class Sampler:
             rss_bytes=rss,
             jvm_rss_bytes=jvm_rss,
             restarts=max(0, len(runs) - 1),
+            resizes=sum(1 for r in runs if r.get("outcome") == "resized"),
+            pace=str(pace.get("state") or ""),
             load_avg_1m=round(os.getloadavg()[0], 2),
             slowest_batch_phases=slowest_phases(batches),
             cpu_cores=cores_in_words(self.cpu.take(pid)),
@@ -399,7 +413,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--window", default="1h", help="the dedup window (default 1h)")
     parser.add_argument("--dup-share", type=float, default=0.10, help="share of events that re-send one (0.1)")
     parser.add_argument("--time", choices=["ingestion", "event"], default="ingestion", help="the dedup's time")
-    parser.add_argument("--state-store", choices=["auto", "memory", "rocksdb"], help="default: the product's")
     parser.add_argument("--partitions", type=int, default=2, help="the topic's partitions (default 2)")
     parser.add_argument(
         "--lead-seconds",
@@ -408,6 +421,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="produce this long before deploying (the topic's rate sizes the job)",
     )
     parser.add_argument("--kill-every", type=int, default=0, metavar="N", help="SIGKILL the job every N minutes")
+    parser.add_argument("--mode", choices=["steady", "ramp", "backlog"], default="steady", help="see the docstring")
+    parser.add_argument("--warmup-minutes", type=float, default=3, help="backlog: minutes run before the stop")
+    parser.add_argument("--backlog-minutes", type=float, default=30, help="backlog: minutes stopped under load")
     parser.add_argument("--drain-timeout", type=int, default=900, help="seconds to wait for the job to catch up")
     parser.add_argument("--out", type=Path, help="where summary.json, minutes.csv, soak.png go")
     parser.add_argument("--keep", action="store_true", help="keep the stack's state directory and database")
@@ -436,7 +452,7 @@ def main() -> int:
             "connections/clickhouse/",
             {"name": "soak ch", "host": "127.0.0.1", "port": stack.ports["clickhouse"]},
         )
-        spec = pipeline_spec(topic, table, window=args.window, time_mode=args.time, state_store=args.state_store)
+        spec = pipeline_spec(topic, table, window=args.window, time_mode=args.time)
         pipeline = stack.api(
             "POST",
             "pipelines/",
@@ -450,10 +466,13 @@ def main() -> int:
             args=(bootstrap, topic, args.partitions, args.rate, args.dup_share, stop, sent, unique),
             daemon=True,
         )
-        producer.start()
+        ramp = args.mode == "ramp"
+        if not ramp:
+            producer.start()
         producing_since = time.time()
-        log(f"producing {args.rate:,} events/s ({args.dup_share:.0%} re-sent); deploying in {args.lead_seconds} s")
-        time.sleep(args.lead_seconds)  # the topic's recent rate is what the product sizes the job from
+        lead = 0 if ramp else args.lead_seconds
+        log(f"producing {args.rate:,} events/s ({args.dup_share:.0%} re-sent); deploying in {lead} s")
+        time.sleep(lead)  # the topic's recent rate is what the product sizes the job from
         # What the review step and the API's validation expect of the state, from the topic's recent rate.
         validation = stack.api("POST", f"pipelines/{pipeline['id']}/validate/", {})
         settings["expected_state"] = validation.get("estimated_state")
@@ -470,6 +489,22 @@ def main() -> int:
 
         if not wait_until(running, timeout=START_TIMEOUT, interval=2.0):
             raise SystemExit("the pipeline's job did not start")
+        if ramp:  # deployed on a quiet topic: the load comes now
+            producer.start()
+            producing_since = time.time()
+            log(f"the job runs on a quiet topic; the load starts now: {args.rate:,} events/s")
+        if args.mode == "backlog":
+            log(f"the job runs; stopped in {args.warmup_minutes:g} min, for {args.backlog_minutes:g} min")
+            time.sleep(60 * args.warmup_minutes)
+            stack.api("POST", f"pipelines/{pipeline['id']}/stop/")
+            if not wait_until(lambda: stack.api("GET", f"pipelines/{pipeline['id']}/status/")["status"] == "stopped",
+                              timeout=START_TIMEOUT, interval=2.0):  # fmt: skip
+                raise SystemExit("the pipeline did not stop")
+            time.sleep(60 * args.backlog_minutes)
+            log(f"resuming on a backlog of about {args.rate * 60 * args.backlog_minutes:,.0f} events")
+            stack.api("POST", f"pipelines/{pipeline['id']}/resume/")
+            if not wait_until(running, timeout=START_TIMEOUT, interval=2.0):
+                raise SystemExit("the pipeline's job did not start again")
         sampler = Sampler(stack, pipeline["id"], table)
         started = time.time()
         log(f"the job runs; {args.minutes} minute(s) from now")

@@ -75,7 +75,7 @@ class MinuteSample:
     batches: int
     batch_p50_ms: float | None
     batch_max_ms: float | None
-    lag: int | None  # records behind, from the job's latest metrics
+    lag: int | None  # records behind the topics' end, as the worker read it from the brokers (the pipeline's pace)
     state_keys: int | None  # the dedup operator's numRowsTotal, from the job's latest metrics
     state_memory_bytes: int | None  # its memoryUsedBytes
     state_disk_bytes: int | None  # du of the checkpoint's state directory
@@ -91,6 +91,10 @@ class MinuteSample:
     # task, JIT and GC threads within it), ClickHouse, the broker, the bench's producer...: what a slow batch may
     # have waited for.
     cpu_cores: str = ""
+    # The pipeline's pace at the end of the minute, as its page says it (spark_jobs.pace): keeping_up, catching_up,
+    # behind; and its re-sizes so far (runs that ended "resized").
+    pace: str = ""
+    resizes: int = 0
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -140,7 +144,10 @@ def minute_line(sample: MinuteSample) -> str:
         f" | lag {_num(sample.lag):>9}"
         f" | state {_num(sample.state_keys):>12} keys {_num(sample.state_disk_bytes, mib):>6} MB disk"
         f" | heap {_num(sample.heap_used_bytes, mib):>6} MB rss {_num(sample.rss_bytes, mib):>6} MB"
-        f" | restarts {sample.restarts}" + (f" | cores: {sample.cpu_cores}" if sample.cpu_cores else "")
+        f" | restarts {sample.restarts}"
+        + (f" | {sample.pace}" if sample.pace else "")
+        + (f" | re-sized {sample.resizes}" if sample.resizes else "")
+        + (f" | cores: {sample.cpu_cores}" if sample.cpu_cores else "")
     )
 
 
@@ -203,9 +210,12 @@ def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: M
     rss = [float(s.rss_bytes) for s in tail if s.rss_bytes is not None]
     p95 = histogram_percentile(merged, 0.95)
     restarts = samples[-1].restarts if samples else 0
+    resizes = samples[-1].resizes if samples else 0
     produced = sum(s.produced for s in samples)
+    caught_up = caught_up_minute(samples)
     checks = {
-        "no_restarts": restarts == 0,
+        # A re-size is a restart the product chose, from the checkpoint; any other restart is a failure.
+        "no_restarts": restarts - resizes == 0,
         "exact_rows": verdict.exact,
         "p95_last_third_within_target": p95 is not None and p95 <= P95_TARGET_MS,
         "p95_not_growing": _negated(rises(p95s)),
@@ -218,6 +228,10 @@ def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: M
         "achieved_rate": round(produced / (60 * len(samples))) if samples else 0,
         "rows": verdict.words,
         "restarts": restarts,
+        "resizes": resizes,
+        # The first minute from which the pipeline kept up to the end (its pace, read from the brokers): how long
+        # a ramp or a backlog took to be caught up with.
+        "caught_up_at_minute": caught_up,
         "last_third": {
             "minutes": [s.minute for s in tail],
             "latency_p50_ms": histogram_percentile(merged, 0.50),
@@ -237,6 +251,17 @@ def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: M
         "checks": checks,  # None: not measurable (a last third of one minute has no trend)
         "targets_met": all(value is True for value in checks.values()),
     }
+
+
+def caught_up_minute(samples: Sequence[MinuteSample]) -> int | None:
+    """The first minute from which every minute's pace was keeping up (None: it never stayed so, or no pace)."""
+    first = None
+    for sample in samples:
+        if sample.pace != "keeping_up":
+            first = None
+        elif first is None:
+            first = sample.minute
+    return first
 
 
 def _negated(value: bool | None) -> bool | None:

@@ -11,11 +11,14 @@
 A pipeline names a schema registry connection only when it reads Avro in the Confluent wire format.
 
 A connection document holds the fields of the spec's connection model (`spark_jobs.connections`); a field left
-out takes its default, and a secret left out is cleared. Its values may use `${ENV_VAR}` and
-`${ENV_VAR:-default}` (`$$` for a `$`): a secret whose variable is not set (or empty) keeps the value the server
-has. A pipeline document's `spec` is the pipeline spec (`spark_jobs.spec`) without what its connections give
-(`source.kafka`, `source.schema_registry`, `sink.clickhouse` but its `database`): it is checked here with the
-server's own model, and its problems carry the API's paths.
+out takes its default, and a secret left out is cleared. Its secrets (and only they) may read the environment:
+`${ENV_VAR}` and `${ENV_VAR:-default}`, for the names the document declares in `env: [ENV_VAR, ...]`; a secret
+whose variable is not set (or empty) keeps the value the server has. In every value `$$` is a `$`. A file from a
+pull request therefore cannot copy a CI runner's variables into a URL, a user name or a server list, where they
+would be stored in plain text, printed by `diff` and contacted by the server. A pipeline document's `spec` is the
+pipeline spec (`spark_jobs.spec`) without what its connections give (`source.kafka`, `source.schema_registry`,
+`sink.clickhouse` but its `database`): it is checked here with the server's own model, and its problems carry
+the API's paths.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ from spark_jobs.spec import SpecError, parse_spec, version_for
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 # ${VAR}, ${VAR:-default} (used when VAR is unset or empty), and $$ for a literal $.
 _REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The key of a connection document that declares the environment variables its secrets may read.
+ENV_KEY = "env"
 
 
 @dataclass(frozen=True)
@@ -253,6 +259,16 @@ def _pydantic_issues(exc: ValidationError, prefix: str = "") -> list[ErrorItem]:
     return issues
 
 
+def references(value: str) -> list[str]:
+    """The names of the variables `value` refers to (`${VAR}`, `${VAR:-default}`; `$$` is no reference)."""
+    return [match.group(1) for match in _REFERENCE.finditer(value) if match.group(0) != "$$"]
+
+
+def unescape(value: str) -> str:
+    """`value` with `$$` read as `$` (a value that may not read the environment)."""
+    return _REFERENCE.sub(lambda match: "$" if match.group(0) == "$$" else match.group(0), value)
+
+
 def _interpolate(value: str, env: Mapping[str, str]) -> tuple[str | None, list[str]]:
     """`value` with ${VAR} replaced: (text, []) or (None, the names of the variables that are not set)."""
     missing: list[str] = []
@@ -264,7 +280,7 @@ def _interpolate(value: str, env: Mapping[str, str]) -> tuple[str | None, list[s
         if env.get(name):
             return env[name]
         if default is not None:
-            return default
+            return default.replace("$$", "$")
         missing.append(name)  # unset, or set to nothing (an empty secret by accident would clear the saved one)
         return ""
 
@@ -291,8 +307,21 @@ def _connection_document(
     secrets: dict[str, str | None] = {}
     notes: list[str] = []
     found: list[ErrorItem] = []
+    declared = _declared(data.pop(ENV_KEY, []), where, found)
     for key, value in data.items():
-        if isinstance(value, str):
+        if isinstance(value, str) and key not in kind.secrets:
+            if names := references(value):
+                found.append(ErrorItem(str(key), _not_a_secret(kind, names[0]), where))
+                continue
+            value = unescape(value)
+        elif isinstance(value, str):
+            if undeclared := [name for name in references(value) if name not in declared]:
+                message = (
+                    f"${{{undeclared[0]}}} is not declared: list the variables this document's secrets read in "
+                    f"`{ENV_KEY}: [{', '.join(undeclared)}]`"
+                )
+                found.append(ErrorItem(str(key), message, where))
+                continue
             text, missing = _interpolate(value, env)
             if missing and key in kind.secrets and value.strip() == f"${{{missing[0]}}}":
                 secrets[key] = None  # its variable is not set: the server keeps the secret it has
@@ -320,6 +349,25 @@ def _connection_document(
         issues += [ErrorItem(i.path, i.message, where) for i in _pydantic_issues(exc)]
         return None
     return ConnectionDocument(kind, name, where, _api_settings(spec, kind), secrets, raw.data, notes)
+
+
+def _declared(given: Any, where: str, found: list[ErrorItem]) -> set[str]:
+    """The variable names of a document's `env` list; an item that is not a variable's name is an error."""
+    if not isinstance(given, list):
+        found.append(ErrorItem(ENV_KEY, "a list of environment variable names: env: [CLICKHOUSE_PASSWORD]", where))
+        return set()
+    names = set()
+    for item in given:
+        if isinstance(item, str) and _VARIABLE_NAME.fullmatch(item):
+            names.add(item)
+        else:
+            found.append(ErrorItem(ENV_KEY, f"{item!r} is not an environment variable's name", where))
+    return names
+
+
+def _not_a_secret(kind: ConnectionKind, name: str) -> str:
+    secrets = ", ".join(kind.secrets)
+    return f"${{{name}}}: only secrets ({secrets}) read environment variables; write this value itself ($$ for a $)"
 
 
 _PIPELINE_KEYS = ("kind", "name", "kafka_connection", "clickhouse_connection", "schema_registry_connection", "spec")

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from clearflow.documents import CLICKHOUSE, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
+from clearflow.documents import CLICKHOUSE, ENV_KEY, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
 from spark_jobs.connections import spec_without_connections
 from spark_jobs.spec import SpecError, parse_spec
 
@@ -28,16 +28,21 @@ def env_name(connection: str, field: str) -> str:
 
 
 def connection_document(kind: ConnectionKind, saved: Mapping[str, Any]) -> dict[str, Any]:
-    """A connection document from the API's connection: no secret, ever; `${VAR}` where one is set."""
+    """A connection document from the API's connection: no secret, ever; `${VAR}` where one is set, the variable
+    declared in `env`; a `$` in any other value written `$$` (apply reads it back as it was)."""
     document: dict[str, Any] = {"kind": kind.kind, "name": saved["name"]}
+    variables: list[str] = []
     for name, info in kind.model.model_fields.items():
         if name in kind.secrets:
             if saved.get(kind.secret_flags[name]):
-                document[name] = "${" + env_name(saved["name"], name) + "}"
+                variables.append(env_name(saved["name"], name))
+                document[name] = "${" + variables[-1] + "}"
             continue
         value = saved.get(name)
         if value is not None and not (value == "" and info.get_default() is None):  # "" is how it stores "not set"
-            document[name] = value
+            document[name] = value.replace("$", "$$") if isinstance(value, str) else value
+    if variables:
+        document[ENV_KEY] = variables
     return document
 
 

@@ -95,6 +95,10 @@ def _connection_plan(api: Api, doc: ConnectionDocument, state: ServerState, prob
         diff = problems.ask(doc.where, lambda: api.post(f"/connections/{doc.kind.slug}/diff/", doc.body()))
     changes = [Change(**c) for c in diff["changes"]] if diff else []
     action = Action.CREATE if saved is None else Action.UPDATE if changes else Action.UNCHANGED
+    notes = list(doc.notes)
+    given = [secret for secret, value in doc.secrets.items() if value]
+    if diff and given and saved is not None and not diff.get("secrets_compared", True):
+        notes.append(f"{', '.join(given)}: not compared (a read-only token never compares secrets)")
     return DocumentPlan(
         kind=doc.kind.kind,
         name=doc.name,
@@ -102,7 +106,7 @@ def _connection_plan(api: Api, doc: ConnectionDocument, state: ServerState, prob
         action=action,
         id=saved["id"] if saved else None,
         changes=changes,
-        notes=doc.notes,
+        notes=notes,
     )
 
 

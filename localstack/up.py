@@ -185,6 +185,11 @@ def manage(*args: str, log_path: Path) -> None:
 
 def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     definitions = []
+    # Redis first (it is up in a moment): the first standby job starts beside the other services (`up`).
+    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
+        definitions.append(
+            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
+        )
     if config.kafka_host in LOCAL_HOSTS:
         ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
         definitions.append(
@@ -209,10 +214,6 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
                 host=config.registry_host, port=config.registry_port, data_dir=config.var_dir / "schema-registry"
             )
         )
-    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
-        definitions.append(
-            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
-        )
     ensure_port_free("the web app", config.web_host, config.web_port, "WEB_BIND")
     bin_dir = Path(sys.executable).parent
     definitions += [
@@ -227,6 +228,9 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
                 "2",
                 "--threads",
                 "4",
+                # A client that sends part of a request and waits is cut off, not left holding a thread.
+                "--worker-class",
+                "localstack.web_worker.ReadTimeoutThreadWorker",
                 "--timeout",
                 "60",
                 "--graceful-timeout",
@@ -340,6 +344,8 @@ def up() -> int:
             service = group.start(definition)
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
             _record_stack(config, group, started)
+            if processes.tcp_open(config.redis_host, config.redis_port):
+                keep_standby_jobs()
         _print_banner(config, seconds=time.time() - started, since=command)
         reported: set[str] = set()
         while True:
@@ -396,6 +402,22 @@ def _address_of(config: StackConfig, name: str) -> str:
     }.get(name, "")
 
 
+def keep_standby_jobs() -> None:
+    """Fill the worker's pool of standby jobs while the other services start (one at a time, from when Redis
+    answers; `worker.reconciler.keep_standby`), so that a deploy right after the banner finds a job's JVM and
+    Spark session up. Then the worker's watcher keeps it full. The stack's stop stops them with the jobs."""
+    try:
+        import django
+
+        quiet_django_logs()
+        django.setup()
+        from worker.reconciler import keep_standby
+
+        keep_standby(niceness=0)
+    except Exception as error:  # the watcher starts them on its first tick: the first deploy may start cold
+        _say(f"could not start a standby job ({error}); the worker starts them")
+
+
 def stop_pipeline_jobs() -> str:
     """Stop every pipeline job this stack started, recorded as stopped with the stack (`worker.reconciler.
     stop_stack_jobs`); what to tell the user ("" when none ran)."""
@@ -444,9 +466,19 @@ def stop_summary(count: int, forced: int, *, recorded: bool) -> str:
     return words
 
 
-def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
-    password_file = config.var_dir / "secrets" / "admin_password"
+def login_words(var_dir: Path, *, to_terminal: bool) -> str:
+    """The banner's login. The password is shown on a terminal only: a banner that goes to a file (`make up
+    DETACH=1` writes var/log/up.log, which anyone on the machine may read; or output redirected) names the file
+    that holds it instead, var/secrets/admin_password (mode 0600, readable by its owner alone)."""
+    password_file = var_dir / "secrets" / "admin_password"
+    if not to_terminal:
+        return f"admin / the password in {password_file} (`cat` it; it is kept out of logs)"
     password = os.environ.get("ADMIN_PASSWORD") or password_file.read_text().strip()
+    return f"admin / {password}"
+
+
+def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
+    login = login_words(config.var_dir, to_terminal=sys.stdout.isatty())
     stop = (
         "Stop: `make down`. What runs: `make status`."
         if os.environ.get(DETACHED_VARIABLE)
@@ -457,7 +489,7 @@ def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
   ClearFlow is up, {seconds:.0f} s after {since} started.
 
     Open        {config.url}/
-    Log in      admin / {password}
+    Log in      {login}
     Health      {config.url}/api/v1/health
     API docs    {config.url}/api/v1/docs/
     Kafka       {config.kafka_host}:{config.kafka_port}      ClickHouse  http://{config.clickhouse_host}:{config.clickhouse_port}

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
+from spark_jobs.limits import SCHEMA_DEPTH, FlattenBudget, LimitError
+
 # Confluent wire format: 1 magic byte (0) + a 4-byte big-endian schema id, then the body.
 MAGIC_BYTE = 0
 WIRE_HEADER_BYTES = 5
@@ -61,6 +63,10 @@ class AvroSchemaError(ValueError):
     """Text that is not an Avro record schema; the message says what is wrong."""
 
 
+class AvroSchemaLimitError(AvroSchemaError, LimitError):
+    """An Avro schema over a cap (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`); the message names it."""
+
+
 @dataclass(frozen=True)
 class SchemaField:
     """One leaf of a record schema, as the pipeline reads it."""
@@ -84,17 +90,20 @@ def parse_schema(text: str | dict[str, Any]) -> dict[str, Any]:
             data = json.loads(text)
         except (TypeError, json.JSONDecodeError) as exc:
             raise AvroSchemaError(f"the Avro schema is not valid JSON: {exc}") from None
+        except RecursionError:  # json recurses once per bracket; far deeper than the depth cap allows
+            raise AvroSchemaLimitError(f"the Avro schema nests too deep to read: {SCHEMA_DEPTH.exceeded()}") from None
     if not isinstance(data, dict) or data.get("type") != "record" or not isinstance(data.get("fields"), list):
         raise AvroSchemaError('the Avro schema must be a record: {"type": "record", "name": ..., "fields": [...]}')
     return data
 
 
 def schema_fields(schema: str | dict[str, Any]) -> list[SchemaField]:
-    """Every leaf field of a record schema, in the schema's order."""
+    """Every leaf field of a record schema, in the schema's order. AvroSchemaError naming the cap for a schema
+    that flattens to more than `limits.SCHEMA_FIELDS` fields or nests records deeper than `limits.SCHEMA_DEPTH`."""
     record = parse_schema(schema)
     named: dict[str, Any] = {}
     out: list[SchemaField] = []
-    _walk_record(record, "", False, named, out, set())
+    _walk_record(record, "", False, _Walk(named, out, FlattenBudget("the Avro schema", AvroSchemaLimitError)), set(), 1)
     return out
 
 
@@ -108,31 +117,41 @@ def _full_name(schema: dict[str, Any], namespace: str | None) -> str:
     return name if "." in name or not space else f"{space}.{name}"
 
 
+@dataclass
+class _Walk:
+    """What one reading of a schema gathers: the named types met so far, the fields, the fields visited."""
+
+    named: dict[str, Any]
+    out: list[SchemaField]
+    budget: FlattenBudget
+
+
 def _walk_record(
     record: dict[str, Any],
     prefix: str,
     nullable: bool,
-    named: dict[str, Any],
-    out: list[SchemaField],
+    walk: _Walk,
     seen: set[str],
+    depth: int,
     namespace: str | None = None,
 ) -> None:
     full = _full_name(record, namespace)
-    named[full] = record
-    named.setdefault(str(record.get("name", "")), record)
+    walk.named[full] = record
+    walk.named.setdefault(str(record.get("name", "")), record)
     if full in seen:  # a recursive record: what lies below is JSON
-        out.append(SchemaField(prefix.rstrip("."), "json", "record", nullable, "String"))
+        walk.out.append(SchemaField(prefix.rstrip("."), "json", "record", nullable, "String"))
         return
     for field in record.get("fields", []):
         if not isinstance(field, dict) or "name" not in field:
             raise AvroSchemaError(f"a field of record {full!r} has no name")
+        walk.budget.visit(depth)
         _walk_type(
             field["type"],
             prefix + str(field["name"]),
             nullable,
-            named,
-            out,
+            walk,
             {*seen, full},
+            depth,
             record.get("namespace", namespace),
         )
 
@@ -141,16 +160,19 @@ def _walk_type(
     avro: Any,
     path: str,
     nullable: bool,
-    named: dict[str, Any],
-    out: list[SchemaField],
+    walk: _Walk,
     seen: set[str],
+    depth: int,
     namespace: str | None,
 ) -> None:
+    named, out = walk.named, walk.out
     if isinstance(avro, list):  # a union
         others = [member for member in avro if member != "null"]
         nullable = nullable or len(others) < len(avro)
+        if len(others) == 1 and isinstance(others[0], list):
+            raise AvroSchemaError(f"field {path!r}: a union holds a union, which Avro does not allow")
         if len(others) == 1:
-            _walk_type(others[0], path, nullable, named, out, seen, namespace)
+            _walk_type(others[0], path, nullable, walk, seen, depth, namespace)
         else:
             out.append(SchemaField(path, "json", "union", nullable, _nullable("String", nullable)))
         return
@@ -164,12 +186,13 @@ def _walk_type(
     if not isinstance(avro, dict):
         raise AvroSchemaError(f"field {path!r}: unreadable type {avro!r}")
     kind = avro.get("type")
-    if isinstance(kind, dict | list):  # {"type": {"type": "array", ...}}
-        _walk_type(kind, path, nullable, named, out, seen, namespace)
+    if isinstance(kind, dict | list):  # {"type": {"type": "array", ...}}: a level too (it nests the JSON)
+        walk.budget.visit(depth + 1)
+        _walk_type(kind, path, nullable, walk, seen, depth + 1, namespace)
         return
     logical = avro.get("logicalType")
     if kind == "record":
-        _walk_record(avro, path + ".", nullable, named, out, seen, namespace)
+        _walk_record(avro, path + ".", nullable, walk, seen, depth + 1, namespace)
         return
     if kind in ("enum", "fixed"):
         named[_full_name(avro, namespace)] = avro
@@ -216,14 +239,26 @@ def _nullable(column: str, nullable: bool) -> str:
     return f"Nullable({column})"
 
 
-def split_wire_format(value: bytes) -> tuple[int, bytes]:
-    """(schema id, Avro body) of a record in the Confluent wire format; ValueError naming what is wrong."""
+def split_wire_format(value: bytes | None) -> tuple[int, bytes]:
+    """(schema id, body) of a record in the Confluent wire format; ValueError naming what is wrong, in the words
+    of the job's dead-letter reason (`spark_jobs.avro_decode`): the same edges, so a record the web app reads as
+    framed is one the job reads as framed. A 5-byte record is framed, with an empty body."""
+    value = value or b""  # a record without a value (a tombstone) has no header either
     if len(value) < WIRE_HEADER_BYTES:
         raise ValueError(f"record too short for the Confluent wire format ({len(value)} bytes)")
     if value[0] != MAGIC_BYTE:
         raise ValueError(f"not in the Confluent wire format: the first byte is 0x{value[0]:02X}, expected 0x00")
     (schema_id,) = struct.unpack(">I", value[1:WIRE_HEADER_BYTES])
     return schema_id, value[WIRE_HEADER_BYTES:]
+
+
+def wire_schema_id(value: bytes | None) -> int | None:
+    """The schema id of a record in the Confluent wire format; None when it is not framed so (`split_wire_format`
+    says why)."""
+    try:
+        return split_wire_format(value)[0]
+    except ValueError:
+        return None
 
 
 def wire_format(schema_id: int, body: bytes) -> bytes:

@@ -45,7 +45,7 @@ def archive_path() -> Path:
 # Where the archive is mapped. This JDK (17.0.15) relocates it by default (ArchiveRelocationMode=1, for address
 # randomisation): every pointer in it is patched at start, so each job held its own dirty copy, about 134 MB of
 # private memory per job (of a 160 MB archive), shared with no other job (measured with bench/footprint.py,
-# docs/performance.md "A light job's footprint"). Mapped at the address it was made for (mode 0; the JVM still
+# docs/performance-log.md "A light job's footprint"). Mapped at the address it was made for (mode 0; the JVM still
 # relocates when that address is taken), its read-only part stays clean file pages that every job of this install
 # shares, and only the classes' runtime state is written. The cost: the archived classes' metadata sits at the
 # same, predictable address in every job (no address randomisation for it).

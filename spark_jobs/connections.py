@@ -34,7 +34,7 @@ SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
 ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
 _STRICT = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Kafka's security settings, and which go with which protocol: the spec checks them, the web app's saved
 # connection offers them as choices and says which field is missing.
@@ -114,7 +114,13 @@ class SchemaRegistryConnectionSpec(BaseModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/:@]+(:\d{1,5})?(/[^\s?#]*)?$", value.strip()):
+        if "," in value:
+            # The registry client would try each URL of a list in turn: one URL, one registry, one guarded host.
+            raise ValueError(
+                f"the registry URL {value!r} holds a comma: give one URL per registry connection "
+                "(a comma-separated list of URLs is not supported)"
+            )
+        if not re.fullmatch(r"https?://[^\s/:@]+(:\d{1,5})?(/[^\s?#]*)?", value.strip()):
             raise ValueError(f"invalid registry URL {value!r}: expected http(s)://host[:port][/path]")
         return value.strip().rstrip("/")
 

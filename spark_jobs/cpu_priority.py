@@ -10,7 +10,7 @@ Why 2: the dedup state's RocksDB compacts in a background thread of the JVM that
 tasks (local mode: the executor is the driver's JVM). At the JVM's own priority a compaction of several seconds
 takes a core from the tasks while it runs: in the 75-minute soak at 20,000 events/s the slowest micro-batches came
 in runs of two or three, each at 40-76 µs a row against 22 for the others, and each run made the next batch
-larger (docs/performance.md, "Steady state"). With its niceness raised by COMPACTION_NICE_INCREMENT, a
+larger (docs/performance-log.md, "Steady state"). With its niceness raised by COMPACTION_NICE_INCREMENT, a
 compaction takes the cycles the tasks leave (between batches, while the driver commits) and, when both want a
 core, about a tenth of it (Linux's weights: 110 against 1024; 15 against 110 in a job at niceness 10, the
 worker's default), so it still moves on and never stalls for good.
@@ -19,7 +19,7 @@ Flushes (RocksDB's high-priority pool) keep the JVM's priority: a flush that wai
 Why the idle class: a niceness is a weight per thread (1024 at 0, 110 at 10), and twenty light
 jobs catching up have dozens of runnable threads between them. With them at niceness 10, a new deploy's first
 micro-batch in a standby (at the worker's niceness) got about a third of a core: 14 s of first batch where a
-quiet machine takes 3 (docs/performance.md, "Many pipelines on one machine"). A thread in SCHED_IDLE weighs 3
+quiet machine takes 3 (docs/performance-log.md, "Many pipelines on one machine"). A thread in SCHED_IDLE weighs 3
 whatever its niceness, so everything else on the host goes first: the web app, the worker, the broker and
 ClickHouse the jobs write to, a busy pipeline's job, and a new deploy's first batch. Light jobs share what is left
 among themselves, and alone on a host still take every idle core. The price: while a busy pipeline's job holds
@@ -94,6 +94,30 @@ def idle_process_tree() -> int:
     if not hasattr(os, "SCHED_IDLE"):
         return 0
     return idle_threads(_process_tree_threads())
+
+
+def leave_idle_class(pid: int) -> int:
+    """Moves every thread of the process `pid` and of the processes it started out of the idle scheduling class
+    (back to SCHED_OTHER, at the niceness each had): a light job whose lag grows is no longer light, and is never
+    starved while it waits to be re-sized (the worker calls it, for a job on its host). The number moved."""
+    import psutil
+
+    if not hasattr(os, "SCHED_IDLE"):
+        return 0
+    moved = 0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error, OSError):
+            for thread in process.threads():
+                with contextlib.suppress(OSError):
+                    if os.sched_getscheduler(thread.id) == os.SCHED_IDLE:
+                        os.sched_setscheduler(thread.id, os.SCHED_OTHER, os.sched_param(0))
+                        moved += 1
+    return moved
 
 
 def lower_compaction_priority(jvm_pid: int, increment: int = COMPACTION_NICE_INCREMENT) -> int:

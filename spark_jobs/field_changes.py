@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from spark_jobs.avro_schema import SchemaField
+from spark_jobs.limits import LimitError
 from spark_jobs.protobuf_schema import registered_schema_fields
 from spark_jobs.protocol import JSON_SAMPLE_EVERY
 from spark_jobs.spec import PipelineSpec
@@ -88,9 +89,13 @@ def _avro_changes(
     spec: PipelineSpec, schemas_by_id: Mapping[int, str], records: Sequence[Mapping[str, Any]]
 ) -> list[FieldChange]:
     seen = {int(sid): value for sid, value in _first_seen(records, "events_by_schema_id").items()}
-    fields_of: dict[int, dict[str, SchemaField]] = {
-        sid: {f.path: f for f in registered_schema_fields(schemas_by_id[sid])} for sid in seen if sid in schemas_by_id
-    }
+    fields_of: dict[int, dict[str, SchemaField]] = {}
+    for sid in seen:
+        if sid in schemas_by_id:
+            try:
+                fields_of[sid] = {f.path: f for f in registered_schema_fields(schemas_by_id[sid])}
+            except LimitError:  # a schema over a cap (limits.SCHEMA_FIELDS): the job refuses it; nothing to compare
+                continue
     changes: dict[str, FieldChange] = {}
     for sid in sorted(fields_of):
         events, since = seen[sid]

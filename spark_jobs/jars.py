@@ -28,10 +28,6 @@ def jars_root() -> Path:
     return Path(os.environ.get(JARS_DIR_ENV) or Path(sys.prefix) / "share" / "clearflow" / "jars")
 
 
-def connector_dir() -> Path:
-    return jars_root() / CONNECTOR_BUNDLE
-
-
 def bundle_jars(bundle: str) -> list[str]:
     """Absolute paths of one installed bundle's jars; ConnectorJarsMissing (naming what to run) when it has none."""
     directory = jars_root() / bundle

@@ -30,7 +30,7 @@ SIDE, JOIN_TIME, ROW_ID = "_cf_side", "_cf_join_time", "_cf_row_id"
 ARRIVAL, MATCHED = "_cf_arrival", "_cf_matched"
 _SECOND_SEED = "clearflow-join-key"
 # How an inner join's kept events expire: "timers" (one per key, as the left join's timeout) or "ttl" (a TTL on each
-# side's value). Both are kept to be measured against each other (docs/performance.md, "Temporal join").
+# side's value). Both are kept to be measured against each other (docs/performance-log.md, "Temporal join").
 JOIN_EXPIRY_CONF = "spark.clearflow.join.expiry"
 JOIN_EXPIRY_DEFAULT = "timers"
 # Top-level columns a dead letter keeps (`transforms.map_columns` writes them to the dead-letter table).

@@ -4,8 +4,9 @@ A spec is checked by the web app on every request and by the job before it start
 could hold the server for minutes (a 55,000-field spec) and one expression could ask a job for terabytes per row
 (`repeat` inside `repeat`). Every layer reads this table: the spec's checks (`spark_jobs.spec`), the expression
 checks (`spark_jobs.expressions`, `spark_jobs.expression_bounds`), the engine's row check
-(`spark_jobs.transforms.map_columns`) and the documentation (docs/pipeline-spec.md lists each cap; a test keeps
-the two in step). No Spark and no Django here.
+(`spark_jobs.transforms.map_columns`), the schema readers (`spark_jobs.avro_schema`, `spark_jobs.protobuf_schema`
+and the web app's inference from sampled JSON, through `FlattenBudget`) and the documentation
+(docs/pipeline-spec.md lists each cap; a test keeps the two in step). No Spark and no Django here.
 
 A refusal names the cap (`Limit.name`) and the spec path it applies to, e.g.
 `source.fields: too many fields: 55,000, at most 1,000 (cap: fields)`.
@@ -25,6 +26,11 @@ class Limit:
     unit: str  # what is counted, plural ("fields", "characters")
     paths: tuple[str, ...]  # where it applies: spec paths, `[]` for every item of a list; () for none in the spec
     what: str  # one line for the docs
+
+    def exceeded(self) -> str:
+        """What a refusal says when counting stopped at the cap, e.g. "too many fields: more than 10,000 (cap:
+        schema_fields)"."""
+        return f"too many {self.unit}: more than {self.maximum:,} (cap: {self.name})"
 
     def refusal(self, count: int) -> str:
         """What a refusal says, e.g. "too many fields: 55,000, at most 1,000 (cap: fields)"."""
@@ -94,6 +100,22 @@ ROW_BYTES = Limit(
 VALIDATION_SECONDS = Limit(
     "validation_seconds", 5, "seconds", (), "time one spec's checks may take before it is refused as too large"
 )
+SCHEMA_FIELDS = Limit(
+    "schema_fields",
+    10_000,
+    "fields",
+    (),
+    "fields one Avro or Protobuf schema, or the JSON events of one sample, flatten to (each nested record or "
+    "message counted too)",
+)
+SCHEMA_DEPTH = Limit("schema_depth", 32, "levels", (), "records or messages nested in an Avro or Protobuf schema")
+JSON_DEPTH = Limit(
+    "json_depth",
+    16,
+    "levels",
+    (),
+    "objects nested in a sampled JSON event that become dotted paths; a deeper object is one `json` field",
+)
 
 LIMITS: tuple[Limit, ...] = (
     FIELDS,
@@ -112,9 +134,33 @@ LIMITS: tuple[Limit, ...] = (
     EXPRESSION_OUTPUT,
     ROW_BYTES,
     VALIDATION_SECONDS,
+    SCHEMA_FIELDS,
+    SCHEMA_DEPTH,
+    JSON_DEPTH,
 )
 # Caps on a count, then on a text's length, checked on the raw spec before anything else is (`size_issues`).
 _SIZE_LIMITS = (FIELDS, TOPICS, DEDUP_KEYS, TRANSFORMS, COLUMNS, ORDER_BY, NAME_LENGTH, TYPE_LENGTH, EXPRESSION_LENGTH)
+
+
+class LimitError(ValueError):
+    """Work over one of the caps above; the message is the cap's refusal."""
+
+
+class FlattenBudget:
+    """The fields a schema's flattening has visited and how deep it is, checked at each step: a schema that reuses
+    one type at each level names 2^levels fields in a few hundred bytes, so the walk stops at the cap instead of
+    after the last field. `error` is what it raises (the schema reader's own error: AvroSchemaError...)."""
+
+    def __init__(self, what: str, error: type[ValueError] = LimitError) -> None:
+        self.what, self.error, self.fields = what, error, 0
+
+    def visit(self, depth: int) -> None:
+        """Count one field, `depth` levels down (1 at the top); raise `error` once a cap is passed."""
+        self.fields += 1
+        if self.fields > SCHEMA_FIELDS.maximum:
+            raise self.error(f"{self.what}: {SCHEMA_FIELDS.exceeded()}")
+        if depth > SCHEMA_DEPTH.maximum:
+            raise self.error(f"{self.what} nests records too deep: {SCHEMA_DEPTH.exceeded()}")
 
 
 def _values_at(data: Any, parts: list[str], path: str) -> Iterator[tuple[str, Any]]:
@@ -173,15 +219,20 @@ __all__ = [
     "EXPRESSION_NESTING",
     "EXPRESSION_OUTPUT",
     "FIELDS",
+    "JSON_DEPTH",
     "LIMITS",
     "NAME_LENGTH",
     "ORDER_BY",
     "ROW_BYTES",
+    "SCHEMA_DEPTH",
+    "SCHEMA_FIELDS",
     "TOPICS",
     "TRANSFORMS",
     "TYPE_LENGTH",
     "VALIDATION_SECONDS",
+    "FlattenBudget",
     "Limit",
+    "LimitError",
     "expressions_length",
     "size_issues",
 ]

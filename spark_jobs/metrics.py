@@ -43,6 +43,7 @@ from spark_jobs.protocol import (
     recent_key,
     totals_key,
 )
+from spark_jobs.sizing import TriggerCheck
 
 log = logging.getLogger("clearflow.metrics")
 
@@ -178,6 +179,7 @@ def metrics_from_progress(
         ),
         lag=lag,
         total_lag=sum(v for parts in lag.values() for v in parts.values()),
+        end_offsets={topic: {str(p): int(o) for p, o in parts.items()} for topic, parts in end.items()},
         state_rows=sum(int(op.get("numRowsTotal", 0)) for op in state_ops) or state_keys or 0,
         state_memory_bytes=sum(int(op.get("memoryUsedBytes", 0)) for op in state_ops),
         late_rows_dropped=late,
@@ -426,7 +428,9 @@ class ProgressRelay:
         stats: SinkStats,
         publisher: MetricsPublisher,
         key_count: StateKeyCount | None = None,
+        trigger_check: TriggerCheck | None = None,
     ) -> None:
+        self._trigger_check = trigger_check
         self._streams = spark._jsparkSession.streams()
         self._queue = spark._jvm.io.clearflow.spark.ProgressQueue(query_name, PROGRESS_QUEUE_CAPACITY)
         self._stats, self._publisher, self._key_count = stats, publisher, key_count
@@ -471,8 +475,10 @@ class ProgressRelay:
             state_keys = self._key_count.add(progress) if self._key_count is not None else None
             if not sink and int(progress.get("numInputRows", 0)) == 0:
                 return  # an idle trigger or a no-data (state cleanup) batch
-            self._publisher.publish(
-                metrics_from_progress(self._publisher.pipeline, progress, sink, state_keys=state_keys)
-            )
+            record = metrics_from_progress(self._publisher.pipeline, progress, sink, state_keys=state_keys)
+            self._publisher.publish(record)
+            warning = self._trigger_check.add(record.phases_ms) if self._trigger_check is not None else None
+            if warning:
+                log.warning("pipeline %s: %s", self._publisher.pipeline, warning)
         except Exception:
             log.exception("could not build the metrics record")

@@ -554,7 +554,9 @@ def start_query(
     query_name = f"clearflow-{spec.name}"
     publisher = MetricsPublisher(spec.name, redis_url)
     key_count = StateKeyCount(checkpoint) if spec.dedup is not None or spec.join is not None else None
-    relay = ProgressRelay(spark, query_name, stats, publisher, key_count).start()
+    interval = (trigger or {}).get("processingTime")
+    check = sizing.TriggerCheck(interval) if interval else None
+    relay = ProgressRelay(spark, query_name, stats, publisher, key_count, trigger_check=check).start()
     token_prefix = f"{spec.name}:{run_id(checkpoint)}"
     writer = (
         stream.writeStream.queryName(query_name)

@@ -22,6 +22,7 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from spark_jobs.avro_schema import SchemaField
+from spark_jobs.limits import SCHEMA_DEPTH, FlattenBudget, LimitError
 
 _SCALARS: dict[str, tuple[str, str]] = {  # protobuf type -> (field type, proposed ClickHouse type)
     "double": ("float", "Float64"),
@@ -61,6 +62,10 @@ class ProtobufSchemaError(ValueError):
     """Text that is not a .proto file with a message; the message says what is wrong."""
 
 
+class ProtobufSchemaLimitError(ProtobufSchemaError, LimitError):
+    """A .proto file over a cap (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`); the message names it."""
+
+
 @dataclass
 class ProtoField:
     name: str
@@ -98,7 +103,7 @@ def parse_proto(text: str) -> ProtoFile:
             package = reader.next()
             reader.skip_statement()
         elif word == "message":
-            _read_message(reader, package, messages, enums)
+            _read_message(reader, package, messages, enums, 1)
         elif word == "enum":
             _read_enum(reader, package, enums)
         elif word in ("service", "extend"):
@@ -119,11 +124,14 @@ def parse_proto(text: str) -> ProtoFile:
 
 
 def schema_fields(text: str) -> list[SchemaField]:
-    """Every leaf field of the file's first message (the record's message), in the schema's order."""
+    """Every leaf field of the file's first message (the record's message), in the schema's order.
+    ProtobufSchemaError naming the cap for a file that flattens to more than `limits.SCHEMA_FIELDS` fields or nests
+    messages deeper than `limits.SCHEMA_DEPTH`."""
     proto = parse_proto(text)
     out: list[SchemaField] = []
     first = next(iter(proto.messages.values()))
-    _walk(proto, first, "", False, out, set())
+    budget = FlattenBudget("the .proto file", ProtobufSchemaLimitError)
+    _walk(proto, first, "", False, out, set(), budget, 1)
     return out
 
 
@@ -193,15 +201,17 @@ def _read_enum(reader: _Reader, scope: str, enums: dict[str, dict[str, int]]) ->
 
 
 def _read_message(
-    reader: _Reader, scope: str, messages: dict[str, ProtoMessage], enums: dict[str, dict[str, int]]
+    reader: _Reader, scope: str, messages: dict[str, ProtoMessage], enums: dict[str, dict[str, int]], depth: int
 ) -> None:
+    if depth > SCHEMA_DEPTH.maximum:
+        raise ProtobufSchemaLimitError(f"the .proto file nests messages too deep: {SCHEMA_DEPTH.exceeded()}")
     message = ProtoMessage(_qualify(scope, reader.next()))
     messages[message.name] = message
     if reader.next() != "{":
         raise ProtobufSchemaError(f"message {message.name}: '{{' expected")
     while (word := reader.next()) != "}":
         if word == "message":
-            _read_message(reader, message.name, messages, enums)
+            _read_message(reader, message.name, messages, enums, depth + 1)
         elif word == "enum":
             _read_enum(reader, message.name, enums)
         elif word in ("reserved", "option", "extensions"):
@@ -250,8 +260,18 @@ def _resolve(proto: ProtoFile, scope: str, name: str) -> str:
     raise ProtobufSchemaError(f"message {scope}: unknown type {name!r}")
 
 
-def _walk(proto: ProtoFile, message: ProtoMessage, prefix: str, nullable: bool, out: list[SchemaField], seen: set[str]):
+def _walk(
+    proto: ProtoFile,
+    message: ProtoMessage,
+    prefix: str,
+    nullable: bool,
+    out: list[SchemaField],
+    seen: set[str],
+    budget: FlattenBudget,
+    depth: int,
+) -> None:
     for item in message.fields:
+        budget.visit(depth)
         path = prefix + item.name
         optional = nullable or item.label == "optional"
         if item.label == "repeated":
@@ -271,7 +291,7 @@ def _walk(proto: ProtoFile, message: ProtoMessage, prefix: str, nullable: bool, 
             field_type, column = _SCALARS[_WRAPPERS[kind]]
             out.append(SchemaField(path, field_type, kind.rsplit(".", 1)[1], True, _nullable(column, True)))
         elif kind in proto.messages and kind not in seen and kind != message.name:
-            _walk(proto, proto.messages[kind], path + ".", True, out, {*seen, message.name})
+            _walk(proto, proto.messages[kind], path + ".", True, out, {*seen, message.name}, budget, depth + 1)
         else:  # a recursive message, or a well-known message with no column of its own: its JSON text
             out.append(SchemaField(path, "json", kind.rsplit(".", 1)[-1], True, "String"))
 

@@ -36,6 +36,9 @@ class Task(StrEnum):
     PIPELINE_RECONCILE = "clearflow.pipeline_reconcile"
     PIPELINES_WATCH = "clearflow.pipelines_watch"
     PIPELINE_JOB_DISCARD = "clearflow.pipeline_job_discard"
+    # Each deployed pipeline's lag read from its topics' brokers (the default queue, beside the watcher's: a
+    # slow broker must not hold the watcher's tick).
+    PIPELINES_LAG = "clearflow.lag_read"
     # Alerts (settings.ALERT_QUEUE).
     ALERTS_EVALUATE = "clearflow.alerts_evaluate"
     ALERT_DELIVER = "clearflow.alert_deliver"
@@ -88,6 +91,19 @@ def heartbeat_key(job: str) -> str:
     return f"clearflow:heartbeat:{job}"
 
 
+def lag_key(job: str) -> str:
+    """SORTED SET: JSON `LagReading`s scored by when they were read (unix ms), trimmed to LAG_KEEP_SECONDS: the
+    lag the tiles, the charts, `/metrics` and the alerts show (written by the worker, which reads the brokers'
+    end offsets and the pipeline's committed offsets on its own schedule, so a slow or stuck job still shows it)."""
+    return f"clearflow:lag:{job}"
+
+
+def pace_key(job: str) -> str:
+    """STRING: JSON of the pace judged on the last lag readings (`spark_jobs.pace.Pace.to_dict()`, with `cause`
+    and `cause_words` when it is behind), expiring after LAG_KEEP_SECONDS (written by the worker)."""
+    return f"clearflow:pace:{job}"
+
+
 def job_log_key(job: str) -> str:
     """STRING: the last lines of the job's log, secrets redacted (written by the worker, read by the web app,
     which may run on another host than the job)."""
@@ -108,6 +124,8 @@ HISTORY_MAX_RECORDS = 10_000
 HISTORY_MAX_AGE_S = 7 * 24 * 3600
 # Spark replays only the batch it was running; the margin costs a few hundred bytes.
 COUNTED_KEEP = 100
+# Six hours of lag readings: at one every 10 s, 2,160 readings of a few hundred bytes a pipeline.
+LAG_KEEP_SECONDS = 6 * 3600
 HEARTBEAT_EVERY_SECONDS = 5.0
 HEARTBEAT_TTL_SECONDS = 24 * 3600
 JOB_LOG_TTL_SECONDS = 7 * 24 * 3600
@@ -215,8 +233,13 @@ class BatchMetrics:
     dead_letters: int
     filtered_out: int
     batch_duration_ms: int
-    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
+    # topic -> partition -> records behind what the batch was planned on (latestOffset - endOffset): 0 whenever a
+    # batch reads all that was there when it was planned; the lag behind the topic now is `LagReading`'s.
+    lag: dict[str, dict[str, int]] = field(default_factory=dict)
     total_lag: int = 0
+    # topic -> partition -> the next offset to read once this batch is committed (Spark's endOffset): where the
+    # pipeline stands, for a checkpoint the worker cannot read itself (s3a://, hdfs://).
+    end_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     state_rows: int = 0
     state_memory_bytes: int = 0
     late_rows_dropped: int = 0
@@ -242,6 +265,32 @@ class BatchMetrics:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+@dataclass
+class LagReading:
+    """How far a pipeline is behind its topics at one moment, as the worker read it (`worker.lag`): the topics'
+    end offsets now minus what the pipeline has committed, per partition, and the sums the pace is judged on."""
+
+    t_ms: int  # when it was read (unix ms)
+    total: int  # records behind, all partitions
+    lag: dict[str, dict[str, int]] = field(default_factory=dict)  # topic -> partition -> records behind
+    end_total: int = 0  # the topics' end offsets, summed: its growth is the rate events arrive at
+    committed_total: int = 0  # the committed offsets, summed: its growth is the rate the pipeline reads at
+    # Where the committed offsets came from: "checkpoint" (the offset log of the last committed batch), "batch"
+    # (the last batch's metrics record), "start" (nothing committed yet: where the pipeline starts reading).
+    position: str = "checkpoint"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> LagReading | None:
+        try:
+            data = json.loads(text)
+            return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        except (ValueError, TypeError):
+            return None
+
+
 __all__ = [
     "CELERY_TASKS_KEY",
     "COUNTED_KEEP",
@@ -253,6 +302,7 @@ __all__ = [
     "HTTP_REQUESTS_KEY",
     "JOB_LOG_TTL_SECONDS",
     "JSON_SAMPLE_EVERY",
+    "LAG_KEEP_SECONDS",
     "METRICS_KEY_PREFIX",
     "PIPELINE_TASKS_ROUTE",
     "RECENT_LIMIT",
@@ -266,13 +316,16 @@ __all__ = [
     "BatchMetrics",
     "ExitCode",
     "Handoff",
+    "LagReading",
     "RunFiles",
     "Task",
     "counted_key",
     "heartbeat_key",
     "history_key",
     "job_log_key",
+    "lag_key",
     "latest_key",
+    "pace_key",
     "recent_key",
     "totals_key",
 ]

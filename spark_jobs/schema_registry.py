@@ -15,11 +15,13 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from spark_jobs import protobuf_schema
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, WriterSchemas, fields_by_path
 from spark_jobs.connections import SchemaRegistryConnectionSpec, schema_registry_client_conf, write_ca_file
+from spark_jobs.limits import LimitError
 
 if TYPE_CHECKING:
     from spark_jobs.spec import FieldSpec, SpecIssue
@@ -41,11 +43,14 @@ class SubjectVersion:
 
     def fields(self) -> dict[str, SchemaField]:
         """The version's fields by path (an empty dict for a schema that is neither an Avro record nor a .proto
-        with a message: JSON schemas, unreadable text)."""
+        with a message: JSON schemas, unreadable text). LimitError for a schema over a cap
+        (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`): what it holds is not known, so it is not taken as empty."""
         try:
             if self.schema_type == "PROTOBUF":
                 return protobuf_schema.fields_by_path(self.schema)
             return fields_by_path(self.schema) if self.schema_type == "AVRO" else {}
+        except LimitError:
+            raise
         except (AvroSchemaError, protobuf_schema.ProtobufSchemaError):
             return {}
 
@@ -74,21 +79,42 @@ def registry_client(connection: SchemaRegistryConnectionSpec, *, timeout: float 
 
 
 def explain(exc: Exception, connection: SchemaRegistryConnectionSpec, what: str) -> RegistryError:
+    """`exc` in words: the far end's status and its standard reason, never the body of its answer (which could be
+    any internal server's error page), nor text the far end chose."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     if isinstance(exc, SchemaRegistryError):
-        if exc.http_status_code == 401:
+        status = exc.http_status_code
+        if status == 401:
             return RegistryError(f"the schema registry at {connection.url} refused the user name or password")
-        if exc.http_status_code == 403:
+        if status == 403:
             return RegistryError(f"the schema registry at {connection.url} does not let this user read {what}")
-        return RegistryError(f"the schema registry at {connection.url} answered {exc.http_status_code}: {exc}")
+        return RegistryError(f"the schema registry at {connection.url} answered {status} ({_reason(status)})")
     text = str(exc) or type(exc).__name__
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return RegistryError(
             f"the TLS certificate of the schema registry at {connection.url} is not signed by the CA certificate "
             "given (or no CA certificate was given for a private CA)"
         )
-    return RegistryError(f"could not reach the schema registry at {connection.url}: {text}")
+    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):
+        # An answer that is not the registry's JSON (an HTML page, another API): its text stays out of the message.
+        return RegistryError(
+            f"the server at {connection.url} does not answer as a schema registry does (check the URL: the "
+            "registry API's root)"
+        )
+    return RegistryError(f"could not reach the schema registry at {connection.url}: {_short(text)}")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "an unknown status"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def subject_versions(
@@ -181,7 +207,15 @@ def registry_field_issues(
             issues.append(SpecIssue("source.topics", f"subject '{subject}' has {found} in the registry, no {label}"))
             continue
         known: dict[str, SchemaField] = {}
+        over_cap: list[SpecIssue] = []
         for version in usable:
-            known.update(version.fields())
+            try:
+                known.update(version.fields())
+            except LimitError as exc:
+                where = f"subject '{subject}' version {version.version} (schema id {version.schema_id})"
+                over_cap.append(SpecIssue("source.topics", f"{where}: {exc}"))
+        if over_cap:  # the fields of a schema over a cap are not known: naming them all missing would mislead
+            issues += over_cap
+            continue
         issues += schema_field_issues(fields, known, where=f"any version of subject '{subject}'")
     return issues

@@ -45,7 +45,7 @@ DISK_HEADROOM = 2.0
 # entry: 10 bloom bits and an index entry per 4 KB block each). When they do not fit, each lookup reads a file's
 # whole filter block again (about 3.7% of a 64 MB file, 2.4 MB) and checksums it: a 5-minute window at 20,000
 # events/s (6M keys) with a 128 MB bound spent ~400 us a row in RocksDB.get and fell minutes behind; with 512 MB
-# its p95 stayed within 2.2 s (bench/soak.py, docs/performance.md "The cache must hold the filters"). So the
+# its p95 stayed within 2.2 s (bench/soak.py, docs/performance-log.md "The cache must hold the filters"). So the
 # bound holds
 # - every file's metadata with half again to spare, in the part of the cache kept for it
 #   (ROCKSDB_METADATA_SHARE: Spark's `highPriorityPoolRatio`, where index and filter blocks go first);
@@ -69,13 +69,13 @@ DRIVER_HEAP_MB = 1024
 # A light pipeline's heap: a few hundred events a second in batches of as many rows, and a state that stays
 # small, need far less. Measured with bench/density.py (2026-11-27, 3 pipelines at 100 events/s, 1g heaps): the
 # live heap (used after a full GC) was 96-98 MB once their first batches ran, while G1 had let the heap grow to
-# 523-676 MB committed because it could (docs/performance.md, "Many pipelines on one machine"). The floor is
+# 523-676 MB committed because it could (docs/performance-log.md, "Many pipelines on one machine"). The floor is
 # Spark's, not the live set's: a driver whose JVM reports less than 450 MB of heap does not start
 # (INVALID_DRIVER_MEMORY, "System memory 402653184 must be at least 471859200" with 384m). 512 MB: Spark's
 # minimum with a margin, five times the live set.
 LIGHT_DRIVER_HEAP_MB = 512
 # A light job's JVM: the options its driver starts with besides the heap's bound, chosen by measuring one job at
-# 100 events/s (bench/footprint.py; docs/performance.md, "A light job's footprint").
+# 100 events/s (bench/footprint.py; docs/performance-log.md, "A light job's footprint").
 # - The serial collector: G1 (the JVM's default on 2 cores and 2 GB or more) keeps remembered sets, card tables
 #   and per-region data beside the heap, and runs parallel and concurrent GC threads; a light job's live heap is
 #   under 100 MB, which the serial collector handles in pauses of milliseconds, in the thread that allocates
@@ -113,10 +113,10 @@ PROCESS_OVERHEAD_MB = 1280
 # store's load and commit, the offset and commit logs, the hand-over to Python and the insert). A busy pipeline's
 # batch takes longer than half a second anyway: a short trigger runs its batches back to back, so an event waits
 # for one batch, not for a batch and the rest of a second (at 20,000 events/s, p95 produced -> visible 1.1-1.6 s
-# against ~1.6-2.0 s with 1 s, same machine: docs/performance.md). A light pipeline's batch is mostly that fixed
+# against ~1.6-2.0 s with 1 s, same machine: docs/performance-log.md). A light pipeline's batch is mostly that fixed
 # cost, so its trigger stretches until a batch holds about LIGHT_BATCH_EVENTS events, up to
 # LIGHT_TRIGGER_MAX_SECONDS: at 100 events/s a job took 0.58 of a core with a 1 s trigger, 0.37 with 2 s and 0.20
-# with 5 s (bench/footprint.py, docs/performance.md "A light pipeline's micro-batches"), and 20 such jobs with 1 s
+# with 5 s (bench/footprint.py, docs/performance-log.md "A light pipeline's micro-batches"), and 20 such jobs with 1 s
 # triggers saturated 2 cores. ClickHouse asks for the same: about one insert a second per table at most, in
 # batches of hundreds of rows or more. The price is latency: up to the trigger more from produced to visible.
 BUSY_TRIGGER = "500 milliseconds"
@@ -135,6 +135,56 @@ def trigger_interval(events_per_second: float | None) -> str:
     seconds = LIGHT_BATCH_EVENTS / events_per_second if events_per_second > 0 else LIGHT_TRIGGER_MAX_SECONDS
     seconds = min(LIGHT_TRIGGER_MAX_SECONDS, max(1, round(seconds)))
     return LIGHT_TRIGGER if seconds == 1 else f"{seconds} seconds"
+
+
+# The phases of a micro-batch that do not grow with its rows (Spark's `durationMs`): asking the sources for their
+# offsets, planning, writing the offset log and the commit log. A trigger shorter than their sum cannot be kept.
+FIXED_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "commitOffsets")
+FIXED_COST_BATCHES = 5  # judged on the median of this many batches that read events
+_INTERVAL_UNITS_MS = {"millisecond": 1, "second": 1000, "minute": 60_000}
+
+
+def interval_ms(text: str) -> int | None:
+    """'500 milliseconds' -> 500, '1 second' -> 1000, '2 minutes' -> 120000; None for what is not such a text."""
+    parts = text.strip().lower().split()
+    if len(parts) != 2:
+        return None
+    try:
+        amount = float(parts[0])
+    except ValueError:
+        return None
+    unit = _INTERVAL_UNITS_MS.get(parts[1].removesuffix("s"))
+    return int(amount * unit) if unit is not None and amount >= 0 else None
+
+
+class TriggerCheck:
+    """Says once, in words, when a query's trigger is shorter than its micro-batches' fixed cost (the median of
+    their first FIXED_COST_BATCHES): the batches then run back to back and an event waits for at least that cost,
+    whatever the trigger says."""
+
+    def __init__(self, trigger: str) -> None:
+        self.trigger = trigger
+        self.trigger_ms = interval_ms(trigger)
+        self._costs: list[int] = []
+        self.said: str | None = None
+
+    def add(self, phases_ms: dict[str, int]) -> str | None:
+        """One batch's phases (BatchMetrics.phases_ms); the warning, the one time it is due."""
+        if self.trigger_ms is None or self.said is not None or len(self._costs) >= FIXED_COST_BATCHES:
+            return None
+        self._costs.append(sum(int(phases_ms.get(name, 0)) for name in FIXED_PHASES))
+        if len(self._costs) < FIXED_COST_BATCHES:
+            return None
+        cost = sorted(self._costs)[len(self._costs) // 2]
+        if cost <= self.trigger_ms:
+            return None
+        self.said = (
+            f"The trigger ({self.trigger}) is shorter than each micro-batch's fixed cost (about {cost / 1000:.1f} s to "
+            "ask the topics for offsets, plan the batch and write the offset and commit logs): the batches run back to "
+            f"back and an event waits at least that long. Choose a trigger of at least {math.ceil(cost / 100) / 10:g} "
+            "seconds, or leave it to the sizing (CLEARFLOW_TRIGGER_INTERVAL=auto)."
+        )
+        return self.said
 
 
 # The dedup state's partitions (`spark.sql.shuffle.partitions`; each is a RocksDB instance that every micro-batch
@@ -333,6 +383,21 @@ def total_memory_bytes() -> int | None:
         return None
 
 
+# Standby jobs (worker.standby) wait with their JVM and Spark session up, each about 0.7-1.0 GB resident (measured
+# 2026-12-01: 1.05 GB with a 1g heap). A pool of them serves deploys made one after the other, each in a JVM that
+# is already up, while the pool refills. One standby per STANDBY_MEMORY_PER_JOB of the host's memory (2 on a 24 GiB
+# machine, which reports 23.5), at least 1 and at most STANDBY_POOL_MAX: the rest of the memory is for pipelines.
+STANDBY_MEMORY_PER_JOB = 10 * GB
+STANDBY_POOL_MAX = 4
+
+
+def standby_pool_size(memory_bytes: int | None) -> int:
+    """How many standby jobs a host with `memory_bytes` of memory keeps ready (1 when it does not say)."""
+    if not memory_bytes:
+        return 1
+    return max(1, min(STANDBY_POOL_MAX, memory_bytes // STANDBY_MEMORY_PER_JOB))
+
+
 def free_disk_bytes(path: str) -> int | None:
     """Free bytes on the filesystem that holds `path` (or would: its nearest existing parent); None for a
     URI (hdfs://, s3a://), whose space is not known from here."""
@@ -415,11 +480,13 @@ __all__ = [
     "UNSIZED_ROCKSDB_MB",
     "MachineCheck",
     "StateEstimate",
+    "TriggerCheck",
     "driver_heap_mb",
     "driver_java_options",
     "free_disk_bytes",
     "full_driver_memory",
     "human_bytes",
+    "interval_ms",
     "is_light",
     "join_rocksdb_memory_mb",
     "join_state_keys",

@@ -86,7 +86,7 @@ SPEC_VERSION = 2
 SPEC_VERSIONS = (1, 2)
 # `sink.insert_dedup_window` was called this until the rename; parse_spec still accepts it (an alias).
 OLD_INSERT_DEDUP_WINDOW = "deduplication_window"
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\Z")
 
 
 def _loc_to_path(loc: tuple[int | str, ...]) -> str:

@@ -34,7 +34,7 @@ RESERVED_PREFIXES = ("_kafka_", "_cf_")
 
 MAX_WINDOW_SECONDS = 7 * 24 * 3600
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([smhd])\s*\Z")
 # The dedup windows the wizard offers and key advice recommends from (any other valid window can be typed).
 DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1m", "1 minute"),
@@ -46,13 +46,14 @@ DEDUP_WINDOWS: tuple[tuple[str, str], ...] = (
     ("1d", "1 day"),
     ("7d", "7 days"),
 )
-# What earlier versions chose for the dedup state (DedupSpec.state_store): still accepted, no longer used.
+# What earlier versions chose for the dedup state (DedupSpec.state_store): still accepted, no longer used nor
+# written; removed in ClearFlow 0.2.0.
 StateStore = Literal["auto", "memory", "rocksdb"]
 STATE_STORES: tuple[str, ...] = get_args(StateStore)
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_IDENT_RE = re.compile(rf"^{_IDENT}$")
-_PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*$")
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_IDENT_RE = re.compile(rf"^{_IDENT}\Z")  # \Z, not $: "name\n" is no name
+_PATH_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*\Z")
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}\Z")
 
 
 # --- errors ------------------------------------------------------------------------------------------------
@@ -204,9 +205,11 @@ class DedupSpec(Windowed):
     window: str = "1h"
     time: Literal["ingestion", "event"] = "ingestion"
     event_time_field: str | None = None
-    # Accepted for specs written by earlier versions, which chose a memory or RocksDB store here. The dedup
-    # state is always on RocksDB now, with bounded memory (spark_jobs.pipeline.state_store_conf).
-    state_store: StateStore = "auto"
+    # Deprecated, removed in ClearFlow 0.2.0: accepted for specs written by earlier versions, which chose a
+    # memory or RocksDB store here, and never written again (`exclude`: not in `to_dict()`, the stored spec, the
+    # API's answers nor `clearflow export`). The dedup state is always on RocksDB, with bounded memory
+    # (spark_jobs.pipeline.state_store_conf).
+    state_store: StateStore = Field(default="auto", exclude=True)
 
     @model_validator(mode="after")
     def _event_time(self) -> DedupSpec:

@@ -12,12 +12,17 @@ import pytest
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = re.compile(r"\bthe issue\b|(?<!spec )\bissue's\b|\bissue #?\d+|(?<!user-)\bagents?\b", re.IGNORECASE)
+# A work session counted ("the fourteenth session", "2nd session") is how it was made; "and session", "with
+# session(" and "test session" are not ordinals.
+ORDINAL_SESSION = r"\b(?!(?:and|with|both|test|fast)\b)\w+(?:st|nd|rd|th) session\b"
+WORDS = re.compile(
+    rf"\bthe issue\b|(?<!spec )\bissue's\b|\bissue #?\d+|(?<!user-)\bagents?\b|{ORDINAL_SESSION}", re.IGNORECASE
+)
 FOLDERS = (
     "spark_jobs", "webapp", "worker", "clearflow", "clients", "localstack",
     "tests", "docs", "bench", "frontend", "nginx", "docker",
 )  # fmt: skip
-FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", ".ci/run")
+FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", ".ci/run", ".ci/timed")
 SUFFIXES = {".py", ".md", ".html", ".js", ".css", ".sh", ".toml", ".yml", ".yaml", ".conf", ".json", ".txt"}
 
 
@@ -40,3 +45,17 @@ def test_no_words_from_the_making_of_the_product():
         if WORDS.search(line)
     ]
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("line", "caught"),
+    [
+        ("75 minutes at 20,000 events/s (2026-11-29, fourteenth session, main 93b3b2e)", True),
+        ("the 2nd session's run", True),
+        ("a JVM and session up for the next deploy", False),
+        ("with session(settings) as ch:", False),
+        ("one local SparkSession per test session", False),
+    ],
+)
+def test_a_counted_work_session_is_caught(line, caught):
+    assert bool(WORDS.search(line)) is caught

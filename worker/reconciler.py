@@ -142,6 +142,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
         pipeline.status == S.DEPLOY_REQUESTED
         and run.version_id == pipeline.deployed_version_id
         and not pipeline.reset_checkpoint
+        and not run.resize  # re-sized (worker.lag): it stops, and starts again sized anew
     ) or pipeline.status == S.RUNNING
     if not wanted:  # stopping, a redeploy of another version, or a status that wants no job
         return _stop(run, job)
@@ -202,8 +203,13 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         return
     stopping = run.stop_requested_at is not None
     if stopping:
-        outcome = RunOutcome.STOPPED if pipeline.status == S.STOP_REQUESTED else RunOutcome.REPLACED
-        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=run.reason or "stopped")
+        if pipeline.status == S.STOP_REQUESTED:
+            outcome, reason = RunOutcome.STOPPED, run.reason or "stopped"
+        elif run.resize:
+            outcome, reason = RunOutcome.RESIZED, f"Re-sized: {run.resize.get('reason', '')}."
+        else:
+            outcome, reason = RunOutcome.REPLACED, run.reason or "stopped"
+        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
         if pipeline.status == S.STOP_REQUESTED:
             services.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
         elif pipeline.status == S.DEPLOY_REQUESTED:
@@ -283,8 +289,12 @@ def _start(pipeline: Pipeline) -> None:
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
+    resized = _resized_from(pipeline)
     resources = state_size.job_resources(
-        spec=job_spec, kafka_connection=pipeline.kafka_connection, checkpoint=checkpoint
+        spec=job_spec,
+        kafka_connection=pipeline.kafka_connection,
+        checkpoint=checkpoint,
+        events_per_second=resized.resize.get("events_per_second") if resized else None,
     )
     launch = _launch(
         name=pipeline.job_name,
@@ -314,7 +324,8 @@ def _start(pipeline: Pipeline) -> None:
         checkpoint=checkpoint,
         spark_master=settings.SPARK_MASTER,
         driver_memory=resources.driver_memory,
-        start=start_note,
+        start=_resize_note(resized, resources) + start_note,
+        sizing=resources.sizing_record(),
     )
     log.info(
         "pipeline %s: started version %s (attempt %s, pid %s): %s",
@@ -324,6 +335,20 @@ def _start(pipeline: Pipeline) -> None:
         handle.pid,
         start_note,
     )
+
+
+def _resized_from(pipeline: Pipeline) -> PipelineRun | None:
+    """The pipeline's last run, when it ended to be re-sized (its `resize` says for what rate)."""
+    last = PipelineRun.objects.filter(pipeline=pipeline).order_by("-started_at", "-id").first()
+    return last if last is not None and last.outcome == RunOutcome.RESIZED and last.resize else None
+
+
+def _resize_note(resized: PipelineRun | None, resources: state_size.JobResources) -> str:
+    """How a re-sized run was sized, for its record: 'Re-sized (events arrive at 19.8k/s, sized for 0/s): restarted
+    with a 1g heap, 512 MB of state memory, trigger 500 milliseconds. '"""
+    if resized is None:
+        return ""
+    return f"Re-sized ({resized.resize.get('reason', '')}): restarted with {resources.words()}. "
 
 
 def _launch(
@@ -364,31 +389,49 @@ STANDBY_START = "In a standby job: its JVM and Spark session were already up."
 
 def _start_job(launch: jobs.JobLaunch) -> tuple[jobs.JobHandle, str]:
     """Hand the run to this host's standby job when one fits (`worker.standby`), else start it cold; the handle
-    and how it started, in words, for the run's record."""
+    and how it started, in words, for the run's record. A standby taken is replaced at once, below this run's
+    priority, so that the next deploy finds one too."""
     if settings.PIPELINE_STANDBY_JOBS <= 0 or jobs.is_cluster(launch.master):
         return jobs.start_job(launch), "Cold start (no standby jobs: CLEARFLOW_STANDBY=0 or a cluster master)."
     taken = standby.take(
         launch, run_root=Path(settings.CLEARFLOW_RUN_ROOT), wait=settings.PIPELINE_STANDBY_WAIT_SECONDS
     )
     if isinstance(taken, standby.Taken):
+        try:
+            keep_standby(niceness=settings.PIPELINE_JOB_NICENESS)
+        except Exception:  # the watcher's next tick tries again
+            log.exception("could not start a standby job")
         return taken.handle, STANDBY_START
     log.info("%s: cold start: %s", launch.name, taken)
     return jobs.start_job(launch), f"Cold start: {taken}."
 
 
-# A standby's JVM start takes a core for seconds (minutes on a loaded machine): not while a deploy is under way or
-# a job of this host has not finished its first micro-batch (it would wait for the CPU), for at most this long.
-STANDBY_FIRST_BATCH_WAIT_SECONDS = 120.0
+# A job of this host that started at most this long ago and has no first micro-batch yet is still starting.
+STARTING_JOB_SECONDS = 120.0
 
 
-def keep_standby() -> list[standby.Standby]:
-    """Start this host's standby jobs if some are missing (the watcher calls it every tick); the ones started."""
+def keep_standby(*, niceness: int | None = None) -> list[standby.Standby]:
+    """Keep this host's pool of standby jobs full (the watcher every tick, a deploy that took one, and the stack at
+    its start): one starts when some are missing and none is starting; the ones started. A JVM's start takes a
+    core for seconds, so while a deploy is under way or a job of this host has not finished its first micro-batch
+    it starts at the jobs' lower priority (CLEARFLOW_JOB_NICENESS), taking what that first batch leaves; else at
+    the worker's. `niceness` sets it without asking the database."""
     count = settings.PIPELINE_STANDBY_JOBS
     if count <= 0 or jobs.is_cluster(settings.SPARK_MASTER):
         return []
-    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():  # a deploy under way may be taking one now
-        return []
-    recent = timezone.now() - timedelta(seconds=STANDBY_FIRST_BATCH_WAIT_SECONDS)
+    if niceness is None:
+        niceness = settings.PIPELINE_JOB_NICENESS if _a_job_is_starting() else 0
+    template = _launch(
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
+    )
+    return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count, niceness=niceness)
+
+
+def _a_job_is_starting() -> bool:
+    """A deploy is under way, or a job of this host started lately has not finished its first micro-batch."""
+    if Pipeline.objects.filter(status=S.DEPLOY_REQUESTED).exists():
+        return True
+    recent = timezone.now() - timedelta(seconds=STARTING_JOB_SECONDS)
     starting = (
         PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
         .filter(Q(running_at__isnull=True) | Q(running_at__gt=recent))
@@ -397,11 +440,8 @@ def keep_standby() -> list[standby.Standby]:
     for run in starting:
         first_batch = redis_state.last_batch_at(run.pipeline.job_name) if run.running_at else None
         if first_batch is None or first_batch < run.running_at - timedelta(seconds=5):
-            return []
-    template = _launch(
-        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
-    )
-    return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count)
+            return True
+    return False
 
 
 def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None:

@@ -11,11 +11,17 @@ def beat_schedule() -> dict[str, dict]:
     interval = settings.PIPELINE_WATCH_INTERVAL_SECONDS
     alerts_interval = settings.ALERT_EVALUATE_INTERVAL_SECONDS
     audit_interval = settings.AUDIT_INTERVAL_SECONDS
+    lag_interval = settings.PIPELINE_LAG_INTERVAL_SECONDS
     return {
         "pipelines-watch": {
             "task": Task.PIPELINES_WATCH,
             "schedule": interval,
             "options": {"queue": settings.PIPELINE_QUEUE, "expires": interval},
+        },
+        "lag-read": {
+            "task": Task.PIPELINES_LAG,
+            "schedule": lag_interval,
+            "options": {"expires": lag_interval},
         },
         "alerts-evaluate": {
             "task": Task.ALERTS_EVALUATE,

@@ -47,6 +47,7 @@ class Standby:
     driver_memory: str
     conf: tuple[str, ...]
     master: str
+    niceness: int = 0  # added to the worker's: a standby started while a deploy's first batch runs waits lower
 
     @property
     def directory(self) -> Path:
@@ -89,9 +90,9 @@ def job_name_of(run_dir: str | Path) -> str:
     return path.parent.name
 
 
-def start(launch: jobs.JobLaunch) -> Standby:
+def start(launch: jobs.JobLaunch, *, niceness: int = 0) -> Standby:
     """Start a standby job with the launch's master, driver memory and Spark settings (its name, spec,
-    checkpoint and trigger are unused: they come with the hand-off)."""
+    checkpoint and trigger are unused: they come with the hand-off), `niceness` below the worker's priority."""
     directory = launch.run_dir
     command = [
         sys.executable, "-m", "spark_jobs.run",
@@ -101,9 +102,10 @@ def start(launch: jobs.JobLaunch) -> Standby:
     ]  # fmt: skip
     if jobs.is_cluster(launch.master):
         raise ValueError("standby jobs run on local masters only")
-    # At the worker's priority: the next deploy's first batch runs in it (the job lowers its priority after it).
-    handle = jobs.spawn_supervised(dataclasses.replace(launch, niceness=0), directory / RunFiles.SPEC, command)
-    standby = Standby(handle, launch.driver_memory, tuple(launch.spark_conf), launch.master)
+    # The next deploy's first batch runs at this priority (the job lowers it after that batch): the worker's, unless
+    # the standby starts beside a deploy's first batch, which its JVM's start must not slow.
+    handle = jobs.spawn_supervised(dataclasses.replace(launch, niceness=niceness), directory / RunFiles.SPEC, command)
+    standby = Standby(handle, launch.driver_memory, tuple(launch.spark_conf), launch.master, niceness)
     tmp = directory / f".{RunFiles.STANDBY}.tmp"
     tmp.write_text(
         json.dumps(
@@ -113,6 +115,7 @@ def start(launch: jobs.JobLaunch) -> Standby:
                 "driver_memory": standby.driver_memory,
                 "conf": list(standby.conf),
                 "master": standby.master,
+                "niceness": standby.niceness,
             }
         )
     )
@@ -131,21 +134,28 @@ def waiting(run_root: Path) -> list[Standby]:
     for directory in sorted(base.iterdir()) if base.is_dir() else []:
         if not directory.is_dir() or (directory / CLAIMED).exists():
             continue
-        try:
-            data = json.loads((directory / RunFiles.STANDBY).read_text())
-            handle = jobs.JobHandle(
-                pid=int(data["pid"]),
-                process_started=float(data["process_started"]),
-                host=jobs.this_host(),
-                run_dir=str(directory),
-                log_path=str(directory / RunFiles.LOG),
-            )
-            standby = Standby(handle, str(data["driver_memory"]), tuple(data["conf"]), str(data["master"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # being written, or not a standby's
-        if standby.alive():
+        standby = _read(directory)
+        if standby is not None and standby.alive():
             found.append(standby)
     return found
+
+
+def _read(directory: Path) -> Standby | None:
+    """The standby `standby.json` in `directory` describes (None: being written, or not a standby's)."""
+    try:
+        data = json.loads((directory / RunFiles.STANDBY).read_text())
+        handle = jobs.JobHandle(
+            pid=int(data["pid"]),
+            process_started=float(data["process_started"]),
+            host=jobs.this_host(),
+            run_dir=str(directory),
+            log_path=str(directory / RunFiles.LOG),
+        )
+        return Standby(
+            handle, str(data["driver_memory"]), tuple(data["conf"]), str(data["master"]), int(data.get("niceness", 0))
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 @contextlib.contextmanager
@@ -161,26 +171,30 @@ def _locked(run_root: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int) -> list[Standby]:
+def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int, niceness: int = 0) -> list[Standby]:
     """Keep `count` standbys on this host started as `template` says (master, driver memory, Spark settings,
-    Redis, lease): stop those started with other settings, start what is missing. Returns the ones it started."""
-    started = []
+    Redis, lease): stop those started with other settings, and start one if some are missing and none is still
+    starting (at `niceness`). Returns the ones it started.
+
+    One at a time: a JVM's start is CPU-bound, and on 2 cores (load 8) two standbys started together were ready
+    after 33 and 37 s, one alone after 20 s. One after the other, the first is ready in about half the time and
+    the second hardly later; the next deploy takes the first one that is ready."""
     with _locked(run_root):
-        fitting = []
+        fitting, stopped = [], set()
         for standby in waiting(run_root):
             if standby.fits(template) and len(fitting) < count:
                 fitting.append(standby)
             elif _claim(standby):  # else a worker is handing it a pipeline: it is that pipeline's job now
                 jobs.request_stop(pid=standby.handle.pid, process_started=standby.handle.process_started)
-        missing = count - len(fitting)
-        if missing > 0 and _failed_lately(run_root):
+                stopped.add(standby.directory)
+        if len(fitting) >= count or _starting(run_root, besides=stopped):
+            return []
+        if _failed_lately(run_root):
             return []  # a standby that cannot start would otherwise take a core every watcher tick
-        for _ in range(missing):
-            launch = dataclasses.replace(
-                template, name="standby", run_dir=new_directory(run_root), spec=None, checkpoint=""
-            )
-            started.append(start(launch))
-    return started
+        launch = dataclasses.replace(
+            template, name="standby", run_dir=new_directory(run_root), spec=None, checkpoint=""
+        )
+        return [start(launch, niceness=niceness)]
 
 
 FAILED_STANDBY_PAUSE_SECONDS = 120.0
@@ -198,6 +212,19 @@ def _failed_lately(run_root: Path) -> bool:
             return (
                 failed and time.time() - (directory / RunFiles.EXIT_CODE).stat().st_mtime < FAILED_STANDBY_PAUSE_SECONDS
             )
+    return False
+
+
+def _starting(run_root: Path, *, besides: set[Path]) -> bool:
+    """A standby of this host other than those `besides` (being stopped) is still starting: alive, no pipeline,
+    not listening yet, claimed (a deploy waits for it) or not."""
+    base = root(run_root)
+    for directory in sorted(base.iterdir()) if base.is_dir() else []:
+        if directory in besides or (directory / RunFiles.JOB_NAME).exists() or (directory / RunFiles.CHANNEL).exists():
+            continue
+        standby = _read(directory)
+        if standby is not None and standby.alive():
+            return True
     return False
 
 
@@ -247,7 +274,8 @@ def take(launch: jobs.JobLaunch, *, run_root: Path, wait: float) -> Taken | str:
     # Claimed before it is ready: one deploy waits for a standby that is still starting and the others start
     # cold at once. In a burst of deploys (twenty pipelines deployed together) each would otherwise hold one of
     # the worker's processes for the whole wait, and only one of them could have it.
-    for standby in sorted(fitting, key=lambda s: not s.ready):
+    # Ready ones first, and of those the one at the worker's priority (its first batch then goes before busy jobs).
+    for standby in sorted(fitting, key=lambda s: (not s.ready, s.niceness)):
         if not _claim(standby):
             continue
         while not standby.ready:
@@ -273,7 +301,7 @@ def _hand_off(standby: Standby, launch: jobs.JobLaunch) -> Taken | str:
         trigger_interval=launch.trigger_interval,
         driver_memory=launch.driver_memory,
         conf=tuple(launch.spark_conf),
-        niceness=launch.niceness,
+        niceness=max(0, launch.niceness - standby.niceness),  # after the first batch: where a cold job runs
         idle_after_first_batch=launch.idle_after_first_batch,
     )
     # The job name first: from the answer on, this directory is the pipeline's run (make status, the stack's stop).

@@ -45,6 +45,16 @@ def pipelines_watch() -> int:
     return reconciler.watch()
 
 
+@app.task(name=Task.PIPELINES_LAG, ignore_result=True)
+def lag_read() -> int:
+    """Every deployed pipeline's lag from the brokers, its pace, and a re-size where the pace calls for one (beat,
+    every PIPELINE_LAG_INTERVAL_SECONDS, expiring before the next tick; on the default queue, so a slow broker
+    does not hold the watcher)."""
+    from worker import lag
+
+    return lag.read_all()
+
+
 @app.task(name=Task.PIPELINE_JOB_DISCARD, acks_late=True, ignore_result=True)
 def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_checkpoint: bool) -> None:
     """A deleted pipeline's job is stopped (gracefully, forced after the timeout); its checkpoint removed if asked."""

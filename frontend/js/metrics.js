@@ -1,7 +1,8 @@
 // Pipeline metrics charts: every [data-metrics-url] element polls the metrics API (GET .../metrics/?since=...)
 // and draws live uPlot charts (vendored): events per second, rows per batch (written, duplicates, dead letters,
-// filtered out), the duplicate share, lag per partition and batch duration. New batches are appended (only
-// what is new is fetched); a chart is rebuilt only when its series change (a new partition), else updated.
+// filtered out), the duplicate share, lag per partition (the worker's readings from the brokers, GET .../lag/,
+// from the element's data-lag-url) and batch duration. New batches and readings are appended (only what is new
+// is fetched); a chart is rebuilt only when its series change (a new partition), else updated.
 //
 // The time range (15 min, 1 h, 6 h, 24 h; the buttons of data-range-control) sets what the charts show, ending
 // now (or at the last batch, when the pipeline has not run within the range). The y-scales follow what is shown:
@@ -12,6 +13,7 @@
   "use strict";
 
   var MAX_POINTS = 10000; // the metrics history keeps at most this many batches (spark_jobs/protocol.py)
+  var MAX_LAG_POINTS = 2160; // six hours of lag readings at one every 10 s (protocol.LAG_KEEP_SECONDS)
   var FIRST_PAGE = 1000;
   var MAX_RANGE_MS = 24 * 3600 * 1000;
   var PALETTE = ["#2454d6", "#137a3a", "#b54708", "#b42318", "#6b7280", "#7a2ed6", "#0e7490", "#a16207"];
@@ -43,8 +45,26 @@
   function num(v) { return typeof v === "number" ? v : null; }
 
   // Each chart: an id, a title, its series and a function giving one column per series.
-  function chartDefs(records) {
-    var lags = lagKeys(records);
+  // The lag chart draws the lag the worker reads from the brokers (readings of GET .../lag/) when there are any:
+  // they go on while a job is slow or stuck, where a batch's own lag stops with its batches.
+  function lagChart(records, readings) {
+    var fromBrokers = readings.length >= 2;
+    var rows = fromBrokers ? readings : records;
+    var lags = lagKeys(rows);
+    return {
+      id: "lag", title: "Lag per partition (records behind)", rows: rows,
+      series: [line("Total", PALETTE[4], { dash: [4, 4], width: 1 })].concat(
+        lags.map(function (k, i) { return line(k[0] + " / " + k[1], PALETTE[i % PALETTE.length]); })
+      ),
+      columns: function (r) {
+        return [num(fromBrokers ? r.total : r.total_lag)].concat(
+          lags.map(function (k) { var t = (r.lag || {})[k[0]] || {}; return num(t[k[1]]); })
+        );
+      },
+    };
+  }
+
+  function chartDefs(records, readings) {
     return [
       {
         id: "events-per-second", title: "Events in per second",
@@ -72,17 +92,7 @@
         series: [line("Dead letters", PALETTE[3])],
         columns: function (r) { return [num(r.dead_letters)]; },
       },
-      {
-        id: "lag", title: "Lag per partition (records behind)",
-        series: [line("Total", PALETTE[4], { dash: [4, 4], width: 1 })].concat(
-          lags.map(function (k, i) { return line(k[0] + " / " + k[1], PALETTE[i % PALETTE.length]); })
-        ),
-        columns: function (r) {
-          return [num(r.total_lag)].concat(
-            lags.map(function (k) { var t = (r.lag || {})[k[0]] || {}; return num(t[k[1]]); })
-          );
-        },
-      },
+      lagChart(records, readings || []),
       {
         id: "batch-duration", title: "Batch duration (ms)",
         series: [line("Duration ms", PALETTE[6])],
@@ -121,6 +131,9 @@
   function Charts(el) {
     this.el = el;
     this.url = el.getAttribute("data-metrics-url");
+    this.lagUrl = el.getAttribute("data-lag-url");
+    this.lagReadings = [];
+    this.lagSince = null;
     this.pollMs = parseInt(el.getAttribute("data-poll-ms") || "5000", 10);
     this.control = document.querySelector(el.getAttribute("data-range-control") || "#none");
     this.rangeMs = 3600 * 1000;
@@ -142,9 +155,30 @@
       .then(function (response) { return response.json().then(function (body) { return [response.ok, body]; }); });
   };
 
+  // The lag readings, newest at first, then what came after the last one (its own poll: a job that publishes no
+  // batch still has its lag read).
+  Charts.prototype.fetchLag = function () {
+    var self = this;
+    if (!self.lagUrl || self.loadingLag) return Promise.resolve();
+    self.loadingLag = true;
+    var query = "?limit=" + MAX_LAG_POINTS + (self.lagSince === null ? "" : "&since=" + self.lagSince);
+    return fetch(self.lagUrl + query, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (body) {
+        var readings = body ? body.readings || [] : [];
+        if (!readings.length) return;
+        self.lagReadings = self.lagReadings.concat(readings).slice(-MAX_LAG_POINTS);
+        self.lagSince = readings[readings.length - 1].t_ms;
+        if (self.records.length >= 2) self.render();
+      })
+      .catch(function () { /* retried at the next tick */ })
+      .then(function () { self.loadingLag = false; });
+  };
+
   // The newest batches at first; then each poll asks for what came after the last one.
   Charts.prototype.fetch = function () {
     var self = this;
+    self.fetchLag();
     if (self.loading) return Promise.resolve();
     self.loading = true;
     var first = self.since === null;
@@ -240,11 +274,11 @@
     if (self.records.length < 2) { self.message("The charts appear after two micro-batches."); return; }
     var empty = self.el.querySelector("#metrics-charts-empty");
     if (empty) empty.remove();
-    var times = self.records.map(function (r) { return r.t_ms / 1000; });
-    chartDefs(self.records).forEach(function (def) {
-      var data = [times];
+    chartDefs(self.records, self.lagReadings).forEach(function (def) {
+      var rows = def.rows || self.records;
+      var data = [rows.map(function (r) { return r.t_ms / 1000; })];
       def.series.forEach(function () { data.push([]); });
-      self.records.forEach(function (r) {
+      rows.forEach(function (r) {
         def.columns(r).forEach(function (v, i) { data[i + 1].push(v); });
       });
       var signature = def.series.map(function (s) { return s.label; }).join("|");

@@ -141,3 +141,19 @@ def test_state_on_disk_counts_a_file_with_two_names_once(tmp_path):
     blocks = sum(os.stat(p).st_blocks * 512 for p in (state / "1.changelog", sst))
     assert soak_series.state_disk_bytes(tmp_path) == blocks
     assert soak_series.state_disk_bytes(tmp_path / "pipeline-1" / "offsets") is None
+
+
+def test_the_minute_from_which_a_ramp_kept_up_to_the_end():
+    from soak_series import MinuteSample, caught_up_minute
+
+    def minute(n: int, pace: str) -> MinuteSample:
+        return MinuteSample(
+            minute=n, produced=0, rows=0, expected_unique=0, latency_p50_ms=None, latency_p95_ms=None,
+            rows_visible=0, batches=0, batch_p50_ms=None, batch_max_ms=None, lag=None, state_keys=None,
+            state_memory_bytes=None, state_disk_bytes=None, heap_used_bytes=None, rss_bytes=None,
+            jvm_rss_bytes=None, restarts=0, pace=pace,
+        )  # fmt: skip
+
+    paces = ["keeping_up", "behind", "catching_up", "keeping_up", "keeping_up"]
+    assert caught_up_minute([minute(i + 1, p) for i, p in enumerate(paces)]) == 4
+    assert caught_up_minute([minute(1, "keeping_up"), minute(2, "behind")]) is None

@@ -108,7 +108,7 @@ def test_dedup_step_preselects_the_recommended_window(page: Page, live_server, k
     draft.refresh_from_db()
     dedup = draft.data["spec"]["dedup"]
     assert dedup["window"] == "1d" and dedup["keys"] == ["event_id"]
-    assert dedup["state_store"] == "auto"  # the spec's default, accepted and ignored (nothing the page chose)
+    assert "state_store" not in dedup  # deprecated: never written (the state is always in RocksDB)
 
 
 def test_the_advised_window_is_what_gets_deployed_unless_the_user_picks_another(

@@ -229,7 +229,6 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
         "window": "6h",
         "time": "ingestion",
         "event_time_field": None,
-        "state_store": "auto",
     }
     assert pipeline.stored_spec["filter"] == "age >= 18"
     assert pipeline.stored_spec["sink"]["engine"] == "ReplacingMergeTree"

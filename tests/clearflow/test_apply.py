@@ -16,16 +16,21 @@ from webapp.pipelines.models import Pipeline, PipelineVersion
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# Connections to the test's servers: a connection document reads the environment in its secrets only.
 CONNECTIONS = """\
 kind: kafka-connection
 name: files-kafka
-bootstrap_servers: ${KAFKA_BOOTSTRAP_SERVERS}
+bootstrap_servers: {KAFKA_BOOTSTRAP_SERVERS}
 ---
 kind: clickhouse-connection
 name: files-clickhouse
-host: ${CLICKHOUSE_HOST}
-port: ${CLICKHOUSE_PORT}
+host: {CLICKHOUSE_HOST}
+port: {CLICKHOUSE_PORT}
 """
+
+
+def connections(cli) -> str:
+    return CONNECTIONS.format_map(cli.env)
 
 
 def pipeline_yaml(spec: dict, *, name: str = "orders", kafka: str = "files-kafka") -> str:
@@ -49,7 +54,7 @@ def nothing_saved() -> bool:
 
 
 def test_apply_creates_then_says_unchanged_then_makes_a_new_version(cli, spec):
-    cli.write("pipelines/connections.yaml", CONNECTIONS)
+    cli.write("pipelines/connections.yaml", connections(cli))
     cli.write("pipelines/orders.yaml", pipeline_yaml(spec))
 
     created = cli("apply", "-f", "pipelines/")
@@ -87,7 +92,7 @@ def test_apply_creates_then_says_unchanged_then_makes_a_new_version(cli, spec):
 
 
 def test_apply_reads_json_and_standard_input(cli, spec):
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     document = yaml.safe_load(pipeline_yaml(spec))
     cli.write("orders.json", json.dumps(document))
     assert cli("apply", "-f", "connections.yaml", "-f", "orders.json").returncode == 0
@@ -99,7 +104,7 @@ def test_apply_reads_json_and_standard_input(cli, spec):
 def test_a_refused_spec_exits_1_with_the_apis_paths_and_messages_and_nothing_is_written(cli, spec, api, owner):
     spec["sink"]["columns"][1]["type"] = "Int65"
     spec["dedup"]["window"] = "9d"
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     cli.write("orders.yaml", pipeline_yaml(spec))
 
     refused = cli("apply", "-f", ".")
@@ -127,7 +132,7 @@ def test_a_refused_spec_exits_1_with_the_apis_paths_and_messages_and_nothing_is_
 
 
 def test_an_unknown_connection_name_is_refused_before_anything_is_written(cli, spec):
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     cli.write("orders.yaml", pipeline_yaml(spec, kafka="prod-kafka"))
     refused = cli("apply", "-f", ".")
     assert refused.returncode == 1
@@ -139,7 +144,7 @@ def test_an_unknown_connection_name_is_refused_before_anything_is_written(cli, s
 
 
 def test_two_pipelines_of_one_name_are_refused(cli, spec):
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     cli.write("a.yaml", pipeline_yaml(spec))
     cli.write("b.yaml", pipeline_yaml(spec))
     refused = cli("apply", "-f", ".")
@@ -149,12 +154,12 @@ def test_two_pipelines_of_one_name_are_refused(cli, spec):
 
 
 def test_a_connection_repeated_as_it_is_is_fine_but_two_different_ones_are_not(cli, spec):
-    cli.write("one/connections.yaml", CONNECTIONS)
-    cli.write("one/again.yaml", CONNECTIONS)
+    cli.write("one/connections.yaml", connections(cli))
+    cli.write("one/again.yaml", connections(cli))
     cli.write("one/orders.yaml", pipeline_yaml(spec))
     assert cli("apply", "-f", "one").returncode == 0
-    cli.write("two/connections.yaml", CONNECTIONS)
-    cli.write("two/other.yaml", CONNECTIONS.replace("${CLICKHOUSE_PORT}", "9999"))
+    cli.write("two/connections.yaml", connections(cli))
+    cli.write("two/other.yaml", connections(cli).replace(f"port: {cli.env['CLICKHOUSE_PORT']}", "port: 9999"))
     refused = cli("diff", "-f", "two")
     assert refused.returncode == 1
     assert "clickhouse-connection 'files-clickhouse' is defined differently in two/connections.yaml" in refused.stderr
@@ -162,7 +167,7 @@ def test_a_connection_repeated_as_it_is_is_fine_but_two_different_ones_are_not(c
 
 def test_a_read_only_token_is_refused_with_exit_3_and_nothing_is_written(cli, spec, owner):
     _, read_only = api_token_create(user=owner, name="dashboards", read_only=True)
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     cli.write("orders.yaml", pipeline_yaml(spec))
     diff = cli("diff", "-f", ".", env={"CLEARFLOW_TOKEN": read_only})
     assert diff.returncode == 0, diff.stderr  # reading and comparing is allowed
@@ -176,7 +181,7 @@ def test_a_read_only_token_is_refused_with_exit_3_and_nothing_is_written(cli, sp
 def test_an_unknown_token_is_exit_3_and_an_unreachable_server_exit_5(cli):
     from localstack.processes import free_port
 
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     unknown = cli("get", "pipelines", env={"CLEARFLOW_TOKEN": "not-a-token"})
     assert unknown.returncode == 3
     assert "The token is unknown, revoked or expired" in unknown.stderr

@@ -83,7 +83,13 @@ def test_every_example_of_the_cli_page_runs_as_written(
             "clearflow dlq list signups": lambda: wait_for(dead_letters_written, timeout=JOB_TIMEOUT),
         },
     )
-    page.run(DOC.read_text(), source="docs/cli.md")
+    # The page's files name the addresses of `make up`; the test's services listen elsewhere.
+    text = DOC.read_text().replace("127.0.0.1:9092", kafka_bootstrap)
+    text = text.replace(
+        "host: 127.0.0.1\nport: 8123", f"host: {clickhouse_server.host}\nport: {clickhouse_server.port}"
+    )
+    text = text.replace("http://127.0.0.1:8081/apis/ccompat/v7", schema_registry_url)
+    page.run(text, source="docs/cli.md")
 
     config = Path(env["HOME"]) / ".config" / "clearflow" / "config.json"
     assert stat.S_IMODE(config.stat().st_mode) == 0o600

@@ -61,23 +61,68 @@ def test_variables_defaults_and_dollar_escapes_in_connection_documents():
         {
             "kind": "clickhouse-connection",
             "name": "c",
-            "host": "${CH_HOST}",
-            "port": "${CH_PORT:-8124}",
+            "host": "ch.internal",
+            "port": 8124,
             "username": "u$$er",
             "password": "${CH_PASSWORD}",
+            "env": ["CH_PASSWORD"],
         },
-        env={"CH_HOST": "ch.internal", "CH_PASSWORD": "s3cret"},
+        env={"CH_PASSWORD": "s3cret"},
     )
     [connection] = docs.connections
     assert connection.settings["host"] == "ch.internal" and connection.settings["port"] == 8124
     assert connection.settings["username"] == "u$er"
     assert connection.body()["password"] == "s3cret" and connection.notes == []
+    [default] = parse(
+        {"kind": "clickhouse-connection", "name": "c", "host": "h", "password": "${CH_PW:-pa$$word}", "env": ["CH_PW"]}
+    ).connections
+    assert default.body()["password"] == "pa$word"
+
+
+@pytest.mark.fast
+def test_only_secrets_read_the_environment():
+    """A file from a pull request must not copy a CI runner's variables into a plain field (stored, printed by
+    diff) nor into a URL the server contacts."""
+    env = {"AWS_SECRET_ACCESS_KEY": "leaked-42", "CI_TOKEN": "leaked-43"}
+    for field, value in (
+        ("host", "${AWS_SECRET_ACCESS_KEY}.attacker.example"),
+        ("username", "${CI_TOKEN}"),
+        ("database", "x${CI_TOKEN:-y}"),
+    ):
+        document = {"kind": "clickhouse-connection", "name": "c", "host": "h", field: value, "env": list(env)}
+        [(path, message)] = problems(document, env=env)
+        assert path == field and "leaked" not in message
+        assert message.startswith("$") and "only secrets (password) read environment variables" in message
+    registry = {"kind": "schema-registry-connection", "name": "r", "url": "http://${CI_TOKEN}.example/"}
+    assert problems(registry, env=env)[0][0] == "url"
+    kafka = {"kind": "kafka-connection", "name": "k", "bootstrap_servers": "${CI_TOKEN}:9092"}
+    assert problems(kafka, env=env)[0][0] == "bootstrap_servers"
+
+
+@pytest.mark.fast
+def test_a_secret_reads_only_the_variables_its_document_declares():
+    document = {"kind": "clickhouse-connection", "name": "c", "host": "h", "password": "${CI_TOKEN}"}
+    [(path, message)] = problems(document, env={"CI_TOKEN": "leaked-43"})
+    assert path == "password"
+    assert (
+        message == "${CI_TOKEN} is not declared: list the variables this document's secrets read in `env: [CI_TOKEN]`"
+    )
+    declared_other = {**document, "env": ["CH_PASSWORD"]}
+    assert problems(declared_other, env={"CI_TOKEN": "leaked-43"})[0][0] == "password"
+    assert problems({**document, "env": "CI_TOKEN"})[0] == (
+        "env",
+        "a list of environment variable names: env: [CLICKHOUSE_PASSWORD]",
+    )
+    assert problems({**document, "env": ["not a name"]})[0] == (
+        "env",
+        "'not a name' is not an environment variable's name",
+    )
 
 
 @pytest.mark.fast
 def test_a_secret_whose_variable_is_unset_is_kept_and_a_literal_secret_is_noted():
     connection = {"kind": "clickhouse-connection", "name": "c", "host": "h"}
-    [kept] = parse({**connection, "password": "${CH_PASSWORD}"}).connections
+    [kept] = parse({**connection, "password": "${CH_PASSWORD}", "env": ["CH_PASSWORD"]}).connections
     assert kept.secrets == {"password": None} and "password" not in kept.body()
     assert kept.notes == ["password: ${CH_PASSWORD} is not set, so the saved password is kept"]
     [literal] = parse({**connection, "password": "plain"}).connections
@@ -88,8 +133,9 @@ def test_a_secret_whose_variable_is_unset_is_kept_and_a_literal_secret_is_noted(
 
 @pytest.mark.fast
 def test_an_unset_variable_elsewhere_and_a_bad_setting_are_errors_with_their_field():
-    assert problems({"kind": "kafka-connection", "name": "k", "bootstrap_servers": "${NOPE}"}) == [
-        ("bootstrap_servers", "environment variable NOPE is not set (or empty)")
+    unset = {"kind": "kafka-connection", "name": "k", "bootstrap_servers": "b:1", "sasl_password": "x${NOPE}"}
+    assert problems({**unset, "env": ["NOPE"]}) == [
+        ("sasl_password", "environment variable NOPE is not set (or empty)")
     ]
     assert problems({"kind": "kafka-connection", "name": "k", "bootstrap_servers": "no-port"}) == [
         ("bootstrap_servers", "invalid server 'no-port': expected host:port[,host:port...]")
@@ -210,8 +256,21 @@ def test_a_connection_export_writes_references_for_the_secrets_that_are_set():
         "sasl_mechanism": "PLAIN",
         "sasl_username": "u",
         "sasl_password": "${PROD_KAFKA_SASL_PASSWORD}",
+        "env": ["PROD_KAFKA_SASL_PASSWORD"],
     }
     assert env_name("9 lives", "password") == "CONNECTION_9_LIVES_PASSWORD"
+
+
+@pytest.mark.fast
+def test_export_escapes_a_literal_dollar_and_apply_reads_it_back():
+    from clearflow.documents import CLICKHOUSE as CLICKHOUSE_KIND
+
+    saved = {"name": "c", "host": "ch", "port": 8123, "username": "u$${HOME}er", "has_password": True,
+             "database": "default", "secure": False, "verify": True, "ssl_ca_pem": ""}  # fmt: skip
+    document = connection_document(CLICKHOUSE_KIND, saved)
+    assert document["username"] == "u$$$${HOME}er" and document["env"] == ["C_PASSWORD"]
+    [connection] = parse(document, env={"HOME": "/root"}).connections
+    assert connection.settings["username"] == "u$${HOME}er"
 
 
 @pytest.mark.fast

@@ -44,6 +44,7 @@ def made_in_the_web_app(owner, topics, clickhouse_target, kafka_bootstrap, click
     )
     spec = orders_spec(topics.orders, clickhouse_target.database)
     spec["filter"] = "amount > 0"
+    spec["dedup"]["state_store"] = "memory"  # from a file of an earlier version: read, never written back
     spec["transforms"] = [{"name": "big", "expression": "amount > 100", "type": "bool"}]
     spec["sink"]["columns"].append({"field": "big", "column": "big", "type": "Bool"})
     connections = {"kafka_connection": kafka, "clickhouse_connection": clickhouse}
@@ -64,6 +65,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_username": "etl",
         "sasl_password": "${PROD_KAFKA_SASL_PASSWORD}",
+        "env": ["PROD_KAFKA_SASL_PASSWORD"],
     }
     assert clickhouse == {
         "kind": "clickhouse-connection",
@@ -75,6 +77,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
         "database": "default",
         "secure": False,
         "verify": True,
+        "env": ["ANALYTICS_PASSWORD"],
     }
     assert pipeline["kind"] == "pipeline" and pipeline["name"] == "orders"
     assert (pipeline["kafka_connection"], pipeline["clickhouse_connection"]) == ("prod kafka", "analytics")
@@ -82,6 +85,7 @@ def test_export_has_the_connections_by_name_and_secrets_as_references_only(cli, 
     database = made_in_the_web_app.spec.sink.clickhouse.database
     assert pipeline["spec"]["sink"]["clickhouse"] == {"database": database}
     assert pipeline["spec"]["filter"] == "amount > 0"
+    assert "state_store" not in pipeline["spec"]["dedup"]
     assert "#   ANALYTICS_PASSWORD: clickhouse-connection 'analytics', password" in exported.stdout
 
     as_json = cli("export", "orders", "--output", "json")

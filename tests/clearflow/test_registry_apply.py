@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.specs import spec_dict
 from tests.webapp.conftest import avro_topic  # noqa: F401 - the fixture
 from webapp.connections.models import SchemaRegistryConnection
 from webapp.connections.services import schema_registry_connection_create
@@ -15,42 +16,38 @@ from webapp.pipelines.services import pipeline_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# Connections to the test's servers: a connection document reads the environment in its secrets only.
 CONNECTIONS = """\
 kind: kafka-connection
 name: files-kafka
-bootstrap_servers: ${KAFKA_BOOTSTRAP_SERVERS}
+bootstrap_servers: {KAFKA_BOOTSTRAP_SERVERS}
 ---
 kind: clickhouse-connection
 name: files-clickhouse
-host: ${CLICKHOUSE_HOST}
-port: ${CLICKHOUSE_PORT}
+host: {CLICKHOUSE_HOST}
+port: {CLICKHOUSE_PORT}
 ---
 kind: schema-registry-connection
 name: files-registry
-url: ${SCHEMA_REGISTRY_URL}
+url: {SCHEMA_REGISTRY_URL}
 """
 
 
+def connections(cli) -> str:
+    return CONNECTIONS.format_map(cli.env)
+
+
 def avro_spec(topic: str, database: str) -> dict:
-    return {
-        "source": {
-            "topics": [topic],
-            "format": "avro",
-            "fields": [{"path": "order_id", "type": "uuid"}, {"path": "qty", "type": "int"}],
-        },
-        "dedup": {"keys": ["order_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": database},
-            "table": "avro_orders",
-            "create_table": True,
-            "engine": "ReplacingMergeTree",
-            "order_by": ["order_id"],
-            "columns": [
-                {"field": "order_id", "column": "order_id", "type": "UUID"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-            ],
-        },
-    }
+    return spec_dict(
+        topics=[topic],
+        format="avro",
+        fields=[("order_id", "uuid"), ("qty", "int")],
+        database=database,
+        table="avro_orders",
+        create_table=True,
+        engine="ReplacingMergeTree",
+        columns=[("order_id", "order_id", "UUID"), ("qty", "qty", "Int64")],
+    )
 
 
 def pipeline_yaml(spec: dict, *, registry: str | None = "files-registry") -> str:
@@ -80,7 +77,7 @@ def test_apply_creates_the_registry_and_the_avro_pipeline_then_says_unchanged_th
     registry_cli, spec, schema_registry_url
 ):
     cli = registry_cli
-    cli.write("pipelines/connections.yaml", CONNECTIONS)
+    cli.write("pipelines/connections.yaml", connections(cli))
     cli.write("pipelines/orders.yaml", pipeline_yaml(spec))
 
     planned = cli("diff", "-f", "pipelines/")
@@ -106,7 +103,7 @@ def test_apply_creates_the_registry_and_the_avro_pipeline_then_says_unchanged_th
 
     # Another registry, defined in the same files: the pipeline moves to it in a new version.
     second = f"---\nkind: schema-registry-connection\nname: second-registry\nurl: {schema_registry_url}\n"
-    cli.write("pipelines/connections.yaml", CONNECTIONS + second)
+    cli.write("pipelines/connections.yaml", connections(cli) + second)
     cli.write("pipelines/orders.yaml", pipeline_yaml(spec, registry="second-registry"))
     diff = cli("diff", "-f", "pipelines/")
     assert diff.returncode == 0, diff.stderr
@@ -121,7 +118,7 @@ def test_apply_creates_the_registry_and_the_avro_pipeline_then_says_unchanged_th
 
 def test_a_pipeline_naming_an_unknown_registry_is_refused_at_that_path_and_nothing_is_written(registry_cli, spec):
     cli = registry_cli
-    cli.write("connections.yaml", CONNECTIONS)
+    cli.write("connections.yaml", connections(cli))
     cli.write("orders.yaml", pipeline_yaml(spec, registry="prod-registry"))
     refused = cli("apply", "-f", ".")
     assert refused.returncode == 1

@@ -46,10 +46,14 @@ def problems(*documents: dict, env: dict | None = None) -> list[tuple[str, str]]
 
 
 def test_a_registry_document_takes_url_basic_auth_from_the_environment_and_tls():
-    document = {**REGISTRY, "url": "${REGISTRY_URL}/", "username": "etl", "password": "${REGISTRY_PASSWORD}"}
-    [connection] = parse(
-        {**document, "verify": False}, env={"REGISTRY_URL": "https://sr.internal:8081", "REGISTRY_PASSWORD": "pw"}
-    ).connections
+    document = {
+        **REGISTRY,
+        "url": "https://sr.internal:8081/",
+        "username": "etl",
+        "password": "${REGISTRY_PASSWORD}",
+        "env": ["REGISTRY_PASSWORD"],
+    }
+    [connection] = parse({**document, "verify": False}, env={"REGISTRY_PASSWORD": "pw"}).connections
     assert connection.kind is SCHEMA_REGISTRY
     assert connection.body() == {
         "name": "registry",
@@ -59,7 +63,7 @@ def test_a_registry_document_takes_url_basic_auth_from_the_environment_and_tls()
         "ssl_ca_pem": "",
         "password": "pw",
     }
-    [kept] = parse(document, env={"REGISTRY_URL": "https://sr.internal"}).connections
+    [kept] = parse(document, env={}).connections
     assert "password" not in kept.body()
     assert kept.notes == ["password: ${REGISTRY_PASSWORD} is not set, so the saved password is kept"]
 
@@ -125,6 +129,7 @@ def test_an_export_writes_the_registry_document_and_names_it_in_the_pipeline():
         "username": "etl",
         "password": "${PROD_REGISTRY_PASSWORD}",
         "verify": True,
+        "env": ["PROD_REGISTRY_PASSWORD"],
     }
     stored = {**AVRO_SPEC, "source": {**AVRO_SPEC["source"], "schema_registry": {"url": "https://x"}}}
     documents = export_documents(

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from tests.specs import EVENT_COLUMNS, EVENT_FIELDS, spec_dict
+
 
 def produce(
     bootstrap: str,
@@ -44,40 +46,24 @@ def make_spec(
     **overrides: Any,
 ) -> dict:
     """A spec dict for the test events {"event_id": str, "user": {"id": uuid}, "email": str, "n": int}."""
-    name = overrides.pop("name", f"p-{uuid.uuid4().hex[:8]}")
-    spec = {
-        "version": 1,
-        "name": name,
-        "source": {
-            "kafka": {"bootstrap_servers": kafka_bootstrap},
-            "topics": topics,
-            "starting_offsets": "earliest",
-            "fields": [
-                {"path": "event_id", "type": "string"},
-                {"path": "user.id", "type": "string"},
-                {"path": "email", "type": "string"},
-                {"path": "n", "type": "int"},
-            ],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion"} if dedup == "default" else dedup,
-        "filter": None,
-        "transforms": [],
-        "sink": {
-            "clickhouse": {"host": clickhouse.host, "port": clickhouse.port},
-            "table": table or f"t_{uuid.uuid4().hex[:10]}",
-            "create_table": True,
-            "engine": "MergeTree",
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "user.id", "column": "user_id", "type": "Nullable(UUID)"},
-                {"field": "n", "column": "n", "type": "Nullable(Int64)"},
-                {"field": "_kafka_topic", "column": "topic", "type": "LowCardinality(String)"},
-            ],
-        },
-    }
-    for key, value in overrides.items():
-        spec[key] = value
+    spec = spec_dict(
+        version=1,
+        name=overrides.pop("name", f"p-{uuid.uuid4().hex[:8]}"),
+        kafka=kafka_bootstrap,
+        clickhouse=clickhouse,
+        topics=topics,
+        starting_offsets="earliest",
+        fields=EVENT_FIELDS,
+        dedup={"keys": ["event_id"], "window": "1h", "time": "ingestion"} if dedup == "default" else dedup,
+        table=table or f"t_{uuid.uuid4().hex[:10]}",
+        create_table=True,
+        engine="MergeTree",
+        order_by=["event_id"],
+        columns=[*EVENT_COLUMNS, ("_kafka_topic", "topic", "LowCardinality(String)")],
+        filter=None,
+        transforms=[],
+    )
+    spec.update(overrides)  # whole top-level sections, as given
     return spec
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from spark_jobs import spec as S
-from spark_jobs.avro_schema import SchemaField, schema_fields, split_wire_format, wire_format
+from spark_jobs.avro_schema import SchemaField, schema_fields, split_wire_format, wire_format, wire_schema_id
 from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
 
 ORDER = {
@@ -124,3 +124,15 @@ def test_the_confluent_wire_format_frames_a_body_with_its_schema_id() -> None:
         split_wire_format(b'{"a": 1}')
     with pytest.raises(ValueError, match=r"too short for the Confluent wire format \(2 bytes\)"):
         split_wire_format(b"\x00\x01")
+
+
+def test_the_web_app_and_the_job_draw_the_wire_formats_edges_alike() -> None:
+    # The job's rule (spark_jobs.avro_decode): shorter than the 5-byte header or a first byte other than 0 is
+    # not framed; a header alone is framed, with an empty body (which its schema then reads or refuses).
+    assert split_wire_format(b"\x00\x00\x00\x00\x07") == (7, b"")
+    assert wire_schema_id(b"\x00\x00\x00\x00\x07") == 7
+    assert wire_schema_id(wire_format(258, b"body")) == 258
+    for unframed in (None, b"", b"\x00\x00\x00\x07", b'{"a": 1}'):
+        assert wire_schema_id(unframed) is None
+    with pytest.raises(ValueError, match=r"too short for the Confluent wire format \(0 bytes\)"):
+        split_wire_format(None)  # a record without a value

@@ -165,3 +165,35 @@ def test_a_light_job_moves_its_threads_and_processes_to_the_idle_class():
     finally:
         job.kill()
         job.wait()
+
+
+def test_a_light_job_that_falls_behind_leaves_the_idle_class_whole_children_included():
+    from spark_jobs.cpu_priority import leave_idle_class
+
+    # A supervisor standing in for the job's wrapper, with a child standing in for its JVM, both in SCHED_IDLE as
+    # a light job's processes are after their first micro-batch.
+    child_code = "import os, time; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)); time.sleep(60)"
+    parent_code = (
+        "import os, subprocess, sys, time; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)); "
+        f"subprocess.Popen([sys.executable, '-c', {child_code!r}]); print('ready', flush=True); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        import psutil
+
+        deadline = time.monotonic() + 10
+        while not psutil.Process(parent.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [child] = psutil.Process(parent.pid).children()
+        while os.sched_getscheduler(child.pid) != os.SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+        assert leave_idle_class(parent.pid) >= 2
+        assert os.sched_getscheduler(parent.pid) == os.SCHED_OTHER
+        assert os.sched_getscheduler(child.pid) == os.SCHED_OTHER
+    finally:
+        for process in psutil.Process(parent.pid).children():
+            process.kill()
+        parent.kill()
+        parent.wait()

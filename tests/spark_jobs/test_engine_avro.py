@@ -16,6 +16,7 @@ from engine_helpers import JOB_TIMEOUT, job_command, produce, wait_for
 from spark_jobs.field_changes import field_changes
 from spark_jobs.pipeline import start_query, stop_query
 from spark_jobs.spec import SpecError, parse_spec
+from tests.specs import ORDER_COLUMNS, ORDER_FIELDS, spec_dict
 
 pytestmark = pytest.mark.spark
 
@@ -62,34 +63,18 @@ def order(event_id: str, qty: int = 1, **extra: Any) -> dict:
 
 
 def avro_spec(*, kafka_bootstrap: str, clickhouse: Any, topic: str, registry_url: str, table: str) -> dict:
-    return {
-        "version": 1,
-        "name": f"avro-{table}",
-        "source": {
-            "kafka": {"bootstrap_servers": kafka_bootstrap},
-            "topics": [topic],
-            "format": "avro",
-            "schema_registry": {"url": registry_url},
-            "fields": [
-                {"path": "event_id", "type": "string"},
-                {"path": "qty", "type": "int"},
-                {"path": "customer.name", "type": "string"},
-                {"path": "paid_at", "type": "datetime"},
-            ],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"host": clickhouse.host, "port": clickhouse.port},
-            "table": table,
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-                {"field": "customer.name", "column": "customer", "type": "String"},
-                {"field": "paid_at", "column": "paid_at", "type": "DateTime64(3, 'UTC')"},
-            ],
-        },
-    }
+    return spec_dict(
+        version=1,
+        name=f"avro-{table}",
+        kafka=kafka_bootstrap,
+        topics=[topic],
+        format="avro",
+        registry_url=registry_url,
+        fields=ORDER_FIELDS,
+        clickhouse=clickhouse,
+        table=table,
+        columns=ORDER_COLUMNS,
+    )
 
 
 def test_avro_records_are_deduplicated_and_bad_ones_are_dead_letters(

@@ -11,43 +11,24 @@ from protobuf_events import ORDER_PROTO, PAID_AT_SECONDS, framed, order_bytes, r
 
 from spark_jobs.pipeline import source_schemas, start_query, stop_query
 from spark_jobs.spec import SpecError, parse_spec
+from tests.specs import ORDER_COLUMNS, ORDER_FIELDS, spec_dict
 
 pytestmark = pytest.mark.spark
 
 
 def protobuf_spec(*, kafka_bootstrap: str, clickhouse: Any, topic: str, registry_url: str, table: str) -> dict:
-    return {
-        "version": 1,
-        "name": f"protobuf-{table}",
-        "source": {
-            "kafka": {"bootstrap_servers": kafka_bootstrap},
-            "topics": [topic],
-            "format": "protobuf",
-            "schema_registry": {"url": registry_url},
-            "fields": [
-                {"path": "event_id", "type": "string"},
-                {"path": "qty", "type": "int"},
-                {"path": "customer.name", "type": "string"},
-                {"path": "paid_at", "type": "datetime"},
-                {"path": "status", "type": "string"},
-                {"path": "tags", "type": "json"},
-            ],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"host": clickhouse.host, "port": clickhouse.port},
-            "table": table,
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-                {"field": "customer.name", "column": "customer", "type": "String"},
-                {"field": "paid_at", "column": "paid_at", "type": "DateTime64(3, 'UTC')"},
-                {"field": "status", "column": "status", "type": "String"},
-                {"field": "tags", "column": "tags", "type": "String"},
-            ],
-        },
-    }
+    return spec_dict(
+        version=1,
+        name=f"protobuf-{table}",
+        kafka=kafka_bootstrap,
+        topics=[topic],
+        format="protobuf",
+        registry_url=registry_url,
+        fields=[*ORDER_FIELDS, ("status", "string"), ("tags", "json")],
+        clickhouse=clickhouse,
+        table=table,
+        columns=[*ORDER_COLUMNS, ("status", "status", "String"), ("tags", "tags", "String")],
+    )
 
 
 def test_protobuf_records_are_deduplicated_and_bad_ones_are_dead_letters(

@@ -17,6 +17,7 @@ from engine_helpers import JOB_TIMEOUT, event, job_command, produce
 
 from spark_jobs.spec import PipelineSpec
 from tests.kafka_security import MODES
+from tests.specs import spec_dict
 from worker.jobs import write_spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db]
@@ -27,25 +28,17 @@ DUPLICATES = 10
 
 def _stored_spec(topic: str, table: str) -> dict:
     """A spec as the API stores it: no addresses or secrets (the saved connections fill them in)."""
-    return {
-        "source": {
-            "topics": [topic],
-            "starting_offsets": "earliest",
-            "fields": [{"path": "event_id", "type": "string"}, {"path": "n", "type": "int"}],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h", "time": "ingestion"},
-        "sink": {
-            "clickhouse": {"database": "default"},
-            "table": table,
-            "create_table": True,
-            "engine": "MergeTree",
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "n", "column": "n", "type": "Nullable(Int64)"},
-            ],
-        },
-    }
+    return spec_dict(
+        topics=[topic],
+        starting_offsets="earliest",
+        fields=[("event_id", "string"), ("n", "int")],
+        dedup={"keys": ["event_id"], "window": "1h", "time": "ingestion"},
+        database="default",
+        table=table,
+        create_table=True,
+        engine="MergeTree",
+        columns=[("event_id", "event_id", "String"), ("n", "n", "Nullable(Int64)")],
+    )
 
 
 def _run_job(job_spec: PipelineSpec, tmp_path: Path) -> subprocess.CompletedProcess[str]:

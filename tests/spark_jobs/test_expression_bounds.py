@@ -116,6 +116,51 @@ def test_safe_patterns(pattern):
     assert regex_problem(pattern) is None
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a*a*a*a*a*a*b",  # 38.7 s on 75 characters in Java 17
+        "\\d+\\d+",
+        "\\w+\\s*\\w+",
+        ".*.*=.*",
+        "(x+a*)a*",
+        "a{1,1000}a{1,1000}b",
+        ".*a.*a.*b",
+        "[\\x61-\\x62]*a*c",
+    ],
+)
+def test_polynomial_backtracking_is_refused(pattern):
+    problem = regex_problem(pattern)
+    assert problem is not None and "to the power" in problem, problem
+
+
+def test_polynomial_backtracking_is_refused_in_an_expression():
+    error = expression_error("rlike(email, 'a*a*a*a*a*a*b')", KNOWN)
+    assert error is not None and "repeated parts in a row" in error, error
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(\\x61|a)+$",
+        "(\\x{61}|a)+$",
+        "(\\u0061|a)+$",
+        "(\\0141|a)+$",
+        "(\\N{LATIN SMALL LETTER A}|a)+$",
+        "(\\cA|\\x01)+",
+    ],
+)
+def test_escapes_are_read_as_the_characters_they_stand_for(pattern):
+    assert "can match the same text" in regex_problem(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(\\x61|b)+", "(\\u0061|\\x62)+", "[\\x30-\\x39]+-[a-z]+", ".*foo.*", "a{1,5}a{1,5}"]
+)
+def test_escaped_characters_and_short_chains_that_cannot_clash_are_allowed(pattern):
+    assert regex_problem(pattern) is None
+
+
 def test_a_broken_pattern_says_what_is_wrong():
     assert "no matching ')'" in regex_problem("(ab")
     assert "no matching '('" in regex_problem("ab)")

@@ -66,6 +66,16 @@ def test_valid_spec_parses_and_round_trips():
     assert parsed.to_dict(reveal_secrets=True)["sink"]["clickhouse"]["password"] == "ch-secret"
 
 
+def test_an_earlier_versions_state_store_is_read_and_never_written_back():
+    data = valid_spec()
+    data["dedup"]["state_store"] = "memory"  # what specs of earlier versions chose; the state is always in RocksDB
+    parsed = S.parse_spec(data)
+    assert parsed.dedup is not None and parsed.dedup.keys == ["event_id"]
+    assert "state_store" not in parsed.to_dict()["dedup"]
+    assert "state_store" not in json.loads(parsed.to_json())["dedup"]
+    assert S.parse_spec(parsed.to_dict(reveal_secrets=True)).to_dict() == parsed.to_dict()
+
+
 def test_json_text_is_accepted_and_bad_json_is_reported():
     assert S.parse_spec(json.dumps(valid_spec())).name == "users-dedup"
     with pytest.raises(S.SpecError, match="invalid JSON at line 1"):

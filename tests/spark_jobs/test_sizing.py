@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs.sizing import (
+    STANDBY_POOL_MAX,
     driver_java_options,
     full_driver_memory,
     light_driver_memory,
     machine_check,
     parse_memory,
     rocksdb_memory_mb,
+    standby_pool_size,
     state_estimate,
     state_partitions,
     stored_state_bytes,
@@ -183,3 +185,32 @@ def test_a_light_heap_comes_with_a_lean_jvm_and_a_full_one_with_the_jvms_default
     assert driver_java_options("384m") == light  # any heap up to the light one
     assert driver_java_options(state_estimate(events_per_second=20_000, window_seconds=3600).driver_memory) == ""
     assert driver_java_options("2g") == "" and driver_java_options("lots") == ""
+
+
+def test_a_trigger_shorter_than_the_batches_fixed_cost_is_said_once_in_words():
+    from spark_jobs.sizing import TriggerCheck, interval_ms
+
+    assert interval_ms("500 milliseconds") == 500
+    assert interval_ms("1 second") == 1000
+    assert interval_ms("5 seconds") == 5000
+    assert interval_ms("soon") is None
+    check = TriggerCheck("500 milliseconds")
+    phases = {"latestOffset": 40, "queryPlanning": 420, "walCommit": 180, "commitOffsets": 450, "addBatch": 3000}
+    said = [check.add(phases) for _ in range(8)]
+    assert said[:4] == [None] * 4 and said[5:] == [None] * 3
+    assert said[4] == (
+        "The trigger (500 milliseconds) is shorter than each micro-batch's fixed cost (about 1.1 s to ask the topics "
+        "for offsets, plan the batch and write the offset and commit logs): the batches run back to back and an "
+        "event waits at least that long. Choose a trigger of at least 1.1 seconds, or leave it to the sizing "
+        "(CLEARFLOW_TRIGGER_INTERVAL=auto)."
+    )
+    quick = TriggerCheck("5 seconds")
+    assert all(quick.add(phases) is None for _ in range(8))
+
+
+def test_the_standby_pool_is_sized_from_the_hosts_memory():
+    # A 24 GiB machine (its kernel reports 23.5): 2 JVMs of about 1 GB beside the stack and the pipelines.
+    assert standby_pool_size(int(23.5 * GB)) == 2
+    assert standby_pool_size(8 * GB) == 1  # a small host still gets one
+    assert standby_pool_size(256 * GB) == STANDBY_POOL_MAX
+    assert standby_pool_size(None) == 1  # a system that does not say

@@ -18,6 +18,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from spark_jobs import sizing
+from tests.specs import spec_dict
 from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 from webapp.pipelines.services import pipeline_create
@@ -187,32 +188,26 @@ def ch_conn(owner, clickhouse_server):
 
 def orders_spec(topic: str, database: str, *, create_table: bool = False) -> dict:
     """A valid spec for the orders topic into `database`.orders (connections are filled in by the service)."""
-    return {
-        "source": {
-            "topics": [topic],
-            "fields": [
-                {"path": "order_id", "type": "uuid"},
-                {"path": "seq", "type": "int"},
-                {"path": "amount", "type": "float"},
-                {"path": "created_at", "type": "datetime"},
-                {"path": "customer.name", "type": "string"},
-            ],
-        },
-        "dedup": {"keys": ["order_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": database},
-            "table": "orders",
-            "create_table": create_table,
-            "engine": "ReplacingMergeTree",
-            "order_by": ["order_id"],
-            "columns": [
-                {"field": "order_id", "column": "order_id", "type": "UUID"},
-                {"field": "seq", "column": "seq", "type": "Int64"},
-                {"field": "amount", "column": "amount", "type": "Float64"},
-                {"field": "customer.name", "column": "customer_name", "type": "Nullable(String)"},
-            ],
-        },
-    }
+    return spec_dict(
+        topics=[topic],
+        fields=[
+            ("order_id", "uuid"),
+            ("seq", "int"),
+            ("amount", "float"),
+            ("created_at", "datetime"),
+            ("customer.name", "string"),
+        ],
+        database=database,
+        table="orders",
+        create_table=create_table,
+        engine="ReplacingMergeTree",
+        columns=[
+            ("order_id", "order_id", "UUID"),
+            ("seq", "seq", "Int64"),
+            ("amount", "amount", "Float64"),
+            ("customer.name", "customer_name", "Nullable(String)"),
+        ],
+    )
 
 
 # Pages: a logged-in browser client, and the connections and draft pipelines their tests use.

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from tests.spark_jobs.engine_helpers import JOB_TIMEOUT, event, produce, wait_for
+from tests.specs import EVENT_COLUMNS, EVENT_FIELDS, spec_dict
 
 __all__ = [
     "JOB_TIMEOUT",
@@ -24,30 +25,16 @@ URL = "/api/v1/pipelines/"
 
 def api_spec(topic: str, table: str, **overrides: Any) -> dict:
     """A spec for the engine's test events; the connections fill in the addresses."""
-    spec = {
-        "source": {
-            "topics": [topic],
-            "starting_offsets": "earliest",
-            "fields": [
-                {"path": "event_id", "type": "string"},
-                {"path": "user.id", "type": "string"},
-                {"path": "n", "type": "int"},
-            ],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": "default"},
-            "table": table,
-            "create_table": True,
-            "engine": "MergeTree",
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "user.id", "column": "user_id", "type": "Nullable(UUID)"},
-                {"field": "n", "column": "n", "type": "Nullable(Int64)"},
-            ],
-        },
-    }
+    spec = spec_dict(
+        topics=[topic],
+        starting_offsets="earliest",
+        fields=[field for field in EVENT_FIELDS if field[0] != "email"],
+        database="default",
+        table=table,
+        create_table=True,
+        engine="MergeTree",
+        columns=EVENT_COLUMNS,
+    )
     spec.update(overrides)
     return spec
 

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from tests.spark_jobs.protobuf_events import ORDER_PROTO, ORDER_PROTO_V2, framed, order_bytes, register_proto
+from tests.specs import spec_dict
 from tests.webapp.avro_events import ORDER_V1, ORDER_V2, avro_order, serialized
 from tests.worker.helpers import JOB_TIMEOUT, URL, produce, wait_for, wait_status
 
@@ -17,60 +18,27 @@ pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 REGISTRY = "/api/v1/connections/schema-registry/"
 
 
+def registry_spec(topic: str, table: str, *, format: str, key: str, key_type: tuple[str, str]) -> dict:
+    """Orders in `format` through the registry, keyed by `key` (its field type and column type)."""
+    return spec_dict(
+        topics=[topic],
+        format=format,
+        starting_offsets="earliest",
+        fields=[(key, key_type[0]), ("qty", "int"), ("customer.name", "string")],
+        database="default",
+        table=table,
+        create_table=True,
+        engine="MergeTree",
+        columns=[(key, key, key_type[1]), ("qty", "qty", "Int64"), ("customer.name", "customer_name", "String")],
+    )
+
+
 def avro_spec(topic: str, table: str) -> dict:
-    return {
-        "source": {
-            "topics": [topic],
-            "format": "avro",
-            "starting_offsets": "earliest",
-            "fields": [
-                {"path": "order_id", "type": "uuid"},
-                {"path": "qty", "type": "int"},
-                {"path": "customer.name", "type": "string"},
-            ],
-        },
-        "dedup": {"keys": ["order_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": "default"},
-            "table": table,
-            "create_table": True,
-            "engine": "MergeTree",
-            "order_by": ["order_id"],
-            "columns": [
-                {"field": "order_id", "column": "order_id", "type": "UUID"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-                {"field": "customer.name", "column": "customer_name", "type": "String"},
-            ],
-        },
-    }
+    return registry_spec(topic, table, format="avro", key="order_id", key_type=("uuid", "UUID"))
 
 
 def protobuf_spec(topic: str, table: str) -> dict:
-    return {
-        "source": {
-            "topics": [topic],
-            "format": "protobuf",
-            "starting_offsets": "earliest",
-            "fields": [
-                {"path": "event_id", "type": "string"},
-                {"path": "qty", "type": "int"},
-                {"path": "customer.name", "type": "string"},
-            ],
-        },
-        "dedup": {"keys": ["event_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": "default"},
-            "table": table,
-            "create_table": True,
-            "engine": "MergeTree",
-            "order_by": ["event_id"],
-            "columns": [
-                {"field": "event_id", "column": "event_id", "type": "String"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-                {"field": "customer.name", "column": "customer_name", "type": "String"},
-            ],
-        },
-    }
+    return registry_spec(topic, table, format="protobuf", key="event_id", key_type=("string", "String"))
 
 
 def rows(ch, table: str, key: str = "order_id") -> tuple[int, int]:

@@ -7,6 +7,7 @@ as a pipeline job. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import uuid
@@ -18,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from spark_jobs.protocol import RunFiles
+from spark_jobs.sizing import standby_pool_size, total_memory_bytes
 from tests.worker.helpers import (
     JOB_TIMEOUT,
     URL,
@@ -99,8 +101,9 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     second = wait_for(
         lambda: ready_standby(run_root, other_than={first.handle.pid}), timeout=STANDBY_START_TIMEOUT, interval=0.5
     )
+    # Started as soon as the first was taken, beside that deploy's first batch: at the jobs' lower priority.
     [waiting_jvm] = [p for p in psutil.Process(second.handle.pid).children(recursive=True) if p.name() == "java"]
-    assert waiting_jvm.nice() == psutil.Process().nice()  # a waiting standby: the worker's priority
+    assert waiting_jvm.nice() == min(19, psutil.Process().nice() + 10)
     topic_b = f"{topic}-b"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     admin.create_topics([NewTopic(topic_b, 2, 1)])[topic_b].result(30)
@@ -126,6 +129,80 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
     produce(kafka_bootstrap, topic_b, events("c", 100, 0))
     wait_for(lambda: table_counts(ch, table_b) == (400, 400), timeout=JOB_TIMEOUT)
     assert wait_status(api, pk_b, "running")["status"] == "running"
+
+
+@pytest.mark.timeout(2400)  # four standbys' and three pipelines' starts on the shared cores
+@pytest.mark.django_db(transaction=True)
+def test_deploys_one_after_the_other_each_start_in_a_standby_of_the_pool_which_refills(
+    api, kafka_conn, ch_conn, kafka_bootstrap, ch, celery_worker, worker_env, settings
+):
+    from worker.reconciler import stop_stack_jobs
+
+    pool = standby_pool_size(total_memory_bytes())
+    if pool < 2:
+        pytest.skip(f"this host's memory makes a pool of {pool} standby job")
+    run_root = Path(worker_env["CLEARFLOW_RUN_ROOT"])
+    worker_env["CLEARFLOW_STANDBY"] = "auto"  # the product's default (the other worker tests turn it off)
+    worker_env["CLEARFLOW_STANDBY_WAIT"] = str(STANDBY_START_TIMEOUT)  # a loaded machine's JVM start, not a rule
+    names = ["a", "b", "c"]
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topics = {name: f"pool-{name}-{uuid.uuid4().hex[:8]}" for name in names}
+    for future in admin.create_topics([NewTopic(t, 2, 1) for t in topics.values()]).values():
+        future.result(30)
+    for name in names:
+        produce(kafka_bootstrap, topics[name], events(name, 200, 20))
+    celery_worker.start()
+
+    # The pool fills one standby at a time: the first is ready sooner than with two JVMs starting together.
+    most_starting = 0
+
+    def pool_full() -> bool:
+        nonlocal most_starting
+        found = standby.waiting(run_root)
+        most_starting = max(most_starting, sum(not s.ready for s in found))
+        return len(found) == pool and all(s.ready for s in found)
+
+    wait_for(pool_full, timeout=STANDBY_START_TIMEOUT * pool, interval=0.2)
+    assert most_starting == 1
+    first_pool = {s.handle.pid for s in standby.waiting(run_root)}
+
+    # A person deploys one pipeline after the other, each once the previous one's rows are there: every one
+    # runs in a standby, the third in one started since.
+    runs = {}
+    for name in names:
+        table = f"pool_{name}_{uuid.uuid4().hex[:8]}"
+        pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topics[name], table))
+        api.post(f"{URL}{pk}/deploy/")
+        wait_status(api, pk, "running", worker=celery_worker)
+        wait_for(lambda table=table: table_counts(ch, table) == (200, 200), timeout=JOB_TIMEOUT)
+        runs[name] = active_run(api, pk)
+        assert runs[name]["start"].startswith("In a standby job"), runs[name]["start"]
+    assert len({run["pid"] for run in runs.values()}) == 3
+    assert {runs["a"]["pid"], runs["b"]["pid"]} == first_pool
+    # The third standby started as soon as the first deploy took one, beside its first batch: below it, where a
+    # cold job runs.
+    described = sorted(standby.root(run_root).glob(f"*/{RunFiles.STANDBY}"), key=lambda path: path.stat().st_mtime)
+    third = json.loads(described[2].read_text())
+    assert third["niceness"] == 10
+    [jvm] = [p for p in psutil.Process(third["pid"]).children(recursive=True) if p.name() == "java"]
+    assert jvm.nice() == min(19, psutil.Process().nice() + 10)
+
+    # The pool refills while the pipelines run.
+    taken = {run["pid"] for run in runs.values()}
+    wait_for(
+        lambda: len([s for s in standby.waiting(run_root) if s.ready and s.handle.pid not in taken]) == pool,
+        timeout=STANDBY_START_TIMEOUT * pool,
+        interval=0.5,
+    )
+
+    # The stack's stop leaves nothing running: the pipelines' jobs and the waiting standbys.
+    celery_worker.stop()
+    everything = [handle.pid for handle in jobs.find_jobs(run_root)]
+    assert len(everything) == 3 + pool
+    settings.CLEARFLOW_RUN_ROOT = str(run_root)
+    assert stop_stack_jobs(timeout=60).jobs == 3  # the standbys are no pipeline's jobs
+    assert all(gone(pid) for pid in everything)
+    assert jobs.find_jobs(run_root) == []
 
 
 def template(run_root: Path, **overrides) -> jobs.JobLaunch:

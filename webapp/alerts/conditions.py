@@ -46,6 +46,7 @@ RULE_PARAMS: dict[str, RuleParams] = {
     RuleKind.CONSUMER_LAG: RuleParams("Records behind more than", "For at least minutes",
                                       threshold=100_000, minutes=10),
     RuleKind.NO_EVENTS: RuleParams(None, "No events read for minutes", minutes=30),
+    RuleKind.BEHIND: RuleParams(None, "Lag growing for at least minutes", minutes=5),
 }  # fmt: skip
 
 
@@ -60,8 +61,8 @@ UNKNOWN = Condition(active=None)
 
 
 def hold_seconds(rule: AlertRule) -> float:
-    """How long the condition must hold before the rule fires (only consumer lag has such a duration)."""
-    return rule.minutes * 60.0 if rule.kind == RuleKind.CONSUMER_LAG else 0.0
+    """How long the condition must hold before the rule fires (consumer lag and falling behind have one)."""
+    return rule.minutes * 60.0 if rule.kind in (RuleKind.CONSUMER_LAG, RuleKind.BEHIND) else 0.0
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def conditions_for(rules: Iterable[AlertRule], *, now: datetime) -> dict[int, Co
 
 def _read(rules: list[AlertRule], *, now: datetime) -> Readings:
     running = [r for r in rules if r.pipeline.status == PipelineStatus.RUNNING]
-    pipelines = {r.pipeline.pk: r.pipeline for r in running if r.kind in (RuleKind.CONSUMER_LAG, RuleKind.NO_EVENTS)}
+    watched = (RuleKind.CONSUMER_LAG, RuleKind.NO_EVENTS, RuleKind.BEHIND)
+    pipelines = {r.pipeline.pk: r.pipeline for r in running if r.kind in watched}
     try:
         snapshots: dict[int, MetricsSnapshot] | None = metrics_snapshots(pipelines.values())
     except MetricsUnavailableError:
@@ -133,7 +135,11 @@ def _condition(rule: AlertRule, *, now: datetime, readings: Readings) -> Conditi
         return _failed(pipeline)
     if rule.kind == RuleKind.DUPLICATES:
         return _duplicates(rule, readings.audits.get(pipeline.pk))
-    # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on.
+    # The metric rules watch a running job; a pipeline that was stopped on purpose has nothing to alert on. While it
+    # is deploying (a redeploy, a re-size, a restart with the stack) they keep their state: a re-size of a pipeline
+    # that falls behind does not resolve its alert for the seconds its job restarts.
+    if pipeline.status == PipelineStatus.DEPLOY_REQUESTED:
+        return UNKNOWN
     if pipeline.status != PipelineStatus.RUNNING:
         return Condition(active=False)
     if rule.kind == RuleKind.DEAD_LETTER_RATE:
@@ -147,6 +153,8 @@ def _condition(rule: AlertRule, *, now: datetime, readings: Readings) -> Conditi
         return _lag(rule, snapshot, now=now)
     if rule.kind == RuleKind.NO_EVENTS:
         return _no_events(rule, snapshot, now=now)
+    if rule.kind == RuleKind.BEHIND:
+        return _behind(snapshot)
     return UNKNOWN
 
 
@@ -194,7 +202,36 @@ def _dead_letter_rate(rule: AlertRule, events: int, dead: int) -> Condition:
     )
 
 
+def _current_pace(snapshot: MetricsSnapshot | None) -> dict[str, Any] | None:
+    pace = snapshot.pace if snapshot else None
+    return pace if pace is not None and not pace.get("stale") else None
+
+
+def _behind(snapshot: MetricsSnapshot | None) -> Condition:
+    """The lag read from the brokers does not shrink (`spark_jobs.pace`); unknown while it is not read."""
+    pace = _current_pace(snapshot)
+    if pace is None or pace.get("state") == "unknown":
+        return UNKNOWN
+    if pace.get("state") != "behind":
+        return Condition(active=False, value=int(pace.get("lag") or 0))
+    words = f" {pace['cause_words']}" if pace.get("cause_words") else ""
+    return Condition(active=True, value=int(pace.get("lag") or 0), summary=f"{pace.get('summary', '')}{words}")
+
+
 def _lag(rule: AlertRule, snapshot: MetricsSnapshot | None, *, now: datetime) -> Condition:
+    pace = _current_pace(snapshot)
+    if pace is not None:  # the lag behind the topics now, read from the brokers whatever the job does
+        lag = int(pace.get("lag") or 0)
+        if lag <= rule.threshold:
+            return Condition(active=False, value=lag)
+        return Condition(
+            active=True,
+            value=lag,
+            summary=(
+                f"The pipeline is {lag} records behind its topics (threshold {rule.threshold:g}) "
+                f"for at least {rule.minutes} minutes. {pace.get('summary', '')}"
+            ),
+        )
     latest = snapshot.latest if snapshot else None
     if latest is None or latest.get("t_ms") is None:
         return Condition(active=False, value=0)

@@ -90,6 +90,7 @@ class RuleKind(models.TextChoices):
     CONSUMER_LAG = "consumer_lag", "Consumer lag over a threshold"
     PIPELINE_FAILED = "pipeline_failed", "Pipeline failed"
     NO_EVENTS = "no_events", "No events"
+    BEHIND = "behind", "Falling behind"
 
 
 class RuleState(models.TextChoices):

@@ -22,7 +22,11 @@ class TokenMayWrite(BasePermission):
     message = "This API token is read-only: it cannot change anything. Use a token created without 'read only'."
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        token = request.auth
-        if not isinstance(token, ApiToken) or not token.read_only:
+        if not token_is_read_only(request):
             return True
         return request.method in SAFE_METHODS or getattr(view, "reads_only", False)
+
+
+def token_is_read_only(request: Request) -> bool:
+    """Whether the request comes with a read-only API token (a logged-in browser or a full token: False)."""
+    return isinstance(request.auth, ApiToken) and request.auth.read_only

@@ -229,7 +229,7 @@ def _explained(error: str, audited_table: AuditedTable, *, window_seconds: int, 
         name = f"{quote_ident(audited_table.database)}.{quote_ident(audited_table.table)}"
         return (
             f"{error}\nThe table has no ingestion-time column. Add one (existing rows get the time of the ALTER): "
-            f"ALTER TABLE {name} ADD COLUMN {INGESTED_AT_COLUMN} {INGESTED_AT_TYPE}"
+            f"ALTER TABLE {name} ADD COLUMN {quote_ident(INGESTED_AT_COLUMN)} {INGESTED_AT_TYPE}"
         )
     return error
 

@@ -18,6 +18,7 @@ from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
+from webapp.api.permissions import token_is_read_only
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
@@ -75,6 +76,9 @@ class ConnectionDiffOutput(serializers.Serializer):
     exists = serializers.BooleanField(help_text="You have a connection of this name: saving would change it.")
     id = serializers.IntegerField(allow_null=True)
     changes = ChangeOutput(many=True, help_text="Fields that would change; a secret's values are never shown.")
+    secrets_compared = serializers.BooleanField(
+        help_text="Whether the secrets given were compared with the stored ones: never for a read-only token."
+    )
 
 
 class KafkaClusterInfoOutput(serializers.Serializer):
@@ -276,9 +280,17 @@ class _ConnectionDiffApi(APIView):
     def post(self, request: Request) -> Response:
         data = validated_input(self.kind.input, request.data)
         workspace = request.workspace or workspace_for_new_objects(user=request.user)
-        diff = selectors.connection_changes(model=self.kind.model, owner=request.user, workspace=workspace, data=data)
+        compare_secrets = not token_is_read_only(request)
+        diff = selectors.connection_changes(
+            model=self.kind.model, owner=request.user, workspace=workspace, data=data, compare_secrets=compare_secrets
+        )
         connection = diff.connection
-        output = {"exists": connection is not None, "id": getattr(connection, "pk", None), "changes": diff.changes}
+        output = {
+            "exists": connection is not None,
+            "id": getattr(connection, "pk", None),
+            "changes": diff.changes,
+            "secrets_compared": compare_secrets,
+        }
         return Response(ConnectionDiffOutput(output).data)
 
 

@@ -43,8 +43,9 @@ MAX_EVENTS_LIMIT = 500_000
 DEFAULT_TIME_BUDGET = 15.0
 MAX_TIME_BUDGET = 25.0  # below gunicorn's 30 s worker timeout
 COVERAGE = 0.999  # the recommended window covers this share of the observed duplicate delays
-# `KeyAdvice.state_store`, deprecated: the dedup state is always in RocksDB now (spark_jobs.pipeline), so there is
-# no store to advise; the field stays in the API's answer for clients of earlier versions.
+# `KeyAdvice.state_store`, deprecated and removed in ClearFlow 0.2.0: the dedup state is always in RocksDB now
+# (spark_jobs.pipeline), so there is no store to advise; the field stays in the API's answer for clients of
+# earlier versions until then.
 STATE_STORE = "rocksdb"
 # Histogram bin upper bounds (ms), aligned with the offered windows plus finer bins under a minute.
 HISTOGRAM_EDGES_MS = (

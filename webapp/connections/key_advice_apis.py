@@ -17,6 +17,7 @@ from webapp.api.inputs import validated_input
 from webapp.connections import key_advice, selectors
 from webapp.connections.apis import KAFKA_TAG
 from webapp.connections.models import KafkaConnection
+from webapp.connections.throttle import count_connection_request
 from webapp.workspaces import policy
 
 
@@ -108,8 +109,9 @@ class DedupAnalysisOutput(serializers.Serializer):
         allow_null=True, help_text="Those keys' bytes on disk (the state is always in RocksDB, under the checkpoint)."
     )
     state_store = serializers.CharField(
-        help_text="Deprecated: always `rocksdb`. The dedup state is always kept on disk in RocksDB; kept for clients "
-        "of earlier versions. The size to plan for is in `estimated_state_keys` and `estimated_state_bytes`."
+        help_text="Deprecated, removed in ClearFlow 0.2.0: always `rocksdb`. The dedup state is always kept on disk "
+        "in RocksDB; kept for clients of earlier versions. The size to plan for is in `estimated_state_keys` and "
+        "`estimated_state_bytes`."
     )
     candidates = KeyCandidateOutput(many=True)
     complete = serializers.BooleanField(help_text="False: the time budget ran out; the figures cover what was read.")
@@ -136,6 +138,7 @@ class KafkaDedupAnalysisApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
         data = validated_input(DedupAnalysisInput, request.data)
+        count_connection_request(connection.owner)
         result = key_advice.analyze_duplicates(
             connection.client_settings(),
             topics=data["topics"],

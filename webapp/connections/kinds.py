@@ -17,6 +17,7 @@ from django.http import Http404
 
 from webapp.connections import forms, selectors, services
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.throttle import TOO_MANY
 from webapp.core.exceptions import ApplicationError
 from webapp.core.forms import add_validation_errors
 
@@ -58,7 +59,7 @@ class ConnectionKind:
         """The form field a failed connection test points at, from the client's plain-words message (None: the
         form as a whole, e.g. too many tests)."""
         lowered = message.lower()
-        if "too many connection tests" in lowered:
+        if TOO_MANY.lower() in lowered:
             return None
         if "user name or password" in lowered:
             return "sasl_password" if self.slug == "kafka" else "password"

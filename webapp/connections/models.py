@@ -38,10 +38,10 @@ from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
 
 bootstrap_validator = RegexValidator(
-    r"^\s*[A-Za-z0-9_.\-\[\]:]+:\d{1,5}(\s*,\s*[A-Za-z0-9_.\-\[\]:]+:\d{1,5})*\s*$",
+    r"^\s*[A-Za-z0-9_.\-\[\]:]+:\d{1,5}(\s*,\s*[A-Za-z0-9_.\-\[\]:]+:\d{1,5})*\s*\Z",
     "Enter host:port pairs separated by commas, e.g. broker1:9092,broker2:9092.",
 )
-host_validator = RegexValidator(r"^[A-Za-z0-9_.\-\[\]:]+$", "Enter a host name or an IP address.")
+host_validator = RegexValidator(r"^[A-Za-z0-9_.\-\[\]:]+\Z", "Enter a host name or an IP address.")
 # The pipeline spec takes database names as plain identifiers; the same rule here keeps quotes, control
 # characters and ';' out of what is stored and later written into SQL.
 registry_url_validator = RegexValidator(

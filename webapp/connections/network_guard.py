@@ -109,12 +109,18 @@ def bootstrap_endpoints(bootstrap_servers: str) -> list[tuple[str, int | None]]:
 
 
 def url_endpoints(url: str) -> list[tuple[str, int | None]]:
-    """(host, port) of an http(s) URL, the port defaulting to the scheme's; [] for a URL that has no host."""
+    """(host, port) of each http(s) URL in `url`, the port defaulting to the scheme's. A registry connection
+    holds one URL (its spec refuses a list), but the registry client would try every comma-separated URL in
+    turn, so every one of them is named here and checked; a URL that has no host is left out."""
     from urllib.parse import urlsplit
 
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return []
-    return [(parts.hostname, port)] if parts.hostname else []
+    endpoints: list[tuple[str, int | None]] = []
+    for text in url.split(","):
+        try:
+            parts = urlsplit(text.strip())
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            continue
+        if parts.hostname:
+            endpoints.append((parts.hostname, port))
+    return endpoints

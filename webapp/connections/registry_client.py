@@ -25,14 +25,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spark_jobs.avro_schema import MAGIC_BYTE, WIRE_HEADER_BYTES
+from spark_jobs.avro_schema import split_wire_format
 from spark_jobs.connections import SchemaRegistryConnectionSpec
 from spark_jobs.protobuf_schema import decode_record, is_protobuf
 from spark_jobs.schema_registry import RegistryError, SubjectVersion, explain, registry_client, value_subject
 from webapp.core.exceptions import ExternalServiceError
 
 DEFAULT_TIMEOUT = 5.0
-NOT_WIRE_FORMAT = "not in the Confluent wire format (magic byte 0, then a 4-byte schema id)"
 
 
 class SchemaRegistryClientError(ExternalServiceError):
@@ -135,19 +134,12 @@ def _sentence(error: Exception) -> str:
 # -- sampled events -------------------------------------------------------------------------------------
 
 
-def wire_schema_id(raw: bytes | None) -> int | None:
-    """The schema id of a Confluent wire-format value, or None when `raw` is not framed that way."""
-    if not raw or len(raw) <= WIRE_HEADER_BYTES or raw[0] != MAGIC_BYTE:
-        return None
-    return int.from_bytes(raw[1:WIRE_HEADER_BYTES], "big")
-
-
-def decode_avro(raw: bytes, schema: str) -> Any:
-    """The JSON-able value of one wire-format event's Avro body, read with its writer schema."""
+def decode_avro(body: bytes, schema: str) -> Any:
+    """The JSON-able value of one wire-format event's Avro body (after the header), read with its writer schema."""
     import fastavro
 
     parsed = fastavro.parse_schema(json.loads(schema))
-    record = fastavro.schemaless_reader(io.BytesIO(raw[WIRE_HEADER_BYTES:]), parsed, None)
+    record = fastavro.schemaless_reader(io.BytesIO(body), parsed, None)
     return _jsonable(record)
 
 
@@ -184,15 +176,21 @@ def decode_events(
     """`events` (kafka_client.SampledEvent) with their `value` decoded from their bytes (`raw`). An event that
     is not in the wire format, or whose schema the registry lacks, keeps its text and gets `decode_error`
     (the job would send it to the dead letters with that reason)."""
-    ids = [wire_schema_id(event.raw) for event in events]
+    framed: list[tuple[int, bytes] | str] = []  # (schema id, body), or why the event is not framed
+    for event in events:
+        try:
+            framed.append(split_wire_format(event.raw))
+        except ValueError as exc:
+            framed.append(str(exc))
+    ids = [frame[0] if isinstance(frame, tuple) else None for frame in framed]
     schemas, unreadable = _schemas(settings, [i for i in ids if i is not None], timeout)
     decoded, bad = [], 0
-    for event, schema_id in zip(events, ids, strict=True):
-        raw = event.raw
-        if schema_id is None:
+    for event, frame in zip(events, framed, strict=True):
+        if isinstance(frame, str):
             bad += 1
-            decoded.append(replace(event, is_json=False, decode_error=NOT_WIRE_FORMAT))
+            decoded.append(replace(event, is_json=False, decode_error=frame))
             continue
+        schema_id, body = frame
         schema = schemas.get(schema_id)
         if schema is None:
             bad += 1
@@ -201,7 +199,7 @@ def decode_events(
             continue
         try:
             protobuf = is_protobuf(schema)
-            value = decode_record(schema, raw[WIRE_HEADER_BYTES:]) if protobuf else decode_avro(raw, schema)
+            value = decode_record(schema, body) if protobuf else decode_avro(body, schema)
         except Exception as exc:  # fastavro and protobuf raise many kinds for a body that does not match its schema
             bad += 1
             kind = "Protobuf" if protobuf else "Avro"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_jobs.field_types import FIELD_TYPES, merge_types, value_type
+from spark_jobs.limits import JSON_DEPTH, SCHEMA_DEPTH, SCHEMA_FIELDS, LimitError
 from spark_jobs.protobuf_schema import registered_schema_fields
 
 __all__ = [
@@ -40,22 +41,20 @@ class InferredField:
     clickhouse_type: str | None = None
 
 
-MAX_DEPTH = 16
-
-
 def flatten(value: dict[str, Any], prefix: str = "", depth: int = 1) -> Iterable[tuple[str, Any]]:
     """(dotted path, leaf value) pairs; an empty object is a `json` leaf, lists are leaves, and objects
-    nested deeper than MAX_DEPTH levels are `json` leaves too."""
+    nested deeper than `limits.JSON_DEPTH` levels are `json` leaves too."""
     for key, item in value.items():
         path = f"{prefix}{key}"
-        if isinstance(item, dict) and item and depth < MAX_DEPTH:
+        if isinstance(item, dict) and item and depth < JSON_DEPTH.maximum:
             yield from flatten(item, prefix=f"{path}.", depth=depth + 1)
         else:
             yield path, item
 
 
 def infer_schema(values: Sequence[Any]) -> list[InferredField]:
-    """Fields in first-seen order. Non-object values (plain text, numbers, arrays) are skipped."""
+    """Fields in first-seen order. Non-object values (plain text, numbers, arrays) are skipped. LimitError when
+    the events hold more than `limits.SCHEMA_FIELDS` different paths."""
     objects = [v for v in values if isinstance(v, dict)]
     fields: dict[str, InferredField] = {}
     seen_types: dict[str, str | None] = {}
@@ -63,6 +62,8 @@ def infer_schema(values: Sequence[Any]) -> list[InferredField]:
         for path, leaf in flatten(obj):
             entry = fields.get(path)
             if entry is None:
+                if len(fields) >= SCHEMA_FIELDS.maximum:
+                    raise LimitError(f"the sampled events: {SCHEMA_FIELDS.exceeded()}")
                 entry = fields[path] = InferredField(path=path, type="string", nullable=False, present=0)
                 seen_types[path] = None
             if leaf is None:
@@ -111,11 +112,12 @@ def infer_from_avro_schema(schema: str, values: Sequence[Any]) -> list[InferredF
     return fields
 
 
-def _schema_leaves(value: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+def _schema_leaves(value: dict[str, Any], prefix: str = "", depth: int = 1) -> Iterable[tuple[str, Any]]:
     """(dotted path, value) for every key of nested objects, the objects themselves included (a record
-    field read whole, e.g. a map, is a leaf of the schema)."""
+    field read whole, e.g. a map, is a leaf of the schema). No schema field lies deeper than
+    `limits.SCHEMA_DEPTH` levels, so a value nested deeper (a recursive record's data) is not looked into."""
     for key, item in value.items():
         path = f"{prefix}{key}"
         yield path, item
-        if isinstance(item, dict):
-            yield from _schema_leaves(item, prefix=f"{path}.")
+        if isinstance(item, dict) and depth <= SCHEMA_DEPTH.maximum:
+            yield from _schema_leaves(item, prefix=f"{path}.", depth=depth + 1)

@@ -16,9 +16,14 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
+from spark_jobs.avro_schema import AvroSchemaError
+from spark_jobs.limits import LimitError
+from spark_jobs.protobuf_schema import ProtobufSchemaError
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.throttle import count_connection_request
 from webapp.core.changes import Change
+from webapp.core.exceptions import ApplicationError
 from webapp.workspaces.models import Workspace
 from webapp.workspaces.policy import visible_workspaces
 
@@ -83,15 +88,23 @@ class ConnectionChanges:
 
 
 def connection_changes(
-    *, model: type[Connection], owner: AbstractBaseUser, workspace: Workspace, data: Mapping[str, Any]
+    *,
+    model: type[Connection],
+    owner: AbstractBaseUser,
+    workspace: Workspace,
+    data: Mapping[str, Any],
+    compare_secrets: bool = True,
 ) -> ConnectionChanges:
     """Compare `data` (the fields a user sets, with `name`) with the workspace's connection of that name, as the
     services would save it: validated the same way (Django's ValidationError by field). A secret given as None or
-    left out stays as it is, as in an update; secrets are compared here and never returned."""
+    left out stays as it is, as in an update; secrets are compared here and never returned. Without
+    `compare_secrets` (a read-only token) the secrets given are not looked at: "differs" or not would let a reader
+    guess a stored password one try at a time."""
     existing = _named(model.objects.filter(workspace=workspace), data["name"]).first()
     proposed = copy.copy(existing) if existing is not None else model(owner=owner, workspace=workspace)
     for name in model.EDITABLE_FIELDS:
-        if name in data and not (name in model.SECRET_FIELDS and data[name] is None):
+        secret = name in model.SECRET_FIELDS
+        if name in data and not (secret and (data[name] is None or not compare_secrets)):
             setattr(proposed, name, data[name])
     proposed.full_clean(exclude=["owner", "workspace"], validate_constraints=False)
     if existing is None:
@@ -118,7 +131,9 @@ def _int_pk(pk: Any) -> int:
 
 
 def kafka_topic_list(*, connection: KafkaConnection) -> list[kafka_client.TopicInfo]:
-    """Topics with partition and (estimated) message counts, sorted by name."""
+    """Topics with partition and (estimated) message counts, sorted by name. Every read of a server here counts
+    towards the owner's connection requests (`throttle`): TooManyRequestsError past the minute's limit."""
+    count_connection_request(connection.owner)
     return kafka_client.list_topics(connection.client_settings())
 
 
@@ -140,6 +155,7 @@ def kafka_event_sample(
             count=count,
             position=position,
         ).events
+    count_connection_request(connection.owner)
     return kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
 
 
@@ -176,6 +192,7 @@ def avro_event_sample(
 ) -> AvroSample:
     """Sampled events decoded with the registry's schemas (magic byte 0, schema id, Avro body); which subject
     version each schema id is; and the schema the pipeline's fields come from."""
+    count_connection_request(connection.owner)
     registry = schema_registry_connection.client_settings()
     events = kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
     subjects = [registry_client.topic_schemas(registry, topic) for topic in topics]
@@ -208,24 +225,31 @@ def avro_event_sample(
 
 def schema_infer(*, values: Sequence[Any], avro_schema: str | None = None) -> list[schema.InferredField]:
     """Fields (dotted paths, types, nullability, examples) inferred from sampled event values; with an Avro
-    schema, the fields are the schema's and the values give examples only."""
-    if avro_schema is not None:
-        return schema.infer_from_avro_schema(avro_schema, values)
-    return schema.infer_schema(values)
+    schema, the fields are the schema's and the values give examples only. ApplicationError (400) for a schema
+    that does not read or is over a cap (`limits.SCHEMA_FIELDS`, `SCHEMA_DEPTH`), in words naming it."""
+    try:
+        if avro_schema is not None:
+            return schema.infer_from_avro_schema(avro_schema, values)
+        return schema.infer_schema(values)
+    except (AvroSchemaError, ProtobufSchemaError, LimitError) as exc:
+        raise ApplicationError(f"ClearFlow cannot propose fields from this sample: {str(exc).rstrip('.')}.") from None
 
 
 # -- what a ClickHouse server holds ---------------------------------------------------------------------
 
 
 def clickhouse_database_list(*, connection: ClickHouseConnection) -> list[str]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_databases(connection.client_settings())
 
 
 def clickhouse_table_list(*, connection: ClickHouseConnection, database: str) -> list[clickhouse_client.TableInfo]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_tables(connection.client_settings(), database=database)
 
 
 def clickhouse_column_list(
     *, connection: ClickHouseConnection, database: str, table: str
 ) -> list[clickhouse_client.ColumnInfo]:
+    count_connection_request(connection.owner)
     return clickhouse_client.list_columns(connection.client_settings(), database=database, table=table)

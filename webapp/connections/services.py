@@ -13,20 +13,18 @@ name the model and call one private implementation (`_build`, `_create`, `_updat
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from webapp.activity.services import activity_record, changed, secret_changes, snapshot
 from webapp.connections import clickhouse_client, kafka_client, registry_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
-from webapp.core.exceptions import ConflictError, TooManyRequestsError
+from webapp.connections.throttle import count_connection_request
+from webapp.core.exceptions import ConflictError
 from webapp.core.services import model_update
 from webapp.workspaces.models import Workspace
 from webapp.workspaces.services import workspace_for_new_objects
@@ -129,24 +127,6 @@ def _delete(connection: AnyConnection, *, actor: Any) -> None:
     connection.delete()
 
 
-def _count_connection_test(owner: AbstractBaseUser) -> None:
-    """At most settings.CONNECTION_TESTS_PER_MINUTE tests per user and minute (a test opens sockets to any host
-    the user names). A fixed one-minute window in the cache, shared by the UI and the API."""
-    now = int(time.time())
-    key = f"clearflow:connection-tests:{owner.pk}:{now // 60}"
-    cache.add(key, 0, timeout=70)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=70)
-        count = 1
-    if count > settings.CONNECTION_TESTS_PER_MINUTE:
-        wait = 60 - now % 60
-        raise TooManyRequestsError(
-            f"Too many connection tests; try again in {wait} seconds.", extra={"retry_after": wait}
-        )
-
-
 # -- Kafka ----------------------------------------------------------------------------------------------
 
 
@@ -181,7 +161,7 @@ def kafka_connection_test(
     *, connection: KafkaConnection, timeout: float = kafka_client.DEFAULT_TIMEOUT
 ) -> kafka_client.KafkaClusterInfo:
     """Brokers and topic count of the cluster (saved or unsaved connection). Raises KafkaClientError."""
-    _count_connection_test(connection.owner)
+    count_connection_request(connection.owner)
     return kafka_client.check_connection(connection.client_settings(), timeout=timeout)
 
 
@@ -219,7 +199,7 @@ def clickhouse_connection_test(
     *, connection: ClickHouseConnection, timeout: float = clickhouse_client.DEFAULT_TIMEOUT
 ) -> clickhouse_client.ClickHouseServerInfo:
     """Server version and database count (saved or unsaved connection). Raises ClickHouseClientError."""
-    _count_connection_test(connection.owner)
+    count_connection_request(connection.owner)
     return clickhouse_client.check_connection(connection.client_settings(), timeout=timeout)
 
 
@@ -258,5 +238,5 @@ def schema_registry_connection_test(
     *, connection: SchemaRegistryConnection, timeout: float = registry_client.DEFAULT_TIMEOUT
 ) -> registry_client.SchemaRegistryInfo:
     """The registry's subjects (saved or unsaved connection). Raises SchemaRegistryClientError."""
-    _count_connection_test(connection.owner)
+    count_connection_request(connection.owner)
     return registry_client.check_connection(connection.client_settings(), timeout=timeout)

@@ -85,7 +85,23 @@ def _pipeline_series(pipelines: list[Pipeline], snapshots: dict[int, MetricsSnap
     totals = {name: CounterMetricFamily(name, text, labels=PIPELINE_LABELS) for name, _, text in TOTALS}
     lag = GaugeMetricFamily(
         "clearflow_pipeline_lag_records",
-        "Records behind the end of the topics, at the latest batch.",
+        "Records behind the end of the topics now (read from the brokers by the worker; before its first reading, "
+        "at the latest batch).",
+        labels=PIPELINE_LABELS,
+    )
+    behind = GaugeMetricFamily(
+        "clearflow_pipeline_behind",
+        "1 while the pipeline falls behind its topics (its lag does not shrink), 0 while it keeps up or catches up.",
+        labels=PIPELINE_LABELS,
+    )
+    growth = GaugeMetricFamily(
+        "clearflow_pipeline_lag_growth_records_per_second",
+        "The lag's change per second over the last readings (negative: catching up).",
+        labels=PIPELINE_LABELS,
+    )
+    arriving = GaugeMetricFamily(
+        "clearflow_pipeline_arriving_events_per_second",
+        "Events written to the pipeline's topics per second, from their end offsets.",
         labels=PIPELINE_LABELS,
     )
     duration = GaugeMetricFamily(
@@ -103,13 +119,20 @@ def _pipeline_series(pipelines: list[Pipeline], snapshots: dict[int, MetricsSnap
             for name, field, _ in TOTALS:
                 totals[name].add_metric(labels, snapshot.totals[field])
         latest: dict[str, Any] | None = snapshot.latest
-        if latest is not None:
+        pace = snapshot.pace if snapshot.pace is not None and not snapshot.pace.get("stale") else None
+        if pace is not None:
+            lag.add_metric(labels, int(pace.get("lag") or 0))
+            behind.add_metric(labels, int(pace.get("state") == "behind"))
+            growth.add_metric(labels, float(pace.get("growing_per_second") or 0.0))
+            arriving.add_metric(labels, float(pace.get("arriving_per_second") or 0.0))
+        elif latest is not None:
             lag.add_metric(labels, int(latest.get("total_lag") or 0))
+        if latest is not None:
             duration.add_metric(labels, int(latest.get("batch_duration_ms") or 0) / 1000)
             if latest.get("t_ms") is not None:
                 last_at.add_metric(labels, latest["t_ms"] / 1000)
     yield from totals.values()
-    yield from (lag, duration, last_at)
+    yield from (lag, behind, growth, arriving, duration, last_at)
 
 
 def _audit_series(pipelines: list[Pipeline]) -> Iterator[Metric]:

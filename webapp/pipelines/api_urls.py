@@ -23,6 +23,7 @@ urlpatterns = [
     path("<int:pk>/log/", apis.PipelineLogApi.as_view(), name="pipeline-log"),
     path("<int:pk>/checkpoint/reset/", apis.PipelineCheckpointResetApi.as_view(), name="pipeline-checkpoint-reset"),
     path("<int:pk>/metrics/", observe_apis.PipelineMetricsApi.as_view(), name="pipeline-metrics"),
+    path("<int:pk>/lag/", observe_apis.PipelineLagApi.as_view(), name="pipeline-lag"),
     path("<int:pk>/dead-letters/", observe_apis.DeadLetterListApi.as_view(), name="pipeline-dead-letters"),
     path(
         "<int:pk>/dead-letters/download/",

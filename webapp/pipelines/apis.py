@@ -25,6 +25,7 @@ from webapp.pipelines.exactly_once_apis import (
     validation_data,
 )
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
+from webapp.pipelines.observe_apis import PaceOutput, pace_or_none
 from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
@@ -121,6 +122,8 @@ class PipelineRunOutput(serializers.ModelSerializer):
             "reason",
             "cause",
             "log_tail",
+            "sizing",
+            "resize",
         ]
 
 
@@ -308,9 +311,14 @@ class PipelineListCreateApi(APIView):
 
 class PipelineDetailOutput(PipelineOutput):
     delivery = DeliveryGuaranteeOutput(help_text="What the target table guarantees now (asked from ClickHouse).")
+    pace = PaceOutput(
+        allow_null=True,
+        help_text="Its lag behind the topics as last read from the brokers, and whether it keeps up (null: not "
+        "read, e.g. not deployed or the metrics store is down). The lag over time: `.../lag/`.",
+    )
 
     class Meta(PipelineOutput.Meta):
-        fields = [*PipelineOutput.Meta.fields, "delivery"]
+        fields = [*PipelineOutput.Meta.fields, "delivery", "pace"]
 
 
 class PipelineDetailApi(APIView):
@@ -323,6 +331,7 @@ class PipelineDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
+        pipeline.pace = pace_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(

@@ -243,10 +243,6 @@ def dead_letters_replay_forecast(*, pipeline: Pipeline, limit: int = REPLAY_LIMI
     )
 
 
-def dead_letter_count(*, pipeline: Pipeline) -> int:
-    return dead_letter_page(pipeline=pipeline, page_size=1).count
-
-
 def dead_letter_json_lines(*, pipeline: Pipeline) -> Iterator[str]:
     """Every dead letter of the pipeline as JSON lines, newest first, streamed from ClickHouse.
 

@@ -37,6 +37,9 @@ class Action(StrEnum):
     JOB_STOPPED = "job_stopped"  # the job ended after a stop
     JOB_FAILED = "job_failed"  # the job died, was lost, stalled or could not start
     RESTART = "restart"  # an automatic restart after a failure is due
+    # The worker sizes a running job again for the rate it sees (`worker.lag`): it stops and starts from its
+    # checkpoint with the new sizing, as a redeploy of the same version.
+    RESIZE = "resize"
     # The job was stopped with the platform around it (the local stack stopping), neither by a person nor by a
     # failure: the pipeline stays deployed, and its job starts again from its checkpoint at the next start.
     JOB_INTERRUPTED = "job_interrupted"
@@ -63,6 +66,7 @@ TRANSITIONS: dict[tuple[PipelineStatus, Action], PipelineStatus] = {
     (S.DEPLOY_REQUESTED, A.JOB_FAILED): S.FAILED,
     (S.RUNNING, A.JOB_FAILED): S.FAILED,
     (S.FAILED, A.RESTART): S.DEPLOY_REQUESTED,
+    (S.RUNNING, A.RESIZE): S.DEPLOY_REQUESTED,
     (S.RUNNING, A.JOB_INTERRUPTED): S.DEPLOY_REQUESTED,
     (S.DEPLOY_REQUESTED, A.JOB_INTERRUPTED): S.DEPLOY_REQUESTED,
 }

@@ -3,7 +3,9 @@
 The job adds each micro-batch's record to a sorted set scored by the batch's start (unix ms) and keeps
 running totals in a hash, in the same transaction as the latest record; it trims the set to
 `HISTORY_MAX_RECORDS` and `HISTORY_MAX_AGE_S`. No collector sits in between: nothing is lost between
-collector ticks, and nothing runs when no pipeline does. This module only reads (selectors).
+collector ticks, and nothing runs when no pipeline does. Beside them, the worker keeps each deployed pipeline's
+lag as read from the brokers and its pace (`worker.lag`: `lag_key`, `pace_key`), read here too (`pace_of`,
+`lag_history`). This module only reads (selectors).
 
 One short-lived client per call, one-second timeouts (as `metrics.recent_records`): a page must not hang on a
 slow Redis; a Redis that does not answer is a MetricsUnavailableError (API 502).
@@ -25,9 +27,12 @@ from spark_jobs.metrics import timestamp_ms
 from spark_jobs.protocol import (
     HISTORY_MAX_AGE_S,
     HISTORY_MAX_RECORDS,
+    LAG_KEEP_SECONDS,
     TOTAL_FIELDS,
     history_key,
+    lag_key,
     latest_key,
+    pace_key,
     totals_key,
 )
 from webapp.pipelines.metrics import MetricsUnavailableError
@@ -149,6 +154,7 @@ def current_throughput(pipelines: Iterable[Pipeline], *, now: float | None = Non
 class MetricsSnapshot:
     latest: dict[str, Any] | None  # the latest batch's record (fields of BatchMetrics), None before the first
     totals: dict[str, Any] | None  # as MetricsHistory.totals; None when the job has published nothing
+    pace: dict[str, Any] | None = None  # `pace_of`: the lag read from the brokers and its pace; None: not read
 
 
 def metrics_snapshots(pipelines: Iterable[Pipeline]) -> dict[int, MetricsSnapshot]:
@@ -161,12 +167,67 @@ def metrics_snapshots(pipelines: Iterable[Pipeline]) -> dict[int, MetricsSnapsho
         for pipeline in pipelines:
             pipe.get(latest_key(pipeline.job_name))
             pipe.hgetall(totals_key(pipeline.job_name))
+            pipe.get(pace_key(pipeline.job_name))
         answers = pipe.execute()
     out: dict[int, MetricsSnapshot] = {}
+    now_ms = time.time() * 1000
     for index, pipeline in enumerate(pipelines):
-        latest_raw, totals_raw = answers[2 * index], answers[2 * index + 1]
+        latest_raw, totals_raw, pace_raw = answers[3 * index : 3 * index + 3]
         out[pipeline.pk] = MetricsSnapshot(
             latest=_decoded(latest_raw) if latest_raw else None,
             totals=_totals(totals_raw) if totals_raw else None,
+            pace=_pace(pace_raw, now_ms=now_ms),
         )
     return out
+
+
+# A pace older than this was not read lately (the worker or the broker is away): shown as such, never as current.
+PACE_STALE_AFTER_S = 90
+
+
+def _pace(raw: bytes | str | None, *, now_ms: float) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        pace = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(pace, dict):
+        return None
+    measured = pace.get("measured_at_ms")
+    pace["stale"] = measured is None or now_ms - float(measured) > PACE_STALE_AFTER_S * 1000
+    if pace["stale"]:
+        pace["summary"] = "The lag has not been read for a while: the worker or the brokers do not answer."
+    return pace
+
+
+def pace_of(pipeline: Pipeline) -> dict[str, Any] | None:
+    """The pipeline's lag as last read from the brokers and its pace (`spark_jobs.pace.Pace.to_dict()` with
+    `cause`, `cause_words` and `stale`); None before the first reading. MetricsUnavailableError."""
+    with metrics_store() as client:
+        raw = client.get(pace_key(pipeline.job_name))
+    return _pace(raw, now_ms=time.time() * 1000)
+
+
+def lag_history(*, pipeline: Pipeline, since_ms: int | None = None, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
+    """The lag readings (`protocol.LagReading` fields), oldest first: with `since_ms` the first `limit` read after
+    it, without the newest `limit`. MetricsUnavailableError."""
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    key = lag_key(pipeline.job_name)
+    with metrics_store() as client:
+        if since_ms is None:
+            raw = list(reversed(client.zrevrange(key, 0, limit - 1)))
+        else:
+            raw = client.zrangebyscore(key, f"({int(since_ms)}", "+inf", start=0, num=limit)
+    readings = []
+    for member in raw:
+        try:
+            reading = json.loads(member)
+        except ValueError:
+            continue
+        if isinstance(reading, dict):
+            readings.append(reading)
+    return readings
+
+
+LAG_RETENTION_SECONDS = LAG_KEEP_SECONDS

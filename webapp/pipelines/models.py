@@ -165,6 +165,8 @@ class RunOutcome(models.TextChoices):
     STOPPED = "stopped", "Stopped"
     FAILED = "failed", "Failed"
     REPLACED = "replaced", "Replaced by a new version"
+    # Re-sized while it ran (`spark_jobs.pace`): stopped to start again, from its checkpoint, sized for the rate seen.
+    RESIZED = "resized", "Re-sized"
     # The local stack stopped (`make up` ended): the pipeline stays deployed and starts again with the stack.
     STACK_STOPPED = "stack_stop", "Stopped with the stack"
 
@@ -202,6 +204,12 @@ class PipelineRun(models.Model):
     # A failed run's cause: a stable code of `spark_jobs.failures` (out_of_memory, clickhouse_unreachable, ...).
     cause = models.CharField(max_length=40, blank=True, default="")
     log_tail = models.TextField(blank=True, default="", help_text="a failed run's last log lines")
+    # What the job was sized with (`state_size.JobResources.sizing_record`): the rate, light or not, heap, state
+    # memory and trigger; the worker's re-sizing (`worker.lag`) compares the pace it sees with it.
+    sizing = models.JSONField(default=dict, blank=True)
+    # Set once when the worker re-sizes the running job: {"events_per_second": ..., "reason": "..."}; the job then
+    # stops and the next run starts sized for that rate.
+    resize = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]

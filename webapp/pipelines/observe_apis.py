@@ -20,6 +20,7 @@ from spark_jobs.metrics import timestamp_ms
 from webapp.api.errors import ERROR_RESPONSES, error_responses
 from webapp.api.inputs import validated_input
 from webapp.pipelines import dead_letters, metrics_history, selectors
+from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.models import Pipeline
 from webapp.workspaces import policy
 
@@ -111,6 +112,84 @@ class PipelineMetricsApi(APIView):
             pipeline=pipeline, since_ms=query.get("since"), limit=query["limit"]
         )
         return Response(MetricsHistoryOutput(history).data)
+
+
+class PaceOutput(serializers.Serializer):
+    state = serializers.ChoiceField(
+        choices=["unknown", "keeping_up", "catching_up", "behind"],
+        help_text="keeping_up: the lag is at most a batch's worth; catching_up: larger and shrinking; behind: larger "
+        "and not shrinking (events arrive faster than the pipeline reads them, or it is stuck).",
+    )
+    summary = serializers.CharField(help_text="The pace in words, e.g. 'Behind: lag 3.7M events, growing 18k/s ...'.")
+    lag = serializers.IntegerField(help_text="Records behind the topics' end offsets now, all partitions.")
+    arriving_per_second = serializers.FloatField(help_text="Events written to the topics per second.")
+    reading_per_second = serializers.FloatField(help_text="Events the pipeline committed per second.")
+    growing_per_second = serializers.FloatField(help_text="The lag's change per second (negative: shrinking).")
+    catch_up_seconds = serializers.FloatField(allow_null=True, help_text="Time left to catch up at this pace.")
+    measured_at_ms = serializers.IntegerField(allow_null=True)
+    seconds_judged = serializers.FloatField()
+    cause = serializers.CharField(
+        allow_blank=True,
+        help_text="When behind: light | stalled | clickhouse | state_memory | cores | unknown (blank otherwise).",
+    )
+    cause_words = serializers.CharField(allow_blank=True, help_text="Why it is behind and what to do, in words.")
+    stale = serializers.BooleanField(help_text="True when the lag has not been read for a while.")
+
+
+class LagReadingOutput(serializers.Serializer):
+    t_ms = serializers.IntegerField(help_text="When it was read, unix ms.")
+    total = serializers.IntegerField(help_text="Records behind, all partitions.")
+    lag = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="{topic: {partition: records behind the topic's end offset}}",
+    )
+    end_total = serializers.IntegerField(help_text="The topics' end offsets, summed.")
+    committed_total = serializers.IntegerField(help_text="The pipeline's committed offsets, summed.")
+    position = serializers.CharField(help_text="checkpoint | batch | start: where the committed offsets were read.")
+
+
+class LagOutput(serializers.Serializer):
+    pace = PaceOutput(allow_null=True)
+    readings = LagReadingOutput(many=True)
+    retention_seconds = serializers.IntegerField()
+
+
+class PipelineLagApi(APIView):
+    @extend_schema(
+        tags=METRICS_TAG,
+        operation_id="pipelines_lag",
+        description=(
+            "The pipeline's lag behind its topics, read from the brokers every few seconds by the worker (the "
+            "topics' end offsets minus what the pipeline has committed, per partition), oldest first, and its pace "
+            "judged on them: keeping up, catching up or behind, with the cause when known."
+        ),
+        parameters=[MetricsQuery],
+        responses={200: LagOutput, **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        query = validated_input(MetricsQuery, request.query_params)
+        readings = metrics_history.lag_history(pipeline=pipeline, since_ms=query.get("since"), limit=query["limit"])
+        data = {
+            "pace": pace_output(metrics_history.pace_of(pipeline)),
+            "readings": readings,
+            "retention_seconds": metrics_history.LAG_RETENTION_SECONDS,
+        }
+        return Response(LagOutput(data).data)
+
+
+def pace_output(pace: dict[str, Any] | None) -> dict[str, Any] | None:
+    if pace is None:
+        return None
+    return {"cause": "", "cause_words": "", **pace}
+
+
+def pace_or_none(pipeline: Any) -> dict[str, Any] | None:
+    """The pipeline's pace for an answer, or None when it cannot be read (Redis down: the rest still answers)."""
+    try:
+        return pace_output(metrics_history.pace_of(pipeline))
+    except MetricsUnavailableError:
+        return None
 
 
 class DeadLetterQuery(serializers.Serializer):

@@ -36,6 +36,7 @@ def pipeline_metrics(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         context["latest"] = history.records[-1] if history.records else None
         context["totals"] = history.totals
+        context["pace"] = metrics_history.pace_of(pipeline)
     return render(request, "pipelines/partials/pipeline_metrics.html", context)
 
 

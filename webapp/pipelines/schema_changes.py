@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
-from spark_jobs.clickhouse_types import parse_clickhouse_type
+from spark_jobs.clickhouse_types import parse_clickhouse_type, quote_ident
 from spark_jobs.field_changes import FieldChange, field_changes
 from spark_jobs.field_types import default_clickhouse_type
 from webapp.core.exceptions import ConflictError
@@ -104,10 +104,15 @@ def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, pat
     database, table = sink.clickhouse.database, sink.table
     target = f"{database}.{table}"
     if not clickhouse_client.made_by_clearflow(settings, database=database, table=table):
+        # The column's name comes from an event's key: quoted like every identifier, the statement stays one
+        # ADD COLUMN whatever a producer put in the key (the type is parsed, see `_proposed`).
+        statement = (
+            f"ALTER TABLE {quote_ident(database)}.{quote_ident(table)} "
+            f"ADD COLUMN {quote_ident(found.column)} {found.column_type}"
+        )
         raise ConflictError(
             f"The table {target} was not created by ClearFlow, so ClearFlow does not change it. Add the column "
-            f"yourself (ALTER TABLE {target} ADD COLUMN {found.column} {found.column_type}), then map the field "
-            "to it in the pipeline's mapping step.",
+            f"yourself ({statement}), then map the field to it in the pipeline's mapping step.",
             extra={"column": found.column, "type": found.column_type},
         )
     existing = {c.name for c in clickhouse_client.list_columns(settings, database=database, table=table)}

@@ -36,7 +36,7 @@ from webapp.activity.services import activity_record, changed, snapshot
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
-from webapp.pipelines import hooks, stored_specs
+from webapp.pipelines import hooks, quotas, stored_specs
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
 from webapp.pipelines.spec_field import stored_json
@@ -166,6 +166,7 @@ def pipeline_create(
         "schema_registry_connection": schema_registry_connection,
     }
     _check_connections(workspace_id=workspace.pk, **connections)
+    quotas.check_pipeline_quota(owner=owner)
     _check_name(workspace_id=workspace.pk, name=name, exclude_pk=None)
     validated = pipeline_validate(spec=spec, name=name, **connections)
     pipeline = Pipeline(owner=owner, workspace=workspace, name=name, **connections)
@@ -311,6 +312,7 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
     pipeline = _locked(pipeline)
     if pipeline.current_version is None:
         raise ConflictError("The pipeline has no spec to deploy.")
+    quotas.check_running_quota(pipeline=pipeline)
     if checkpoint is not None and checkpoint not in CHECKPOINT_CHOICES:
         raise ValidationError({"checkpoint": "Choose 'keep' or 'fresh'."})
     pipeline_validate(
@@ -381,6 +383,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     version = pipeline.deployed_version
     if version is None:
         raise ConflictError("The pipeline was never deployed: deploy it instead.")
+    quotas.check_running_quota(pipeline=pipeline)
     if not pipeline.transition(
         Action.RESUME,
         message=f"Resume of version {version.number} requested by {user.get_username()}.",
@@ -573,3 +576,20 @@ def _same_cause_in_a_row(pipeline: Pipeline, cause: failures.Cause, *, since: da
 def pipeline_restart(*, pipeline: Pipeline) -> bool:
     """A planned automatic restart is due: failed -> deploying (from the checkpoint). Whether it was made."""
     return pipeline.transition(Action.RESTART, message="Restarting from the checkpoint.", restart_at=None)
+
+
+def pipeline_resize(*, pipeline: Pipeline, run: PipelineRun, events_per_second: float, reason: str) -> bool:
+    """The worker sizes the running job again (`worker.lag`): the run is marked with the rate to size for, once
+    (compare-and-set), and the pipeline goes running -> deploying, so the reconciler stops the job and starts it
+    again from its checkpoint, sized for that rate (`worker.reconciler._start`). Whether it was made."""
+    resize = {"events_per_second": round(float(events_per_second), 1), "reason": reason}
+    with transaction.atomic():
+        marked = PipelineRun.objects.filter(pk=run.pk, ended_at__isnull=True, resize={}).update(resize=resize)
+        if not marked:
+            return False
+        if not pipeline.transition(Action.RESIZE, message=f"Re-sizing: {reason}."):
+            transaction.set_rollback(True)
+            return False
+        run.resize = resize
+        transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
+    return True

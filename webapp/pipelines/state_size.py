@@ -134,6 +134,8 @@ def estimated_state_data(estimate: StateEstimate | None) -> tuple[dict[str, Any]
     return data, [{"path": WARNING_PATH, "message": message, "fix_sql": None} for message in result.warnings]
 
 
+# Below this rate at the start a topic is quiet (sizing.state_partitions is not asked: see job_resources).
+QUIET_EVENTS_PER_SECOND = 1.0
 # RocksDB's memory bound for a job whose rate is not known (a topic not reachable at start).
 UNKNOWN_RATE_ROCKSDB_MB = UNSIZED_ROCKSDB_MB
 
@@ -187,18 +189,52 @@ class JobResources(NamedTuple):
     trigger_interval: str
     # A light pipeline (sizing.is_light; not a join): its job yields the CPU once it runs (spark_jobs.cpu_priority)
     light: bool = False
+    events_per_second: float | None = None  # the rate it was sized for (None: not known)
+    rocksdb_memory_mb: int | None = None  # the state's memory bound (None: no state)
+    # Whether a light sizing is possible at all (a dedup without a join): a busy job of such a pipeline may be sized
+    # light again once it is quiet.
+    light_eligible: bool = False
+
+    def sizing_record(self) -> dict[str, Any]:
+        """What the run records of its sizing (`PipelineRun.sizing`), which the worker's re-sizing reads."""
+        return {
+            "events_per_second": self.events_per_second,
+            "light": self.light,
+            "light_eligible": self.light_eligible,
+            "driver_memory": self.driver_memory,
+            "rocksdb_memory_mb": self.rocksdb_memory_mb,
+            "trigger_interval": self.trigger_interval,
+        }
+
+    def words(self) -> str:
+        """'a 1g heap, 512 MB of state memory, trigger 500 milliseconds' (light: and the idle CPU class)."""
+        parts = [f"a {self.driver_memory} heap"]
+        if self.rocksdb_memory_mb:
+            parts.append(f"{self.rocksdb_memory_mb} MB of state memory")
+        parts.append(f"trigger {self.trigger_interval}")
+        if self.light:
+            parts.append("the idle CPU class once it runs")
+        return ", ".join(parts)
 
 
 def job_resources(
-    *, spec: PipelineSpec, kafka_connection: KafkaConnection | None, checkpoint: str | None = None
+    *,
+    spec: PipelineSpec,
+    kafka_connection: KafkaConnection | None,
+    checkpoint: str | None = None,
+    events_per_second: float | None = None,
 ) -> JobResources:
     """The job's driver memory, the Spark settings that bound its RocksDB memory and its micro-batch trigger.
     CLEARFLOW_DRIVER_MEMORY `auto` takes the sized heap, a size overrides it; RocksDB's bound is sized either way
     (a pipeline without dedup has no state: no bound). Neither is below what the state already in `checkpoint`
     calls for (a restart with a full window while the topic is quiet: not a light pipeline).
     CLEARFLOW_TRIGGER_INTERVAL `auto` takes the trigger for the expected rate (`sizing.trigger_interval`), an
-    interval overrides it."""
+    interval overrides it. `events_per_second`: the rate the worker saw the running job take (a re-size): sized for
+    it or the topic's recent rate, whichever is larger."""
     estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
+    seen_more = estimate is None or (events_per_second or 0) > estimate.events_per_second
+    if events_per_second is not None and spec.dedup is not None and seen_more:
+        estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, events_per_second=events_per_second)
     # The checkpoint keeps older versions beside the live state: its files count DISK_HEADROOM times over.
     stored = stored_state_bytes(checkpoint) if checkpoint and spec.dedup is not None else None
     live_stored = int(stored / DISK_HEADROOM) if stored else 0
@@ -207,9 +243,10 @@ def job_resources(
         driver_memory = spark_memory(driver_heap_mb(events_per_second=estimate.events_per_second, keys=keys))
     else:
         driver_memory = default_driver_memory()
-    trigger = planned_trigger(estimate.events_per_second if estimate is not None else None)
+    rate = estimate.events_per_second if estimate is not None else events_per_second
+    trigger = planned_trigger(rate)
     if spec.dedup is None and spec.join is None:
-        return JobResources(driver_memory, (), trigger)
+        return JobResources(driver_memory, (), trigger, events_per_second=rate)
     rocksdb_mb = estimate.rocksdb_memory_mb if estimate is not None else UNKNOWN_RATE_ROCKSDB_MB
     partitions = None
     light = False
@@ -217,12 +254,24 @@ def job_resources(
         join_mb = _join_bound_mb(spec, kafka_connection, left=estimate)
         rocksdb_mb = max(rocksdb_mb, join_mb or 0)
     elif estimate is not None and keys is not None:
-        partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
         light = is_light(events_per_second=estimate.events_per_second, keys=keys)
+        # A checkpoint keeps the partitions it starts with: one, for a light pipeline measured as such; a topic
+        # that is quiet at the start tells nothing of the rate to come, so its state gets one per core and can
+        # follow a busy rate when one comes (the job is re-sized, its partitions stay).
+        if estimate.events_per_second >= QUIET_EVENTS_PER_SECOND:
+            partitions = state_partitions(events_per_second=estimate.events_per_second, keys=keys)
     if live_stored:
         # An older checkpoint keeps the partitions it started with: sized as if one held it all (the larger bound).
         rocksdb_mb = max(rocksdb_mb, rocksdb_memory_mb(keys=live_stored // BYTES_PER_KEY_ON_DISK, partitions=1))
     conf = [f"{ROCKSDB_MEMORY_CONF}={rocksdb_mb}"]
     if partitions is not None:  # a new checkpoint takes the partitions; an older one keeps its own
         conf.append(f"{STATE_PARTITIONS_CONF}={partitions}")
-    return JobResources(driver_memory, tuple(conf), trigger, light=light)
+    return JobResources(
+        driver_memory,
+        tuple(conf),
+        trigger,
+        light=light,
+        events_per_second=rate,
+        rocksdb_memory_mb=rocksdb_mb,
+        light_eligible=spec.join is None,
+    )

@@ -234,8 +234,10 @@ def check_live(
     """
     from spark_jobs.schema_registry import registry_field_issues
     from webapp.connections import clickhouse_client, kafka_client, registry_client
+    from webapp.connections.throttle import count_connection_request
     from webapp.pipelines.mapping import writable
 
+    count_connection_request(kafka_connection.owner)  # one of the requests that connect to a server (throttle)
     issues: list[SpecIssue] = []
     kafka = kafka_connection.client_settings()
     topics = set(kafka_client.list_topic_names(kafka))

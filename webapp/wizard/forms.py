@@ -15,8 +15,8 @@ SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]
 
 WINDOW_PRESETS = [*DEDUP_WINDOWS, ("custom", "Custom…")]
 ENGINE_CHOICES = [("MergeTree", "MergeTree"), ("ReplacingMergeTree", "ReplacingMergeTree")]
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*\Z")
 
 
 class _ConnectionChoiceForm(forms.Form):

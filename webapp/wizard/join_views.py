@@ -56,7 +56,11 @@ def join_sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     stored, _truncated = sample_step.events_to_store(fetched.events)
     decoded = [e["value"] for e in stored if not e["decode_error"]]
     keep = read.rows if topic == draft.section(JOIN_SECTION).get("topic") else [r for r in read.rows if r["manual"]]
-    rows = sample_step.inferred_rows(decoded, keep, avro_schema=fetched.avro_schema) if stored else keep
+    try:
+        rows = sample_step.inferred_rows(decoded, keep, avro_schema=fetched.avro_schema) if stored else keep
+    except ApplicationError as exc:  # a schema over a cap (limits.SCHEMA_FIELDS...): said, and nothing stored
+        context["error"] = exc.message
+        return _area(request, context)
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     draft_update_section(
         draft=draft,

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from spark_jobs.sizing import human_bytes
 from spark_jobs.spec import parse_window
 from webapp.connections import key_advice as advice
+from webapp.connections.throttle import count_connection_request
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import draft_keep_advice
@@ -104,6 +105,7 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
     event_time_field = request.POST.get("event_time_field") or None
     event_basis = request.POST.get("time_basis") == "event_time" and event_time_field is not None
     try:
+        count_connection_request(connection.owner)
         analysis = advice.analyze_duplicates(
             connection.client_settings(),
             topics=topics,

@@ -278,10 +278,14 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
         context["error"] = exc.message
         return _partial(request, "sample_area.html", context)
     events, avro_schema, versions = fetched.events, fetched.avro_schema, fetched.versions
-    sample_step.save_format(draft, form)
     stored, truncated = sample_step.events_to_store(events)
     decoded = [e["value"] for e in stored if not e["decode_error"]]
-    rows = sample_step.inferred_rows(decoded, keep, avro_schema=avro_schema) if stored or avro_schema else keep
+    try:
+        rows = sample_step.inferred_rows(decoded, keep, avro_schema=avro_schema) if stored or avro_schema else keep
+    except ApplicationError as exc:  # a schema over a cap (limits.SCHEMA_FIELDS...): said, and nothing stored
+        context["error"] = exc.message
+        return _partial(request, "sample_area.html", context)
+    sample_step.save_format(draft, form)
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     draft_update_section(
         draft=draft,

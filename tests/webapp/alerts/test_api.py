@@ -78,6 +78,7 @@ def test_rules_of_a_pipeline_are_listed_and_edited(api, owner):
         "dead_letter_rate",
         "consumer_lag",
         "no_events",
+        "behind",
     ]
     lag = next(r for r in rules if r["kind"] == "consumer_lag")
     assert lag["title"] == "Consumer lag over a threshold"

@@ -98,11 +98,12 @@ def test_diff_of_someone_elses_pipeline_is_a_404(other_api, pipeline, spec):
 def test_connection_diff_says_new_unchanged_or_which_fields_and_never_a_secret(api, ch_conn, clickhouse_server):
     fields = {"name": "local clickhouse", "host": clickhouse_server.host, "port": clickhouse_server.port}
     new = api.post(f"{CLICKHOUSE}diff/", {**fields, "name": "brand new"}, format="json").json()
-    assert new == {"exists": False, "id": None, "changes": []}
+    assert new == {"exists": False, "id": None, "changes": [], "secrets_compared": True}
     assert api.post(f"{CLICKHOUSE}diff/", fields, format="json").json() == {
         "exists": True,
         "id": ch_conn.pk,
         "changes": [],
+        "secrets_compared": True,
     }
 
     answer = api.post(f"{CLICKHOUSE}diff/", {**fields, "port": 9999, "password": "s3cret-value"}, format="json")
@@ -116,6 +117,24 @@ def test_connection_diff_says_new_unchanged_or_which_fields_and_never_a_secret(a
 
     bad = api.post(f"{CLICKHOUSE}diff/", {**fields, "database": "no-dashes"}, format="json")
     assert bad.status_code == 400 and bad.json()["errors"][0]["path"] == "database"
+
+
+def test_a_read_only_token_cannot_guess_a_stored_password_through_diff(api, read_only_api, owner, clickhouse_server):
+    from webapp.connections.services import clickhouse_connection_create
+
+    fields = {"name": "guarded", "host": clickhouse_server.host, "port": clickhouse_server.port}
+    clickhouse_connection_create(owner=owner, data={**fields, "password": "right-password"})
+    answers = [
+        read_only_api.post(f"{CLICKHOUSE}diff/", {**fields, "password": guess}, format="json")
+        for guess in ("right-password", "wrong-password")
+    ]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert answers[0].json() == answers[1].json()
+    assert answers[0].json()["changes"] == [] and answers[0].json()["secrets_compared"] is False
+    # A full token still compares (that is what `clearflow diff` shows as "secret changes").
+    full = api.post(f"{CLICKHOUSE}diff/", {**fields, "password": "wrong-password"}, format="json").json()
+    assert full["changes"] == [{"path": "password", "current": None, "proposed": None, "secret": True}]
+    assert full["secrets_compared"] is True
 
 
 def test_a_kafka_secret_left_out_is_kept_and_the_same_secret_is_no_change(api, owner, kafka_bootstrap):

@@ -55,12 +55,31 @@ def test_a_job_spec_is_not_built_for_a_forbidden_host(owner, settings, kafka_con
 
 
 def test_connection_tests_are_rate_limited_per_user(api, other_api, settings):
-    settings.CONNECTION_TESTS_PER_MINUTE = 3
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 3
     unsaved = {"name": "x", "host": "127.0.0.1", "port": 1}
     codes = [api.post(f"{CLICKHOUSE}test/", unsaved, format="json").status_code for _ in range(5)]
     assert codes == [502, 502, 502, 429, 429]
     assert api.post(f"{CLICKHOUSE}test/", unsaved, format="json")["Retry-After"]
     assert other_api.post(f"{CLICKHOUSE}test/", unsaved, format="json").status_code == 502
+
+
+def test_browsing_a_server_shares_the_connection_tests_limit(api, settings, ch_conn, kafka_conn):
+    """A list of databases or topics connects to a host the user chose, like a test: one limit for all of them,
+    else the browse endpoints make a port scanner of the app."""
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 3
+    answers = [
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/"),
+        api.get(f"{KAFKA}{kafka_conn.pk}/topics/"),
+        api.post(f"{CLICKHOUSE}{ch_conn.pk}/test/"),
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/"),
+        api.get(f"{CLICKHOUSE}{ch_conn.pk}/databases/default/tables/"),
+        api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": ["t"]}, format="json"),
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429, 429, 429], [a.content for a in answers]
+    refused = answers[3]
+    assert refused["Retry-After"] and refused.json()["code"] == "throttled"
+    assert "Too many requests that connect to a server" in refused.json()["message"]
+    assert "at most 3 a minute" in refused.json()["message"]
 
 
 class _Banner(http.server.BaseHTTPRequestHandler):
@@ -209,3 +228,62 @@ def test_production_compose_does_not_allow_private_networks():
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     value = compose["x-app-env"]["CLEARFLOW_ALLOW_PRIVATE_NETWORKS"]
     assert value.endswith(":-false}"), value
+
+
+REGISTRY = "/api/v1/connections/schema-registry/"
+
+
+@pytest.mark.parametrize("url", [REGISTRY, f"{REGISTRY}test/"])
+def test_a_registry_connection_holds_one_url(api, url):
+    from webapp.connections.models import SchemaRegistryConnection
+
+    listed = {"name": "r", "url": f"http://127.0.0.1:1/x,http://{METADATA}/latest/meta-data/"}
+    response = api.post(url, listed, format="json")
+    assert response.status_code == 400, response.content
+    text = response.content.decode()
+    assert "may not connect to" in text or "one URL per registry connection" in text, text
+    assert not SchemaRegistryConnection.objects.exists()
+
+
+def test_a_registry_url_with_a_comma_is_refused_in_words(api):
+    from webapp.connections.models import SchemaRegistryConnection
+
+    response = api.post(REGISTRY, {"name": "r", "url": "http://127.0.0.1:1/x,http://127.0.0.1:2/"}, format="json")
+    assert response.status_code == 400, response.content
+    assert "one URL per registry connection" in response.content.decode()
+    assert not SchemaRegistryConnection.objects.exists()
+
+
+@pytest.mark.fast
+def test_the_guard_names_every_host_of_a_url_list():
+    from webapp.connections.network_guard import url_endpoints
+
+    assert url_endpoints(f"http://127.0.0.1:1/x,http://{METADATA}/y") == [("127.0.0.1", 1), (METADATA, 80)]
+
+
+class _NotFoundPage(_Banner):
+    def _answer(self) -> None:
+        body = b"<html><h1>404</h1>SECRET-INTERNAL-PAGE build 4.5.6</html>"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def not_found_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFoundPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_registry_test_names_the_status_not_the_page(api, not_found_server):
+    response = api.post(f"{REGISTRY}test/", {"name": "r", "url": f"http://127.0.0.1:{not_found_server}"}, format="json")
+    assert response.status_code == 502, response.content
+    text = response.content.decode()
+    assert "SECRET-INTERNAL-PAGE" not in text and "4.5.6" not in text and "<html>" not in text
+    assert "answered 404 (Not Found)" in response.json()["message"]

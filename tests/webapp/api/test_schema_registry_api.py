@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from localstack.processes import free_port
+from tests.specs import spec_dict
 from tests.webapp.conftest import raw_column
 from webapp.connections.models import SchemaRegistryConnection
 from webapp.pipelines.models import Pipeline
@@ -170,21 +171,17 @@ def test_infer_schema_from_the_avro_schema(api, kafka_conn, registry_conn, avro_
 
 
 def _avro_pipeline_spec(topic: str, database: str, fields: list[dict]) -> dict:
-    return {
-        "source": {"topics": [topic], "format": "avro", "fields": fields},
-        "dedup": {"keys": ["order_id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": database},
-            "table": f"avro_{uuid.uuid4().hex[:6]}",
-            "create_table": True,
-            "engine": "ReplacingMergeTree",
-            "order_by": ["order_id"],
-            "columns": [
-                {"field": "order_id", "column": "order_id", "type": "UUID"},
-                {"field": "qty", "column": "qty", "type": "Int64"},
-            ],
-        },
-    }
+    return spec_dict(
+        topics=[topic],
+        format="avro",
+        fields=[(field["path"], field["type"]) for field in fields],
+        dedup="order_id",
+        database=database,
+        table=f"avro_{uuid.uuid4().hex[:6]}",
+        create_table=True,
+        engine="ReplacingMergeTree",
+        columns=[("order_id", "order_id", "UUID"), ("qty", "qty", "Int64")],
+    )
 
 
 def test_pipeline_create_with_avro_and_a_registry_connection(

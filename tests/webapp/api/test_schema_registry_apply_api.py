@@ -36,11 +36,13 @@ def test_registry_diff_says_new_unchanged_or_which_fields_and_never_the_password
         "exists": False,
         "id": None,
         "changes": [],
+        "secrets_compared": True,
     }
     assert api.post(f"{REGISTRY}diff/", fields, format="json").json() == {
         "exists": True,
         "id": registry_conn["id"],
         "changes": [],
+        "secrets_compared": True,
     }
 
     changed = {**fields, "url": "https://registry.example.com", "username": "alice", "password": SECRET}
@@ -85,6 +87,7 @@ def test_an_outsiders_diff_compares_with_their_own_connections_only(api, other_a
         "exists": False,
         "id": None,
         "changes": [],
+        "secrets_compared": True,
     }
 
 

@@ -44,7 +44,8 @@ def real_objects(owner, kafka_conn, ch_conn, topics, clickhouse_target, settings
     """Ids of the owner's real objects, by the path prefix they belong under; Redis for metrics and Celery."""
     # Generated connection settings are tested against loopback and unresolvable names: no waiting on
     # throttles here (they have their own tests).
-    settings.CONNECTION_TESTS_PER_MINUTE = 1_000_000
+    settings.CONNECTION_REQUESTS_PER_MINUTE = 1_000_000
+    settings.PIPELINES_PER_USER = settings.RUNNING_PIPELINES_PER_USER = 1_000_000  # the caps have their own tests
     settings.REDIS_URL = redis_url
     pipeline = pipeline_create(
         owner=owner,

@@ -76,7 +76,7 @@ def test_a_table_without_the_ingestion_column_gets_an_error_that_says_how_to_add
     results = services.audit_check(audited_table=audited)
 
     assert [r.duplicate_keys for r in results] == [None, None]
-    assert "ALTER TABLE" in results[0].error and "ADD COLUMN _cf_ingested_at" in results[0].error
+    assert "ALTER TABLE" in results[0].error and "ADD COLUMN `_cf_ingested_at`" in results[0].error
 
 
 def test_the_query_cannot_write(audited_pipeline, pipeline_table, ch_conn):

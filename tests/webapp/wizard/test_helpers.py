@@ -69,7 +69,6 @@ SPEC = {
         "window": "90m",
         "time": "event",
         "event_time_field": "created_at",
-        "state_store": "rocksdb",
     },
     "filter": "created_at IS NOT NULL",
     "transforms": [{"name": "domain", "expression": "split(user.email, '@')[1]", "type": "string"}],
@@ -193,7 +192,11 @@ def test_drafts_in_the_old_format_move_to_a_partial_spec(owner):
         ("clickhouse", "ClickHouse at ch:8123 rejected the user name or password.", "password"),
         ("clickhouse", "Nothing accepts connections at ch:8124 (connection refused).", "port"),
         ("clickhouse", "The host name ch.internal could not be resolved.", "host"),
-        ("clickhouse", "Too many connection tests; try again in 30 seconds.", None),
+        (
+            "clickhouse",
+            "Too many requests that connect to a server (...): at most 20 a minute. Try again in 30 seconds.",
+            None,
+        ),
     ],
 )
 def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, field):

@@ -16,9 +16,9 @@ from webapp.pipelines.models import Pipeline
 from webapp.workspaces.models import Membership, Workspace
 
 BEFORE = [
-    ("connections", "0004_schema_registry_connection"),
-    ("pipelines", "0007_run_start"),
-    ("alerts", "0002_default_rules_for_existing_pipelines"),
+    ("connections", "0005_host_checks_end_at_the_end"),
+    ("pipelines", "0008_run_sizing_and_resize"),
+    ("alerts", "0003_behind_rule_for_existing_pipelines"),
     ("audits", "0001_initial"),
     ("api", "0002_token_read_only"),
     ("workspaces", None),

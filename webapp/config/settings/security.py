@@ -96,8 +96,14 @@ CLEARFLOW_FORBIDDEN_NETWORKS = env_list(
 # ClickHouse (KAFKA_BOOTSTRAP_SERVERS, CLICKHOUSE_HOST:CLICKHOUSE_PORT) stay reachable on the private network.
 CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", True)
 
-# Testing a connection opens sockets to a host the user names: this many a minute per user (UI and API).
-CONNECTION_TESTS_PER_MINUTE = 20
+# A connection test, a list of topics or tables, a sample, key advice or a live check opens sockets to a host the
+# user names: this many such requests a minute per user, all of them together (UI and API; connections.throttle).
+CONNECTION_REQUESTS_PER_MINUTE = 20
+
+# What one user may hold and run (webapp.pipelines.quotas): a pipeline past the first cap is refused, and so is a
+# deploy or resume past the second (each running job takes a Spark driver: 0.6 to 0.9 GB). 429 in words.
+PIPELINES_PER_USER = env_int("CLEARFLOW_PIPELINES_PER_USER", 100)
+RUNNING_PIPELINES_PER_USER = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_USER", 10)
 
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named

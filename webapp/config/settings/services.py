@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 
 from spark_jobs.protocol import PIPELINE_TASKS_ROUTE
+from spark_jobs.sizing import standby_pool_size, total_memory_bytes
 from webapp.config.env import EnvError, env_bool, env_float, env_int, env_str, var_dir
 
 VAR_DIR = var_dir()
@@ -45,6 +46,10 @@ CLEARFLOW_RUN_ROOT = env_str("CLEARFLOW_RUN_ROOT", str(VAR_DIR / "runs"))
 # The Celery queue the pipeline tasks (start, stop, watch) go to; health checks that someone consumes it.
 PIPELINE_QUEUE = env_str("CLEARFLOW_PIPELINE_QUEUE", "pipelines")
 PIPELINE_WATCH_INTERVAL_SECONDS = env_float("CLEARFLOW_WATCH_INTERVAL", 5.0)
+# How often the worker reads every deployed pipeline's lag from the brokers and judges its pace (worker.lag).
+PIPELINE_LAG_INTERVAL_SECONDS = env_float("CLEARFLOW_LAG_INTERVAL", 10.0)
+# A running job is judged for a re-size (spark_jobs.pace.resize_for) once it has run this long.
+PIPELINE_RESIZE_SETTLE_SECONDS = env_float("CLEARFLOW_RESIZE_SETTLE", 60.0)
 # Graceful stop (SIGTERM: the job finishes its micro-batch) is forced (SIGKILL, the batch is replayed) after this.
 PIPELINE_STOP_TIMEOUT_SECONDS = env_float("CLEARFLOW_STOP_TIMEOUT", 60.0)
 # A running job that published no heartbeat (a progress or idle event) for this long is failed.
@@ -81,10 +86,15 @@ SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
 SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "auto")
 # Each job's Spark web UI (port 4040 and up): off by default, it slows every job's start; 1 turns it on.
 SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
-# Standby jobs (worker.standby): this many job processes per worker host wait with their JVM and Spark session
-# up, so a deploy skips their start (seconds to the first row); about 0.5 GB of memory each while they wait; 0: none.
-# A deploy waits up to CLEARFLOW_STANDBY_WAIT seconds for a standby that is still starting, then starts cold.
-PIPELINE_STANDBY_JOBS = env_int("CLEARFLOW_STANDBY", 1)
+# Standby jobs (worker.standby): a pool of job processes per worker host that wait with their JVM and Spark
+# session up, so a deploy skips their start (seconds to the first row); about 0.7-1.0 GB of memory each while they
+# wait. "auto": sized from the host's memory (spark_jobs.sizing.standby_pool_size: 2 on 24 GiB); a number sets it;
+# 0: none. A deploy that finds every standby still starting waits for one (up to CLEARFLOW_STANDBY_WAIT seconds).
+PIPELINE_STANDBY_JOBS = (
+    standby_pool_size(total_memory_bytes())
+    if env_str("CLEARFLOW_STANDBY", "auto").strip().lower() == "auto"
+    else env_int("CLEARFLOW_STANDBY", 1)
+)
 # The CPU priority of job processes (their niceness, 0-19): above 0, the web app, the API, the workers and the
 # stack's services (broker, ClickHouse, databases) come first when jobs want more CPU than the host has, so the UI
 # answers and the jobs' own broker and ClickHouse keep up; a job alone on a host still gets every idle core.
@@ -94,7 +104,10 @@ PIPELINE_JOB_NICENESS = env_int("CLEARFLOW_JOB_NICENESS", 10)
 # batch go first, and light jobs share what they leave (spark_jobs.cpu_priority says why and what it costs).
 # 0: they keep the niceness.
 PIPELINE_LIGHT_JOBS_IDLE = env_bool("CLEARFLOW_LIGHT_JOBS_IDLE", True)
-PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 45.0)
+# A standby still starting is ahead of a cold start, which would begin a JVM from nothing at the same priority: a
+# deploy waits for it while it is alive, at most this long (at load 29 on 2 cores a deploy that gave up after 45 s
+# started cold and had its first row after 145 s; the standby it gave up on served the next deploy in 32 s).
+PIPELINE_STANDBY_WAIT_SECONDS = env_float("CLEARFLOW_STANDBY_WAIT", 300.0)
 
 CELERY_TASK_ROUTES = {PIPELINE_TASKS_ROUTE: {"queue": PIPELINE_QUEUE}}
 CELERY_TASK_DEFAULT_QUEUE = "celery"

@@ -64,11 +64,6 @@ def step_by_slug(slug: str) -> Step:
     return STEPS[step_index(slug)]
 
 
-def next_slug(slug: str) -> str | None:
-    index = step_index(slug)
-    return SLUGS[index + 1] if index + 1 < len(SLUGS) else None
-
-
 def previous_slug(slug: str) -> str | None:
     index = step_index(slug)
     return SLUGS[index - 1] if index > 0 else None

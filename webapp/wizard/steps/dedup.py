@@ -106,8 +106,7 @@ def dedup_submit(request, draft):
         event_time_field = data["event_time_field"] if event_time else ""
         if dedup_blocking(form, dedup_presence(draft, keys=data["keys"], event_time_field=event_time_field)):
             return context
-        # Over what was there, so that a dedup setting this step does not show stays as it was (an earlier
-        # version's `state_store`, accepted and ignored: the state is always in RocksDB).
+        # Over what was there, so that a dedup setting this step does not show stays as it was.
         shown = {
             "keys": data["keys"],
             "window": window,

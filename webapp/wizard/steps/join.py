@@ -287,15 +287,6 @@ def join_submit(request, draft):
     return None
 
 
-def joined_row_names(draft: WizardDraft) -> list[str] | None:
-    """With a join: the names the joined row offers, prefixed by side; None without one."""
-    join = draft.spec.join if draft.spec.is_set("join") else None
-    if join is None:
-        return None
-    left = [specmod.FieldSpec(path=f["path"], type=f["type"]) for f in schema_fields(draft)]
-    return list(specmod.joined_field_types(left, join.source.fields))
-
-
 def preview_context(draft: WizardDraft, read: JoinInput) -> dict[str, Any]:
     """The preview partial: the joined rows of the two samples, or what keeps the join from being previewed."""
     context: dict[str, Any] = {"checked": True}

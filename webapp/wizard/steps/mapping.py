@@ -119,7 +119,7 @@ def check_mapping(draft: WizardDraft, rows: list[MappingRow], columns: list[Colu
         if not row.include or not row.column:
             continue
         if new_table:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", row.column):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", row.column):
                 row.error = "Use letters, digits and '_' for the column name, not starting with a digit."
                 continue
             type_error = specmod.clickhouse_type_error(row.type)

@@ -223,7 +223,7 @@ def _without_nul(value: Any) -> Any:
 
 def looks_like_avro(events: list[Any]) -> bool:
     """Most sampled values start as the Confluent wire format does (magic byte 0, then a schema id)."""
-    from webapp.connections.registry_client import wire_schema_id
+    from spark_jobs.avro_schema import wire_schema_id
 
     framed = sum(1 for event in events if wire_schema_id(event.raw) is not None)
     return framed * 2 > len(events)

@@ -9,7 +9,7 @@ from webapp.workspaces.migration_ops import move_into_owners_workspaces
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("connections", "0004_schema_registry_connection"),
+        ("connections", "0005_host_checks_end_at_the_end"),
         ("workspaces", "0001_initial"),
     ]
 

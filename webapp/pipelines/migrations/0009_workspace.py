@@ -9,7 +9,7 @@ from webapp.workspaces.migration_ops import move_into_owners_workspaces
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("pipelines", "0007_run_start"),
+        ("pipelines", "0008_run_sizing_and_resize"),
         ("workspaces", "0001_initial"),
     ]
 

@@ -9,7 +9,7 @@ from webapp.workspaces.migration_ops import move_into_owners_workspaces
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("alerts", "0002_default_rules_for_existing_pipelines"),
+        ("alerts", "0003_behind_rule_for_existing_pipelines"),
         ("workspaces", "0001_initial"),
     ]
 
