@@ -155,6 +155,8 @@ class LagOutput(serializers.Serializer):
 
 
 class PipelineLagApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=METRICS_TAG,
         operation_id="pipelines_lag",
