@@ -29,6 +29,7 @@ from clearflow.errors import (
     ServerError,
     ServerUnreachableError,
 )
+from clearflow.models import Workspace
 
 
 class Output:
@@ -75,15 +76,35 @@ def _login(args: argparse.Namespace, out: Output) -> int:
     settings = Settings(normalize_url(url), token)
     with Client(settings.url, settings.token) as client:
         me = client.me()
+        workspaces = client.workspaces()
+    workspace = _login_workspace(args.workspace, workspaces, interactive=interactive)
     path = save_settings(settings)
     access = "read only" if me.token and me.token.read_only else "read and write"
     token_name = f"token {me.token.name!r}, " if me.token else ""
-    text = f"Logged in to {settings.url} as {me.username} ({token_name}{access}). Saved in {path}."
+    where = f" in workspace {workspace.name!r} as {me.role}" if workspace is not None else ""
+    text = f"Logged in to {settings.url} as {me.username}{where} ({token_name}{access}). Saved in {path}."
     if settings.url.startswith("http://") and not any(h in settings.url for h in ("//127.0.0.1", "//localhost")):
         text += "\nwarning: http:// sends the token unencrypted; use https:// unless the server is on this machine."
     out.result(text, {"url": settings.url, "username": me.username, "token": me.token and me.token.to_dict(),
+                      "workspace": workspace and workspace.to_dict(), "role": me.role,
                       "config": str(path)})  # fmt: skip
     return ExitCode.OK
+
+
+def _login_workspace(wanted: str | None, workspaces: list[Workspace], *, interactive: bool) -> Workspace | None:
+    """The workspace the token acts in, checked against the one asked for (`--workspace`, or the answer to the
+    prompt): a token belongs to one workspace, so another one takes another token."""
+    if not workspaces:
+        return None
+    own = workspaces[0]
+    if wanted is None and interactive:
+        wanted = input(f"Workspace [{own.name}]: ").strip() or None
+    if wanted is None or wanted in (own.name, str(own.id)):
+        return own
+    raise NotConfiguredError(
+        f"this token acts in workspace {own.name!r} only, not {wanted!r}: create a token in {wanted!r} (its API "
+        "tokens page, with that workspace chosen in the header) and log in with it"
+    )
 
 
 def _logout(args: argparse.Namespace, out: Output) -> int:
@@ -246,6 +267,9 @@ def _parser() -> argparse.ArgumentParser:
 
     login = command("login", _login, "Check an API token with the server and store it (mode 0600) for later commands.")
     login.add_argument("--url", help=f"the web app's address (asked when left out; default {DEFAULT_URL})")
+    login.add_argument(
+        "--workspace", help="the workspace (name or id) the token must act in (asked when left out, in a terminal)"
+    )
     command("logout", _logout, "Forget the stored server and token.")
 
     def files(sub: argparse.ArgumentParser) -> None:

@@ -24,6 +24,7 @@ from clearflow.models import (
     PipelineStatus,
     Plan,
     ReplayResult,
+    Workspace,
 )
 
 # The job publishes a metrics record per micro-batch that read something: none for a minute means nothing came in.
@@ -60,8 +61,12 @@ class Client:
         self.close()
 
     def me(self) -> Me:
-        """Who the token belongs to, and whether it is read-only."""
+        """Who the token belongs to, whether it is read-only, its workspace and the user's role there."""
         return Me.model_validate(self.api.get("/me/"))
+
+    def workspaces(self) -> list[Workspace]:
+        """The workspaces the token sees: its own one (a token acts in one workspace)."""
+        return [Workspace.model_validate(item) for item in self.api.get("/workspaces/")]
 
     # -- pipelines as code ---------------------------------------------------------------------------------------
 

@@ -110,6 +110,14 @@ class TokenInfo(_Result):
 class Me(_Result):
     username: str
     token: TokenInfo | None = None
+    workspace: int | None = None  # where the token acts (a token belongs to one workspace)
+    role: str | None = None  # the user's role there: viewer, editor or admin
+
+
+class Workspace(_Result):
+    id: int
+    name: str
+    role: str | None = None
 
 
 class Change(_Result):

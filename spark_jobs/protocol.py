@@ -46,6 +46,7 @@ class Task(StrEnum):
     AUDITS_SCHEDULE = "clearflow.audits_schedule"
     AUDIT_TABLE_CHECK = "clearflow.audit_table_check"
     AUDIT_PIPELINE = "clearflow.audit_pipeline"  # a pipeline's query started: audit its table now if due
+    ACTIVITY_PRUNE = "clearflow.activity_prune"  # the activity log keeps CLEARFLOW_ACTIVITY_DAYS days
 
 
 # The glob that routes every pipeline task to the pipeline queue (Celery's `task_routes`).

@@ -33,4 +33,5 @@ def beat_schedule() -> dict[str, dict]:
             "schedule": audit_interval,
             "options": {"expires": audit_interval},
         },
+        "activity-prune": {"task": Task.ACTIVITY_PRUNE, "schedule": 3600.0, "options": {"expires": 3600.0}},
     }

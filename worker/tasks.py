@@ -95,6 +95,14 @@ def alert_deliver(self, *, delivery_id: int) -> None:
 AUDIT_MAX_RETRIES = 3
 
 
+@app.task(name=Task.ACTIVITY_PRUNE, acks_late=True, ignore_result=True)
+def activity_prune() -> int:
+    """Beat, hourly: drop activity entries older than CLEARFLOW_ACTIVITY_DAYS."""
+    from webapp.activity.services import activity_prune as prune
+
+    return prune()
+
+
 @app.task(name=Task.AUDITS_SCHEDULE, acks_late=True, ignore_result=True)
 def audits_schedule() -> int:
     """Beat: keep running pipelines' audited tables in step, prune old results, one check per table."""

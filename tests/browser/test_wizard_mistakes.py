@@ -91,7 +91,7 @@ def test_a_refused_kafka_address_is_not_saved_and_the_step_stays(
     expect(page.locator("h1")).to_have_text("Topics")
     assert KafkaConnection.objects.get(name="Local broker").bootstrap_servers == refused
 
-    # Back, and the same name again with the right address: no "you already have a connection named…".
+    # Back, and the same name again with the right address: no "the workspace already has a connection named…".
     page.locator("#back").click()
     expect(page.locator("h1")).to_have_text("Kafka connection")
     page.get_by_label("A new connection").check()

@@ -97,12 +97,19 @@ def test_login_checks_the_token_stores_it_0600_and_logout_forgets_it(cli, server
         ["clearflow", "login"],
         env=env,
         cwd=str(cli.cwd),
-        answers=[("ClearFlow URL [http://127.0.0.1:8000]: ", server), ("API token", token)],
+        answers=[
+            ("ClearFlow URL [http://127.0.0.1:8000]: ", server),
+            ("API token", token),
+            ("Workspace [owner's workspace]: ", ""),
+        ],
     )
     assert run.returncode == 0, run.output
     assert token not in run.output  # typed without echo
     config = Path(env["HOME"]) / ".config" / "clearflow" / "config.json"
-    assert f"Logged in to {server} as owner (token 'cli tests', read and write). Saved in {config}." in run.output
+    assert (
+        f"Logged in to {server} as owner in workspace \"owner's workspace\" as admin (token 'cli tests', read and "
+        f"write). Saved in {config}."
+    ) in run.output
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
     assert json.loads(config.read_text()) == {"url": server, "token": token}
 
@@ -112,6 +119,16 @@ def test_login_checks_the_token_stores_it_0600_and_logout_forgets_it(cli, server
     assert listed.returncode == 0 and listed.stdout == "No pipelines.\n"
     out = subprocess.run(["clearflow", "logout"], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout == f"Logged out: removed {config}.\n" and not config.exists()
+
+
+def test_login_refuses_a_workspace_the_token_does_not_act_in(cli, server, token):
+    env = {k: v for k, v in cli.env.items() if not k.startswith("CLEARFLOW_")}
+    refused = cli("login", "--url", server, "--workspace", "Data team", input=f"{token}\n", env=env)
+    assert refused.returncode == 3
+    assert "this token acts in workspace \"owner's workspace\" only, not 'Data team'" in refused.stderr
+    assert not (Path(env["HOME"]) / ".config" / "clearflow" / "config.json").exists()
+    accepted = cli("login", "--url", server, "--workspace", "owner's workspace", input=f"{token}\n", env=env)
+    assert accepted.returncode == 0, accepted.stderr
 
 
 def test_login_refuses_a_token_the_server_does_not_know_and_stores_nothing(cli, server):

@@ -60,7 +60,13 @@ def test_a_transient_error_is_retried_then_stored(audit_worker_env, celery_worke
     closed = clickhouse_connection_create(owner=owner, data={"name": "down", "host": "127.0.0.1", "port": free_port()})
     # Created directly: the server (or the table) went away after the table was added.
     audited = AuditedTable.objects.create(
-        owner=owner, connection=closed, database="db", table="events", key_columns=["id"], time_column="at"
+        owner=owner,
+        workspace=closed.workspace,
+        connection=closed,
+        database="db",
+        table="events",
+        key_columns=["id"],
+        time_column="at",
     )
 
     celery_worker.start()

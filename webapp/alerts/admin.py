@@ -12,6 +12,7 @@ from django.http import HttpRequest
 
 from webapp.alerts import services
 from webapp.alerts.models import AlertChannel, AlertDelivery, AlertIncident, AlertNotification, AlertRule
+from webapp.workspaces.admin import WorkspaceScopedAdmin
 
 
 class AlertChannelForm(forms.ModelForm):
@@ -23,17 +24,17 @@ class AlertChannelForm(forms.ModelForm):
 
     class Meta:
         model = AlertChannel
-        fields = ("owner", "name", "kind", "enabled", "email_to", "webhook_url", "webhook_format")
+        fields = ("workspace", "owner", "name", "kind", "enabled", "email_to", "webhook_url", "webhook_format")
 
     def clean(self) -> dict[str, Any]:
         # The services' checks (addresses, URL, network guard, name), shown next to the fields.
         data = super().clean()
-        owner = data.get("owner")
-        if owner is not None and not self.errors:
+        workspace = data.get("workspace")
+        if workspace is not None and not self.errors:
             values = {key: data.get(key) for key in AlertChannel.EDITABLE_FIELDS}
             try:
                 services.alert_channel_check(
-                    owner=owner, data=values, channel=self.instance if self.instance.pk else None
+                    workspace=workspace, data=values, channel=self.instance if self.instance.pk else None
                 )
             except ValidationError as exc:
                 for field, messages in exc.message_dict.items():
@@ -42,20 +43,23 @@ class AlertChannelForm(forms.ModelForm):
 
 
 @admin.register(AlertChannel)
-class AlertChannelAdmin(admin.ModelAdmin):
+class AlertChannelAdmin(WorkspaceScopedAdmin):
     form = AlertChannelForm
-    list_display = ("name", "owner", "kind", "target", "enabled", "updated_at")
-    list_filter = ("kind", "enabled")
-    search_fields = ("name", "owner__username")
+    change_action = "alert.edit"
+    list_display = ("name", "workspace", "owner", "kind", "target", "enabled", "updated_at")
+    list_filter = ("kind", "enabled", "workspace")
+    search_fields = ("name", "owner__username", "workspace__name")
     readonly_fields = ("masked_webhook_url", "created_at", "updated_at")
 
     def save_model(self, request: HttpRequest, obj: AlertChannel, form: Any, change: bool) -> None:
         # Through the services (checked already in the form's clean): an empty URL keeps the stored one.
         data = {key: form.cleaned_data.get(key) for key in AlertChannel.EDITABLE_FIELDS}
         if change:
-            services.alert_channel_update(channel=AlertChannel.objects.get(pk=obj.pk), data=data)
+            services.alert_channel_update(channel=AlertChannel.objects.get(pk=obj.pk), data=data, actor=request.user)
         else:
-            obj.pk = services.alert_channel_create(owner=form.cleaned_data["owner"], data=data).pk
+            obj.pk = services.alert_channel_create(
+                owner=form.cleaned_data["owner"], data=data, workspace=form.cleaned_data["workspace"]
+            ).pk
 
 
 class AlertRuleForm(forms.ModelForm):
@@ -90,7 +94,7 @@ class AlertRuleAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: AlertRule, form: Any, change: bool) -> None:
         data = {key: form.cleaned_data.get(key) for key in services.RULE_FIELDS if key in form.cleaned_data}
-        services.alert_rule_update(rule=AlertRule.objects.get(pk=obj.pk), data=data)
+        services.alert_rule_update(rule=AlertRule.objects.get(pk=obj.pk), data=data, actor=request.user)
 
 
 class AlertDeliveryInline(admin.TabularInline):

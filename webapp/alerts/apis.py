@@ -28,6 +28,7 @@ from webapp.alerts.models import (
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.pipelines import selectors as pipeline_selectors
+from webapp.pipelines.models import Pipeline
 
 CHANNEL_TAG = ["Alert channels"]
 RULE_TAG = ["Alert rules"]
@@ -73,6 +74,7 @@ class ChannelOutput(serializers.ModelSerializer):
             "has_webhook_url",
             "webhook_url_masked",
             "webhook_format",
+            "workspace",
             "created_at",
             "updated_at",
         ]
@@ -163,9 +165,13 @@ class IncidentListInput(serializers.Serializer):
 
 
 class ChannelListCreateApi(APIView):
+    workspace_actions = {"POST": "alert.edit"}  # webapp.workspaces.permissions
+
     @extend_schema(tags=CHANNEL_TAG, operation_id="alert_channels_list", responses=ChannelOutput(many=True))
     def get(self, request: Request) -> Response:
-        return Response(ChannelOutput(selectors.alert_channel_list(user=request.user), many=True).data)
+        return Response(
+            ChannelOutput(selectors.alert_channel_list(user=request.user, workspace=request.workspace), many=True).data
+        )
 
     @extend_schema(
         tags=CHANNEL_TAG,
@@ -175,11 +181,14 @@ class ChannelListCreateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         data = validated_input(ChannelInput, request.data)
-        channel = services.alert_channel_create(owner=request.user, data=data)
+        channel = services.alert_channel_create(owner=request.user, data=data, workspace=request.workspace)
         return Response(ChannelOutput(channel).data, status=status.HTTP_201_CREATED)
 
 
 class ChannelDetailApi(APIView):
+    workspace_model = AlertChannel
+    workspace_actions = {"PATCH": "alert.edit", "DELETE": "alert.edit"}
+
     @extend_schema(
         tags=CHANNEL_TAG, operation_id="alert_channels_retrieve", responses={200: ChannelOutput, **ERROR_RESPONSES}
     )
@@ -195,15 +204,19 @@ class ChannelDetailApi(APIView):
     def patch(self, request: Request, pk: int) -> Response:
         channel = selectors.alert_channel_get(user=request.user, pk=pk)
         data = validated_input(ChannelUpdateInput, request.data, partial=True)
-        return Response(ChannelOutput(services.alert_channel_update(channel=channel, data=data)).data)
+        return Response(
+            ChannelOutput(services.alert_channel_update(channel=channel, data=data, actor=request.user)).data
+        )
 
     @extend_schema(tags=CHANNEL_TAG, operation_id="alert_channels_delete", responses={204: None, **ERROR_RESPONSES})
     def delete(self, request: Request, pk: int) -> Response:
-        services.alert_channel_delete(channel=selectors.alert_channel_get(user=request.user, pk=pk))
+        services.alert_channel_delete(channel=selectors.alert_channel_get(user=request.user, pk=pk), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RuleListApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=RULE_TAG, operation_id="alert_rules_list", responses={200: RuleOutput(many=True), **ERROR_RESPONSES}
     )
@@ -216,6 +229,9 @@ KIND_PARAMETER = OpenApiParameter("kind", OpenApiTypes.STR, OpenApiParameter.PAT
 
 
 class RuleDetailApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"PATCH": "alert.edit", "PUT": "alert.edit"}
+
     def _rule(self, request: Request, pk: int, kind: str) -> AlertRule:
         pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
         return selectors.alert_rule_get(pipeline=pipeline, kind=kind)
@@ -239,7 +255,7 @@ class RuleDetailApi(APIView):
     def patch(self, request: Request, pk: int, kind: str) -> Response:
         rule = self._rule(request, pk, kind)
         data = validated_input(RuleUpdateInput, request.data, partial=True)
-        return Response(RuleOutput(services.alert_rule_update(rule=rule, data=data)).data)
+        return Response(RuleOutput(services.alert_rule_update(rule=rule, data=data, actor=request.user)).data)
 
 
 class IncidentListApi(APIView):
@@ -254,11 +270,16 @@ class IncidentListApi(APIView):
         pipeline = None
         if params.get("pipeline") is not None:
             pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=params["pipeline"])
-        incidents = selectors.alert_incident_list(user=request.user, pipeline=pipeline, open_only=params["open"])
+        incidents = selectors.alert_incident_list(
+            user=request.user, pipeline=pipeline, open_only=params["open"], workspace=request.workspace
+        )
         return Response(IncidentOutput(incidents[: params["limit"]], many=True).data)
 
 
 class IncidentDetailApi(APIView):
+    workspace_model = AlertIncident
+    workspace_field = "pipeline__workspace"
+
     @extend_schema(
         tags=INCIDENT_TAG, operation_id="alert_incidents_retrieve", responses={200: IncidentOutput, **ERROR_RESPONSES}
     )

@@ -28,6 +28,8 @@ class WebhookFormat(models.TextChoices):
 
 
 class AlertChannel(TimeStampedModel):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="alert_channels")
+    # Who created it; access is by workspace membership (webapp.workspaces.policy).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="alert_channels")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=10, choices=ChannelKind.choices)
@@ -43,7 +45,9 @@ class AlertChannel(TimeStampedModel):
 
     class Meta:
         ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="alert_channel_unique_name_per_owner")]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="alert_channel_unique_name_per_workspace")
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -1,4 +1,4 @@
-"""Reads of alerts. `*_get` raise Http404 for missing objects and for other people's (the same answer)."""
+"""Reads of alerts. `*_get` raise Http404 for missing objects and for other workspaces' (the same answer)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from django.shortcuts import get_object_or_404
 
 from webapp.alerts.models import AlertChannel, AlertDelivery, AlertIncident, AlertNotification, AlertRule, RuleState
 from webapp.pipelines.models import Pipeline
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.policy import visible_workspaces
 
 
 def _pk(value: Any, what: str) -> int:
@@ -20,8 +22,12 @@ def _pk(value: Any, what: str) -> int:
         raise Http404(f"No such {what}.") from None
 
 
-def alert_channel_list(*, user: AbstractBaseUser) -> QuerySet[AlertChannel]:
-    return AlertChannel.objects.filter(owner=user).order_by("name", "id")
+def alert_channel_list(*, user: AbstractBaseUser, workspace: Workspace | None = None) -> QuerySet[AlertChannel]:
+    """The alert channels of the user's workspaces (only `workspace`'s, when given)."""
+    channels = AlertChannel.objects.filter(workspace__in=visible_workspaces(user))
+    if workspace is not None:
+        channels = channels.filter(workspace=workspace)
+    return channels.order_by("name", "id")
 
 
 def alert_channel_get(*, user: AbstractBaseUser, pk: Any) -> AlertChannel:
@@ -29,7 +35,7 @@ def alert_channel_get(*, user: AbstractBaseUser, pk: Any) -> AlertChannel:
 
 
 def alert_rule_list(*, pipeline: Pipeline) -> QuerySet[AlertRule]:
-    """The pipeline's rules (the pipeline comes from `pipeline_get`, which checked its owner)."""
+    """The pipeline's rules (the pipeline comes from `pipeline_get`, which checked its workspace)."""
     return AlertRule.objects.filter(pipeline=pipeline).select_related("pipeline").order_by("id")
 
 
@@ -38,10 +44,17 @@ def alert_rule_get(*, pipeline: Pipeline, kind: str) -> AlertRule:
 
 
 def alert_incident_list(
-    *, user: AbstractBaseUser, pipeline: Pipeline | None = None, open_only: bool = False
+    *,
+    user: AbstractBaseUser,
+    pipeline: Pipeline | None = None,
+    open_only: bool = False,
+    workspace: Workspace | None = None,
 ) -> QuerySet[AlertIncident]:
-    """The user's incidents, newest first, with their notifications and deliveries loaded."""
-    incidents = AlertIncident.objects.filter(pipeline__owner=user)
+    """The incidents of the user's workspaces' pipelines, newest first, with their notifications and deliveries
+    loaded."""
+    incidents = AlertIncident.objects.filter(pipeline__workspace__in=visible_workspaces(user))
+    if workspace is not None:
+        incidents = incidents.filter(pipeline__workspace=workspace)
     if pipeline is not None:
         incidents = incidents.filter(pipeline=pipeline)
     if open_only:

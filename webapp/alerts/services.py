@@ -7,7 +7,7 @@ State changes are compare-and-set: a rule moves ok -> pending -> firing -> ok on
 once (two beat ticks overlapping, two workers) therefore never both fire or both re-notify; the partial unique
 constraint "one open incident per rule" backs that up in the database.
 
-Each notification becomes one `AlertDelivery` per enabled channel of the pipeline's owner, enqueued on commit as
+Each notification becomes one `AlertDelivery` per enabled channel of the pipeline's workspace, enqueued on commit as
 its own Celery task (`worker.tasks.alert_deliver`), so a failing channel never holds up another.
 """
 
@@ -30,6 +30,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from webapp.activity.services import activity_record, changed, secret_changes, snapshot
 from webapp.alerts import transports
 from webapp.alerts.conditions import RULE_PARAMS, Condition, conditions_for, hold_seconds
 from webapp.alerts.errors import DeliveryError
@@ -48,6 +49,8 @@ from webapp.alerts.models import (
 from webapp.connections.network_guard import host_error
 from webapp.core import queue
 from webapp.pipelines.models import Pipeline
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.services import workspace_for_new_objects
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ def _clean_channel(channel: AlertChannel) -> None:
         errors.update(_webhook_url_errors(channel.webhook_url))
         channel.email_to = ""
     try:
-        channel.full_clean(exclude=["owner"], validate_constraints=False)
+        channel.full_clean(exclude=["owner", "workspace"], validate_constraints=False)
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
             errors.setdefault(field, messages[0])
@@ -102,12 +105,16 @@ def _webhook_url_errors(url: str) -> dict[str, str]:
     return {}
 
 
-def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
-    others = AlertChannel.objects.filter(owner=owner, name=name)
+def _check_name(*, workspace_id: int, name: str, exclude_pk: int | None) -> None:
+    others = AlertChannel.objects.filter(workspace_id=workspace_id, name=name)
     if exclude_pk is not None:
         others = others.exclude(pk=exclude_pk)
     if others.exists():
-        raise ValidationError({"name": f"You already have a channel named {name!r}."})
+        raise ValidationError({"name": f"The workspace already has a channel named {name!r}."})
+
+
+def _channel_snapshot(channel: AlertChannel) -> dict[str, Any]:
+    return snapshot(channel, AlertChannel.EDITABLE_FIELDS, AlertChannel.SECRET_FIELDS)
 
 
 def _save_channel(channel: AlertChannel) -> AlertChannel:
@@ -115,7 +122,7 @@ def _save_channel(channel: AlertChannel) -> AlertChannel:
         with transaction.atomic():
             channel.save()
     except IntegrityError:  # a concurrent request took the name
-        raise ValidationError({"name": f"You already have a channel named {channel.name!r}."}) from None
+        raise ValidationError({"name": f"The workspace already has a channel named {channel.name!r}."}) from None
     return channel
 
 
@@ -129,36 +136,50 @@ def _apply(channel: AlertChannel, data: Mapping[str, Any]) -> AlertChannel:
     return channel
 
 
-def alert_channel_check(
-    *, owner: AbstractBaseUser, data: Mapping[str, Any], channel: AlertChannel | None = None
-) -> None:
+def alert_channel_check(*, workspace: Workspace, data: Mapping[str, Any], channel: AlertChannel | None = None) -> None:
     """The checks of create / update without saving (the admin's form runs them). ValidationError by field."""
-    candidate = AlertChannel(owner=owner) if channel is None else AlertChannel.objects.get(pk=channel.pk)
+    candidate = AlertChannel(workspace=workspace) if channel is None else AlertChannel.objects.get(pk=channel.pk)
     _clean_channel(_apply(candidate, data))
-    _check_name(owner=owner, name=candidate.name, exclude_pk=candidate.pk)
+    _check_name(workspace_id=workspace.pk, name=candidate.name, exclude_pk=candidate.pk)
 
 
 @transaction.atomic
-def alert_channel_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> AlertChannel:
-    """A new channel. `data`: name, kind (email|webhook), enabled, email_to, webhook_url, webhook_format."""
-    channel = _apply(AlertChannel(owner=owner), data)
+def alert_channel_create(
+    *, owner: AbstractBaseUser, data: Mapping[str, Any], workspace: Workspace | None = None
+) -> AlertChannel:
+    """A new channel in `workspace` (the owner's default one when None). `data`: name, kind (email|webhook),
+    enabled, email_to, webhook_url, webhook_format."""
+    workspace = workspace_for_new_objects(user=owner, workspace=workspace)
+    channel = _apply(AlertChannel(owner=owner, workspace=workspace), data)
     _clean_channel(channel)
-    _check_name(owner=owner, name=channel.name, exclude_pk=None)
-    return _save_channel(channel)
+    _check_name(workspace_id=workspace.pk, name=channel.name, exclude_pk=None)
+    channel = _save_channel(channel)
+    activity_record(actor=owner, action="alert_channel.create", target=channel, after=_channel_snapshot(channel))
+    return channel
 
 
 @transaction.atomic
-def alert_channel_update(*, channel: AlertChannel, data: Mapping[str, Any]) -> AlertChannel:
+def alert_channel_update(*, channel: AlertChannel, data: Mapping[str, Any], actor: Any = None) -> AlertChannel:
     """Only keys present change; `webhook_url` absent, None or "" keeps the stored URL (it is never shown)."""
+    before = _channel_snapshot(AlertChannel.objects.get(pk=channel.pk))
+    old_url = AlertChannel.objects.get(pk=channel.pk).webhook_url
     _apply(channel, data)
     _clean_channel(channel)
-    _check_name(owner=channel.owner, name=channel.name, exclude_pk=channel.pk)
-    return _save_channel(channel)
+    _check_name(workspace_id=channel.workspace_id, name=channel.name, exclude_pk=channel.pk)
+    channel = _save_channel(channel)
+    old, new = changed(before, _channel_snapshot(channel))
+    if channel.webhook_url and old_url and channel.webhook_url != old_url:
+        replaced_before, replaced_after = secret_changes(["webhook_url"])
+        old, new = {**old, **replaced_before}, {**new, **replaced_after}
+    if new:
+        activity_record(actor=actor, action="alert_channel.edit", target=channel, before=old, after=new)
+    return channel
 
 
 @transaction.atomic
-def alert_channel_delete(*, channel: AlertChannel) -> None:
+def alert_channel_delete(*, channel: AlertChannel, actor: Any = None) -> None:
     """Past deliveries keep the channel's name; pending ones find no channel and are recorded as failed."""
+    activity_record(actor=actor, action="alert_channel.delete", target=channel, before=_channel_snapshot(channel))
     channel.delete()
 
 
@@ -214,13 +235,25 @@ def alert_rule_check(*, rule: AlertRule, data: Mapping[str, Any]) -> dict[str, A
 
 
 @transaction.atomic
-def alert_rule_update(*, rule: AlertRule, data: Mapping[str, Any]) -> AlertRule:
+def alert_rule_update(*, rule: AlertRule, data: Mapping[str, Any], actor: Any = None) -> AlertRule:
     """Change enabled / threshold / minutes / renotify_minutes. Turning a firing rule off resolves its
     incident at the next evaluation (with a "resolved" notification)."""
+    before = snapshot(rule, RULE_FIELDS)
     for key, value in alert_rule_check(rule=rule, data=data).items():
         setattr(rule, key, value)
     rule.full_clean(exclude=["pipeline"], validate_constraints=False)
     rule.save(update_fields=[*RULE_FIELDS, "updated_at"])
+    old, new = changed(before, snapshot(rule, RULE_FIELDS))
+    if new:
+        activity_record(
+            actor=actor,
+            action="alert_rule.edit",
+            workspace=rule.pipeline.workspace,
+            target=rule,
+            object_name=f"{rule.pipeline.name}: {rule.kind}",
+            before=old,
+            after=new,
+        )
     return rule
 
 
@@ -367,7 +400,7 @@ def _duration(delta: timedelta) -> str:
 
 def _notify(incident: AlertIncident, event: str, text: str) -> AlertNotification:
     notification = AlertNotification.objects.create(incident=incident, event=event, message=text)
-    channels = AlertChannel.objects.filter(owner_id=incident.pipeline.owner_id, enabled=True)
+    channels = AlertChannel.objects.filter(workspace_id=incident.pipeline.workspace_id, enabled=True)
     deliveries = AlertDelivery.objects.bulk_create(
         [AlertDelivery(notification=notification, channel=c, channel_name=c.name) for c in channels]
     )

@@ -18,6 +18,8 @@ from webapp.alerts.conditions import RULE_PARAMS
 from webapp.alerts.forms import ChannelForm, RuleForm, add_service_errors
 from webapp.alerts.models import AlertChannel, AlertRule, RuleKind, RuleState
 from webapp.pipelines import selectors as pipeline_selectors
+from webapp.workspaces import policy
+from webapp.workspaces.current import current_workspace
 
 HISTORY_LIMIT = 100
 
@@ -42,9 +44,12 @@ def _back_url(request: HttpRequest) -> str:
 def channel_list(request: HttpRequest) -> HttpResponse:
     form = ChannelForm(request.POST or None)
     back = _back_url(request)
+    workspace = current_workspace(request)
+    if request.method == "POST":
+        policy.require(request.user, "alert.edit", workspace)
     if request.method == "POST" and form.is_valid():
         try:
-            channel = services.alert_channel_create(owner=request.user, data=_channel_data(form))
+            channel = services.alert_channel_create(owner=request.user, data=_channel_data(form), workspace=workspace)
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
@@ -53,7 +58,11 @@ def channel_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "alerts/channel_list.html",
-        {"channels": selectors.alert_channel_list(user=request.user), "form": form, "back": back},
+        {
+            "channels": selectors.alert_channel_list(user=request.user, workspace=workspace),
+            "form": form,
+            "back": back,
+        },
     )
 
 
@@ -62,10 +71,11 @@ def channel_list(request: HttpRequest) -> HttpResponse:
 def channel_edit(request: HttpRequest, pk: int) -> HttpResponse:
     channel = selectors.alert_channel_get(user=request.user, pk=pk)
     if request.method == "POST":
+        policy.require(request.user, "alert.edit", channel.workspace_id)
         form = ChannelForm(request.POST)
         if form.is_valid():
             try:
-                services.alert_channel_update(channel=channel, data=_channel_data(form))
+                services.alert_channel_update(channel=channel, data=_channel_data(form), actor=request.user)
             except ValidationError as exc:
                 add_service_errors(form, exc)
                 channel.refresh_from_db()
@@ -91,7 +101,8 @@ def _channel_initial(channel: AlertChannel) -> dict[str, Any]:
 @require_POST
 def channel_delete(request: HttpRequest, pk: int) -> HttpResponse:
     channel = selectors.alert_channel_get(user=request.user, pk=pk)
-    services.alert_channel_delete(channel=channel)
+    policy.require(request.user, "alert.edit", channel.workspace_id)
+    services.alert_channel_delete(channel=channel, actor=request.user)
     messages.success(request, f"Channel {channel.name} deleted.")
     return redirect("alerts:channels")
 
@@ -126,6 +137,8 @@ def pipeline_rules(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
     rules = list(selectors.alert_rule_list(pipeline=pipeline))
     posted_kind = request.POST.get("kind") if request.method == "POST" else None
+    if request.method == "POST":
+        policy.require(request.user, "alert.edit", pipeline.workspace_id)
     rows = _rule_rows(rules, request, posted_kind)
     for row in rows:
         form = row["form"]
@@ -133,7 +146,7 @@ def pipeline_rules(request: HttpRequest, pk: int) -> HttpResponse:
             continue
         data = {key: value for key, value in form.cleaned_data.items() if value is not None}
         try:
-            services.alert_rule_update(rule=row["rule"], data=data)
+            services.alert_rule_update(rule=row["rule"], data=data, actor=request.user)
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
@@ -145,7 +158,9 @@ def pipeline_rules(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "pipeline": pipeline,
             "rows": rows,
-            "channels": selectors.alert_channel_list(user=request.user).filter(enabled=True),
+            "channels": selectors.alert_channel_list(user=request.user, workspace=pipeline.workspace).filter(
+                enabled=True
+            ),
             "incidents": selectors.alert_incident_list(user=request.user, pipeline=pipeline)[:HISTORY_LIMIT],
         },
     )
@@ -164,7 +179,9 @@ def pipeline_alert_summary(request: HttpRequest, pk: int) -> HttpResponse:
             "pipeline": pipeline,
             "firing": [r for r in rules if r.state == RuleState.FIRING],
             "enabled": sum(1 for r in rules if r.enabled),
-            "channels": list(selectors.alert_channel_list(user=request.user).filter(enabled=True)),
+            "channels": list(
+                selectors.alert_channel_list(user=request.user, workspace=pipeline.workspace).filter(enabled=True)
+            ),
         },
     )
 
@@ -175,5 +192,10 @@ def incident_history(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "alerts/history.html",
-        {"incidents": selectors.alert_incident_list(user=request.user)[:HISTORY_LIMIT], "limit": HISTORY_LIMIT},
+        {
+            "incidents": selectors.alert_incident_list(user=request.user, workspace=current_workspace(request))[
+                :HISTORY_LIMIT
+            ],
+            "limit": HISTORY_LIMIT,
+        },
     )

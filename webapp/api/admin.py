@@ -9,11 +9,11 @@ from webapp.api.models import ApiToken
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "user", "read_only", "created", "last_used", "expiry")
+    list_display = ("name", "user", "workspace", "read_only", "created", "last_used", "expiry")
     list_filter = ("read_only", "created")
-    search_fields = ("name", "user__username")
-    fields = ("name", "user", "read_only", "created", "last_used", "expiry")
-    readonly_fields = ("name", "user", "read_only", "created", "last_used")
+    search_fields = ("name", "user__username", "workspace__name")
+    fields = ("name", "user", "workspace", "read_only", "created", "last_used", "expiry")
+    readonly_fields = ("name", "user", "workspace", "read_only", "created", "last_used")
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens are created by their owner, who sees the token once

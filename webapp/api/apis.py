@@ -14,6 +14,8 @@ from webapp.api import tokens
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.api.models import ApiToken
+from webapp.workspaces import policy
+from webapp.workspaces.selectors import workspace_default
 
 TAG = ["API tokens"]
 
@@ -31,7 +33,7 @@ class ApiTokenInput(serializers.Serializer):
 class ApiTokenOutput(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "read_only", "created", "expiry", "last_used"]
+        fields = ["id", "name", "read_only", "workspace", "created", "expiry", "last_used"]
 
 
 class ApiTokenCreatedOutput(ApiTokenOutput):
@@ -42,9 +44,12 @@ class ApiTokenCreatedOutput(ApiTokenOutput):
 
 
 class ApiTokenListCreateApi(APIView):
+    workspace_actions = {"POST": "token.create"}  # webapp.workspaces.permissions
+
     @extend_schema(tags=TAG, operation_id="api_tokens_list", responses=ApiTokenOutput(many=True))
     def get(self, request: Request) -> Response:
-        return Response(ApiTokenOutput(tokens.api_token_list(user=request.user), many=True).data)
+        own = tokens.api_token_list(user=request.user, workspace=request.workspace)
+        return Response(ApiTokenOutput(own, many=True).data)
 
     @extend_schema(
         tags=TAG,
@@ -59,25 +64,33 @@ class ApiTokenListCreateApi(APIView):
             name=data["name"],
             expires_in_days=data.get("expires_in_days"),
             read_only=data["read_only"],
+            workspace=request.workspace,
         )
         token.token = text
         return Response(ApiTokenCreatedOutput(token).data, status=status.HTTP_201_CREATED)
 
 
 class ApiTokenDetailApi(APIView):
+    workspace_model = ApiToken
+    workspace_actions = {"DELETE": "token.revoke"}
+
     @extend_schema(tags=TAG, operation_id="api_tokens_revoke", responses={204: None, **ERROR_RESPONSES})
     def delete(self, request: Request, pk: int) -> Response:
         try:
             token = tokens.api_token_get(user=request.user, pk=pk)
         except ApiToken.DoesNotExist:
             raise Http404 from None
-        tokens.api_token_revoke(token=token)
+        tokens.api_token_revoke(token=token, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MeOutput(serializers.Serializer):
     username = serializers.CharField()
     token = ApiTokenOutput(allow_null=True, help_text="The API token of this request; null for a browser session.")
+    workspace = serializers.IntegerField(
+        allow_null=True, help_text="Where new objects go when none is named: the token's workspace, or the default."
+    )
+    role = serializers.CharField(allow_null=True, help_text="The caller's role there: viewer, editor or admin.")
 
 
 class MeApi(APIView):
@@ -89,4 +102,12 @@ class MeApi(APIView):
     )
     def get(self, request: Request) -> Response:
         token = request.auth if isinstance(request.auth, ApiToken) else None
-        return Response(MeOutput({"username": request.user.get_username(), "token": token}).data)
+        workspace = workspace_default(user=request.user)
+        role = policy.role_of(request.user, workspace) if workspace is not None else None
+        me = {
+            "username": request.user.get_username(),
+            "token": token,
+            "workspace": workspace.pk if workspace is not None else None,
+            "role": role.value if role is not None else None,
+        }
+        return Response(MeOutput(me).data)

@@ -18,6 +18,8 @@ class ApiToken(AbstractAuthToken):
     name = models.CharField(max_length=100)
     last_used = models.DateTimeField(null=True, blank=True)
     read_only = models.BooleanField(default=False, help_text="Reads only: every change is refused (403).")
+    # The one workspace the token acts in, with its user's role there (webapp.workspaces.policy).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="api_tokens")
 
     class Meta:
         ordering = ["-created", "-id"]

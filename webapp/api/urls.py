@@ -13,6 +13,8 @@ urlpatterns = [
     path("pipelines/", include("webapp.pipelines.api_urls")),
     path("", include("webapp.alerts.api_urls")),
     path("", include("webapp.audits.api_urls")),
+    path("", include("webapp.workspaces.api_urls")),
+    path("", include("webapp.activity.api_urls")),
     path("tokens/", apis.ApiTokenListCreateApi.as_view(), name="tokens"),
     path("tokens/<int:pk>/", apis.ApiTokenDetailApi.as_view(), name="token"),
     path("me/", apis.MeApi.as_view(), name="me"),

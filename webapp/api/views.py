@@ -1,4 +1,5 @@
-"""The "API tokens" page: a user names, creates (seen once), lists and revokes their own tokens."""
+"""The "API tokens" page: a user names, creates (seen once, in the current workspace), lists and revokes their own
+tokens."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.shortcuts import redirect, render
 
 from webapp.api import tokens
 from webapp.api.models import ApiToken
+from webapp.workspaces.current import current_workspace
 
 
 class ApiTokenForm(forms.Form):
@@ -34,7 +36,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
             except (ValueError, ApiToken.DoesNotExist):
                 messages.error(request, "No such token.")
             else:
-                tokens.api_token_revoke(token=token)
+                tokens.api_token_revoke(token=token, actor=request.user)
                 messages.success(request, f"Token {token.name!r} revoked.")
             return redirect("account_tokens")
         form = ApiTokenForm(request.POST)
@@ -45,6 +47,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
                     name=form.cleaned_data["name"],
                     expires_in_days=form.cleaned_data["expires_in_days"],
                     read_only=form.cleaned_data["read_only"],
+                    workspace=current_workspace(request),
                 )
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 
 from webapp.audits.models import AuditedTable, AuditResult
+from webapp.workspaces.admin import WorkspaceScopedAdmin
 
 
 class AuditResultInline(admin.TabularInline):
@@ -25,11 +26,21 @@ class AuditResultInline(admin.TabularInline):
 
 
 @admin.register(AuditedTable)
-class AuditedTableAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "owner", "connection", "key_columns", "time_column", "pipeline", "created_at")
-    list_filter = ("connection",)
-    search_fields = ("database", "table", "owner__username", "pipeline__name")
-    raw_id_fields = ("owner", "connection", "pipeline")
+class AuditedTableAdmin(WorkspaceScopedAdmin):
+    change_action = "audit.edit"
+    list_display = (
+        "__str__",
+        "workspace",
+        "owner",
+        "connection",
+        "key_columns",
+        "time_column",
+        "pipeline",
+        "created_at",
+    )
+    list_filter = ("connection", "workspace")
+    search_fields = ("database", "table", "owner__username", "pipeline__name", "workspace__name")
+    raw_id_fields = ("workspace", "owner", "connection", "pipeline")
     inlines = [AuditResultInline]
 
 

@@ -15,6 +15,7 @@ from webapp.api.inputs import validated_input
 from webapp.audits import selectors, services
 from webapp.audits.models import MAX_KEY_COLUMNS, AuditedTable, AuditResult
 from webapp.connections.selectors import clickhouse_connection_get
+from webapp.pipelines.models import Pipeline
 from webapp.pipelines.selectors import pipeline_get
 
 TAG = ["Duplicate audits"]
@@ -54,6 +55,7 @@ class AuditedTableOutput(serializers.ModelSerializer):
             "windows",
             "pipeline",
             "latest",
+            "workspace",
             "created_at",
         ]
 
@@ -95,14 +97,22 @@ class PipelineAuditOutput(serializers.Serializer):
     ),
 )
 class AuditedTableListCreateApi(APIView):
+    workspace_actions = {"POST": "audit.edit"}  # webapp.workspaces.permissions
+
     def get(self, request: Request) -> Response:
-        return Response(AuditedTableOutput(selectors.audited_table_list(user=request.user), many=True).data)
+        return Response(
+            AuditedTableOutput(
+                selectors.audited_table_list(user=request.user, workspace=request.workspace), many=True
+            ).data
+        )
 
     def post(self, request: Request) -> Response:
         data = validated_input(AuditedTableInput, request.data)
         connection = clickhouse_connection_get(user=request.user, pk=data.pop("connection"))
         data.setdefault("database", connection.database)
-        audited = services.audited_table_create(owner=request.user, connection=connection, **data)
+        audited = services.audited_table_create(
+            owner=request.user, connection=connection, workspace=request.workspace, **data
+        )
         return Response(AuditedTableOutput(audited).data, status=status.HTTP_201_CREATED)
 
 
@@ -116,11 +126,16 @@ class AuditedTableListCreateApi(APIView):
     ),
 )
 class AuditedTableDetailApi(APIView):
+    workspace_model = AuditedTable
+    workspace_actions = {"DELETE": "audit.edit"}
+
     def get(self, request: Request, pk: int) -> Response:
         return Response(AuditedTableOutput(selectors.audited_table_get(user=request.user, pk=pk)).data)
 
     def delete(self, request: Request, pk: int) -> Response:
-        services.audited_table_delete(audited_table=selectors.audited_table_get(user=request.user, pk=pk))
+        services.audited_table_delete(
+            audited_table=selectors.audited_table_get(user=request.user, pk=pk), actor=request.user
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -134,6 +149,8 @@ class AuditedTableDetailApi(APIView):
     )
 )
 class AuditResultListApi(APIView):
+    workspace_model = AuditedTable
+
     def get(self, request: Request, pk: int) -> Response:
         audited = selectors.audited_table_get(user=request.user, pk=pk)
         query = validated_input(ResultsQuery, request.query_params)
@@ -150,6 +167,8 @@ class AuditResultListApi(APIView):
     )
 )
 class PipelineAuditApi(APIView):
+    workspace_model = Pipeline
+
     def get(self, request: Request, pk: int) -> Response:
         pipeline = pipeline_get(user=request.user, pk=pk)
         audited = selectors.audited_table_of_pipeline(pipeline=pipeline)

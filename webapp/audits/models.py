@@ -26,6 +26,8 @@ MAX_KEY_COLUMNS = 16
 
 
 class AuditedTable(TimeStampedModel):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="audited_tables")
+    # Who added it; access is by workspace membership (webapp.workspaces.policy).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="audited_tables")
     connection = models.ForeignKey(
         "connections.ClickHouseConnection", on_delete=models.CASCADE, related_name="audited_tables"
@@ -47,7 +49,7 @@ class AuditedTable(TimeStampedModel):
         ordering = ["database", "table", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner", "connection", "database", "table"],
+                fields=["workspace", "connection", "database", "table"],
                 condition=models.Q(pipeline__isnull=True),
                 name="audited_table_unique_by_hand",
             )
@@ -77,7 +79,7 @@ class AuditedTable(TimeStampedModel):
                 raise ValidationError(
                     {"key_columns": f"{key!r}: use letters, digits and '_', not starting with a digit."}
                 ) from None
-        if self.connection_id and self.owner_id and self.connection.owner_id != self.owner_id:
+        if self.connection_id and self.workspace_id and self.connection.workspace_id != self.workspace_id:
             raise ValidationError({"connection": "No such connection."})
 
 

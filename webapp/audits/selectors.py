@@ -1,4 +1,4 @@
-"""Reads of audited tables and their results. `*_get` raise Http404 for missing or other people's objects.
+"""Reads of audited tables and their results. `*_get` raise Http404 for missing objects and other workspaces'.
 
 `latest_result_for_pipeline` and `latest_result` are the interface the alerts build on: keep their names.
 """
@@ -13,6 +13,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from webapp.audits.models import HOUR_SECONDS, AuditedTable, AuditResult
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.policy import visible_workspaces
 
 
 def latest_result(*, audited_table_id: int, window_seconds: int = HOUR_SECONDS) -> AuditResult | None:
@@ -37,13 +39,13 @@ def latest_results(*, audited_table: AuditedTable) -> list[AuditResult]:
     return [result for result in found if result is not None]
 
 
-def audited_table_list(*, user: AbstractBaseUser) -> QuerySet[AuditedTable]:
-    """The user's audited tables (their pipelines' and those added by hand)."""
-    return (
-        AuditedTable.objects.filter(owner=user)
-        .select_related("connection", "pipeline")
-        .order_by("database", "table", "id")
-    )
+def audited_table_list(*, user: AbstractBaseUser, workspace: Workspace | None = None) -> QuerySet[AuditedTable]:
+    """The audited tables of the user's workspaces (their pipelines' and those added by hand; only `workspace`'s,
+    when given)."""
+    tables = AuditedTable.objects.filter(workspace__in=visible_workspaces(user))
+    if workspace is not None:
+        tables = tables.filter(workspace=workspace)
+    return tables.select_related("connection", "pipeline").order_by("database", "table", "id")
 
 
 def audited_table_get(*, user: AbstractBaseUser, pk: Any) -> AuditedTable:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.sink import INGESTED_AT_COLUMN, INGESTED_AT_TYPE
 from spark_jobs.spec import PipelineSpec, SpecError
+from webapp.activity.services import activity_record, snapshot
 from webapp.audits import queries
 from webapp.audits.models import AuditedTable, AuditResult
 from webapp.connections import clickhouse_client
@@ -28,6 +29,8 @@ from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHou
 from webapp.connections.models import ClickHouseConnection
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines.models import Pipeline, PipelineStatus
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.services import workspace_for_new_objects
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +45,13 @@ def audited_table_create(
     key_columns: list[str],
     time_column: str,
     extra_window_seconds: int | None = None,
+    workspace: Workspace | None = None,
 ) -> AuditedTable:
-    """A table added by hand to the periodic audit (the owner's own connection only)."""
+    """A table added by hand to the periodic audit, in `workspace` (the owner's default one when None), with a
+    connection of that workspace only."""
     audited = AuditedTable(
         owner=owner,
+        workspace=workspace_for_new_objects(user=owner, workspace=workspace),
         connection=connection,
         database=database,
         table=table,
@@ -56,7 +62,12 @@ def audited_table_create(
     audited.full_clean()
     _check_columns(audited)
     audited.save()
+    activity_record(actor=owner, action="audit.create", target=audited, after=_snapshot(audited))
     return audited
+
+
+def _snapshot(audited: AuditedTable) -> dict[str, Any]:
+    return snapshot(audited, ["connection", "database", "table", "key_columns", "time_column", "extra_window_seconds"])
 
 
 def _check_columns(audited: AuditedTable) -> None:
@@ -80,10 +91,11 @@ def _check_columns(audited: AuditedTable) -> None:
 
 
 @transaction.atomic
-def audited_table_delete(*, audited_table: AuditedTable) -> None:
+def audited_table_delete(*, audited_table: AuditedTable, actor: Any = None) -> None:
     """Stop auditing a hand-added table (its results go with it). A pipeline's own audit stays."""
     if audited_table.pipeline_id is not None:
         raise ApplicationError("A pipeline's own table is audited as long as the pipeline runs.")
+    activity_record(actor=actor, action="audit.delete", target=audited_table, before=_snapshot(audited_table))
     audited_table.delete()
 
 
@@ -122,7 +134,12 @@ def audited_table_sync_pipeline(*, pipeline: Pipeline) -> AuditedTable | None:
         target = None
     if target is None:
         return None
-    wanted = {"owner_id": pipeline.owner_id, "connection_id": connection.pk, **target}
+    wanted = {
+        "owner_id": pipeline.owner_id,
+        "workspace_id": pipeline.workspace_id,
+        "connection_id": connection.pk,
+        **target,
+    }
     audited = AuditedTable.objects.filter(pipeline=pipeline).first()
     if audited is None:
         return AuditedTable.objects.create(pipeline=pipeline, **wanted)

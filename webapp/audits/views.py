@@ -16,6 +16,8 @@ from webapp.audits.proof import pipeline_proof_context
 from webapp.connections.selectors import clickhouse_connection_list
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines.selectors import pipeline_get
+from webapp.workspaces import policy
+from webapp.workspaces.current import current_workspace
 
 RESULTS_SHOWN = 100
 
@@ -23,14 +25,18 @@ RESULTS_SHOWN = 100
 @login_required
 @require_http_methods(["GET", "POST"])
 def audit_list(request: HttpRequest) -> HttpResponse:
-    connections = clickhouse_connection_list(user=request.user)
+    workspace = current_workspace(request)
+    connections = clickhouse_connection_list(user=request.user, workspace=workspace)
     form = AuditedTableForm(request.POST or None, connections=connections)
+    if request.method == "POST":
+        policy.require(request.user, "audit.edit", workspace)
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
         connection = data.pop("connection")
         try:
             audited = services.audited_table_create(
                 owner=request.user,
+                workspace=workspace,
                 connection=connection,
                 database=data["database"] or connection.database,
                 table=data["table"],
@@ -46,7 +52,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"{audited} is audited from the next round on.")
             return redirect("audits:audit_detail", pk=audited.pk)
-    tables = list(selectors.audited_table_list(user=request.user))
+    tables = list(selectors.audited_table_list(user=request.user, workspace=workspace))
     for audited in tables:
         audited.latest = selectors.latest_results(audited_table=audited)
     return render(request, "audits/audit_list.html", {"tables": tables, "form": form})
@@ -68,8 +74,9 @@ def audit_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def audit_delete(request: HttpRequest, pk: int) -> HttpResponse:
     audited = selectors.audited_table_get(user=request.user, pk=pk)
+    policy.require(request.user, "audit.edit", audited.workspace_id)
     try:
-        services.audited_table_delete(audited_table=audited)
+        services.audited_table_delete(audited_table=audited, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, exc.message)
         return redirect("audits:audit_detail", pk=audited.pk)

@@ -16,6 +16,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("webapp.api.page_urls")),
+    path("", include("webapp.workspaces.urls")),
+    path("", include("webapp.activity.urls")),
     path("", include("webapp.connections.urls")),
     # Before the pipeline pages: their `pipelines/<pk>/<action>/` would take `pipelines/<pk>/edit/` (the wizard's),
     # `pipelines/<pk>/alerts/` and `pipelines/<pk>/proof/`.

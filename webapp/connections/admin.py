@@ -11,6 +11,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.workspaces.admin import WorkspaceScopedAdmin
 
 
 class SecretFieldsForm(forms.ModelForm):
@@ -46,22 +47,22 @@ class SecretFieldsForm(forms.ModelForm):
 class KafkaConnectionForm(SecretFieldsForm):
     class Meta:
         model = KafkaConnection
-        fields = ("owner", *KafkaConnection.EDITABLE_FIELDS)
+        fields = ("workspace", "owner", *KafkaConnection.EDITABLE_FIELDS)
 
 
 class ClickHouseConnectionForm(SecretFieldsForm):
     class Meta:
         model = ClickHouseConnection
-        fields = ("owner", *ClickHouseConnection.EDITABLE_FIELDS)
+        fields = ("workspace", "owner", *ClickHouseConnection.EDITABLE_FIELDS)
 
 
 class SchemaRegistryConnectionForm(SecretFieldsForm):
     class Meta:
         model = SchemaRegistryConnection
-        fields = ("owner", *SchemaRegistryConnection.EDITABLE_FIELDS)
+        fields = ("workspace", "owner", *SchemaRegistryConnection.EDITABLE_FIELDS)
 
 
-class SecretsAdmin(admin.ModelAdmin):
+class SecretsAdmin(WorkspaceScopedAdmin):
     """Keeps the secrets out of Django's error reports (they would otherwise list the POST data)."""
 
     @method_decorator(
@@ -76,10 +77,18 @@ class SecretsAdmin(admin.ModelAdmin):
 @admin.register(KafkaConnection)
 class KafkaConnectionAdmin(SecretsAdmin):
     form = KafkaConnectionForm
-    list_display = ("name", "owner", "bootstrap_servers", "security_protocol", "sasl_password_set", "updated_at")
+    list_display = (
+        "name",
+        "workspace",
+        "owner",
+        "bootstrap_servers",
+        "security_protocol",
+        "sasl_password_set",
+        "updated_at",
+    )
     list_filter = ("security_protocol",)
-    search_fields = ("name", "bootstrap_servers", "owner__username")
-    list_select_related = ("owner",)
+    search_fields = ("name", "bootstrap_servers", "owner__username", "workspace__name")
+    list_select_related = ("owner", "workspace")
     readonly_fields = ("created_at", "updated_at")
 
     @admin.display(boolean=True, description="SASL password")
@@ -90,10 +99,10 @@ class KafkaConnectionAdmin(SecretsAdmin):
 @admin.register(ClickHouseConnection)
 class ClickHouseConnectionAdmin(SecretsAdmin):
     form = ClickHouseConnectionForm
-    list_display = ("name", "owner", "host", "port", "secure", "username", "password_set", "updated_at")
+    list_display = ("name", "workspace", "owner", "host", "port", "secure", "username", "password_set", "updated_at")
     list_filter = ("secure",)
-    search_fields = ("name", "host", "owner__username")
-    list_select_related = ("owner",)
+    search_fields = ("name", "host", "owner__username", "workspace__name")
+    list_select_related = ("owner", "workspace")
     readonly_fields = ("created_at", "updated_at")
 
     @admin.display(boolean=True, description="password")
@@ -104,9 +113,9 @@ class ClickHouseConnectionAdmin(SecretsAdmin):
 @admin.register(SchemaRegistryConnection)
 class SchemaRegistryConnectionAdmin(SecretsAdmin):
     form = SchemaRegistryConnectionForm
-    list_display = ("name", "owner", "url", "username", "password_set", "updated_at")
-    search_fields = ("name", "url", "owner__username")
-    list_select_related = ("owner",)
+    list_display = ("name", "workspace", "owner", "url", "username", "password_set", "updated_at")
+    search_fields = ("name", "url", "owner__username", "workspace__name")
+    list_select_related = ("owner", "workspace")
     readonly_fields = ("created_at", "updated_at")
 
     @admin.display(boolean=True, description="password")

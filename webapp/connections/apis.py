@@ -22,7 +22,10 @@ from webapp.api.permissions import token_is_read_only
 from webapp.connections import kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.services import secrets_changed
 from webapp.core.exceptions import NotFoundError
+from webapp.workspaces import policy
+from webapp.workspaces.services import workspace_for_new_objects
 
 KAFKA_TAG = ["Kafka connections"]
 CLICKHOUSE_TAG = ["ClickHouse connections"]
@@ -52,7 +55,7 @@ def _output_fields(model: ConnectionModel, flags: dict[str, str]) -> list[str]:
     fields = ["id"]
     for name in model.EDITABLE_FIELDS:
         fields.append(flags[name] if name in model.SECRET_FIELDS else name)
-    return [*fields, "created_at", "updated_at"]
+    return [*fields, "workspace", "created_at", "updated_at"]
 
 
 class KafkaConnectionInput(serializers.ModelSerializer):
@@ -231,20 +234,26 @@ _SCHEMA_REGISTRY = _ApiKind(
 
 class _ConnectionListCreateApi(APIView):
     kind: _ApiKind
+    workspace_actions = {"POST": "connection.create"}  # webapp.workspaces.permissions
 
     def get(self, request: Request) -> Response:
         query = validated_input(NameQuery, request.query_params)
-        connections = self.kind.list(user=request.user, name=query.get("name"))
+        connections = self.kind.list(user=request.user, name=query.get("name"), workspace=request.workspace)
         return Response(self.kind.output(connections, many=True).data)
 
     def post(self, request: Request) -> Response:
         data = validated_input(self.kind.input, request.data)
-        connection = self.kind.create(owner=request.user, data=data)
+        connection = self.kind.create(owner=request.user, data=data, workspace=request.workspace)
         return Response(self.kind.output(connection).data, status=status.HTTP_201_CREATED)
 
 
 class _ConnectionDetailApi(APIView):
     kind: _ApiKind
+    workspace_actions = {"PATCH": "connection.edit", "DELETE": "connection.delete"}
+
+    @property
+    def workspace_model(self) -> type:
+        return self.kind.model
 
     def get(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
@@ -253,12 +262,14 @@ class _ConnectionDetailApi(APIView):
     def patch(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
         data = validated_input(self.kind.input, request.data, partial=True)
-        connection = self.kind.update(connection=connection, data=data)
+        if secrets_changed(connection, data):
+            policy.require(request.user, "connection.secret", connection.workspace_id)
+        connection = self.kind.update(connection=connection, data=data, actor=request.user)
         return Response(self.kind.output(connection).data)
 
     def delete(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
-        self.kind.delete(connection=connection)
+        self.kind.delete(connection=connection, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -268,9 +279,10 @@ class _ConnectionDiffApi(APIView):
 
     def post(self, request: Request) -> Response:
         data = validated_input(self.kind.input, request.data)
+        workspace = request.workspace or workspace_for_new_objects(user=request.user)
         compare_secrets = not token_is_read_only(request)
         diff = selectors.connection_changes(
-            model=self.kind.model, owner=request.user, data=data, compare_secrets=compare_secrets
+            model=self.kind.model, owner=request.user, workspace=workspace, data=data, compare_secrets=compare_secrets
         )
         connection = diff.connection
         output = {
@@ -284,6 +296,11 @@ class _ConnectionDiffApi(APIView):
 
 class _ConnectionTestApi(APIView):
     kind: _ApiKind
+    workspace_actions = {"POST": policy.READ}  # testing a saved connection changes nothing
+
+    @property
+    def workspace_model(self) -> type:
+        return self.kind.model
 
     def post(self, request: Request, pk: int) -> Response:
         connection = self.kind.get(user=request.user, pk=pk)
@@ -411,6 +428,8 @@ KAFKA_APIS = _connection_apis(
 
 
 class KafkaTopicListApi(APIView):
+    workspace_model = KafkaConnection
+
     @extend_schema(
         tags=KAFKA_TAG, operation_id="kafka_topics_list", responses={200: TopicOutput(many=True), **ERROR_RESPONSES}
     )
@@ -421,6 +440,9 @@ class KafkaTopicListApi(APIView):
 
 
 class KafkaSampleApi(APIView):
+    workspace_model = KafkaConnection
+    workspace_actions = {"POST": policy.READ}  # reads events, changes nothing
+
     @extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_events_sample",
@@ -436,6 +458,9 @@ class KafkaSampleApi(APIView):
 
 
 class KafkaInferSchemaApi(APIView):
+    workspace_model = KafkaConnection
+    workspace_actions = {"POST": policy.READ}  # reads events, changes nothing
+
     @extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_schema_infer",
@@ -485,6 +510,8 @@ CLICKHOUSE_APIS = _connection_apis(_CLICKHOUSE, tag=CLICKHOUSE_TAG, write_only_n
 
 
 class ClickHouseDatabaseListApi(APIView):
+    workspace_model = ClickHouseConnection
+
     @extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_databases_list",
@@ -497,6 +524,8 @@ class ClickHouseDatabaseListApi(APIView):
 
 
 class ClickHouseTableListApi(APIView):
+    workspace_model = ClickHouseConnection
+
     @extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_tables_list",
@@ -509,6 +538,8 @@ class ClickHouseTableListApi(APIView):
 
 
 class ClickHouseColumnListApi(APIView):
+    workspace_model = ClickHouseConnection
+
     @extend_schema(
         tags=CLICKHOUSE_TAG,
         operation_id="clickhouse_columns_list",

@@ -16,7 +16,9 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.connections import key_advice, selectors
 from webapp.connections.apis import KAFKA_TAG
+from webapp.connections.models import KafkaConnection
 from webapp.connections.throttle import count_connection_request
+from webapp.workspaces import policy
 
 
 def _field_path(value: str) -> str:
@@ -118,6 +120,9 @@ class DedupAnalysisOutput(serializers.Serializer):
 
 
 class KafkaDedupAnalysisApi(APIView):
+    workspace_model = KafkaConnection
+    workspace_actions = {"POST": policy.READ}  # measures a topic, changes nothing
+
     @extend_schema(
         tags=KAFKA_TAG,
         operation_id="kafka_dedup_analysis",

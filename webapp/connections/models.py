@@ -145,6 +145,8 @@ class KafkaConnection(SpecBackedConnection):
     EDITABLE_FIELDS = ("name", *KafkaConnectionSpec.model_fields)
     SECRET_FIELDS = secret_fields(KafkaConnectionSpec)
 
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="kafka_connections")
+    # Who created it; access is by workspace membership (webapp.workspaces.policy).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kafka_connections")
     name = models.CharField(max_length=100)
     bootstrap_servers = models.CharField(max_length=1000, validators=[bootstrap_validator])
@@ -159,7 +161,9 @@ class KafkaConnection(SpecBackedConnection):
     class Meta:
         verbose_name = "Kafka connection"
         ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="kafka_connection_unique_name_per_owner")]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="kafka_connection_unique_name_per_workspace")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -219,6 +223,9 @@ class ClickHouseConnection(SpecBackedConnection):
     EDITABLE_FIELDS = ("name", *ClickHouseConnectionSpec.model_fields)
     SECRET_FIELDS = secret_fields(ClickHouseConnectionSpec)
 
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="clickhouse_connections"
+    )
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="clickhouse_connections")
     name = models.CharField(max_length=100)
     host = models.CharField(max_length=255, validators=[host_validator])
@@ -235,7 +242,9 @@ class ClickHouseConnection(SpecBackedConnection):
         verbose_name = "ClickHouse connection"
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="clickhouse_connection_unique_name_per_owner")
+            models.UniqueConstraint(
+                fields=["workspace", "name"], name="clickhouse_connection_unique_name_per_workspace"
+            )
         ]
 
     def __str__(self) -> str:
@@ -265,6 +274,9 @@ class SchemaRegistryConnection(SpecBackedConnection):
     EDITABLE_FIELDS = ("name", *SchemaRegistryConnectionSpec.model_fields)
     SECRET_FIELDS = secret_fields(SchemaRegistryConnectionSpec)
 
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="schema_registry_connections"
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="schema_registry_connections"
     )
@@ -279,7 +291,9 @@ class SchemaRegistryConnection(SpecBackedConnection):
         verbose_name = "schema registry connection"
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="schema_registry_connection_unique_name_per_owner")
+            models.UniqueConstraint(
+                fields=["workspace", "name"], name="schema_registry_connection_unique_name_per_workspace"
+            )
         ]
 
     def __str__(self) -> str:

@@ -1,6 +1,6 @@
-"""Reads: the user's connections, and what their Kafka clusters and ClickHouse servers hold.
+"""Reads: the connections of the user's workspaces, and what their Kafka clusters and ClickHouse servers hold.
 
-`*_get` raise `Http404` for objects that do not exist or belong to someone else (both look the same).
+`*_get` raise `Http404` for objects that do not exist or belong to another workspace (both look the same).
 The Kafka and ClickHouse reads raise `KafkaClientError` / `ClickHouseClientError` (API 502) when the
 server fails, and `KafkaTopicNotFoundError` / `ClickHouseNotFoundError` (API 404) for unknown names.
 """
@@ -24,6 +24,8 @@ from webapp.connections.models import ClickHouseConnection, KafkaConnection, Sch
 from webapp.connections.throttle import count_connection_request
 from webapp.core.changes import Change
 from webapp.core.exceptions import ApplicationError
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.policy import visible_workspaces
 
 Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
 
@@ -32,19 +34,33 @@ def _named(connections: QuerySet[Connection], name: str | None) -> QuerySet[Conn
     return connections if name is None else connections.filter(name=name)
 
 
-def kafka_connection_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[KafkaConnection]:
-    """The user's Kafka connections by name (only the one called `name`, when given)."""
-    return _named(KafkaConnection.objects.filter(owner=user), name).order_by("name", "id")
+def _visible(
+    model: type[Connection], user: AbstractBaseUser, workspace: Workspace | None, name: str | None
+) -> QuerySet[Connection]:
+    """The connections of the caller's workspaces (only `workspace`'s, only the one called `name`, when given)."""
+    connections = model.objects.filter(workspace__in=visible_workspaces(user))
+    if workspace is not None:
+        connections = connections.filter(workspace=workspace)
+    return _named(connections, name).order_by("name", "id")
+
+
+def kafka_connection_list(
+    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+) -> QuerySet[KafkaConnection]:
+    """The Kafka connections of the user's workspaces, by name."""
+    return _visible(KafkaConnection, user, workspace, name)
 
 
 def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:
-    """The user's connection `pk`; Http404 if missing, someone else's, or `pk` is not a number."""
+    """The connection `pk`; Http404 if missing, of a workspace the user is not in, or `pk` is not a number."""
     return get_object_or_404(kafka_connection_list(user=user), pk=_int_pk(pk))
 
 
-def clickhouse_connection_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[ClickHouseConnection]:
-    """The user's ClickHouse connections by name (only the one called `name`, when given)."""
-    return _named(ClickHouseConnection.objects.filter(owner=user), name).order_by("name", "id")
+def clickhouse_connection_list(
+    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+) -> QuerySet[ClickHouseConnection]:
+    """The ClickHouse connections of the user's workspaces, by name."""
+    return _visible(ClickHouseConnection, user, workspace, name)
 
 
 def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseConnection:
@@ -52,10 +68,10 @@ def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseC
 
 
 def schema_registry_connection_list(
-    *, user: AbstractBaseUser, name: str | None = None
+    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
 ) -> QuerySet[SchemaRegistryConnection]:
-    """The user's schema registry connections by name (only the one called `name`, when given)."""
-    return _named(SchemaRegistryConnection.objects.filter(owner=user), name).order_by("name", "id")
+    """The schema registry connections of the user's workspaces, by name."""
+    return _visible(SchemaRegistryConnection, user, workspace, name)
 
 
 def schema_registry_connection_get(*, user: AbstractBaseUser, pk: Any) -> SchemaRegistryConnection:
@@ -72,20 +88,25 @@ class ConnectionChanges:
 
 
 def connection_changes(
-    *, model: type[Connection], owner: AbstractBaseUser, data: Mapping[str, Any], compare_secrets: bool = True
+    *,
+    model: type[Connection],
+    owner: AbstractBaseUser,
+    workspace: Workspace,
+    data: Mapping[str, Any],
+    compare_secrets: bool = True,
 ) -> ConnectionChanges:
-    """Compare `data` (the fields a user sets, with `name`) with the owner's connection of that name, as the
+    """Compare `data` (the fields a user sets, with `name`) with the workspace's connection of that name, as the
     services would save it: validated the same way (Django's ValidationError by field). A secret given as None or
     left out stays as it is, as in an update; secrets are compared here and never returned. Without
     `compare_secrets` (a read-only token) the secrets given are not looked at: "differs" or not would let a reader
     guess a stored password one try at a time."""
-    existing = _named(model.objects.filter(owner=owner), data["name"]).first()
-    proposed = copy.copy(existing) if existing is not None else model(owner=owner)
+    existing = _named(model.objects.filter(workspace=workspace), data["name"]).first()
+    proposed = copy.copy(existing) if existing is not None else model(owner=owner, workspace=workspace)
     for name in model.EDITABLE_FIELDS:
         secret = name in model.SECRET_FIELDS
         if name in data and not (secret and (data[name] is None or not compare_secrets)):
             setattr(proposed, name, data[name])
-    proposed.full_clean(exclude=["owner"], validate_constraints=False)
+    proposed.full_clean(exclude=["owner", "workspace"], validate_constraints=False)
     if existing is None:
         return ConnectionChanges(connection=None)
     changes = []

@@ -20,11 +20,14 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from webapp.activity.services import activity_record, changed, secret_changes, snapshot
 from webapp.connections import clickhouse_client, kafka_client, registry_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.throttle import count_connection_request
 from webapp.core.exceptions import ConflictError
 from webapp.core.services import model_update
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.services import workspace_for_new_objects
 
 # The keys `data` may hold (defined once, on the models).
 KAFKA_FIELDS = KafkaConnection.EDITABLE_FIELDS
@@ -35,12 +38,12 @@ Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, Schema
 AnyConnection = KafkaConnection | ClickHouseConnection | SchemaRegistryConnection
 
 
-def _check_unique_name(model: type, *, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
-    others = model.objects.filter(owner=owner, name=name)
+def _check_unique_name(model: type, *, workspace_id: int, name: str, exclude_pk: int | None) -> None:
+    others = model.objects.filter(workspace_id=workspace_id, name=name)
     if exclude_pk is not None:
         others = others.exclude(pk=exclude_pk)
     if others.exists():
-        raise ValidationError({"name": f"You already have a connection named {name!r}."})
+        raise ValidationError({"name": f"The workspace already has a connection named {name!r}."})
 
 
 def _save_new(connection: AnyConnection) -> None:
@@ -48,7 +51,7 @@ def _save_new(connection: AnyConnection) -> None:
         with transaction.atomic():
             connection.save()
     except IntegrityError:  # a concurrent request took the name between the check and the insert
-        raise ValidationError({"name": f"You already have a connection named {connection.name!r}."}) from None
+        raise ValidationError({"name": f"The workspace already has a connection named {connection.name!r}."}) from None
 
 
 def _clean_data(model: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,33 +64,66 @@ def _clean_data(model: type, data: Mapping[str, Any]) -> dict[str, Any]:
 
 def _build(model: type[Connection], *, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Connection:
     connection = model(owner=owner, **_clean_data(model, data))
-    connection.full_clean(exclude=["owner"], validate_constraints=False)
+    connection.full_clean(exclude=["owner", "workspace"], validate_constraints=False)
     return connection
 
 
-def _create(model: type[Connection], *, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Connection:
+def _snapshot(connection: AnyConnection) -> dict[str, Any]:
+    return snapshot(connection, connection.EDITABLE_FIELDS, connection.SECRET_FIELDS)
+
+
+def secrets_changed(connection: AnyConnection, data: Mapping[str, Any]) -> list[str]:
+    """The saved secrets that `data` would replace or clear (a new value, or "" for one that is set): changing
+    them takes the workspace's admin (`connection.secret` in webapp.workspaces.policy)."""
+    return [
+        name
+        for name in connection.SECRET_FIELDS
+        if name in data and data[name] is not None and data[name] != getattr(connection, name)
+    ]
+
+
+@transaction.atomic
+def _create(
+    model: type[Connection], *, owner: AbstractBaseUser, data: Mapping[str, Any], workspace: Workspace | None
+) -> Connection:
     connection = _build(model, owner=owner, data=data)
-    _check_unique_name(model, owner=owner, name=connection.name, exclude_pk=None)
+    connection.workspace = workspace_for_new_objects(user=owner, workspace=workspace)
+    _check_unique_name(model, workspace_id=connection.workspace_id, name=connection.name, exclude_pk=None)
     connection.full_clean()
     _save_new(connection)
+    activity_record(actor=owner, action="connection.create", target=connection, after=_snapshot(connection))
     return connection
 
 
-def _update(model: type[Connection], *, connection: Connection, data: Mapping[str, Any]) -> Connection:
+@transaction.atomic
+def _update(model: type[Connection], *, connection: Connection, data: Mapping[str, Any], actor: Any) -> Connection:
     cleaned = _clean_data(model, data)
     if "name" in cleaned:
-        _check_unique_name(model, owner=connection.owner, name=cleaned["name"], exclude_pk=connection.pk)
+        _check_unique_name(model, workspace_id=connection.workspace_id, name=cleaned["name"], exclude_pk=connection.pk)
+    before, replaced = _snapshot(connection), secrets_changed(connection, cleaned)
     connection, _ = model_update(instance=connection, fields=model.EDITABLE_FIELDS, data=cleaned)
+    old, new = changed(before, _snapshot(connection))
+    if replaced:  # its own entry: changing a secret takes an admin
+        old_secrets, new_secrets = secret_changes(replaced)
+        activity_record(
+            actor=actor, action="connection.secret", target=connection, before=old_secrets, after=new_secrets
+        )
+    old = {name: value for name, value in old.items() if name not in connection.SECRET_FIELDS}
+    new = {name: value for name, value in new.items() if name not in connection.SECRET_FIELDS}
+    if new:
+        activity_record(actor=actor, action="connection.edit", target=connection, before=old, after=new)
     return connection
 
 
-def _delete(connection: AnyConnection) -> None:
+@transaction.atomic
+def _delete(connection: AnyConnection, *, actor: Any) -> None:
     users = list(connection.pipelines.order_by("name").values_list("name", flat=True)[:5])
     if users:
         raise ConflictError(
             f"The connection is used by pipeline(s): {', '.join(users)}. Change or delete them first.",
             extra={"pipelines": users},
         )
+    activity_record(actor=actor, action="connection.delete", target=connection, before=_snapshot(connection))
     connection.delete()
 
 
@@ -100,21 +136,25 @@ def kafka_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, Any]) 
 
 
 @transaction.atomic
-def kafka_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> KafkaConnection:
+def kafka_connection_create(
+    *, owner: AbstractBaseUser, data: Mapping[str, Any], workspace: Workspace | None = None
+) -> KafkaConnection:
     """Create a saved Kafka connection from `data` (keys: KAFKA_FIELDS). Raises ValidationError."""
-    return _create(KafkaConnection, owner=owner, data=data)
+    return _create(KafkaConnection, owner=owner, data=data, workspace=workspace)
 
 
 @transaction.atomic
-def kafka_connection_update(*, connection: KafkaConnection, data: Mapping[str, Any]) -> KafkaConnection:
+def kafka_connection_update(
+    *, connection: KafkaConnection, data: Mapping[str, Any], actor: Any = None
+) -> KafkaConnection:
     """Change the fields present in `data`; secrets only when given (see module doc). Raises ValidationError."""
-    return _update(KafkaConnection, connection=connection, data=data)
+    return _update(KafkaConnection, connection=connection, data=data, actor=actor)
 
 
 @transaction.atomic
-def kafka_connection_delete(*, connection: KafkaConnection) -> None:
+def kafka_connection_delete(*, connection: KafkaConnection, actor: Any = None) -> None:
     """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
-    _delete(connection)
+    _delete(connection, actor=actor)
 
 
 def kafka_connection_test(
@@ -134,21 +174,25 @@ def clickhouse_connection_build(*, owner: AbstractBaseUser, data: Mapping[str, A
 
 
 @transaction.atomic
-def clickhouse_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> ClickHouseConnection:
+def clickhouse_connection_create(
+    *, owner: AbstractBaseUser, data: Mapping[str, Any], workspace: Workspace | None = None
+) -> ClickHouseConnection:
     """Create a saved ClickHouse connection from `data` (keys: CLICKHOUSE_FIELDS). Raises ValidationError."""
-    return _create(ClickHouseConnection, owner=owner, data=data)
+    return _create(ClickHouseConnection, owner=owner, data=data, workspace=workspace)
 
 
 @transaction.atomic
-def clickhouse_connection_update(*, connection: ClickHouseConnection, data: Mapping[str, Any]) -> ClickHouseConnection:
+def clickhouse_connection_update(
+    *, connection: ClickHouseConnection, data: Mapping[str, Any], actor: Any = None
+) -> ClickHouseConnection:
     """Change the fields present in `data`; the password only when given. Raises ValidationError."""
-    return _update(ClickHouseConnection, connection=connection, data=data)
+    return _update(ClickHouseConnection, connection=connection, data=data, actor=actor)
 
 
 @transaction.atomic
-def clickhouse_connection_delete(*, connection: ClickHouseConnection) -> None:
+def clickhouse_connection_delete(*, connection: ClickHouseConnection, actor: Any = None) -> None:
     """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
-    _delete(connection)
+    _delete(connection, actor=actor)
 
 
 def clickhouse_connection_test(
@@ -168,24 +212,26 @@ def schema_registry_connection_build(*, owner: AbstractBaseUser, data: Mapping[s
 
 
 @transaction.atomic
-def schema_registry_connection_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> SchemaRegistryConnection:
+def schema_registry_connection_create(
+    *, owner: AbstractBaseUser, data: Mapping[str, Any], workspace: Workspace | None = None
+) -> SchemaRegistryConnection:
     """Create a saved schema registry connection from `data` (keys: SCHEMA_REGISTRY_FIELDS). Raises
     ValidationError."""
-    return _create(SchemaRegistryConnection, owner=owner, data=data)
+    return _create(SchemaRegistryConnection, owner=owner, data=data, workspace=workspace)
 
 
 @transaction.atomic
 def schema_registry_connection_update(
-    *, connection: SchemaRegistryConnection, data: Mapping[str, Any]
+    *, connection: SchemaRegistryConnection, data: Mapping[str, Any], actor: Any = None
 ) -> SchemaRegistryConnection:
     """Change the fields present in `data`; the password only when given. Raises ValidationError."""
-    return _update(SchemaRegistryConnection, connection=connection, data=data)
+    return _update(SchemaRegistryConnection, connection=connection, data=data, actor=actor)
 
 
 @transaction.atomic
-def schema_registry_connection_delete(*, connection: SchemaRegistryConnection) -> None:
+def schema_registry_connection_delete(*, connection: SchemaRegistryConnection, actor: Any = None) -> None:
     """Delete a connection no pipeline uses. Raises ConflictError naming the pipelines that use it."""
-    _delete(connection)
+    _delete(connection, actor=actor)
 
 
 def schema_registry_connection_test(

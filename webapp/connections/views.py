@@ -22,18 +22,23 @@ from webapp.connections.forms import SAVE_ANYWAY, connection_data
 from webapp.connections.kinds import connection_kind
 from webapp.core.exceptions import ApplicationError
 from webapp.core.forms import add_validation_errors
+from webapp.workspaces import policy
+from webapp.workspaces.current import current_workspace
 
 
 @login_required
 @require_GET
 def connection_list(request: HttpRequest) -> HttpResponse:
+    workspace = current_workspace(request)
     return render(
         request,
         "connections/connection_list.html",
         {
-            "kafka_connections": conn_selectors.kafka_connection_list(user=request.user),
-            "clickhouse_connections": conn_selectors.clickhouse_connection_list(user=request.user),
-            "schema_registry_connections": conn_selectors.schema_registry_connection_list(user=request.user),
+            "kafka_connections": conn_selectors.kafka_connection_list(user=request.user, workspace=workspace),
+            "clickhouse_connections": conn_selectors.clickhouse_connection_list(user=request.user, workspace=workspace),
+            "schema_registry_connections": conn_selectors.schema_registry_connection_list(
+                user=request.user, workspace=workspace
+            ),
         },
     )
 
@@ -48,7 +53,9 @@ def connection_new(request: HttpRequest, kind: str) -> HttpResponse:
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
         back = ""
     save_anyway = None
+    workspace = current_workspace(request)
     if request.method == "POST":
+        policy.require(request.user, "connection.create", workspace)
         form = connection_type.form(request.POST, prefix=None)
         if form.is_valid() and request.POST.get("action") != SAVE_ANYWAY:
             outcome = connection_type.test_before_saving(request.user, connection_data(form), form)
@@ -56,7 +63,7 @@ def connection_new(request: HttpRequest, kind: str) -> HttpResponse:
                 save_anyway = {"secrets_typed": any(form.cleaned_data.get(name) for name in connection_type.secrets)}
         if form.is_valid():
             try:
-                connection = connection_type.create(owner=request.user, data=connection_data(form))
+                connection = connection_type.create(owner=request.user, data=connection_data(form), workspace=workspace)
             except ValidationError as exc:
                 add_validation_errors(form, exc)
             else:
@@ -79,7 +86,10 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     secrets = connection_type.secrets
     save_anyway = None
     if request.method == "POST":
+        policy.require(request.user, "connection.edit", connection.workspace_id)
         changing = {name for name in secrets if request.POST.get(f"change_{name}") == "on"}
+        if changing:
+            policy.require(request.user, "connection.secret", connection.workspace_id)
         data = request.POST.copy()
         for name in secrets:
             if name not in changing:
@@ -94,7 +104,7 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         if form.is_valid():  # False once the test above put its error next to a field
             values = connection_data(form, [f for f in form._meta.fields if f not in secrets or f in changing])
             try:
-                connection_type.update(connection=connection, data=values)
+                connection_type.update(connection=connection, data=values, actor=request.user)
             except ValidationError as exc:
                 add_validation_errors(form, exc)
             else:
@@ -142,8 +152,9 @@ def connection_test(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
 def connection_delete(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     connection_type = connection_kind(kind)
     connection = connection_type.get(user=request.user, pk=pk)
+    policy.require(request.user, "connection.delete", connection.workspace_id)
     try:
-        connection_type.delete(connection=connection)
+        connection_type.delete(connection=connection, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, exc.message)
     else:

@@ -14,6 +14,8 @@ from spark_jobs.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineTransition, PipelineVersion
+from webapp.workspaces import policy
+from webapp.workspaces.admin import WorkspaceScopedAdmin
 
 
 class PipelineVersionInline(admin.TabularInline):
@@ -67,9 +69,10 @@ class PipelineRunInline(admin.TabularInline):
 
 
 @admin.register(Pipeline)
-class PipelineAdmin(admin.ModelAdmin):
+class PipelineAdmin(WorkspaceScopedAdmin):
     list_display = (
         "name",
+        "workspace",
         "owner",
         "status",
         "reads",
@@ -77,13 +80,14 @@ class PipelineAdmin(admin.ModelAdmin):
         "deployed_version_number",
         "updated_at",
     )
-    list_filter = ("status",)
-    search_fields = ("name", "owner__username")
-    list_select_related = ("owner", "current_version", "deployed_version")
+    list_filter = ("status", "workspace")
+    search_fields = ("name", "owner__username", "workspace__name")
+    list_select_related = ("owner", "workspace", "current_version", "deployed_version")
     inlines = [PipelineTransitionInline, PipelineRunInline, PipelineVersionInline]
     actions = ["deploy_selected", "stop_selected", "resume_selected"]
     fields = (
         "name",
+        "workspace",
         "owner",
         "status",
         "status_message",
@@ -135,7 +139,13 @@ class PipelineAdmin(admin.ModelAdmin):
 
     def _run(self, request: HttpRequest, queryset: QuerySet[Pipeline], service, verb: str) -> None:
         done = 0
+        action = {"pipeline_deploy": "pipeline.deploy", "pipeline_stop": "pipeline.stop"}.get(
+            service.__name__, "pipeline.resume"
+        )
         for pipeline in queryset:
+            if not self._may(request, pipeline, action):
+                self.message_user(request, f"{pipeline.name}: {policy.refusal(action)}", messages.ERROR)
+                continue
             try:
                 service(pipeline=pipeline, user=request.user)
                 done += 1

@@ -250,6 +250,7 @@ class PipelineOutput(PipelineStatusOutput):
             "deploy_requested_at",
             "restart_at",
             "spec",
+            "workspace",
             "created_at",
             "updated_at",
         ]
@@ -265,7 +266,8 @@ class PipelineVersionOutput(serializers.ModelSerializer):
 
 
 def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
-    """Replace connection ids with the user's connections; unknown or others' ids are a 400 on the field."""
+    """Replace connection ids with connections of the user's workspaces; unknown or others' ids are a 400 on the
+    field (the services then check that they are the pipeline's workspace's)."""
     out = {}
     for name, getter in (
         ("kafka_connection", connection_selectors.kafka_connection_list),
@@ -281,6 +283,8 @@ def connections_of(request: Request, data: dict[str, Any]) -> dict[str, Any]:
 
 
 class PipelineListCreateApi(APIView):
+    workspace_actions = {"POST": "pipeline.create"}  # webapp.workspaces.permissions
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_list",
@@ -289,7 +293,7 @@ class PipelineListCreateApi(APIView):
     )
     def get(self, request: Request) -> Response:
         query = validated_input(NameQuery, request.query_params)
-        pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"))
+        pipelines = selectors.pipeline_list(user=request.user, name=query.get("name"), workspace=request.workspace)
         return Response(PipelineOutput(pipelines, many=True).data)
 
     @extend_schema(
@@ -301,7 +305,7 @@ class PipelineListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineCreateInput, request.data)
         data.update(connections_of(request, data))
-        pipeline = services.pipeline_create(owner=request.user, **data)
+        pipeline = services.pipeline_create(owner=request.user, workspace=request.workspace, **data)
         return Response(PipelineOutput(pipeline).data, status=status.HTTP_201_CREATED)
 
 
@@ -318,6 +322,9 @@ class PipelineDetailOutput(PipelineOutput):
 
 
 class PipelineDetailApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"PATCH": "pipeline.edit", "DELETE": "pipeline.delete"}
+
     @extend_schema(
         tags=TAG, operation_id="pipelines_retrieve", responses={200: PipelineDetailOutput, **ERROR_RESPONSES}
     )
@@ -357,6 +364,8 @@ class PipelineDetailApi(APIView):
 
 
 class PipelineVersionListApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_versions_list",
@@ -384,6 +393,7 @@ class PipelineSpecValidateApi(APIView):
 
 
 class PipelineValidateApi(APIView):
+    workspace_model = Pipeline
     reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
 
     @extend_schema(
@@ -407,12 +417,16 @@ class PipelineValidateApi(APIView):
 
 
 class PipelineStatusApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(tags=TAG, operation_id="pipelines_status", responses={200: PipelineStatusOutput, **ERROR_RESPONSES})
     def get(self, request: Request, pk: int) -> Response:
         return Response(PipelineStatusOutput(selectors.pipeline_get(user=request.user, pk=pk)).data)
 
 
 class PipelineRunListApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_runs_list",
@@ -428,6 +442,8 @@ class PipelineRunListApi(APIView):
 
 
 class PipelineHistoryApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_history",
@@ -441,6 +457,8 @@ class PipelineHistoryApi(APIView):
 
 
 class PipelineLogApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_log",
@@ -455,6 +473,9 @@ class PipelineLogApi(APIView):
 
 
 class PipelineCheckpointResetApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"POST": "pipeline.checkpoint_reset"}
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_checkpoint_reset",
@@ -471,6 +492,9 @@ class PipelineCheckpointResetApi(APIView):
 
 
 class PipelineDeployApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"POST": "pipeline.deploy"}
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_deploy",
@@ -487,8 +511,11 @@ class PipelineDeployApi(APIView):
         return Response(PipelineStatusOutput(pipeline).data)
 
 
-def _action_view(service: Any, operation_id: str, description: str) -> type[APIView]:
+def _action_view(service: Any, operation_id: str, description: str, action: str) -> type[APIView]:
     class ActionApi(APIView):
+        workspace_model = Pipeline
+        workspace_actions = {"POST": action}
+
         @extend_schema(
             tags=TAG,
             operation_id=operation_id,
@@ -510,9 +537,11 @@ PipelineStopApi = _action_view(
     "pipelines_stop",
     "Stop the pipeline: graceful (the job finishes its micro-batch), forced after the stop timeout; a deploy "
     "whose job has not started is withdrawn at once.",
+    "pipeline.stop",
 )
 PipelineResumeApi = _action_view(
     services.pipeline_resume,
     "pipelines_resume",
     "Start a stopped or failed pipeline again with its last version, from its checkpoint.",
+    "pipeline.resume",
 )

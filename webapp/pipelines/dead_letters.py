@@ -24,13 +24,14 @@ import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from spark_jobs import spec as specmod
 from spark_jobs.clickhouse_types import quote_ident
 from spark_jobs.conversion import record_outcome
+from webapp.activity.services import activity_record
 from webapp.connections import clickhouse_client, kafka_client
 from webapp.core.exceptions import ConflictError, ExternalServiceError
 from webapp.pipelines.models import Pipeline
@@ -161,8 +162,11 @@ def _row(values: tuple) -> DeadLetter:
     )
 
 
-def dead_letter_page(*, pipeline: Pipeline, page: int = 1, page_size: int = PAGE_SIZE) -> DeadLetterPage:
-    """One page of the pipeline's dead letters, newest first (then by topic, partition, offset)."""
+def dead_letter_page(
+    *, pipeline: Pipeline, page: int = 1, page_size: int = PAGE_SIZE, with_payloads: bool = True
+) -> DeadLetterPage:
+    """One page of the pipeline's dead letters, newest first (then by topic, partition, offset); without their
+    payloads (`raw` empty) for a viewer of a workspace that hides them."""
     table = dead_letter_table(pipeline=pipeline)
     page, page_size = max(1, page), max(1, min(page_size, MAX_PAGE_SIZE))
     with clickhouse_client.session(pipeline.clickhouse_connection.client_settings()) as ch:
@@ -177,7 +181,10 @@ def dead_letter_page(*, pipeline: Pipeline, page: int = 1, page_size: int = PAGE
             {**where, "limit": page_size, "offset": (page - 1) * page_size},
             bytes_columns=("raw",),
         )
-    return DeadLetterPage(table, True, int(count), page, page_size, [_row(r) for r in rows])
+    letters = [_row(r) for r in rows]
+    if not with_payloads:
+        letters = [replace(letter, raw="") for letter in letters]
+    return DeadLetterPage(table, True, int(count), page, page_size, letters)
 
 
 def dead_letter_get(*, pipeline: Pipeline, topic: str, partition: int, offset: int) -> DeadLetter | None:
@@ -265,9 +272,10 @@ def dead_letter_json_lines(*, pipeline: Pipeline) -> Iterator[str]:
     return lines()
 
 
-def dead_letters_replay(*, pipeline: Pipeline, limit: int = REPLAY_LIMIT) -> ReplayResult:
+def dead_letters_replay(*, pipeline: Pipeline, limit: int = REPLAY_LIMIT, actor: Any = None) -> ReplayResult:
     """Send up to `limit` dead letters (oldest first, one per topic/partition/offset) back to their source
-    topic, then delete those the broker acknowledged from the dead-letter table."""
+    topic, then delete those the broker acknowledged from the dead-letter table (and say so in the activity
+    log: the rows live in ClickHouse, so the entry is written once they are gone)."""
     table = dead_letter_table(pipeline=pipeline)
     settings = pipeline.clickhouse_connection.client_settings()
     with clickhouse_client.session(settings, timeout=STREAM_TIMEOUT) as ch:
@@ -292,6 +300,13 @@ def dead_letters_replay(*, pipeline: Pipeline, limit: int = REPLAY_LIMIT) -> Rep
             {"pipeline": table.job_name},
         )[0][0]
     logger.info("replayed %d dead letters of %s (%d failed)", len(report.delivered), table.job_name, report.failed)
+    if report.delivered:
+        activity_record(
+            actor=actor,
+            action="dead_letter.replay",
+            target=pipeline,
+            after={"replayed": len(report.delivered), "failed": report.failed, "remaining": int(remaining)},
+        )
     return ReplayResult(len(report.delivered), report.failed, int(remaining), report.first_error)
 
 
@@ -313,7 +328,7 @@ def _delete_keys(ch: Any, table: DeadLetterTable, keys: list[tuple[str, int, int
             )
 
 
-def dead_letters_purge(*, pipeline: Pipeline) -> int:
+def dead_letters_purge(*, pipeline: Pipeline, actor: Any = None) -> int:
     """Delete every dead letter of the pipeline (a lightweight DELETE: other pipelines sharing the table keep
     theirs). Returns how many there were."""
     table = dead_letter_table(pipeline=pipeline)
@@ -325,4 +340,5 @@ def dead_letters_purge(*, pipeline: Pipeline) -> int:
         if count:
             ch.command(f"DELETE FROM {table.qualified} WHERE pipeline = {{pipeline:String}}", where)
     logger.info("purged %d dead letters of %s", count, table.job_name)
+    activity_record(actor=actor, action="dead_letter.purge", target=pipeline, before={"dead_letters": int(count)})
     return int(count)

@@ -14,6 +14,7 @@ from webapp.api.inputs import validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.pipelines import selectors
 from webapp.pipelines.apis import TAG, SpecField, connections_of
+from webapp.pipelines.models import Pipeline
 
 
 class PipelineDiffInput(serializers.Serializer):
@@ -41,6 +42,7 @@ class PipelineDiffOutput(serializers.Serializer):
 
 
 class PipelineDiffApi(APIView):
+    workspace_model = Pipeline
     reads_only = True  # a read-only API token may call it (webapp.api.permissions.TokenMayWrite)
 
     @extend_schema(

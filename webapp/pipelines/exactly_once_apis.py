@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from spark_jobs.exactly_once import AT_LEAST_ONCE, EXACTLY_ONCE, InsertDedup
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.pipelines import exactly_once, selectors
+from webapp.pipelines.models import Pipeline
 
 TAG = ["Pipelines"]
 
@@ -58,6 +59,8 @@ def validation_data(parsed: Any, *, clickhouse_connection: Any, check_live: bool
 
 
 class TableDedupEnableApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_table_dedup_enable",

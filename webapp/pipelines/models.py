@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 
 class Pipeline(TimeStampedModel):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="pipelines")
+    # Who created it; access is by workspace membership (webapp.workspaces.policy).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pipelines")
     name = models.CharField(max_length=100)
     status = models.CharField(
@@ -63,7 +65,7 @@ class Pipeline(TimeStampedModel):
 
     class Meta:
         ordering = ["name", "id"]
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="pipeline_unique_name_per_owner")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="pipeline_unique_name_per_workspace")]
 
     def __str__(self) -> str:
         return self.name
@@ -72,7 +74,7 @@ class Pipeline(TimeStampedModel):
     def job_name(self) -> str:
         """The name the Spark job runs under: its metrics key in Redis and its ClickHouse dedup tokens.
 
-        From the id, not the name: names are unique per owner only, and a rename must not make a running job
+        From the id, not the name: names are unique per workspace only, and a rename must not make a running job
         look like another one (or its replayed batches look new to ClickHouse).
         """
         return f"pipeline-{self.pk}"

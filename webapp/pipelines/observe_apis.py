@@ -21,6 +21,8 @@ from webapp.api.errors import ERROR_RESPONSES, error_responses
 from webapp.api.inputs import validated_input
 from webapp.pipelines import dead_letters, metrics_history, selectors
 from webapp.pipelines.metrics import MetricsUnavailableError
+from webapp.pipelines.models import Pipeline
+from webapp.workspaces import policy
 
 METRICS_TAG = ["Pipeline metrics"]
 DEAD_LETTER_TAG = ["Dead letters"]
@@ -91,6 +93,8 @@ class MetricsHistoryOutput(serializers.Serializer):
 
 
 class PipelineMetricsApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=METRICS_TAG,
         operation_id="pipelines_metrics",
@@ -151,6 +155,8 @@ class LagOutput(serializers.Serializer):
 
 
 class PipelineLagApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=METRICS_TAG,
         operation_id="pipelines_lag",
@@ -243,6 +249,8 @@ class PurgeOutput(serializers.Serializer):
 
 
 class DeadLetterListApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_list",
@@ -253,7 +261,12 @@ class DeadLetterListApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         query = validated_input(DeadLetterQuery, request.query_params)
-        page = dead_letters.dead_letter_page(pipeline=pipeline, page=query["page"], page_size=query["page_size"])
+        page = dead_letters.dead_letter_page(
+            pipeline=pipeline,
+            page=query["page"],
+            page_size=query["page_size"],
+            with_payloads=policy.may(request.user, "dead_letter.payload", pipeline.workspace_id),
+        )
         return Response(DeadLetterPageOutput(page).data)
 
 
@@ -280,6 +293,8 @@ class JSONLinesRenderer(BaseRenderer):
 
 
 class DeadLetterDownloadApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"GET": "dead_letter.payload"}
     renderer_classes = [JSONRenderer, JSONLinesRenderer]
 
     @extend_schema(
@@ -297,6 +312,9 @@ class DeadLetterDownloadApi(APIView):
 
 
 class DeadLetterReplayApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"POST": "dead_letter.replay"}
+
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_replay",
@@ -311,10 +329,17 @@ class DeadLetterReplayApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(ReplayInput, request.data)
-        return Response(ReplayOutput(dead_letters.dead_letters_replay(pipeline=pipeline, limit=data["limit"])).data)
+        return Response(
+            ReplayOutput(
+                dead_letters.dead_letters_replay(pipeline=pipeline, limit=data["limit"], actor=request.user)
+            ).data
+        )
 
 
 class DeadLetterPurgeApi(APIView):
+    workspace_model = Pipeline
+    workspace_actions = {"POST": "dead_letter.purge"}
+
     @extend_schema(
         tags=DEAD_LETTER_TAG,
         operation_id="pipelines_dead_letters_purge",
@@ -325,4 +350,6 @@ class DeadLetterPurgeApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         validated_input(PurgeInput, request.data)
-        return Response(PurgeOutput({"purged": dead_letters.dead_letters_purge(pipeline=pipeline)}).data)
+        return Response(
+            PurgeOutput({"purged": dead_letters.dead_letters_purge(pipeline=pipeline, actor=request.user)}).data
+        )

@@ -20,6 +20,7 @@ from webapp.pipelines import dead_letters, metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.observe_apis import dead_letter_download
+from webapp.workspaces import policy
 
 RAW_PREVIEW = 160
 
@@ -67,7 +68,11 @@ def dead_letter_list(request: HttpRequest, pk: int) -> HttpResponse:
         page_number = 1
     context: dict = {"pipeline": pipeline, "raw_preview": RAW_PREVIEW}
     try:
-        context["page"] = dead_letters.dead_letter_page(pipeline=pipeline, page=page_number)
+        context["page"] = dead_letters.dead_letter_page(
+            pipeline=pipeline,
+            page=page_number,
+            with_payloads=policy.may(request.user, "dead_letter.payload", pipeline.workspace_id),
+        )
     except ApplicationError as exc:
         context["error"] = exc.message
     return render(request, "pipelines/partials/dead_letters.html", context)
@@ -79,6 +84,7 @@ def dead_letter_payload(request: HttpRequest, pk: int) -> HttpResponse:
     """One dead letter in full (`?topic=&partition=&offset=`): its payload, indented when it is JSON (htmx
     partial for the payload dialog)."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "dead_letter.payload", pipeline.workspace_id)
     try:
         where = {
             "topic": request.GET["topic"],
@@ -126,6 +132,7 @@ def dead_letter_replay_preview(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def dead_letter_download_view(request: HttpRequest, pk: int) -> StreamingHttpResponse | HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "dead_letter.payload", pipeline.workspace_id)
     try:
         return dead_letter_download(pipeline)
     except ApplicationError as exc:
@@ -137,8 +144,9 @@ def dead_letter_download_view(request: HttpRequest, pk: int) -> StreamingHttpRes
 @require_POST
 def dead_letter_replay(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "dead_letter.replay", pipeline.workspace_id)
     try:
-        result = dead_letters.dead_letters_replay(pipeline=pipeline)
+        result = dead_letters.dead_letters_replay(pipeline=pipeline, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, exc.message)
     else:
@@ -154,11 +162,12 @@ def dead_letter_replay(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def dead_letter_purge(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "dead_letter.purge", pipeline.workspace_id)
     if request.POST.get("confirm") != "yes":
         messages.error(request, "Purge needs confirmation.")
         return _back_to_dead_letters(pipeline.pk)
     try:
-        purged = dead_letters.dead_letters_purge(pipeline=pipeline)
+        purged = dead_letters.dead_letters_purge(pipeline=pipeline, actor=request.user)
     except ApplicationError as exc:
         messages.error(request, exc.message)
     else:

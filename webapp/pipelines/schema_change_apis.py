@@ -13,6 +13,7 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.pipelines import schema_changes, selectors
 from webapp.pipelines.apis import PipelineOutput
+from webapp.pipelines.models import Pipeline
 
 TAG = ["Pipelines"]
 
@@ -50,6 +51,8 @@ class AddColumnOutput(serializers.Serializer):
 
 
 class PipelineSchemaChangesApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_schema_changes",
@@ -64,6 +67,8 @@ class PipelineSchemaChangesApi(APIView):
 
 
 class PipelineAddColumnApi(APIView):
+    workspace_model = Pipeline
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_schema_changes_add_column",

@@ -13,6 +13,7 @@ from spark_jobs.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import schema_changes
 from webapp.pipelines import selectors as pipeline_selectors
+from webapp.workspaces import policy
 
 TEMPLATE = "pipelines/partials/schema_changes.html"
 
@@ -36,6 +37,7 @@ def pipeline_schema_changes(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def pipeline_schema_change_add_column(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "pipeline.edit", pipeline.workspace_id)
     path = request.POST.get("path") or ""
     done, failed = "", ""
     try:

@@ -1,4 +1,5 @@
-"""Reads of pipelines and their versions. `*_get` raise Http404 for missing or other people's objects."""
+"""Reads of pipelines and their versions. `*_get` raise Http404 for missing objects and those of workspaces the
+user is not in."""
 
 from __future__ import annotations
 
@@ -22,12 +23,18 @@ from webapp.pipelines.lifecycle import JOB_WANTED
 from webapp.pipelines.mapping import MappingSuggestion, SourceField, suggest_mapping
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.spec_field import load_spec, stored_json
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.policy import visible_workspaces
 
 
-def pipeline_list(*, user: AbstractBaseUser, name: str | None = None) -> QuerySet[Pipeline]:
-    """The user's pipelines by name (only the one called `name`, when given), with their connections and
-    current version loaded."""
-    pipelines = Pipeline.objects.filter(owner=user)
+def pipeline_list(
+    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+) -> QuerySet[Pipeline]:
+    """The pipelines of the user's workspaces by name (only `workspace`'s, only the one called `name`, when
+    given), with their connections and current version loaded."""
+    pipelines = Pipeline.objects.filter(workspace__in=visible_workspaces(user))
+    if workspace is not None:
+        pipelines = pipelines.filter(workspace=workspace)
     if name is not None:
         pipelines = pipelines.filter(name=name)
     return pipelines.select_related(

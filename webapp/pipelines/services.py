@@ -5,8 +5,8 @@ The spec travels typed (`spark_jobs.spec.PipelineSpec`): a client's JSON is pars
 the worker gets it back with the connections' secrets (`pipeline_job_spec`).
 
 Raises:
-- `django.core.exceptions.ValidationError` for bad field values (name taken, a connection that is not
-  the owner's), keyed by field name;
+- `django.core.exceptions.ValidationError` for bad field values (name taken, a connection of another
+  workspace), keyed by field name;
 - `spark_jobs.spec.SpecError` for a bad spec, with `.errors` = [(path, message), ...];
 - `webapp.core.exceptions.ConflictError` (API 409) when the pipeline's status does not allow the action.
 
@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from spark_jobs import failures
 from spark_jobs.spec import PipelineSpec, SpecError
+from webapp.activity.services import activity_record, changed, snapshot
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue
 from webapp.core.exceptions import ConflictError
@@ -39,36 +40,49 @@ from webapp.pipelines import hooks, quotas, stored_specs
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
 from webapp.pipelines.spec_field import stored_json
+from webapp.workspaces.models import Workspace
+from webapp.workspaces.services import workspace_for_new_objects
 
 CHECKPOINT_CHOICES = ("keep", "fresh")
 
 
 def _check_connections(
     *,
-    owner: AbstractBaseUser,
+    workspace_id: int,
     kafka_connection: KafkaConnection,
     clickhouse_connection: ClickHouseConnection,
     schema_registry_connection: SchemaRegistryConnection | None = None,
 ) -> None:
+    """A pipeline uses its own workspace's connections only."""
     errors = {}
-    if kafka_connection.owner_id != owner.pk:
-        errors["kafka_connection"] = "No such Kafka connection."
-    if clickhouse_connection.owner_id != owner.pk:
-        errors["clickhouse_connection"] = "No such ClickHouse connection."
-    if schema_registry_connection is not None and schema_registry_connection.owner_id != owner.pk:
-        errors["schema_registry_connection"] = "No such schema registry connection."
+    if kafka_connection.workspace_id != workspace_id:
+        errors["kafka_connection"] = "No such Kafka connection in the pipeline's workspace."
+    if clickhouse_connection.workspace_id != workspace_id:
+        errors["clickhouse_connection"] = "No such ClickHouse connection in the pipeline's workspace."
+    if schema_registry_connection is not None and schema_registry_connection.workspace_id != workspace_id:
+        errors["schema_registry_connection"] = "No such schema registry connection in the pipeline's workspace."
     if errors:
         raise ValidationError(errors)
 
 
-def _check_name(*, owner: AbstractBaseUser, name: str, exclude_pk: int | None) -> None:
+def _check_name(*, workspace_id: int, name: str, exclude_pk: int | None) -> None:
     if problem := stored_specs.name_error(name):
         raise ValidationError({"name": problem})
-    others = Pipeline.objects.filter(owner=owner, name=name)
+    others = Pipeline.objects.filter(workspace_id=workspace_id, name=name)
     if exclude_pk is not None:
         others = others.exclude(pk=exclude_pk)
     if others.exists():
-        raise ValidationError({"name": f"You already have a pipeline named {name!r}."})
+        raise ValidationError({"name": f"The workspace already has a pipeline named {name!r}."})
+
+
+def _snapshot(pipeline: Pipeline) -> dict[str, Any]:
+    """What the activity log keeps of a pipeline before and after a change."""
+    version = pipeline.current_version
+    return {
+        **snapshot(pipeline, ["name", "status", "kafka_connection", "clickhouse_connection"]),
+        "schema_registry_connection": pipeline.schema_registry_connection_id,
+        "current_version": version.number if version is not None else None,
+    }
 
 
 def pipeline_validate(
@@ -140,29 +154,33 @@ def pipeline_create(
     schema_registry_connection: SchemaRegistryConnection | None = None,
     note: str = "",
     accept_dead_letters: Sequence[str] = (),
+    workspace: Workspace | None = None,
 ) -> Pipeline:
     """A new pipeline in status "draft" with version 1 holding `spec` (validated; stored without secrets) and the
-    fields whose dead letters the owner accepted (`accept_dead_letters`, kept with the version)."""
+    fields whose dead letters the owner accepted (`accept_dead_letters`, kept with the version), in `workspace`
+    (the owner's default one when None), with that workspace's connections."""
+    workspace = workspace_for_new_objects(user=owner, workspace=workspace)
     connections = {
         "kafka_connection": kafka_connection,
         "clickhouse_connection": clickhouse_connection,
         "schema_registry_connection": schema_registry_connection,
     }
-    _check_connections(owner=owner, **connections)
+    _check_connections(workspace_id=workspace.pk, **connections)
     quotas.check_pipeline_quota(owner=owner)
-    _check_name(owner=owner, name=name, exclude_pk=None)
+    _check_name(workspace_id=workspace.pk, name=name, exclude_pk=None)
     validated = pipeline_validate(spec=spec, name=name, **connections)
-    pipeline = Pipeline(owner=owner, name=name, **connections)
+    pipeline = Pipeline(owner=owner, workspace=workspace, name=name, **connections)
     pipeline.full_clean(exclude=["current_version", "deployed_version"], validate_constraints=False)
     try:
         with transaction.atomic():
             pipeline.save()
     except IntegrityError:  # a concurrent request took the name between the check and the insert
-        raise ValidationError({"name": f"You already have a pipeline named {name!r}."}) from None
+        raise ValidationError({"name": f"The workspace already has a pipeline named {name!r}."}) from None
     pipeline.current_version = _add_version(
         pipeline=pipeline, spec=validated, user=owner, note=note or "created", accept_dead_letters=accept_dead_letters
     )
     pipeline.save(update_fields=["current_version", "updated_at"])
+    activity_record(actor=owner, action="pipeline.create", target=pipeline, after=_snapshot(pipeline))
     hooks.pipeline_created.send(sender=Pipeline, pipeline=pipeline)
     return pipeline
 
@@ -209,10 +227,11 @@ def pipeline_update(
         "clickhouse_connection": new_clickhouse,
         "schema_registry_connection": new_registry,
     }
-    _check_connections(owner=pipeline.owner, **connections)
+    _check_connections(workspace_id=pipeline.workspace_id, **connections)
     if new_name != pipeline.name:
-        _check_name(owner=pipeline.owner, name=new_name, exclude_pk=pipeline.pk)
+        _check_name(workspace_id=pipeline.workspace_id, name=new_name, exclude_pk=pipeline.pk)
     validated = pipeline_validate(spec=base_spec, name=new_name, **connections)
+    before = _snapshot(pipeline)
     pipeline.name = new_name
     pipeline.kafka_connection = new_kafka
     pipeline.clickhouse_connection = new_clickhouse
@@ -240,6 +259,10 @@ def pipeline_update(
             "updated_at",
         ]
     )
+    old, new = changed(before, _snapshot(pipeline))
+    if new:
+        action = "pipeline.new_version" if new_version else "pipeline.edit"
+        activity_record(actor=user, action=action, target=pipeline, before=old, after=new)
     if new_version and pipeline.status in JOB_WANTED:
         pipeline = pipeline_deploy(pipeline=pipeline, user=user, checkpoint=checkpoint)
     return pipeline
@@ -319,6 +342,9 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
         reset_checkpoint=fresh or pipeline.reset_checkpoint,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be deployed now.")
+    activity_record(
+        actor=user, action="pipeline.deploy", target=pipeline, after={"version": version.number, "fresh": fresh}
+    )
     transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
@@ -333,6 +359,7 @@ def pipeline_stop(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     "stop_requested" (Stopping): the worker stops it gracefully, forced after the stop timeout. A failed pipeline
     waiting for its automatic restart is stopped at once."""
     pipeline = _locked(pipeline)
+    activity_record(actor=user, action="pipeline.stop", target=pipeline, before={"status": pipeline.status})
     by = f"by {user.get_username()}"
     has_job = _active_run(pipeline) is not None
     if not has_job and pipeline.transition(Action.WITHDRAW, message=f"Deploy withdrawn {by}.", restart_at=None):
@@ -364,6 +391,7 @@ def pipeline_resume(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
         restart_at=None,
     ):
         raise ConflictError(f"A pipeline that is {pipeline.get_status_display().lower()} cannot be resumed.")
+    activity_record(actor=user, action="pipeline.resume", target=pipeline, after={"version": version.number})
     transaction.on_commit(lambda: queue.pipeline_reconcile(pipeline_id=pipeline.pk))
     return pipeline
 
@@ -378,6 +406,13 @@ def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser, remove_checkp
     if run is not None:
         job = {"host": run.host, "pid": run.pid, "process_started": run.process_started, "run_dir": run.run_dir}
     job_name = locked.job_name
+    activity_record(
+        actor=user,
+        action="pipeline.delete",
+        target=locked,
+        before=_snapshot(locked),
+        after={"remove_checkpoint": remove_checkpoint},
+    )
     # Versions point back at the pipeline and the pipeline at them: clear the pointers, then delete.
     Pipeline.objects.filter(pk=locked.pk).update(current_version=None, deployed_version=None)
     locked.delete()
@@ -396,6 +431,7 @@ def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> 
         raise ConflictError("Stop the pipeline before removing its checkpoint.")
     Pipeline.objects.filter(pk=pipeline.pk).update(reset_checkpoint=True, updated_at=timezone.now())
     pipeline.refresh_from_db()
+    activity_record(actor=user, action="pipeline.checkpoint_reset", target=pipeline)
     transaction.on_commit(
         lambda: queue.pipeline_job_discard(job_name=pipeline.job_name, job=None, remove_checkpoint=True)
     )

@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from spark_jobs import spec as specmod
+from webapp.activity.selectors import activity_list
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment
 from webapp.pipelines import exactly_once, job_log, metrics_history
@@ -27,6 +28,8 @@ from webapp.pipelines import services as pipeline_services
 from webapp.pipelines.lifecycle import PipelineStatus
 from webapp.pipelines.models import Pipeline
 from webapp.pipelines.rollback import pipeline_rollback
+from webapp.workspaces import policy
+from webapp.workspaces.current import current_workspace
 
 EXACTLY_ONCE_PARTIAL = "pipelines/partials/exactly_once.html"
 # The job log: ClearFlow's last lines, read from a longer tail so that Spark's stack traces (hidden until asked
@@ -37,12 +40,21 @@ LOG_LINES_READ = 600
 # removes it then), unless the action was done at once.
 PENDING_ACTIONS = ("deploy", "stop", "resume", "rollback")
 UNDER_WAY = (PipelineStatus.DEPLOY_REQUESTED, PipelineStatus.STOP_REQUESTED)
+# The page's actions by the policy's names (webapp.workspaces.policy).
+PAGE_ACTIONS = {
+    "deploy": "pipeline.deploy",
+    "stop": "pipeline.stop",
+    "resume": "pipeline.resume",
+    "delete": "pipeline.delete",
+    "reset-checkpoint": "pipeline.checkpoint_reset",
+    "rollback": "pipeline.deploy",
+}
 
 
 @login_required
 @require_GET
 def pipeline_list(request: HttpRequest) -> HttpResponse:
-    pipelines = list(pipeline_selectors.pipeline_list(user=request.user))
+    pipelines = list(pipeline_selectors.pipeline_list(user=request.user, workspace=current_workspace(request)))
     throughput = metrics_history.current_throughput(pipelines)
     for pipeline in pipelines:
         pipeline.throughput = throughput.get(pipeline.pk)
@@ -53,7 +65,9 @@ def pipeline_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pipeline_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
-    return render(request, "pipelines/pipeline_detail.html", _page_parts(pipeline))
+    parts = _page_parts(pipeline)
+    parts["activity"] = activity_list(user=request.user, object_type="pipeline", object_id=pipeline.pk)[:20]
+    return render(request, "pipelines/pipeline_detail.html", parts)
 
 
 @login_required
@@ -138,6 +152,7 @@ def pipeline_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     }.get(action)
     if service is None:
         raise Http404("No such action.")
+    policy.require(request.user, PAGE_ACTIONS[action], pipeline.workspace_id)
     try:
         result = service(pipeline=pipeline, user=request.user, **kwargs)
     except ValidationError as exc:  # a version the pipeline does not have
@@ -189,6 +204,7 @@ def pipeline_exactly_once(request: HttpRequest, pk: int) -> HttpResponse:
 def pipeline_exactly_once_apply(request: HttpRequest, pk: int) -> HttpResponse:
     """Run the ALTER statement that makes the pipeline's table drop replayed inserts."""
     pipeline = pipeline_selectors.pipeline_get(user=request.user, pk=pk)
+    policy.require(request.user, "pipeline.edit", pipeline.workspace_id)
     context: dict = {"pipeline": pipeline}
     try:
         exactly_once.pipeline_table_dedup_enable(pipeline=pipeline)

@@ -14,6 +14,7 @@ from webapp.pipelines import exactly_once
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.steps.common import clickhouse_connection_of
 from webapp.wizard.steps.exactly_once import TEMPLATE, exactly_once_context, insert_dedup_window
+from webapp.workspaces import policy
 
 
 @login_required
@@ -37,6 +38,7 @@ def exactly_once_apply(request: HttpRequest, draft_id: int) -> HttpResponse:
     database, table = request.POST.get("database") or "", request.POST.get("table") or ""
     error = ""
     if connection is not None and database and table:
+        policy.require(request.user, "pipeline.edit", connection.workspace_id)  # an ALTER TABLE on the server
         try:
             exactly_once.table_insert_dedup_enable(
                 connection=connection, database=database, table=table, window=insert_dedup_window(draft)

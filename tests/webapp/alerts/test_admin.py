@@ -11,6 +11,7 @@ from tests.webapp.conftest import raw_column
 from webapp.alerts import services
 from webapp.alerts.models import AlertChannel, AlertIncident
 from webapp.pipelines.models import PipelineStatus
+from webapp.workspaces.services import workspace_for_new_objects
 
 pytestmark = pytest.mark.django_db
 SECRET_URL = "https://hooks.example.com/services/zq-admin-secret"
@@ -24,7 +25,8 @@ def admin_client(client):
 
 
 def form(owner, **values):
-    return {"owner": owner.pk, "name": "hook", "kind": "webhook", "enabled": "on", "email_to": "",
+    return {"owner": owner.pk, "workspace": workspace_for_new_objects(user=owner).pk,
+            "name": "hook", "kind": "webhook", "enabled": "on", "email_to": "",
             "webhook_url": "", "webhook_format": "json", **values}  # fmt: skip
 
 

@@ -278,10 +278,10 @@ def test_bad_channels_are_refused_field_by_field_and_nothing_is_saved(owner, dat
     assert not AlertChannel.objects.exists()
 
 
-def test_channel_names_are_unique_per_owner_and_a_kept_url_stays(owner, channels):
+def test_channel_names_are_unique_per_workspace_and_a_kept_url_stays(owner, channels):
     with pytest.raises(ValidationError) as caught:
         services.alert_channel_create(owner=owner, data={"name": "hook", "kind": "email", "email_to": "a@b.example"})
-    assert caught.value.message_dict["name"] == ["You already have a channel named 'hook'."]
+    assert caught.value.message_dict["name"] == ["The workspace already has a channel named 'hook'."]
     updated = services.alert_channel_update(channel=channels[1], data={"webhook_format": "slack", "webhook_url": ""})
     assert updated.webhook_url == "http://127.0.0.1:9/hook?token=s3cr3t"
     assert AlertChannel.objects.get(pk=updated.pk).webhook_format == "slack"

@@ -10,6 +10,7 @@ from webapp.connections.models import ClickHouseConnection
 from webapp.connections.services import clickhouse_connection_create
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline
+from webapp.workspaces.services import workspace_for_new_objects
 
 SECRET = "admin-visible-never"
 
@@ -45,6 +46,7 @@ def test_saving_without_a_new_secret_keeps_it(admin_client, owner):
     ch = clickhouse_connection_create(owner=owner, data={"name": "c", "host": "ch", "password": SECRET})
     form = {
         "owner": owner.pk,
+        "workspace": ch.workspace_id,
         "name": "renamed",
         "host": "ch",
         "port": 8123,
@@ -99,6 +101,7 @@ def test_adding_a_connection_in_the_admin_encrypts_the_password(admin_client, ow
         "/admin/connections/kafkaconnection/add/",
         {
             "owner": owner.pk,
+            "workspace": workspace_for_new_objects(user=owner).pk,
             "name": "from-admin",
             "bootstrap_servers": "broker:9092",
             "security_protocol": "SASL_PLAINTEXT",

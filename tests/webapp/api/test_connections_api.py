@@ -79,7 +79,7 @@ def test_bad_input_names_the_field(api):
     assert api.post(KAFKA, {"name": "dup", "bootstrap_servers": "b:9092"}, format="json").status_code == 201
     dup = api.post(KAFKA, {"name": "dup", "bootstrap_servers": "b:9092"}, format="json")
     assert dup.status_code == 400
-    assert dup.json()["errors"] == [{"path": "name", "message": "You already have a connection named 'dup'."}]
+    assert dup.json()["errors"] == [{"path": "name", "message": "The workspace already has a connection named 'dup'."}]
     assert KafkaConnection.objects.filter(name="dup").count() == 1
 
     response = api.post(CH, {"name": "c", "host": "h", "port": 70000}, format="json")

@@ -96,7 +96,13 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
     )
     # Created directly: the server (or the table) went away after the table was added.
     audited = AuditedTable.objects.create(
-        owner=owner, connection=closed, database="db", table="t", key_columns=["k"], time_column="at"
+        owner=owner,
+        workspace=closed.workspace,
+        connection=closed,
+        database="db",
+        table="t",
+        key_columns=["k"],
+        time_column="at",
     )
 
     with pytest.raises(ClickHouseClientError) as raised:
@@ -111,7 +117,13 @@ def test_an_unreachable_server_is_transient_and_is_raised_for_a_retry(owner):
 def test_a_missing_table_is_not_transient_and_is_stored(owner, ch_conn):
     # Created directly: the server (or the table) went away after the table was added.
     audited = AuditedTable.objects.create(
-        owner=owner, connection=ch_conn, database="default", table="no_such_table", key_columns=["k"], time_column="t"
+        owner=owner,
+        workspace=ch_conn.workspace,
+        connection=ch_conn,
+        database="default",
+        table="no_such_table",
+        key_columns=["k"],
+        time_column="t",
     )
     (result,) = services.audit_check(audited_table=audited, record_transient=False)
     assert result.duplicate_keys is None and "does not exist" in result.error

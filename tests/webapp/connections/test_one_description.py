@@ -19,8 +19,9 @@ from webapp.connections.services import (
 )
 from webapp.core.fields import EncryptedTextField
 from webapp.pipelines import services
+from webapp.workspaces.services import workspace_for_new_objects
 
-BOOKKEEPING = {"id", "owner", "name", "created_at", "updated_at"}
+BOOKKEEPING = {"id", "owner", "workspace", "name", "created_at", "updated_at"}
 
 
 @pytest.mark.fast
@@ -197,6 +198,7 @@ def test_a_connection_saved_before_a_rule_of_the_spec_gets_a_400_naming_it_and_n
     from it. The API says so with a path, and the secrets in it appear neither in the answer nor in the logs."""
     legacy = KafkaConnection.objects.create(
         owner=owner,
+        workspace=workspace_for_new_objects(user=owner),
         name="legacy",
         bootstrap_servers="b:9092",
         security_protocol="SASL_SSL",

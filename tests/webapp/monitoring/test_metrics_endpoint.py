@@ -103,8 +103,8 @@ def test_the_grafana_dashboard_queries_only_series_that_the_scrape_serves(client
     MetricsPublisher(pipeline.job_name, redis_url).publish(batch(0))
     # An audit result, so that the audit series are served (tests/webapp/audits run the real audit).
     audited = AuditedTable.objects.create(
-        owner=pipeline.owner, connection=ch_conn, database="db", table="t", key_columns=["k"], time_column="at",
-        pipeline=pipeline,
+        owner=pipeline.owner, workspace=pipeline.workspace, connection=ch_conn, database="db", table="t",
+        key_columns=["k"], time_column="at", pipeline=pipeline,
     )  # fmt: skip
     AuditResult.objects.create(audited_table=audited, window_seconds=3600, duplicate_keys=0, duplicate_rows=0)
     client.get("/health")  # so that the request counter has a sample

@@ -152,3 +152,5 @@ AUDIT_MAX_ROWS_PER_SECOND = env_int("CLEARFLOW_AUDIT_MAX_ROWS_PER_SECOND", 2_000
 # A check that meets a transient ClickHouse error (network, overload) is retried after this, doubling, 3 times.
 AUDIT_RETRY_DELAY_SECONDS = env_float("CLEARFLOW_AUDIT_RETRY_DELAY", 5.0)
 AUDIT_RESULT_RETENTION_DAYS = env_int("CLEARFLOW_AUDIT_RETENTION_DAYS", 30)
+# The activity log (webapp.activity): who did what, kept this many days (pruned hourly by the beat).
+ACTIVITY_RETENTION_DAYS = env_int("CLEARFLOW_ACTIVITY_DAYS", 365)

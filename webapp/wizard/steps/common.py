@@ -16,12 +16,19 @@ from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIE
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
+from webapp.workspaces.current import current_workspace
+from webapp.workspaces.models import Workspace
 
 # The field types and the column types for a new table come from the engine's one table of field types.
 NEW_TABLE_TYPES = NEW_TABLE_COLUMN_TYPES
 
 
 # -- helpers --------------------------------------------------------------------------------------------
+
+
+def draft_workspace(request: HttpRequest, draft: WizardDraft) -> Workspace:
+    """The workspace the draft's pipeline is in (an edited one) or goes to (the header's current workspace)."""
+    return draft.pipeline.workspace if draft.pipeline_id else current_workspace(request)
 
 
 def initial_from(source: MultiValueDict | None, form_class: type, prefix: str | None = None) -> dict[str, Any]:

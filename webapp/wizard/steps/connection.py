@@ -17,11 +17,12 @@ from webapp.connections.forms import SAVE_ANYWAY, connection_data
 from webapp.core.forms import add_validation_errors
 from webapp.wizard.connection_kinds import ConnectionKind
 from webapp.wizard.services import SAVED_HERE_KEY, draft_note_saved_connection
-from webapp.wizard.steps.common import initial_from
+from webapp.wizard.steps.common import draft_workspace, initial_from
+from webapp.workspaces import policy
 
 
 def connection_step_forms(request, draft, source, kind: ConnectionKind, post=None):
-    connections = kind.list(user=request.user)
+    connections = kind.list(user=request.user, workspace=draft_workspace(request, draft))
     stored = draft.section(kind.slug)
     if post is not None:
         choice = kind.choice_form(post, connections=connections)
@@ -59,11 +60,14 @@ def submit_connection(request, draft, kind: ConnectionKind):
         if outcome != "ok":
             return None, failed
     earlier = _saved_here(request, draft, kind, name=data["name"])
+    workspace = draft_workspace(request, draft)
     try:
         if earlier is not None:
-            connection = kind.update(connection=earlier, data=data)
+            policy.require(request.user, "connection.edit", workspace)
+            connection = kind.update(connection=earlier, data=data, actor=request.user)
         else:
-            connection = kind.create(owner=request.user, data=data)
+            policy.require(request.user, "connection.create", workspace)
+            connection = kind.create(owner=request.user, data=data, workspace=workspace)
             draft_note_saved_connection(draft=draft, kind=kind.slug, pk=connection.pk)
     except ValidationError as exc:
         add_validation_errors(new, exc)
@@ -73,6 +77,10 @@ def submit_connection(request, draft, kind: ConnectionKind):
 
 def _saved_here(request, draft, kind: ConnectionKind, *, name: str):
     """The connection named `name` that this draft saved earlier and no pipeline uses yet: entering the name
-    again corrects it instead of failing with "you already have a connection named…"."""
+    again corrects it instead of failing with "the workspace already has a connection named…"."""
     ids = (draft.data.get(SAVED_HERE_KEY) or {}).get(kind.slug) or []
-    return kind.list(user=request.user).filter(pk__in=ids, name=name, pipelines__isnull=True).first()
+    return (
+        kind.list(user=request.user, workspace=draft_workspace(request, draft))
+        .filter(pk__in=ids, name=name, pipelines__isnull=True)
+        .first()
+    )

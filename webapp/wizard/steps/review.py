@@ -29,12 +29,14 @@ from webapp.wizard.steps import SLUGS, STEPS
 from webapp.wizard.steps.common import (
     clickhouse_connection_of,
     draft_join,
+    draft_workspace,
     initial_from,
     kafka_connection_of,
     schema_fields,
     schema_registry_connection_of,
 )
 from webapp.wizard.steps.dedup import expected_state, window_advice
+from webapp.workspaces import policy
 
 
 def _default_name(draft: WizardDraft) -> str:
@@ -114,9 +116,13 @@ def review_context(
         "summary": review_summary(draft),
         "window_advice": window_advice(draft),
         "expected_state": expected_state(draft, kafka, live=live),
-        # The alert rules a new pipeline gets, and where they go: every enabled channel of the user.
+        # The alert rules a new pipeline gets, and where they go: every enabled channel of the workspace.
         "alert_rules": [RuleKind(kind).label for kind in RULE_PARAMS],
-        "alert_channels": (channels := list(alert_selectors.alert_channel_list(user=request.user))),
+        "alert_channels": (
+            channels := list(
+                alert_selectors.alert_channel_list(user=request.user, workspace=draft_workspace(request, draft))
+            )
+        ),
         "alerts_reach_someone": any(c.enabled for c in channels),
     }
 
@@ -181,6 +187,10 @@ def review_submit(request, draft):
     # Asked for when an edit cannot continue from a running pipeline's checkpoint (see pipeline_deploy).
     checkpoint = request.POST.get("checkpoint") if request.POST.get("checkpoint") in ("keep", "fresh") else None
     accepted = draft.section("mapping").get("accept_dead_letters") or []
+    workspace = draft_workspace(request, draft)
+    policy.require(request.user, "pipeline.edit" if draft.pipeline_id else "pipeline.create", workspace)
+    if action == "deploy":
+        policy.require(request.user, "pipeline.deploy", workspace)
     try:
         with transaction.atomic():
             if draft.pipeline_id:
@@ -199,6 +209,7 @@ def review_submit(request, draft):
             else:
                 pipeline = pipeline_services.pipeline_create(
                     owner=request.user,
+                    workspace=workspace,
                     name=name,
                     kafka_connection=kafka,
                     clickhouse_connection=clickhouse,

@@ -1,0 +1,63 @@
+"""`GET /api/v1/activity/`: who did what, newest first, with filters."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.activity import selectors
+from webapp.activity.models import ActivityEntry
+from webapp.api.errors import ERROR_RESPONSES
+from webapp.api.inputs import validated_input
+
+TAG = ["Activity"]
+
+
+class ActivityQuery(serializers.Serializer):
+    workspace = serializers.IntegerField(required=False, help_text="Only this workspace's entries.")
+    action = serializers.CharField(
+        required=False, max_length=50, help_text='e.g. "pipeline.deploy", or a prefix ending in ".": "pipeline."'
+    )
+    object_type = serializers.CharField(required=False, max_length=50, help_text='e.g. "pipeline", "kafkaconnection"')
+    object_id = serializers.IntegerField(required=False, min_value=1)
+    actor = serializers.CharField(required=False, max_length=150, help_text="A username.")
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
+
+
+class ActivityOutput(serializers.ModelSerializer):
+    class Meta:
+        model = ActivityEntry
+        fields = [
+            "id",
+            "at",
+            "workspace",
+            "actor_name",
+            "token_name",
+            "action",
+            "object_type",
+            "object_id",
+            "object_name",
+            "before",
+            "after",
+        ]
+
+
+class ActivityListApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="activity_list",
+        description="Every change in the caller's workspaces (and sign-ins), newest first; secrets are masked.",
+        parameters=[ActivityQuery],
+        responses={200: ActivityOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request) -> Response:
+        query = validated_input(ActivityQuery, request.query_params)
+        limit = query.pop("limit")
+        query.pop("workspace", None)  # checked and resolved by webapp.workspaces.permissions
+        entries = selectors.activity_list(user=request.user, workspace=request.workspace, **query)[:limit]
+        return Response(ActivityOutput(entries, many=True).data)
