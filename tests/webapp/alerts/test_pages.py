@@ -136,7 +136,7 @@ def test_the_history_says_in_words_what_a_traceback_ends_with(logged_in, owner):
     walk_to(pipeline, PipelineStatus.FAILED, message=message)
     services.alerts_evaluate()
     history = logged_in.get("/alerts/").content.decode()
-    words, detail = history.split("<details", 1)
+    words, detail = history.split('<details class="stack-trace"', 1)  # the page's own details (the workspace switcher) come before
     assert (
         "The pipeline failed: The job failed (exit code 1): pyspark.errors.exceptions.captured."
         "StreamingQueryException: [STREAM_FAILED] Query terminated with exception: "
