@@ -136,7 +136,8 @@ def test_the_history_says_in_words_what_a_traceback_ends_with(logged_in, owner):
     walk_to(pipeline, PipelineStatus.FAILED, message=message)
     services.alerts_evaluate()
     history = logged_in.get("/alerts/").content.decode()
-    words, detail = history.split('<details class="stack-trace"', 1)  # the page's own details (the workspace switcher) come before
+    # The incident's own details element: the page's header has one before it (the workspace switcher).
+    words, detail = history.split('<details class="stack-trace"', 1)
     assert (
         "The pipeline failed: The job failed (exit code 1): pyspark.errors.exceptions.captured."
         "StreamingQueryException: [STREAM_FAILED] Query terminated with exception: "
