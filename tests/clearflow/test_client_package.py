@@ -68,7 +68,8 @@ def test_the_readme_section_runs_with_the_client_package_alone(server, token, tm
     env = shell_env(tmp_path, PATH=f"{binaries}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(environment))
     env.pop("PYTHONPATH", None)
 
-    page = DocRun(cwd=work, env=env, terminal_answers=[("ClearFlow URL", server), ("API token", token)])
+    answers = [("ClearFlow URL", server), ("API token", token), ("Workspace", "")]  # the token's own workspace
+    page = DocRun(cwd=work, env=env, terminal_answers=answers)
     page.run(readme_section("Pipelines as code"), source="README.md")
 
     commands = [command for command, _ in page.transcript]

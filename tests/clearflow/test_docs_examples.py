@@ -76,7 +76,7 @@ def test_every_example_of_the_cli_page_runs_as_written(
     page = DocRun(
         cwd=work,
         env=env,
-        terminal_answers=[("ClearFlow URL", server), ("API token", token)],
+        terminal_answers=[("ClearFlow URL", server), ("API token", token), ("Workspace", "")],
         before={
             # A reader looks at the numbers once the job has caught up with the topic.
             "clearflow status signups": lambda: wait_for(caught_up, timeout=JOB_TIMEOUT),
