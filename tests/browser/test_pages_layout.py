@@ -68,7 +68,7 @@ def test_every_page_reads_on_a_laptop_and_a_phone(
     assert card and card["x"] >= 0 and card["x"] + card["width"] <= screen.width
 
     page.goto(f"{live_server.url}/pipelines/{pk}/alerts/")
-    expect(page.locator("#rule-list tbody tr")).to_have_count(5)
+    expect(page.locator("#rule-list tbody tr")).to_have_count(6)
     check_page(page, screen, "04-alert-rules")
 
     nav_link(page, screen, "Alerts").click()
