@@ -116,7 +116,7 @@ def test_join_orders_with_their_payments(page: Page, screen: Screen, live_server
     # Fixed: saved, and the next step offers both sides' fields.
     page.locator('#right-schema-rows tr:has(input[value="order_id"]) select').select_option("string")
     next_step(page, "Filter and computed fields")
-    expect(page.locator("details")).to_contain_text("right.paid")
+    expect(page.locator("main details")).to_contain_text("right.paid")
     draft.refresh_from_db()
     join = draft.spec.join
     assert join is not None and join.source.topics == [payments] and join.type == "left"

@@ -203,7 +203,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     expect(page.locator("#chosen-window")).to_have_text("6h")
     expect(page.locator("#window-factor")).to_have_text("360\u00d7 longer than advised")
     expect(page.locator("#window-note")).to_contain_text("The advice is a lower bound")
-    expect(page.locator("#review-alerts")).to_contain_text("starts with 5 alert rules on")
+    expect(page.locator("#review-alerts")).to_contain_text("starts with 6 alert rules on")
     expect(page.locator("#review-alerts-nobody")).to_contain_text("this pipeline's alerts would reach nobody")
     expect(page.locator("#spec-json")).to_contain_text('"dedup"')
     page.get_by_label("Pipeline name").fill("user-signups")

@@ -100,7 +100,9 @@ CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", 
 
 # A connection test, a list of topics or tables, a sample, key advice or a live check opens sockets to a host the
 # user names: this many such requests a minute per user, all of them together (UI and API; connections.throttle).
-CONNECTION_REQUESTS_PER_MINUTE = 20
+# A person going through the wizard at speed makes about 20-30 of them in a minute (sample, topics, tables,
+# columns, key advice, live checks), so the bound is above that; a scan of ports through them stays at one a second.
+CONNECTION_REQUESTS_PER_MINUTE = 60
 
 # What one user may hold and run (webapp.pipelines.quotas): a pipeline past the first cap is refused, and so is a
 # deploy or resume past the second (each running job takes a Spark driver: 0.6 to 0.9 GB). 429 in words.
