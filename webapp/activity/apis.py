@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,8 +14,14 @@ from webapp.activity import selectors
 from webapp.activity.models import ActivityEntry
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
+from webapp.pipelines.observe_apis import SinceField
 
 TAG = ["Activity"]
+
+
+def _at(unix_ms: int | str | None) -> datetime | None:
+    """A bound as unix ms; blank (`?until=`) is no bound."""
+    return None if unix_ms in (None, "") else datetime.fromtimestamp(int(unix_ms) / 1000, tz=UTC)
 
 
 class ActivityQuery(serializers.Serializer):
@@ -24,8 +32,9 @@ class ActivityQuery(serializers.Serializer):
     object_type = serializers.CharField(required=False, max_length=50, help_text='e.g. "pipeline", "kafkaconnection"')
     object_id = serializers.IntegerField(required=False, min_value=1)
     actor = serializers.CharField(required=False, max_length=150, help_text="A username.")
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    # As the metrics' `since` (ISO 8601 or unix ms), one spelling of a time in every query of the API.
+    since = SinceField(required=False, allow_blank=True, help_text="Only entries at or after this time.")
+    until = SinceField(required=False, allow_blank=True, help_text="Only entries before this time.")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
 
 
@@ -59,5 +68,8 @@ class ActivityListApi(APIView):
         query = validated_input(ActivityQuery, request.query_params)
         limit = query.pop("limit")
         query.pop("workspace", None)  # checked and resolved by webapp.workspaces.permissions
+        for bound in ("since", "until"):
+            if bound in query:
+                query[bound] = _at(query[bound])
         entries = selectors.activity_list(user=request.user, workspace=request.workspace, **query)[:limit]
         return Response(ActivityOutput(entries, many=True).data)

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
 
@@ -81,9 +83,17 @@ def activity_record(
         object_type=object_type or (target._meta.model_name if target is not None else ""),
         object_id=target.pk if target is not None else None,
         object_name=object_name or (str(target) if target is not None else ""),
-        before=dict(before) if before is not None else None,
-        after=dict(after) if after is not None else None,
+        before=_as_json(before),
+        after=_as_json(after),
     )
+
+
+def _as_json(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A change's values as the JSON column stores them: times and decimals as Django's encoder writes them (a
+    token's expiry is a datetime)."""
+    if values is None:
+        return None
+    return json.loads(json.dumps(dict(values), cls=DjangoJSONEncoder))
 
 
 def activity_prune(*, now: datetime | None = None) -> int:
