@@ -27,11 +27,16 @@ def _at(unix_ms: int | str | None) -> datetime | None:
 class ActivityQuery(serializers.Serializer):
     workspace = serializers.IntegerField(required=False, help_text="Only this workspace's entries.")
     action = serializers.CharField(
-        required=False, max_length=50, help_text='e.g. "pipeline.deploy", or a prefix ending in ".": "pipeline."'
+        required=False,
+        allow_blank=True,
+        max_length=50,
+        help_text='e.g. "pipeline.deploy", or a prefix ending in ".": "pipeline."',
     )
-    object_type = serializers.CharField(required=False, max_length=50, help_text='e.g. "pipeline", "kafkaconnection"')
+    object_type = serializers.CharField(
+        required=False, allow_blank=True, max_length=50, help_text='e.g. "pipeline", "kafkaconnection"'
+    )
     object_id = serializers.IntegerField(required=False, min_value=1)
-    actor = serializers.CharField(required=False, max_length=150, help_text="A username.")
+    actor = serializers.CharField(required=False, allow_blank=True, max_length=150, help_text="A username.")
     # As the metrics' `since` (ISO 8601 or unix ms), one spelling of a time in every query of the API.
     since = SinceField(required=False, allow_blank=True, help_text="Only entries at or after this time.")
     until = SinceField(required=False, allow_blank=True, help_text="Only entries before this time.")
@@ -68,6 +73,7 @@ class ActivityListApi(APIView):
         query = validated_input(ActivityQuery, request.query_params)
         limit = query.pop("limit")
         query.pop("workspace", None)  # checked and resolved by webapp.workspaces.permissions
+        query = {name: value for name, value in query.items() if value != ""}  # a blank filter is no filter
         for bound in ("since", "until"):
             if bound in query:
                 query[bound] = _at(query[bound])

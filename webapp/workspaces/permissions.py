@@ -61,6 +61,8 @@ class WorkspaceRole(BasePermission):
     def has_permission(self, request: Request, view: APIView) -> bool:
         if not request.user or not request.user.is_authenticated:
             return True  # IsAuthenticated answers 401
+        if not hasattr(view, (request.method or "GET").lower()):
+            return True  # a method the view does not have: DRF answers 405 (nothing is read or done)
         action = view_action(view, request.method or "GET")
         model = getattr(view, "workspace_model", None)
         pk = view.kwargs.get("pk") if model is not None else None
