@@ -26,7 +26,7 @@ def test_the_small_points_a_new_analyst_trips_on(page: Page, screen: Screen, liv
     # The API docs send to the API tokens page, which the header links to.
     nav_link(page, screen, "API docs").click()
     description = page.locator("#swagger-ui .info .description")
-    expect(description).to_contain_text("on its API tokens page (the link beside your user name at the top right")
+    expect(description).to_contain_text("on its API tokens page (the link beside your workspace at the top right")
     expect(description).not_to_contain_text("Account")
     open_menu(page, screen)
     page.locator("#topbar").get_by_role("link", name="API tokens").click()

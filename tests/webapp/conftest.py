@@ -105,8 +105,7 @@ class ClickHouseTarget:
     table: str
 
 
-@pytest.fixture(scope="session")
-def clickhouse_target(clickhouse_server) -> ClickHouseTarget:
+def make_clickhouse_target(clickhouse_server) -> ClickHouseTarget:
     """A database with `orders` (some required columns, one Nullable, one with a default) and `other`."""
     import clickhouse_connect
 
@@ -123,6 +122,12 @@ def clickhouse_target(clickhouse_server) -> ClickHouseTarget:
     finally:
         client.close()
     return ClickHouseTarget(database=database, table="orders")
+
+
+@pytest.fixture(scope="session")
+def clickhouse_target(clickhouse_server) -> ClickHouseTarget:
+    """The shared target database: a test that alters its tables takes `make_clickhouse_target` instead."""
+    return make_clickhouse_target(clickhouse_server)
 
 
 @pytest.fixture(autouse=True)

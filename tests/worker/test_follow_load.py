@@ -100,8 +100,8 @@ def test_a_pipeline_deployed_on_a_quiet_topic_is_re_sized_when_the_load_comes_an
 
     # Caught up: every event once, nothing lost or doubled across the re-size, and the lag back to a batch's worth.
     wait_for(lambda: table_counts(ch, table) == (expected, expected), timeout=JOB_TIMEOUT, interval=1)
-    final = wait_for(lambda: (p := pace_of(api, pk)) and p["state"] == "keeping_up" and p, timeout=JOB_TIMEOUT)
-    assert final["lag"] == 0
+    # The last batch is in ClickHouse a moment before its commit is in the checkpoint: a reading after it says 0.
+    wait_for(lambda: (p := pace_of(api, pk)) and p["state"] == "keeping_up" and p["lag"] == 0, timeout=JOB_TIMEOUT)
 
     # Stopped while events go on arriving, then resumed on that backlog: its page shows the backlog before the first
     # batch is done, it reads it in bounded batches, and every event is written once.

@@ -38,7 +38,7 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": (
                 "An API token, sent as `Authorization: Token <token>`. Create one on the web app's API tokens page "
-                "(/account/tokens/, the link beside your user name at the top right; or POST /api/v1/tokens/ while "
+                "(/account/tokens/, the link beside your workspace at the top right; or POST /api/v1/tokens/ while "
                 "logged in); it is shown once. Only its hash is stored."
             ),
         }

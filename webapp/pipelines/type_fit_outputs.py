@@ -34,9 +34,13 @@ class FieldFitOutput(serializers.Serializer):
     message = serializers.CharField()
 
 
+# What a field is to the pipeline in a key-presence check (named in the API schema as FieldRoleEnum).
+FIELD_ROLES = [("key", "key"), ("event_time", "event_time")]
+
+
 class KeyPresenceOutput(serializers.Serializer):
     field = serializers.CharField()
-    role = serializers.ChoiceField(["key", "event_time"])
+    role = serializers.ChoiceField(FIELD_ROLES)
     total = serializers.IntegerField()
     missing = serializers.IntegerField(help_text="Sampled events where it is missing or null.")
     unconvertible = serializers.IntegerField(help_text="Sampled events where its value does not convert.")

@@ -10,21 +10,27 @@ import pytest
 import redis
 
 from spark_jobs.metrics import history_key
-from tests.webapp.conftest import orders_spec
+from tests.webapp.conftest import make_clickhouse_target, orders_spec
 from webapp.pipelines import services
 
 HOSTILE_KEY = "x String, DROP COLUMN amount, ADD COLUMN y"
 
 
 @pytest.fixture
-def pipeline(owner, kafka_conn, ch_conn, topics, clickhouse_target, redis_url, settings):
+def own_target(clickhouse_server):
+    """This test alters `orders`: its own database, so the shared one keeps its five columns."""
+    return make_clickhouse_target(clickhouse_server)
+
+
+@pytest.fixture
+def pipeline(owner, kafka_conn, ch_conn, topics, own_target, redis_url, settings):
     settings.REDIS_URL = redis_url
     pipeline = services.pipeline_create(
         owner=owner,
         name="by-hand",
         kafka_connection=kafka_conn,
         clickhouse_connection=ch_conn,
-        spec=orders_spec(topics.orders, clickhouse_target.database),  # the table was made by hand
+        spec=orders_spec(topics.orders, own_target.database),  # the table was made by hand
     )
     record = {"pipeline": pipeline.job_name, "batch_id": 1, "timestamp": "2026-11-23T10:00:01.000Z",
               "unmapped_keys": [HOSTILE_KEY], "sampled_events": 10, "sampled_with_unmapped": 1}  # fmt: skip
@@ -36,7 +42,7 @@ def pipeline(owner, kafka_conn, ch_conn, topics, clickhouse_target, redis_url, s
 
 @pytest.mark.django_db
 def test_the_add_the_column_yourself_statement_quotes_a_hostile_key(
-    api, pipeline, clickhouse_server, clickhouse_target
+    api, pipeline, clickhouse_server, own_target
 ):
     response = api.post(
         f"/api/v1/pipelines/{pipeline.pk}/schema-changes/add-column/", {"path": HOSTILE_KEY}, format="json"
@@ -44,7 +50,7 @@ def test_the_add_the_column_yourself_statement_quotes_a_hostile_key(
     assert response.status_code == 409, response.content
     message = response.json()["message"]
     statement = message.split("Add the column yourself (", 1)[1].rsplit("), then map", 1)[0]
-    database = clickhouse_target.database
+    database = own_target.database
     assert statement == (
         f"ALTER TABLE `{database}`.`orders` ADD COLUMN `x String, DROP COLUMN amount, ADD COLUMN y` Nullable(String)"
     )

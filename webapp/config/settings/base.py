@@ -166,6 +166,8 @@ SPECTACULAR_SETTINGS = {
         "PipelineStatusEnum": "webapp.pipelines.models.PipelineStatus",
         "AlertChannelKindEnum": "webapp.alerts.models.ChannelKind",
         "AlertRuleKindEnum": "webapp.alerts.models.RuleKind",
+        "WorkspaceRoleEnum": "webapp.workspaces.models.Role",
+        "FieldRoleEnum": "webapp.pipelines.type_fit_outputs.FIELD_ROLES",
     },
     "SWAGGER_UI_DIST": "SIDECAR",
     # The token entered under Authorize survives a reload of the docs page.
