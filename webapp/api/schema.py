@@ -1,12 +1,17 @@
-"""OpenAPI: how clients authenticate (drf-spectacular extension for our token class)."""
+"""OpenAPI: how clients authenticate (drf-spectacular extension for our token class), the errors every operation
+documents, and the schema's view (generated once per process)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+import threading
+from typing import Any, ClassVar
 
+from django.utils import translation
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
 
 # Answers any operation can give, whatever its view: the one exception handler makes them all the Error shape.
 _COMMON = {
@@ -69,3 +74,21 @@ def document_common_errors(result: dict[str, Any], generator: Any, request: Any,
             for status, description in extra.items():
                 operation["responses"].setdefault(status, {"description": description, "content": error})
     return result
+
+
+class SchemaApi(SpectacularAPIView):
+    """The OpenAPI schema, generated once per process: it is the code's (the same for every caller), and
+    generating it takes about 3 s of CPU, which the API docs page would otherwise wait for at each visit."""
+
+    _generated: ClassVar[dict[tuple[str | None, str | None], Any]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def _get_schema_response(self, request: Any) -> Response:
+        version = self.api_version or request.version or self._get_version_parameter(request)
+        key = (version, translation.get_language())
+        with self._lock:
+            if key not in self._generated:
+                generator = self.generator_class(urlconf=self.urlconf, api_version=version, patterns=self.patterns)
+                self._generated[key] = generator.get_schema(request=request, public=self.serve_public)
+        filename = self._get_filename(request, version)
+        return Response(data=self._generated[key], headers={"Content-Disposition": f'inline; filename="{filename}"'})

@@ -152,8 +152,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "ClearFlow API",
     "DESCRIPTION": (
         "Set up and run Kafka -> dedup -> ClickHouse streaming pipelines.\n\n"
-        "**Authentication.** Create an API token in the web app on its *API tokens* page (the link beside your user "
-        "name at the top right, /account/tokens/; the token is shown once), then send it as "
+        "**Authentication.** Create an API token in the web app on its *API tokens* page (the link beside your "
+        "workspace at the top right, /account/tokens/; the token is shown once), then send it as "
         "`Authorization: Token <token>`. On this page, press **Authorize** and enter "
         "`Token <token>` to try the calls; a logged-in browser session works too."
     ),
