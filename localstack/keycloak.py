@@ -26,7 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,10 +212,16 @@ def default_realm(*, web_secret: str, machine_secret: str, users: Mapping[str, s
     }
 
 
-def start_keycloak(tmp_dir: Path, *, realm: Mapping[str, Any] | None = None, ready_timeout: float = 420) -> Keycloak:
+def start_keycloak(
+    tmp_dir: Path,
+    *,
+    realm: Mapping[str, Any] | None = None,
+    extra_clients: Sequence[Mapping[str, Any]] = (),
+    ready_timeout: float = 420,
+) -> Keycloak:
     """Start Keycloak on a free port with `default_realm()` (or `realm`, a realm representation whose clients'
-    secrets and users' passwords the caller chose) and return once the realm answers. Its log is
-    `tmp_dir/logs/keycloak.log`."""
+    secrets and users' passwords the caller chose), `extra_clients` (client representations) added to its
+    clients, and return once the realm answers. Its log is `tmp_dir/logs/keycloak.log`."""
     home = ensure_installed()
     java = java_home()
     tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -226,6 +232,7 @@ def start_keycloak(tmp_dir: Path, *, realm: Mapping[str, Any] | None = None, rea
     users = {name: secrets.token_urlsafe(12) for name in ("ann", "bob", "carol")}
     if realm is None:
         realm = default_realm(web_secret=web.client_secret, machine_secret=machine.client_secret, users=users)
+    realm = {**realm, "clients": [*realm.get("clients", []), *extra_clients]}
     instance_dir = tmp_dir / "keycloak-data"
     instance_dir.mkdir(exist_ok=True)
     base_url = f"http://127.0.0.1:{port}"

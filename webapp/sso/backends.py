@@ -1,0 +1,42 @@
+"""The sign-in through the provider (mozilla-django-oidc's authorization code flow), its endpoints discovered
+from the issuer and its user made by `services.sso_user_for_claims`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.utils import import_from_settings
+
+from webapp.sso import config, services
+
+
+def oidc_setting(attr: str, *args: Any) -> Any:
+    """mozilla-django-oidc's settings, with the provider's endpoints from its discovery document."""
+    if attr in config.ENDPOINTS:
+        return config.endpoint(attr)
+    return import_from_settings(attr, *args)
+
+
+class OidcBackend(OIDCAuthenticationBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.UserModel = get_user_model()
+        self.configured = config.enabled()
+        if self.configured:  # off, it reads no provider (every password sign-in passes through here)
+            super().__init__(*args, **kwargs)
+
+    get_settings = staticmethod(oidc_setting)
+
+    def authenticate(self, request: Any, **kwargs: Any) -> Any:
+        if not self.configured or request is None or "code" not in request.GET:
+            return None
+        return super().authenticate(request, **kwargs)
+
+    def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, Any]) -> Any:
+        claims = {**self.get_userinfo(access_token, id_token, payload), **payload}
+        try:
+            return services.sso_user_for_claims(claims=claims)
+        except PermissionDenied:
+            return None
