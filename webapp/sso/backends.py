@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 
@@ -30,7 +31,8 @@ class OidcBackend(OIDCAuthenticationBackend):
     get_settings = staticmethod(oidc_setting)
 
     def authenticate(self, request: Any, **kwargs: Any) -> Any:
-        if not self.configured or request is None or "code" not in request.GET:
+        # Only the provider's callback signs in here: a password login (whatever its query string) never does.
+        if not self.configured or request is None or request.path != reverse("oidc_authentication_callback"):
             return None
         return super().authenticate(request, **kwargs)
 
