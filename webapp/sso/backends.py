@@ -23,17 +23,17 @@ def oidc_setting(attr: str, *args: Any) -> Any:
 
 class OidcBackend(OIDCAuthenticationBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The provider's settings are read at a sign-in only: Django makes a backend for each request's session
+        # user too (get_user), which must work while the provider is away or single sign-on is off.
         self.UserModel = get_user_model()
-        self.configured = config.enabled()
-        if self.configured:  # off, it reads no provider (every password sign-in passes through here)
-            super().__init__(*args, **kwargs)
 
     get_settings = staticmethod(oidc_setting)
 
     def authenticate(self, request: Any, **kwargs: Any) -> Any:
         # Only the provider's callback signs in here: a password login (whatever its query string) never does.
-        if not self.configured or request is None or request.path != reverse("oidc_authentication_callback"):
+        if not config.enabled() or request is None or request.path != reverse("oidc_authentication_callback"):
             return None
+        super().__init__()  # the client and the provider's endpoints (discovered)
         return super().authenticate(request, **kwargs)
 
     def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, Any]) -> Any:
