@@ -49,6 +49,22 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
+class OidcBearerScheme(OpenApiAuthenticationExtension):
+    target_class = "webapp.sso.authentication.OidcBearerAuthentication"
+    name = "oidcBearer"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": (
+                "An access token of the single sign-on provider, when one is configured (docs/teams.md): "
+                "`Authorization: Bearer <token>`. It acts as its user, with the roles the user's groups map to."
+            ),
+        }
+
+
 def document_common_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: every operation documents the errors every view can answer."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}

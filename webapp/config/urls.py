@@ -6,6 +6,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from webapp.sso import views as sso_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Pages without our <link rel="icon"> (the API docs, a JSON answer opened in a tab): browsers ask here.
@@ -13,8 +15,9 @@ urlpatterns = [
     path("api/v1/", include("webapp.api.urls")),
     path("", include("webapp.health.urls")),
     path("", include("webapp.monitoring.urls")),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", sso_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("webapp.sso.urls")),
     path("", include("webapp.api.page_urls")),
     path("", include("webapp.workspaces.urls")),
     path("", include("webapp.activity.urls")),

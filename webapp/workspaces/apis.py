@@ -4,6 +4,7 @@ add by username or email, change a role, remove). Who may do what is `webapp.wor
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -12,8 +13,8 @@ from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
-from webapp.workspaces import selectors, services
-from webapp.workspaces.models import Membership, Role, Workspace
+from webapp.workspaces import invites, selectors, services
+from webapp.workspaces.models import Invite, Membership, Role, Workspace
 
 TAG = ["Workspaces"]
 
@@ -160,3 +161,58 @@ class MemberDetailApi(APIView):
         workspace = selectors.workspace_get(user=request.user, pk=pk)
         services.member_remove(membership=selectors.membership_get(workspace=workspace, pk=member), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InviteInput(serializers.Serializer):
+    role = serializers.ChoiceField(Role.choices)
+    email = serializers.EmailField(required=False, allow_blank=True, help_text="Whom it is for (a note for admins).")
+    expires_in_days = serializers.IntegerField(
+        required=False, min_value=1, max_value=invites.MAX_INVITE_DAYS, default=invites.INVITE_DAYS
+    )
+
+
+class InviteOutput(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Invite
+        fields = ["id", "workspace", "role", "email", "created_by", "created_at", "expires_at"]
+
+
+class InviteCreatedOutput(InviteOutput):
+    link = serializers.CharField(help_text="The one-time sign-up link: shown in this answer only.")
+
+    class Meta(InviteOutput.Meta):
+        fields = [*InviteOutput.Meta.fields, "link"]
+
+
+class InviteListCreateApi(APIView):
+    workspace_model = Workspace
+    workspace_actions = {"POST": "member.manage"}
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_invites_list",
+        description="The workspace's open invites (neither used nor expired), without their links.",
+        responses={200: InviteOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        workspace = selectors.workspace_get(user=request.user, pk=pk)
+        return Response(InviteOutput(invites.invite_pending_list(workspace=workspace), many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="workspace_invites_create",
+        description=(
+            "Invite a new local user (admins): the answer's `link` lets one person sign up into the workspace with "
+            "the role, once, until it expires. It is shown only here."
+        ),
+        request=InviteInput,
+        responses={201: InviteCreatedOutput, **ERROR_RESPONSES},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        workspace = selectors.workspace_get(user=request.user, pk=pk)
+        data = validated_input(InviteInput, request.data)
+        invite, secret = invites.invite_create(workspace=workspace, actor=request.user, **data)
+        invite.link = request.build_absolute_uri(reverse("workspaces:invite_accept", args=[secret]))
+        return Response(InviteCreatedOutput(invite).data, status=status.HTTP_201_CREATED)

@@ -42,3 +42,28 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.workspace} ({self.role})"
+
+
+class Invite(models.Model):
+    """A one-time link that lets a new local user sign up into a workspace with a role. Only a digest of the
+    link's secret is kept: the link is shown once, when the invite is made."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    email = models.EmailField(blank=True, help_text="Whom it is for (shown to admins; the link works for anyone).")
+    digest = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="invites_made"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="invites_used"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invite to {self.workspace} as {self.role}" + (f" for {self.email}" if self.email else "")

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.core.exceptions import ApplicationError
-from webapp.workspaces import policy, selectors, services
+from webapp.workspaces import invites, policy, selectors, services
 from webapp.workspaces.current import current_workspace_switch
 from webapp.workspaces.models import Role
 
@@ -23,6 +25,24 @@ from webapp.workspaces.models import Role
 class MemberAddForm(forms.Form):
     username = forms.CharField(max_length=254, label="Username or email")
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class InviteForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+    email = forms.EmailField(required=False, label="For (email, optional)")
+
+
+class InviteAcceptForm(forms.Form):
+    username = forms.CharField(max_length=150, label="User name")
+    email = forms.EmailField(required=False, label="Email")
+    password = forms.CharField(widget=forms.PasswordInput, label="Password")
+    password_again = forms.CharField(widget=forms.PasswordInput, label="Password, again")
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data
 
 
 class WorkspaceForm(forms.Form):
@@ -69,7 +89,7 @@ def workspace_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def workspace_members(request: HttpRequest, pk: int) -> HttpResponse:
     workspace = selectors.workspace_get(user=request.user, pk=pk)
-    form = MemberAddForm()
+    form, invite_form, invite_link = MemberAddForm(), InviteForm(), ""
     if request.method == "POST":
         action = request.POST.get("action")
         policy.require(request.user, "workspace.settings" if action == "settings" else "member.manage", workspace)
@@ -87,6 +107,15 @@ def workspace_members(request: HttpRequest, pk: int) -> HttpResponse:
                     membership = services.member_add(workspace=workspace, actor=request.user, **form.cleaned_data)
                     messages.success(request, f"{membership.user.get_username()} added as {membership.role}.")
                     return redirect("workspaces:members", pk=workspace.pk)
+            elif action == "invite":
+                invite_form = InviteForm(request.POST)
+                if invite_form.is_valid():
+                    _invite, secret = invites.invite_create(
+                        workspace=workspace, actor=request.user, **invite_form.cleaned_data
+                    )
+                    # Shown in this answer only (not in a flash message, which the session would keep).
+                    invite_link = request.build_absolute_uri(reverse("workspaces:invite_accept", args=[secret]))
+                    invite_form = InviteForm()
             elif action in ("role", "remove"):
                 membership = selectors.membership_get(workspace=workspace, pk=request.POST.get("member"))
                 if action == "role":
@@ -107,7 +136,36 @@ def workspace_members(request: HttpRequest, pk: int) -> HttpResponse:
             "workspace": workspace,
             "members": selectors.membership_list(workspace=workspace),
             "form": form,
+            "invite_form": invite_form,
+            "invite_link": invite_link,
+            "invites": invites.invite_pending_list(workspace=workspace).select_related("created_by"),
             "roles": Role.choices,
             "may_manage": policy.may(request.user, "member.manage", workspace),
         },
     )
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept_page(request: HttpRequest, secret: str) -> HttpResponse:
+    """The invite link: a new user picks a name and password and lands in the workspace, signed in."""
+    try:
+        invite = invites.invite_for_link(secret=secret)
+    except invites.InviteGone as gone:
+        return render(request, "workspaces/invite_accept.html", {"gone": gone.message}, status=410)
+    form = InviteAcceptForm(request.POST or None, initial={"email": invite.email})
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = invites.invite_accept(
+                secret=secret, **{k: form.cleaned_data[k] for k in ("username", "password", "email")}
+            )
+        except invites.InviteGone as gone:
+            return render(request, "workspaces/invite_accept.html", {"gone": gone.message}, status=410)
+        except ValidationError as exc:
+            for field, problems in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, problems)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            current_workspace_switch(request, invite.workspace)
+            messages.success(request, f"Welcome, {user.get_username()}: you are {invite.role} of {invite.workspace}.")
+            return redirect("pipelines:list")
+    return render(request, "workspaces/invite_accept.html", {"invite": invite, "form": form})

@@ -14,9 +14,17 @@ from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.test import APIClient
 
-# Open on purpose: health, the login/logout pages, the API schema and its docs pages, Django's static files,
-# and /favicon.ico (a redirect to the static icon, which browsers ask for before anyone logs in).
-OPEN_MODULES = ("webapp.health.", "drf_spectacular.", "django.contrib.auth.views", "django.views.static")
+# Open on purpose: health, the login/logout pages and single sign-on's two steps (webapp.sso.views), the API
+# schema and its docs pages, Django's static files, /favicon.ico (a redirect to the static icon, which browsers ask
+# for before anyone logs in) and invite links (webapp.workspaces.views.invite_accept_page: the link is the key).
+OPEN_MODULES = (
+    "webapp.health.",
+    "drf_spectacular.",
+    "django.contrib.auth.views",
+    "django.views.static",
+    "webapp.sso.views",
+    "webapp.workspaces.views.invite_accept_page",
+)
 OPEN_URLS = {"/admin/login/", "/admin/logout/", "/favicon.ico"}
 METHODS = ("get", "post", "put", "patch", "delete")
 

@@ -28,6 +28,7 @@ ADMIN_ONLY = {
     "workspace_members_create",
     "workspace_members_update",
     "workspace_members_delete",
+    "workspace_invites_create",
 }
 # Operations sent with POST or DELETE that a viewer may call: they only read, or they are the caller's own tokens
 # and workspaces.

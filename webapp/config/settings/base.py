@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "webapp.core",
     "webapp.workspaces",
     "webapp.activity",
+    "webapp.sso",
     "webapp.connections",
     "webapp.pipelines",
     "webapp.api",
@@ -121,6 +122,8 @@ CLEARFLOW_PROXY_COUNT = env_int("CLEARFLOW_PROXY_COUNT", 0)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "webapp.api.tokens.ApiTokenAuthentication",
+        # The single sign-on provider's access tokens (Authorization: Bearer), when it is configured.
+        "webapp.sso.authentication.OidcBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_THROTTLE_CLASSES": [

@@ -75,6 +75,8 @@ AXES_CLIENT_IP_CALLABLE = "webapp.core.logins.client_address"
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Single sign-on (webapp.sso, settings.sso): signs in only through /oidc/callback/, when configured.
+    "webapp.sso.backends.OidcBackend",
 ]
 
 # API tokens (django-rest-knox): only a SHA-512 digest is stored; the token is shown once, when created.
