@@ -268,6 +268,10 @@ class KafkaListener:
     ssl_certificate_chain_pem: str | None = None
     ssl_key_pem: str | None = field(default=None, repr=False)
     ssl_client_ca_pem: str | None = None
+    # GSSAPI: the broker's service principal (e.g. kafka/localhost@REALM) and its keytab file. The JVM finds the
+    # realm's KDC in the krb5.conf given to `kafka_broker(krb5_conf=...)`.
+    kerberos_principal: str | None = None
+    kerberos_keytab: str | None = None
 
     def properties(self) -> dict[str, str]:
         """This listener's `listener.name.<name>.*` broker settings."""
@@ -276,7 +280,15 @@ class KafkaListener:
         if self.sasl_mechanisms:
             settings[f"{prefix}sasl.enabled.mechanisms"] = ",".join(self.sasl_mechanisms)
         for mechanism in self.sasl_mechanisms:
-            if mechanism == "PLAIN":
+            if mechanism == "GSSAPI":
+                # An acceptor only (isInitiator=false): it reads its key from the keytab and never asks the KDC.
+                module = (
+                    "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                    f'isInitiator=false keyTab="{self.kerberos_keytab}" principal="{self.kerberos_principal}";'
+                )
+                service = (self.kerberos_principal or "kafka/").split("/", 1)[0]
+                settings[f"{prefix}sasl.kerberos.service.name"] = service
+            elif mechanism == "PLAIN":
                 users = " ".join(f'user_{user}="{password}"' for user, password in self.plain_users.items())
                 module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
             else:
@@ -325,6 +337,7 @@ def kafka_broker(
     controller_port: int | None = None,
     data_dir: Path,
     listeners: Sequence[KafkaListener] = (),
+    krb5_conf: Path | None = None,
 ) -> ServiceDef:
     """Apache Kafka (KRaft, one node as broker and controller) from the `kafka-broker` Java bundle.
 
@@ -332,7 +345,7 @@ def kafka_broker(
     (`data_dir/log`): a broker started again on the same directory keeps its topics and offsets. Its storage is
     formatted once, the first time (what `bin/kafka-storage.sh format --standalone` does).
     The broker always listens with PLAINTEXT on `port` (also its inter-broker listener); `listeners` adds
-    secured ones (SASL, TLS, mutual TLS) on their own ports.
+    secured ones (SASL, TLS, mutual TLS) on their own ports; `krb5_conf` names the Kerberos realm of a GSSAPI one.
     """
     from localstack import jars
 
@@ -388,6 +401,7 @@ def kafka_broker(
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={log4j}",
+        *([f"-Djava.security.krb5.conf={krb5_conf}"] if krb5_conf else []),
         "-cp",
         jars.classpath("kafka-broker"),
     ]

@@ -33,6 +33,7 @@ from spark_jobs.connections import (
     sasl_settings_needed,
     secret_fields,
 )
+from spark_jobs.kafka_sasl import keytab_bytes
 from webapp.connections import network_guard
 from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
@@ -246,6 +247,11 @@ class KafkaConnection(SpecBackedConnection):
                 errors.setdefault(name, problem)
         if self.ssl_key_pem and (problem := pem_key_error(self.ssl_key_pem)):
             errors.setdefault("ssl_key_pem", problem)
+        if self.sasl_mechanism == "GSSAPI" and self.sasl_kerberos_keytab:
+            try:
+                keytab_bytes(self.sasl_kerberos_keytab)
+            except ValueError as exc:
+                errors.setdefault("sasl_kerberos_keytab", str(exc))
         for host, port in network_guard.bootstrap_endpoints(self.bootstrap_servers or ""):
             if problem := network_guard.host_error(host, port):
                 errors.setdefault("bootstrap_servers", problem)
