@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What pip cannot install: Java and Maven (Spark, Kafka), PostgreSQL and Redis (`make up` and the tests), and
-# Chromium (browser tests), MIT Kerberos (the tests' KDC). Installs what is missing with apt-get as root, or with `sudo -n` when sudo needs no
-# password; otherwise it stops at once and names the commands to run.
+# What pip cannot install: Java and Maven (Spark, Kafka), PostgreSQL and Redis (`make up` and the tests),
+# Chromium (browser tests) and MIT Kerberos (the tests' KDC). Installs what is missing with apt-get as root, or
+# with `sudo -n` when sudo needs no password; otherwise it stops at once and names the commands to run.
 # It never waits for an answer, also when run from a terminal: no password prompt (psql -w, sudo -n), no
 # question from apt or dpkg, and stdin is closed for everything below.
 # Usage: system-deps.sh build|up|test  (build: only what `make install` needs, Java and Maven)

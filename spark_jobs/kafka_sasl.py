@@ -239,22 +239,19 @@ def msk_iam_token(kafka: KafkaConnectionSpec) -> tuple[str, float]:
     if kafka.aws_role_arn:
         token, expiry_ms = MSKAuthTokenProvider.generate_auth_token_from_role_arn(region, kafka.aws_role_arn)
     elif kafka.aws_access_key_id and kafka.aws_secret_access_key:
-        from botocore.credentials import Credentials
+        from botocore.credentials import CredentialProvider, Credentials
 
         credentials = Credentials(kafka.aws_access_key_id, kafka.aws_secret_access_key.get_secret_value())
+
+        class StaticCredentials(CredentialProvider):  # the signer takes a provider: this one has one key
+            METHOD = "clearflow-connection"
+
+            def load(self) -> Credentials:
+                return credentials
+
         token, expiry_ms = MSKAuthTokenProvider.generate_auth_token_from_credentials_provider(
-            region, _StaticCredentials(credentials)
+            region, StaticCredentials()
         )
     else:
         token, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
     return token, expiry_ms / 1000
-
-
-class _StaticCredentials:
-    """A botocore-style credentials provider that hands out one set of static credentials."""
-
-    def __init__(self, credentials: object) -> None:
-        self._credentials = credentials
-
-    def load(self) -> object:
-        return self._credentials

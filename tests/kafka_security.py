@@ -121,7 +121,7 @@ class BrokerSecurity:
         unknown_ca, _ = make_ca("Some other CA")
         return cls(
             kerberos=kerberos,
-            ports={mode: free_port() for mode in ("sasl_plain", "scram", "ssl", "mtls", "gssapi")},
+            ports={mode: free_port() for mode in ("sasl_plain", "scram", "ssl", "mtls", "gssapi", "sasl_ssl")},
             ca=ca,
             broker=issue(ca, ca_key, "localhost", server=True),
             client=issue(ca, ca_key, "clearflow-client", server=False),
@@ -145,6 +145,13 @@ class BrokerSecurity:
                 sasl_mechanisms=tuple(SCRAM_USERS),
             ),
             KafkaListener(name="TLS", port=self.ports["ssl"], security_protocol="SSL", **tls),
+            KafkaListener(
+                name="SASL_TLS",
+                port=self.ports["sasl_ssl"],
+                security_protocol="SASL_SSL",
+                sasl_mechanisms=tuple(SCRAM_USERS),
+                **tls,
+            ),
             KafkaListener(
                 name="MTLS",
                 port=self.ports["mtls"],
@@ -175,6 +182,12 @@ class BrokerSecurity:
         if mode in ("scram_sha_256", "scram_sha_512"):
             mechanism = mode.upper().replace("_", "-")
             return self._sasl("scram", mechanism, *SCRAM_USERS[mechanism])
+        if mode == "sasl_ssl_scram":  # SCRAM over TLS, the broker's certificate from the private CA
+            return {
+                **self._sasl("sasl_ssl", "SCRAM-SHA-512", *SCRAM_USERS["SCRAM-SHA-512"]),
+                "security_protocol": "SASL_SSL",
+                "ssl_ca_pem": self.ca.certificate_pem,
+            }
         if mode == "gssapi":
             if self.kerberos is None:
                 raise RuntimeError("no Kerberos realm: install krb5-kdc (bash localstack/system-deps.sh)")
