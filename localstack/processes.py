@@ -269,9 +269,14 @@ class KafkaListener:
     ssl_key_pem: str | None = field(default=None, repr=False)
     ssl_client_ca_pem: str | None = None
     # GSSAPI: the broker's service principal (e.g. kafka/localhost@REALM) and its keytab file. The JVM finds the
-    # realm's KDC in the krb5.conf given to `kafka_broker(krb5_conf=...)`.
+    # realm's KDC in the krb5.conf given to `kafka_broker(java_properties={"java.security.krb5.conf": ...})`.
     kerberos_principal: str | None = None
     kerberos_keytab: str | None = None
+    # OAUTHBEARER: the broker checks each token's signature against the provider's JWKS (Kafka's own
+    # OAuthBearerValidatorCallbackHandler), and its issuer. Kafka 4 fetches only from URLs a JVM-wide property
+    # allows: `kafka_broker(java_properties={"org.apache.kafka.sasl.oauthbearer.allowed.urls": jwks_url})`.
+    oauth_jwks_url: str | None = None
+    oauth_issuer: str | None = None
 
     def properties(self) -> dict[str, str]:
         """This listener's `listener.name.<name>.*` broker settings."""
@@ -288,6 +293,14 @@ class KafkaListener:
                 )
                 service = (self.kerberos_principal or "kafka/").split("/", 1)[0]
                 settings[f"{prefix}sasl.kerberos.service.name"] = service
+            elif mechanism == "OAUTHBEARER":
+                module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                settings[f"{prefix}oauthbearer.sasl.server.callback.handler.class"] = (
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+                )
+                settings[f"{prefix}sasl.oauthbearer.jwks.endpoint.url"] = self.oauth_jwks_url or ""
+                if self.oauth_issuer:
+                    settings[f"{prefix}sasl.oauthbearer.expected.issuer"] = self.oauth_issuer
             elif mechanism == "PLAIN":
                 users = " ".join(f'user_{user}="{password}"' for user, password in self.plain_users.items())
                 module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
@@ -337,7 +350,7 @@ def kafka_broker(
     controller_port: int | None = None,
     data_dir: Path,
     listeners: Sequence[KafkaListener] = (),
-    krb5_conf: Path | None = None,
+    java_properties: Mapping[str, str] | None = None,
 ) -> ServiceDef:
     """Apache Kafka (KRaft, one node as broker and controller) from the `kafka-broker` Java bundle.
 
@@ -345,7 +358,8 @@ def kafka_broker(
     (`data_dir/log`): a broker started again on the same directory keeps its topics and offsets. Its storage is
     formatted once, the first time (what `bin/kafka-storage.sh format --standalone` does).
     The broker always listens with PLAINTEXT on `port` (also its inter-broker listener); `listeners` adds
-    secured ones (SASL, TLS, mutual TLS) on their own ports; `krb5_conf` names the Kerberos realm of a GSSAPI one.
+    secured ones (SASL, TLS, mutual TLS) on their own ports; `java_properties` are the JVM-wide settings some
+    need (krb5.conf's path for GSSAPI, the JWKS URL Kafka may fetch for OAUTHBEARER).
     """
     from localstack import jars
 
@@ -401,7 +415,7 @@ def kafka_broker(
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={log4j}",
-        *([f"-Djava.security.krb5.conf={krb5_conf}"] if krb5_conf else []),
+        *(f"-D{name}={value}" for name, value in (java_properties or {}).items()),
         "-cp",
         jars.classpath("kafka-broker"),
     ]
@@ -429,7 +443,8 @@ def kafka_broker(
         name="kafka",
         argv=[*java, "kafka.Kafka", str(properties)],
         ready=lambda: tcp_open(host, port),
-        ready_timeout=60,
+        # About 15 s on an idle machine; a machine shared by several test sessions has taken over 60 s.
+        ready_timeout=180,
     )
 
 

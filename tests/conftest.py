@@ -87,7 +87,9 @@ def kafka_bootstrap(
         port=port,
         data_dir=tmp_path_factory.mktemp("kafka"),
         listeners=kafka_security.listeners(),
-        krb5_conf=kafka_security.kerberos.krb5_conf if kafka_security.kerberos else None,
+        java_properties=(
+            {"java.security.krb5.conf": str(kafka_security.kerberos.krb5_conf)} if kafka_security.kerberos else None
+        ),
     )
     service_group.start(definition)
     return f"127.0.0.1:{port}"
