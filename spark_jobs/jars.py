@@ -19,7 +19,7 @@ CONNECTOR_BUNDLE = "spark-kafka"
 PROTOBUF_BUNDLE = "protobuf-decoder"
 # AWS_MSK_IAM's login module and callback handler (aws-msk-iam-auth, with the AWS SDK it signs with). Beside the
 # connector's kafka-clients in the same `--jars` list, so one class loader loads both: a handler loaded by another
-# loader than kafka-clients fails with "is not an instance of AuthenticateCallbackHandler" (its issue #115).
+# loader than kafka-clients fails with "is not an instance of AuthenticateCallbackHandler".
 MSK_IAM_BUNDLE = "msk-iam"
 ENGINE_BUNDLE = "clearflow-engine"  # the dedup StatefulProcessor (spark_jobs/jvm), compiled by `make install`
 

@@ -213,6 +213,18 @@ class KafkaConnection(SpecBackedConnection):
         return bool(self.ssl_key_pem)
 
     @property
+    def secrets_set(self) -> list[str]:
+        """The secrets this connection holds, in words (the connections page lists them, never their values)."""
+        words = {
+            "sasl_password": "password",
+            "ssl_key_pem": "client key",
+            "sasl_kerberos_keytab": "keytab",
+            "sasl_oauthbearer_client_secret": "client secret",
+            "aws_secret_access_key": "AWS secret key",
+        }
+        return [f"{word} set" for name, word in words.items() if getattr(self, name)]
+
+    @property
     def has_sasl_kerberos_keytab(self) -> bool:
         return bool(self.sasl_kerberos_keytab)
 
