@@ -251,7 +251,10 @@ def resolve(name: str) -> Path:
             ],
         )
         if name in _SPARK_BUNDLES:
-            left_out = _pyspark_jar_names() | ({"kafka-clients"} if name != CONNECTOR_BUNDLE else set())
+            left_out = _pyspark_jar_names()
+            if name == MSK_IAM_BUNDLE:
+                # The connector's kafka-clients is the one; pyspark's jcl-over-slf4j already has commons-logging's API.
+                left_out |= {"kafka-clients", "commons-logging"}
             for jar in out_dir.glob("*.jar"):
                 if _artifact_name(jar.name) in left_out:
                     jar.unlink()
