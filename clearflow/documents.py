@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from clearflow.errors import DocumentError, ErrorItem
 from spark_jobs.connections import (
+    KAFKA_SECRET_FLAGS,
     PIPELINE_DATABASE,
     SECRET_MASK,
     ClickHouseConnectionSpec,
@@ -77,7 +78,7 @@ KAFKA = ConnectionKind(
     "kafka",
     "Kafka",
     KafkaConnectionSpec,
-    {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"},
+    KAFKA_SECRET_FLAGS,
     "kafka_connection",
     "kafka",
 )

@@ -5,6 +5,8 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
 - `spark-kafka`: Spark's own Kafka connector and Avro functions (`from_avro`) for the engine, at the pinned
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
+- `msk-iam`: AWS's `aws-msk-iam-auth` (the AWS_MSK_IAM login module) and the AWS SDK it signs with, for the job's
+  class path beside the connector's kafka-clients (left out here, as pyspark's jars are).
 
 Built from this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
@@ -31,7 +33,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 # The one definition of where bundles live (the engine finds its connector there without importing localstack).
-from spark_jobs.jars import CONNECTOR_BUNDLE, ENGINE_BUNDLE, PROTOBUF_BUNDLE, jars_root
+from spark_jobs.jars import CONNECTOR_BUNDLE, ENGINE_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE, jars_root
 
 KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
@@ -48,7 +50,10 @@ BUNDLES: dict[str, tuple[str, ...]] = {
         f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
         f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}",
     ),
+    MSK_IAM_BUNDLE: ("software.amazon.msk:aws-msk-iam-auth:2.3.2",),
 }
+# Bundles for Spark's class path: without the jars pyspark ships, nor a second kafka-clients (the connector's).
+_SPARK_BUNDLES = (CONNECTOR_BUNDLE, MSK_IAM_BUNDLE)
 # Applications built from a Maven project here: bundle name -> project directory.
 REGISTRY_BUNDLE = "schema-registry"
 BUILDS: dict[str, Path] = {REGISTRY_BUNDLE: Path(__file__).resolve().parent / "schema-registry"}
@@ -245,10 +250,13 @@ def resolve(name: str) -> Path:
                 "-DincludeScope=runtime",
             ],
         )
-        if name == CONNECTOR_BUNDLE:
-            shipped = _pyspark_jar_names()
+        if name in _SPARK_BUNDLES:
+            left_out = _pyspark_jar_names()
+            if name == MSK_IAM_BUNDLE:
+                # The connector's kafka-clients is the one; pyspark's jcl-over-slf4j already has commons-logging's API.
+                left_out |= {"kafka-clients", "commons-logging"}
             for jar in out_dir.glob("*.jar"):
-                if _artifact_name(jar.name) in shipped:
+                if _artifact_name(jar.name) in left_out:
                     jar.unlink()
         return _install(name, out_dir)
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localstack.kafka_listener import KafkaListener
+
 
 @dataclass(frozen=True)
 class ServiceDef:
@@ -249,50 +251,6 @@ Configuration:
 """
 
 
-@dataclass(frozen=True)
-class KafkaListener:
-    """A client listener besides the broker's PLAINTEXT one, with its own security settings.
-
-    SASL: `sasl_mechanisms` among PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. PLAIN users and their passwords are
-    `plain_users` (written into the listener's JAAS configuration); SCRAM users live in the cluster's metadata
-    and are created after start through the Admin API (AlterUserScramCredentials).
-    SSL: the broker's certificate chain and key in PEM; with `ssl_client_ca_pem` set, clients must present a
-    certificate signed by that CA (mutual TLS).
-    """
-
-    name: str  # upper case, e.g. "SASL_PLAIN"; unique on the broker
-    port: int
-    security_protocol: str  # SASL_PLAINTEXT, SSL or SASL_SSL
-    sasl_mechanisms: Sequence[str] = ()
-    plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
-    ssl_certificate_chain_pem: str | None = None
-    ssl_key_pem: str | None = field(default=None, repr=False)
-    ssl_client_ca_pem: str | None = None
-
-    def properties(self) -> dict[str, str]:
-        """This listener's `listener.name.<name>.*` broker settings."""
-        prefix = f"listener.name.{self.name.lower()}."
-        settings: dict[str, str] = {}
-        if self.sasl_mechanisms:
-            settings[f"{prefix}sasl.enabled.mechanisms"] = ",".join(self.sasl_mechanisms)
-        for mechanism in self.sasl_mechanisms:
-            if mechanism == "PLAIN":
-                users = " ".join(f'user_{user}="{password}"' for user, password in self.plain_users.items())
-                module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
-            else:
-                module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-            settings[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = module
-        if self.ssl_certificate_chain_pem and self.ssl_key_pem:
-            settings[f"{prefix}ssl.keystore.type"] = "PEM"
-            settings[f"{prefix}ssl.keystore.certificate.chain"] = self.ssl_certificate_chain_pem
-            settings[f"{prefix}ssl.keystore.key"] = self.ssl_key_pem
-        if self.ssl_client_ca_pem:
-            settings[f"{prefix}ssl.truststore.type"] = "PEM"
-            settings[f"{prefix}ssl.truststore.certificates"] = self.ssl_client_ca_pem
-            settings[f"{prefix}ssl.client.auth"] = "required"
-        return settings
-
-
 def _properties_value(value: str) -> str:
     """A value as java.util.Properties reads it back: PEM blocks keep their line breaks."""
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "")
@@ -325,6 +283,7 @@ def kafka_broker(
     controller_port: int | None = None,
     data_dir: Path,
     listeners: Sequence[KafkaListener] = (),
+    java_properties: Mapping[str, str] | None = None,
 ) -> ServiceDef:
     """Apache Kafka (KRaft, one node as broker and controller) from the `kafka-broker` Java bundle.
 
@@ -332,7 +291,8 @@ def kafka_broker(
     (`data_dir/log`): a broker started again on the same directory keeps its topics and offsets. Its storage is
     formatted once, the first time (what `bin/kafka-storage.sh format --standalone` does).
     The broker always listens with PLAINTEXT on `port` (also its inter-broker listener); `listeners` adds
-    secured ones (SASL, TLS, mutual TLS) on their own ports.
+    secured ones (SASL, TLS, mutual TLS) on their own ports; `java_properties` are the JVM-wide settings some
+    need (krb5.conf's path for GSSAPI, the JWKS URL Kafka may fetch for OAUTHBEARER).
     """
     from localstack import jars
 
@@ -388,6 +348,7 @@ def kafka_broker(
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={log4j}",
+        *(f"-D{name}={value}" for name, value in (java_properties or {}).items()),
         "-cp",
         jars.classpath("kafka-broker"),
     ]
@@ -415,7 +376,8 @@ def kafka_broker(
         name="kafka",
         argv=[*java, "kafka.Kafka", str(properties)],
         ready=lambda: tcp_open(host, port),
-        ready_timeout=60,
+        # About 15 s on an idle machine; a machine shared by several test sessions has taken over 60 s.
+        ready_timeout=180,
     )
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What pip cannot install: Java and Maven (Spark, Kafka), PostgreSQL and Redis (`make up` and the tests), and
-# Chromium (browser tests). Installs what is missing with apt-get as root, or with `sudo -n` when sudo needs no
-# password; otherwise it stops at once and names the commands to run.
+# What pip cannot install: Java and Maven (Spark, Kafka), PostgreSQL and Redis (`make up` and the tests),
+# Chromium (browser tests) and MIT Kerberos (the tests' KDC). Installs what is missing with apt-get as root, or
+# with `sudo -n` when sudo needs no password; otherwise it stops at once and names the commands to run.
 # It never waits for an answer, also when run from a terminal: no password prompt (psql -w, sudo -n), no
 # question from apt or dpkg, and stdin is closed for everything below.
 # Usage: system-deps.sh build|up|test  (build: only what `make install` needs, Java and Maven)
@@ -65,6 +65,9 @@ if [ "$purpose" = build ]; then report_missing; exit 0; fi
 install_pkg redis-server redis-server
 if [ "$purpose" = test ]; then
     install_pkg /usr/lib/chromium/chromium chromium
+    # MIT Kerberos: the tests' KDC (tests/kerberos_kdc.py) behind the broker's GSSAPI listener. Its own realm,
+    # port and database in a temp dir; the package's system-wide KDC is never configured or started.
+    install_pkg /usr/sbin/krb5kdc krb5-kdc krb5-admin-server krb5-user
 fi
 
 # PostgreSQL: the default DATABASE_URL (postgres://clearflow@127.0.0.1:5432/clearflow) points at a local server.

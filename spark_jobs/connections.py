@@ -30,6 +30,13 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from spark_jobs.kafka_sasl import (
+    connector_sasl_options,
+    jaas_quote,
+    librdkafka_sasl_config,
+    oauthbearer_extensions,
+)
+
 SECRET_MASK = "**********"  # noqa: S105 - the mask, not a password
 
 ConnectionSpec = TypeVar("ConnectionSpec", bound=BaseModel)
@@ -39,11 +46,40 @@ _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # Kafka's security settings, and which go with which protocol: the spec checks them, the web app's saved
 # connection offers them as choices and says which field is missing.
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER", "AWS_MSK_IAM"]
 SECURITY_PROTOCOLS: tuple[str, ...] = get_args(SecurityProtocol)
 SASL_MECHANISMS: tuple[str, ...] = get_args(SaslMechanism)
-SASL_SETTINGS = ("sasl_mechanism", "sasl_username", "sasl_password")  # all needed by a SASL_* protocol
+# What each SASL mechanism needs; PLAIN and SCRAM need a user name and a password (`sasl_settings_needed`).
+SASL_SETTINGS = ("sasl_mechanism", "sasl_username", "sasl_password")
+_MECHANISM_SETTINGS: dict[str, tuple[str, ...]] = {
+    # Kerberos: where the KDC is comes from `sasl_kerberos_krb5_conf`, or from realm and KDC (checked below).
+    "GSSAPI": ("sasl_kerberos_principal", "sasl_kerberos_keytab"),
+    "OAUTHBEARER": (
+        "sasl_oauthbearer_token_endpoint_url",
+        "sasl_oauthbearer_client_id",
+        "sasl_oauthbearer_client_secret",
+    ),
+    # AWS's default credential chain (environment, instance profile, ...) when no access key is given.
+    "AWS_MSK_IAM": ("aws_region",),
+}
 TLS_FILES = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem")  # only with SSL or SASL_SSL
+
+
+def sasl_settings_needed(mechanism: str | None) -> tuple[str, ...]:
+    """The fields a SASL_* protocol needs with `mechanism` (the mechanism first)."""
+    if mechanism is None:
+        return SASL_SETTINGS
+    return ("sasl_mechanism", *_MECHANISM_SETTINGS.get(mechanism, SASL_SETTINGS[1:]))
+
+
+# Each secret's flag in the API's answers and the CLI's documents ("is it set?"): the secret itself is never shown.
+KAFKA_SECRET_FLAGS = {
+    "sasl_password": "has_sasl_password",
+    "ssl_key_pem": "has_ssl_key",
+    "sasl_kerberos_keytab": "has_sasl_kerberos_keytab",
+    "sasl_oauthbearer_client_secret": "has_sasl_oauthbearer_client_secret",
+    "aws_secret_access_key": "has_aws_secret_access_key",
+}
 
 
 def protocol_uses_sasl(protocol: str) -> bool:
@@ -68,6 +104,26 @@ class KafkaConnectionSpec(BaseModel):
     ssl_ca_pem: str | None = None
     ssl_certificate_pem: str | None = None
     ssl_key_pem: SecretStr | None = None
+    # GSSAPI (Kerberos): the client's principal and its keytab (the file's bytes in base64), and where the KDC is:
+    # a whole krb5.conf, or a realm and its KDC (host[:port]). The broker's service name is "kafka" unless set.
+    sasl_kerberos_principal: str | None = None
+    sasl_kerberos_keytab: SecretStr | None = None
+    sasl_kerberos_krb5_conf: str | None = None
+    sasl_kerberos_realm: str | None = None
+    sasl_kerberos_kdc: str | None = None
+    sasl_kerberos_service_name: str | None = None
+    # OAUTHBEARER: OAuth 2 client credentials against an OIDC token endpoint; `extensions` are SASL extensions
+    # as key=value pairs separated by commas (Confluent Cloud: logicalCluster=lkc-...,identityPoolId=pool-...).
+    sasl_oauthbearer_token_endpoint_url: str | None = None
+    sasl_oauthbearer_client_id: str | None = None
+    sasl_oauthbearer_client_secret: SecretStr | None = None
+    sasl_oauthbearer_scope: str | None = None
+    sasl_oauthbearer_extensions: str | None = None
+    # AWS_MSK_IAM: the cluster's region; an access key (else AWS's default credential chain); a role to assume.
+    aws_region: str | None = None
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: SecretStr | None = None
+    aws_role_arn: str | None = None
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -82,9 +138,19 @@ class KafkaConnectionSpec(BaseModel):
     @model_validator(mode="after")
     def _security(self) -> KafkaConnectionSpec:
         if self.uses_sasl:
-            missing = [name for name in SASL_SETTINGS if not getattr(self, name)]
+            missing = [name for name in sasl_settings_needed(self.sasl_mechanism) if not getattr(self, name)]
             if missing:
                 raise ValueError(f"{self.security_protocol} needs {', '.join(missing)}")
+            if self.sasl_mechanism == "GSSAPI" and not (
+                self.sasl_kerberos_krb5_conf or (self.sasl_kerberos_realm and self.sasl_kerberos_kdc)
+            ):
+                raise ValueError("GSSAPI needs sasl_kerberos_krb5_conf, or sasl_kerberos_realm and sasl_kerberos_kdc")
+            if self.sasl_mechanism == "OAUTHBEARER":
+                oauthbearer_extensions(self.sasl_oauthbearer_extensions)  # raises ValueError in words
+            if self.sasl_mechanism == "AWS_MSK_IAM" and not self.uses_ssl:
+                raise ValueError("AWS_MSK_IAM needs security protocol SASL_SSL (MSK's IAM listeners use TLS)")
+            if bool(self.aws_access_key_id) != bool(self.aws_secret_access_key):
+                raise ValueError("aws_access_key_id and aws_secret_access_key go together")
         if bool(self.ssl_certificate_pem) != bool(self.ssl_key_pem):
             raise ValueError("ssl_certificate_pem and ssl_key_pem go together (client certificate)")
         return self
@@ -261,10 +327,20 @@ def spec_without_connections(spec: Mapping[str, Any]) -> dict[str, Any]:
 # -- Kafka: librdkafka (confluent-kafka) ------------------------------------------------------------------
 
 
-def librdkafka_config(kafka: KafkaConnectionSpec) -> dict[str, str]:
-    """librdkafka properties for `kafka`, secrets included (never log the result)."""
-    config = {"bootstrap.servers": kafka.bootstrap_servers, "security.protocol": kafka.security_protocol}
-    if kafka.uses_sasl:
+# GSSAPI, OAUTHBEARER and AWS_MSK_IAM: their settings are `spark_jobs.kafka_sasl`'s.
+_TOKEN_MECHANISMS = ("GSSAPI", "OAUTHBEARER", "AWS_MSK_IAM")
+
+
+def librdkafka_config(kafka: KafkaConnectionSpec) -> dict[str, Any]:
+    """librdkafka properties for `kafka`, secrets included (never log the result). ValueError in words for a
+    mechanism the bundled librdkafka lacks (GSSAPI)."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "security.protocol": kafka.security_protocol,
+    }
+    if kafka.uses_sasl and kafka.sasl_mechanism in _TOKEN_MECHANISMS:
+        config.update(librdkafka_sasl_config(kafka))
+    elif kafka.uses_sasl:
         config["sasl.mechanism"] = kafka.sasl_mechanism or "PLAIN"
         config["sasl.username"] = kafka.sasl_username or ""
         config["sasl.password"] = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
@@ -289,13 +365,8 @@ _LOGIN_MODULES = {
 }
 
 
-def _jaas_quote(value: str) -> str:
-    """A JAAS option value in double quotes (Kafka's parser reads backslash escapes inside quotes)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def sasl_jaas_config(mechanism: str, username: str, password: str) -> str:
-    return f"{_LOGIN_MODULES[mechanism]} required username={_jaas_quote(username)} password={_jaas_quote(password)};"
+    return f"{_LOGIN_MODULES[mechanism]} required username={jaas_quote(username)} password={jaas_quote(password)};"
 
 
 def pkcs8_key_pem(key_pem: str) -> str:
@@ -315,7 +386,10 @@ def pkcs8_key_pem(key_pem: str) -> str:
 def kafka_connector_options(kafka: KafkaConnectionSpec) -> dict[str, str]:
     """Spark's Kafka connector `kafka.*` options for `kafka`, secrets included (never log the result)."""
     options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "kafka.security.protocol": kafka.security_protocol}
-    if kafka.uses_sasl:
+    if kafka.uses_sasl and kafka.sasl_mechanism in _TOKEN_MECHANISMS:
+        options["kafka.sasl.mechanism"] = kafka.sasl_mechanism
+        options.update(connector_sasl_options(kafka))
+    elif kafka.uses_sasl:
         mechanism = kafka.sasl_mechanism or "PLAIN"
         password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
         options["kafka.sasl.mechanism"] = mechanism
@@ -389,6 +463,7 @@ def write_ca_file(pem: str) -> str:
 
 
 __all__ = [
+    "KAFKA_SECRET_FLAGS",
     "KAFKA_SECRET_OPTIONS",
     "PIPELINE_DATABASE",
     "SECRET_MASK",

@@ -17,6 +17,10 @@ JARS_DIR_ENV = "CLEARFLOW_JARS_DIR"
 CONNECTOR_BUNDLE = "spark-kafka"
 # ClearFlow's Protobuf decoder (spark_jobs/protobuf-jvm) and its dependencies, built by `make install`.
 PROTOBUF_BUNDLE = "protobuf-decoder"
+# AWS_MSK_IAM's login module and callback handler (aws-msk-iam-auth, with the AWS SDK it signs with). Beside the
+# connector's kafka-clients in the same `--jars` list, so one class loader loads both: a handler loaded by another
+# loader than kafka-clients fails with "is not an instance of AuthenticateCallbackHandler".
+MSK_IAM_BUNDLE = "msk-iam"
 ENGINE_BUNDLE = "clearflow-engine"  # the dedup StatefulProcessor (spark_jobs/jvm), compiled by `make install`
 
 
@@ -41,9 +45,10 @@ def bundle_jars(bundle: str) -> list[str]:
 
 
 def connector_jars() -> list[str]:
-    """Absolute paths of Spark's Kafka connector and its dependencies, and of ClearFlow's Protobuf decoder and
-    its dependencies (for `spark.jars` or `spark-submit --jars`). ConnectorJarsMissing when one is missing."""
-    return [*bundle_jars(CONNECTOR_BUNDLE), *bundle_jars(PROTOBUF_BUNDLE)]
+    """Absolute paths of Spark's Kafka connector and its dependencies, MSK IAM's auth library, and ClearFlow's
+    Protobuf decoder and its dependencies (for `spark.jars` or `spark-submit --jars`). ConnectorJarsMissing when
+    one is missing."""
+    return [*bundle_jars(CONNECTOR_BUNDLE), *bundle_jars(MSK_IAM_BUNDLE), *bundle_jars(PROTOBUF_BUNDLE)]
 
 
 def engine_jars() -> list[str]:

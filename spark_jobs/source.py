@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.connections import KAFKA_SECRET_OPTIONS, kafka_connector_options
+from spark_jobs.kafka_sasl import KRB5_CONF_PROPERTY, jvm_system_properties
 from spark_jobs.spec import KAFKA_HEADERS, KAFKA_KEY, PipelineSpec, SourceSpec
 
 SECRET_OPTIONS = KAFKA_SECRET_OPTIONS
@@ -36,6 +37,7 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
     starts from. `source`: another source of the spec
     (a join's right side, `join.source`) instead of `spec.source`."""
     source = source or spec.source
+    set_jvm_properties(spark, source)
     raw = (
         spark.readStream.format("kafka")
         .options(**_FETCH_OPTIONS)
@@ -59,6 +61,20 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         F.col("key").cast("string").alias(KAFKA_KEY),
         headers_map(F.col("headers")).alias(KAFKA_HEADERS),
     )
+
+
+def set_jvm_properties(spark: SparkSession, source: SourceSpec) -> None:
+    """The JVM-wide settings the connection's SASL mechanism needs (krb5.conf's path, the token endpoint Kafka
+    may call, AWS keys), set through py4j before the source's first Kafka client: nothing on a command line."""
+    properties = jvm_system_properties(source.kafka)
+    if not properties:
+        return
+    system = spark._jvm.java.lang.System  # type: ignore[attr-defined]
+    for name, value in properties.items():
+        system.setProperty(name, value)
+    if KRB5_CONF_PROPERTY in properties:
+        # Java reads krb5.conf once; Spark opens sun.security.krb5 to unnamed modules, so it can be read again.
+        spark._jvm.sun.security.krb5.Config.refresh()  # type: ignore[attr-defined]
 
 
 def starting_options(source: SourceSpec) -> dict[str, str]:

@@ -23,6 +23,7 @@ import pytest
 
 from localstack import processes
 from tests.kafka_security import BrokerSecurity, create_scram_users
+from tests.kerberos_kdc import kdc_installed, make_realm
 from tests.tiers import no_services, services_asked
 from tests.tls_proxy import TlsEndpoint, TlsProxy
 
@@ -63,9 +64,14 @@ def service_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[processe
 
 
 @pytest.fixture(scope="session")
-def kafka_security() -> BrokerSecurity:
-    """Ports and key material (a CA generated here) of the test broker's secured listeners."""
-    return BrokerSecurity.generate()
+def kafka_security(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> BrokerSecurity:
+    """Ports and key material (a CA generated here) of the test broker's secured listeners, and the Kerberos
+    realm of its GSSAPI listener (a KDC started here, where krb5-kdc is installed)."""
+    realm = None
+    if kdc_installed():
+        realm = make_realm(tmp_path_factory.mktemp("kerberos"))
+        service_group.start(realm.service())
+    return BrokerSecurity.generate(kerberos=realm)
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +84,12 @@ def kafka_bootstrap(
     for every mode instead of one broker each."""
     port = processes.free_port()
     definition = processes.kafka_broker(
-        port=port, data_dir=tmp_path_factory.mktemp("kafka"), listeners=kafka_security.listeners()
+        port=port,
+        data_dir=tmp_path_factory.mktemp("kafka"),
+        listeners=kafka_security.listeners(),
+        java_properties=(
+            {"java.security.krb5.conf": str(kafka_security.kerberos.krb5_conf)} if kafka_security.kerberos else None
+        ),
     )
     service_group.start(definition)
     return f"127.0.0.1:{port}"

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from localstack.processes import KafkaListener, free_port, wait_until
+from tests.kerberos_kdc import BROKER_PRINCIPAL, CLIENT_PRINCIPAL, TestRealm
 
 PLAIN_USER, PLAIN_PASSWORD = "plain-alice", "plain-alice-secret"
 SCRAM_USERS = {"SCRAM-SHA-256": ("scram256-bob", "scram-bob-secret"), "SCRAM-SHA-512": ("scram512-carol", "carol-pw")}
@@ -111,13 +112,16 @@ class BrokerSecurity:
     client: KeyPair  # signed by `ca`: accepted by the mTLS listener
     unknown_ca: KeyPair  # a CA the broker's certificate does not chain to
     host: str = "127.0.0.1"
+    # The Kerberos realm of the GSSAPI listener (tests.kerberos_kdc); None where krb5-kdc is not installed.
+    kerberos: TestRealm | None = None
 
     @classmethod
-    def generate(cls) -> BrokerSecurity:
+    def generate(cls, *, kerberos: TestRealm | None = None) -> BrokerSecurity:
         ca, ca_key = make_ca("ClearFlow test CA")
         unknown_ca, _ = make_ca("Some other CA")
         return cls(
-            ports={mode: free_port() for mode in ("sasl_plain", "scram", "ssl", "mtls")},
+            kerberos=kerberos,
+            ports={mode: free_port() for mode in ("sasl_plain", "scram", "ssl", "mtls", "gssapi", "sasl_ssl")},
             ca=ca,
             broker=issue(ca, ca_key, "localhost", server=True),
             client=issue(ca, ca_key, "clearflow-client", server=False),
@@ -142,11 +146,32 @@ class BrokerSecurity:
             ),
             KafkaListener(name="TLS", port=self.ports["ssl"], security_protocol="SSL", **tls),
             KafkaListener(
+                name="SASL_TLS",
+                port=self.ports["sasl_ssl"],
+                security_protocol="SASL_SSL",
+                sasl_mechanisms=tuple(SCRAM_USERS),
+                **tls,
+            ),
+            KafkaListener(
                 name="MTLS",
                 port=self.ports["mtls"],
                 security_protocol="SSL",
                 ssl_client_ca_pem=self.ca.certificate_pem,
                 **tls,
+            ),
+            *(
+                [
+                    KafkaListener(
+                        name="SASL_GSSAPI",
+                        port=self.ports["gssapi"],
+                        security_protocol="SASL_PLAINTEXT",
+                        sasl_mechanisms=("GSSAPI",),
+                        kerberos_principal=BROKER_PRINCIPAL,
+                        kerberos_keytab=str(self.kerberos.broker_keytab),
+                    )
+                ]
+                if self.kerberos
+                else []
             ),
         ]
 
@@ -157,6 +182,24 @@ class BrokerSecurity:
         if mode in ("scram_sha_256", "scram_sha_512"):
             mechanism = mode.upper().replace("_", "-")
             return self._sasl("scram", mechanism, *SCRAM_USERS[mechanism])
+        if mode == "sasl_ssl_scram":  # SCRAM over TLS, the broker's certificate from the private CA
+            return {
+                **self._sasl("sasl_ssl", "SCRAM-SHA-512", *SCRAM_USERS["SCRAM-SHA-512"]),
+                "security_protocol": "SASL_SSL",
+                "ssl_ca_pem": self.ca.certificate_pem,
+            }
+        if mode == "gssapi":
+            if self.kerberos is None:
+                raise RuntimeError("no Kerberos realm: install krb5-kdc (bash localstack/system-deps.sh)")
+            return {
+                "bootstrap_servers": self.address("gssapi"),
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": "GSSAPI",
+                "sasl_kerberos_principal": CLIENT_PRINCIPAL,
+                "sasl_kerberos_keytab": self.kerberos.client_keytab_base64(),
+                "sasl_kerberos_realm": self.kerberos.realm,
+                "sasl_kerberos_kdc": self.kerberos.kdc,
+            }
         if mode == "ssl":
             return {
                 "bootstrap_servers": self.address("ssl"),

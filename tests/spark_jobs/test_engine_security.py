@@ -136,3 +136,51 @@ def test_a_pipeline_writes_to_clickhouse_over_https_with_a_private_ca(
     assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]
     # Read back over plain HTTP from the server behind the proxy: the rows arrived through HTTPS.
     assert ch.query(f"SELECT count(), uniqExact(event_id) FROM default.`{table}`").result_rows == [(UNIQUE, UNIQUE)]
+
+
+def test_kerberos_gssapi_connection_is_tested_in_words_and_a_pipeline_reads_exact_rows(
+    django_user_model, secured_kafka, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    """GSSAPI against a real KDC (tests.kerberos_kdc): the connection saved over the API keeps its keytab
+    secret; the web app's connection test and sample say in words that its client has no GSSAPI; the job, given
+    the keytab only through its spec file, reads the topic over Kerberos into ClickHouse, every row once."""
+    from tests.webapp.conftest import token_client
+    from webapp.connections.models import KafkaConnection
+    from webapp.pipelines.services import pipeline_create, pipeline_job_spec
+
+    api = token_client(django_user_model.objects.create_user("owner", password="owner-pass-123"))
+    connection = secured_kafka.connection("gssapi")
+    created = api.post("/api/v1/connections/kafka/", {"name": "kerberos", **connection}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["has_sasl_kerberos_keytab"] is True
+    assert connection["sasl_kerberos_keytab"] not in created.content.decode()
+    saved = KafkaConnection.objects.get(pk=created.json()["id"])
+    tested = api.post(f"/api/v1/connections/kafka/{saved.pk}/test/")
+    assert tested.status_code == 400, tested.json()
+    assert "no Kerberos (GSSAPI) support" in tested.json()["message"]
+    topic = new_topic(2)
+    sampled = api.post(f"/api/v1/connections/kafka/{saved.pk}/sample/", {"topics": [topic]}, format="json")
+    assert sampled.status_code == 400 and "Pipelines do reach the cluster" in sampled.json()["message"]
+
+    warehouse = api.post(
+        "/api/v1/connections/clickhouse/",
+        {"name": "warehouse", "host": clickhouse_server.host, "port": clickhouse_server.port},
+        format="json",
+    )
+    keys = [f"krb-{i:03d}" for i in range(UNIQUE)]
+    records = [(i % 2, event(key, n=i)) for i, key in enumerate(keys)]
+    records += [((i + 1) % 2, event(keys[i], n=-i)) for i in range(DUPLICATES)]
+    produce(kafka_bootstrap, topic, records)  # through the PLAINTEXT listener; the job reads the GSSAPI one
+    table = f"kerberos_{uuid.uuid4().hex[:8]}"
+    pipeline = pipeline_create(
+        owner=saved.owner,
+        name="kerberos",
+        kafka_connection=saved,
+        clickhouse_connection=saved.workspace.clickhouse_connections.get(pk=warehouse.json()["id"]),
+        spec=_stored_spec(topic, table),
+    )
+    finished = _run_job(pipeline_job_spec(pipeline=pipeline), tmp_path)
+
+    assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]
+    assert connection["sasl_kerberos_keytab"] not in finished.stdout + finished.stderr
+    assert ch.query(f"SELECT count(), uniqExact(event_id) FROM default.`{table}`").result_rows == [(UNIQUE, UNIQUE)]

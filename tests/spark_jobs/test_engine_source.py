@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import event, make_spec, produce
 
 from spark_jobs.connections import kafka_connector_options as kafka_options
-from spark_jobs.jars import CONNECTOR_BUNDLE, PROTOBUF_BUNDLE, connector_jars
+from spark_jobs.jars import CONNECTOR_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE, connector_jars
 from spark_jobs.source import REDACTION_REGEX, SECRET_OPTIONS
 from spark_jobs.spec import parse_spec
 
@@ -41,10 +41,14 @@ class _Address:
 def test_connector_jars_come_from_the_install():
     jars = connector_jars()
     names = [Path(j).name for j in jars]
-    assert all(Path(j).is_file() and Path(j).parent.name in (CONNECTOR_BUNDLE, PROTOBUF_BUNDLE) for j in jars)
+    bundles = (CONNECTOR_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE)
+    assert all(Path(j).is_file() and Path(j).parent.name in bundles for j in jars)
     assert any(n.startswith("spark-sql-kafka-0-10_2.13-") for n in names)
     assert "clearflow-protobuf.jar" in names and any(n.startswith("protobuf-java-") for n in names)
     assert any(n.startswith("kafka-clients-") for n in names)
+    # AWS_MSK_IAM's login module in the same list as kafka-clients (one class loader), and one kafka-clients only.
+    assert any(n.startswith("aws-msk-iam-auth-") for n in names)
+    assert len([n for n in names if n.startswith("kafka-clients-")]) == 1
 
 
 @pytest.mark.fast

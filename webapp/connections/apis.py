@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_jobs.connections import KAFKA_SECRET_FLAGS
 from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
@@ -66,10 +67,13 @@ class KafkaConnectionInput(serializers.ModelSerializer):
 class KafkaConnectionOutput(serializers.ModelSerializer):
     has_sasl_password = serializers.BooleanField(read_only=True)
     has_ssl_key = serializers.BooleanField(read_only=True)
+    has_sasl_kerberos_keytab = serializers.BooleanField(read_only=True)
+    has_sasl_oauthbearer_client_secret = serializers.BooleanField(read_only=True)
+    has_aws_secret_access_key = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = KafkaConnection
-        fields = _output_fields(KafkaConnection, {"sasl_password": "has_sasl_password", "ssl_key_pem": "has_ssl_key"})
+        fields = _output_fields(KafkaConnection, KAFKA_SECRET_FLAGS)
 
 
 class ConnectionDiffOutput(serializers.Serializer):

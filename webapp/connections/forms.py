@@ -44,13 +44,26 @@ class KafkaConnectionForm(forms.ModelForm):
             "ssl_ca_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
             "ssl_certificate_pem": forms.Textarea(attrs={"rows": 3, "placeholder": "-----BEGIN CERTIFICATE-----"}),
             "ssl_key_pem": SecretTextarea(attrs={"rows": 3, "placeholder": "-----BEGIN PRIVATE KEY-----"}),
+            "sasl_kerberos_keytab": SecretTextarea(attrs={"rows": 2, "placeholder": "BQIAAAB..."}),
+            "sasl_kerberos_krb5_conf": forms.Textarea(attrs={"rows": 3, "placeholder": "[libdefaults] ..."}),
+            "sasl_oauthbearer_client_secret": forms.PasswordInput(
+                render_value=False, attrs={"autocomplete": "new-password"}
+            ),
+            "aws_secret_access_key": forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         }
         labels = {
             "sasl_mechanism": "SASL mechanism",
             "sasl_username": "SASL user name",
             "sasl_password": "SASL password",
         }
-        help_texts = {"bootstrap_servers": "host:port pairs separated by commas, e.g. broker1:9092,broker2:9092"}
+        help_texts = {
+            "bootstrap_servers": "host:port pairs separated by commas, e.g. broker1:9092,broker2:9092",
+            "sasl_kerberos_keytab": "GSSAPI: the keytab file in base64 (base64 -w0 client.keytab)",
+            "sasl_kerberos_krb5_conf": "GSSAPI: the whole krb5.conf, or leave empty and give the realm and its KDC",
+            "sasl_kerberos_service_name": "GSSAPI: the brokers' Kerberos service name (kafka when empty)",
+            "sasl_oauthbearer_extensions": "OAUTHBEARER: key=value pairs, e.g. logicalCluster=lkc-abc",
+            "aws_access_key_id": "AWS_MSK_IAM: leave empty to use the worker's AWS credentials (environment, role)",
+        }
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("prefix", "new")

@@ -90,8 +90,12 @@ class SampledEvent:
 
 def _client_config(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> dict[str, Any]:
     timeout_ms = max(1000, int(timeout * 1000))
+    try:
+        config = librdkafka_config(settings)
+    except ValueError as exc:  # a mechanism this librdkafka lacks (GSSAPI): said in words
+        raise KafkaSettingsError(str(exc)) from None
     return {
-        **librdkafka_config(settings),
+        **config,
         "client.id": "clearflow-webapp",
         "socket.timeout.ms": timeout_ms,
         "socket.connection.setup.timeout.ms": timeout_ms,

@@ -89,6 +89,8 @@ def _kind(lowered: str) -> str | None:
         ("resolve", ("failed to resolve",)),
         ("refused", ("connection refused",)),
         ("not_kafka", ("invalid response size",)),
+        ("token_endpoint", ("oidc token", "token endpoint", "oauthbearer token")),
+        ("hostname", ("hostname mismatch", "ip address mismatch")),
         ("untrusted_broker", ("certificate verify failed",)),
         ("client_certificate", ("alert bad certificate", "certificate required", "alert unknown ca")),
         ("not_tls", ("connecting to a plaintext broker listener",)),
@@ -102,6 +104,25 @@ def _kind(lowered: str) -> str | None:
         if any(needle in lowered for needle in needles):
             return kind
     return None
+
+
+# The step of opening a connection that failed, said first in every message: DNS, then TCP, then TLS, then
+# SASL (with its token endpoint or KDC), then what the user may do.
+STEPS = {
+    "resolve": "DNS lookup failed",
+    "refused": "TCP connection failed",
+    "not_kafka": "Kafka handshake failed",
+    "untrusted_broker": "TLS handshake failed (certificate)",
+    "hostname": "TLS handshake failed (host name)",
+    "client_certificate": "TLS handshake failed (client certificate)",
+    "not_tls": "TLS handshake failed",
+    "tls": "TLS handshake failed",
+    "protocol_mismatch": "Handshake failed",
+    "credentials": "SASL authentication failed",
+    "sasl_mechanism": "SASL authentication failed",
+    "token_endpoint": "Token endpoint failed",
+    "authorization": "Authorization failed",
+}
 
 
 def plain_words(error: Any, *, servers: str, mechanism: str | None, timeout: float) -> str:
@@ -131,24 +152,28 @@ def plain_words(error: Any, *, servers: str, mechanism: str | None, timeout: flo
         "protocol_mismatch": f"The broker at {servers} closed the connection at once: the security protocol "
         "probably does not match the listener's (SSL or SASL expected?).",
         "tls": f"The TLS connection to {servers} failed.",
+        "hostname": f"The broker's TLS certificate is not valid for the host name in {servers}: connect with a name "
+        "the certificate lists (or have the certificate re-issued for this name).",
+        "token_endpoint": "The OAuth token endpoint gave no token: check its URL, the client ID and secret, and the "
+        "scope.",
     }
     if kind == "not_kafka":
-        return messages[kind]  # what the server sent is not Kafka's: nothing of it is repeated
+        return f"{STEPS[kind]}: {messages[kind]}"  # what the server sent is not Kafka's: nothing of it is repeated
     if kind in messages:
-        return f"{messages[kind]} ({text})"
+        return f"{STEPS[kind]}: {messages[kind]} ({text})"
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN) or kind == "transport":
         # A connection opened and then closed without an answer: most often a listener that expects another
         # security protocol (a PLAINTEXT client on a TLS or SASL port), which librdkafka does not name.
         return (
-            f"Could not reach a broker at {servers}: the connection closed without an answer. Check that the "
-            f"security protocol matches the broker's listener. ({text})"
+            f"{STEPS['protocol_mismatch']}: Could not reach a broker at {servers}: the connection closed without an "
+            f"answer. Check that the security protocol matches the broker's listener. ({text})"
         )
     if code == KafkaError._TIMED_OUT or "timed out" in text.lower():
-        return f"No broker at {servers} answered within {timeout:g} seconds."
+        return f"{STEPS['refused']}: No broker at {servers} answered within {timeout:g} seconds."
     if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
         return f"The topic does not exist: {text}"
     if code in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
-        return f"The user may not do this on the cluster: {text}"
+        return f"{STEPS['authorization']}: the user may not describe or read this on the cluster: {text}"
     return f"The broker answered with an error: {text}"
 
 

@@ -64,6 +64,8 @@ class ConnectionKind:
         if "user name or password" in lowered:
             return "sasl_password" if self.slug == "kafka" else "password"
         if self.slug == "kafka":
+            if "token endpoint" in lowered:
+                return "sasl_oauthbearer_client_secret"
             if "client certificate" in lowered:
                 return "ssl_certificate_pem"
             if "certificate" in lowered or "tls" in lowered:

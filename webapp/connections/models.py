@@ -22,7 +22,6 @@ from django.db import models
 
 from spark_jobs.connections import (
     SASL_MECHANISMS,
-    SASL_SETTINGS,
     SECURITY_PROTOCOLS,
     TLS_FILES,
     ClickHouseConnectionSpec,
@@ -31,8 +30,10 @@ from spark_jobs.connections import (
     connection_from_values,
     protocol_uses_sasl,
     protocol_uses_ssl,
+    sasl_settings_needed,
     secret_fields,
 )
+from spark_jobs.kafka_sasl import keytab_bytes
 from webapp.connections import network_guard
 from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
@@ -135,8 +136,18 @@ class SpecBackedConnection(TimeStampedModel):
 # The choices are the spec's (`spark_jobs.connections`); "" is "no SASL mechanism" in a text column.
 SECURITY_PROTOCOL_CHOICES = [(protocol, protocol) for protocol in SECURITY_PROTOCOLS]
 SASL_MECHANISM_CHOICES = [("", "None"), *((mechanism, mechanism) for mechanism in SASL_MECHANISMS)]
-# How `clean()` names what a SASL_* protocol needs (the list of settings is the spec's SASL_SETTINGS).
-_SASL_WORDS = {"sasl_mechanism": "a SASL mechanism", "sasl_username": "a user name", "sasl_password": "a password"}
+# How `clean()` names what a SASL_* protocol needs (the list of settings is the spec's `sasl_settings_needed`).
+_SASL_WORDS = {
+    "sasl_mechanism": "a SASL mechanism",
+    "sasl_username": "a user name",
+    "sasl_password": "a password",
+    "sasl_kerberos_principal": "a Kerberos principal",
+    "sasl_kerberos_keytab": "a keytab",
+    "sasl_oauthbearer_token_endpoint_url": "a token endpoint URL",
+    "sasl_oauthbearer_client_id": "a client ID",
+    "sasl_oauthbearer_client_secret": "a client secret",
+    "aws_region": "an AWS region",
+}
 
 
 class KafkaConnection(SpecBackedConnection):
@@ -157,6 +168,23 @@ class KafkaConnection(SpecBackedConnection):
     ssl_ca_pem = models.TextField("CA certificate (PEM)", blank=True, default="")
     ssl_certificate_pem = models.TextField("client certificate (PEM)", blank=True, default="")
     ssl_key_pem = EncryptedTextField("client private key (PEM)", blank=True, default="")
+    sasl_kerberos_principal = models.CharField("Kerberos principal", max_length=255, blank=True, default="")
+    sasl_kerberos_keytab = EncryptedTextField("keytab (base64)", blank=True, default="")
+    sasl_kerberos_krb5_conf = models.TextField("krb5.conf", blank=True, default="")
+    sasl_kerberos_realm = models.CharField("Kerberos realm", max_length=255, blank=True, default="")
+    sasl_kerberos_kdc = models.CharField("KDC (host[:port])", max_length=255, blank=True, default="")
+    sasl_kerberos_service_name = models.CharField("broker service name", max_length=100, blank=True, default="")
+    sasl_oauthbearer_token_endpoint_url = models.CharField(
+        "token endpoint URL", max_length=1000, blank=True, default=""
+    )
+    sasl_oauthbearer_client_id = models.CharField("OAuth client ID", max_length=255, blank=True, default="")
+    sasl_oauthbearer_client_secret = EncryptedTextField("OAuth client secret", blank=True, default="")
+    sasl_oauthbearer_scope = models.CharField("OAuth scope", max_length=1000, blank=True, default="")
+    sasl_oauthbearer_extensions = models.CharField("SASL extensions", max_length=1000, blank=True, default="")
+    aws_region = models.CharField("AWS region", max_length=50, blank=True, default="")
+    aws_access_key_id = models.CharField("AWS access key ID", max_length=128, blank=True, default="")
+    aws_secret_access_key = EncryptedTextField("AWS secret access key", blank=True, default="")
+    aws_role_arn = models.CharField("AWS role ARN to assume", max_length=2048, blank=True, default="")
 
     class Meta:
         verbose_name = "Kafka connection"
@@ -184,10 +212,34 @@ class KafkaConnection(SpecBackedConnection):
     def has_ssl_key(self) -> bool:
         return bool(self.ssl_key_pem)
 
+    @property
+    def secrets_set(self) -> list[str]:
+        """The secrets this connection holds, in words (the connections page lists them, never their values)."""
+        words = {
+            "sasl_password": "password",
+            "ssl_key_pem": "client key",
+            "sasl_kerberos_keytab": "keytab",
+            "sasl_oauthbearer_client_secret": "client secret",
+            "aws_secret_access_key": "AWS secret key",
+        }
+        return [f"{word} set" for name, word in words.items() if getattr(self, name)]
+
+    @property
+    def has_sasl_kerberos_keytab(self) -> bool:
+        return bool(self.sasl_kerberos_keytab)
+
+    @property
+    def has_sasl_oauthbearer_client_secret(self) -> bool:
+        return bool(self.sasl_oauthbearer_client_secret)
+
+    @property
+    def has_aws_secret_access_key(self) -> bool:
+        return bool(self.aws_secret_access_key)
+
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if self.uses_sasl:
-            for name in SASL_SETTINGS:
+            for name in sasl_settings_needed(self.sasl_mechanism or None):
                 if not getattr(self, name):
                     errors[name] = f"{self.security_protocol} needs {_SASL_WORDS[name]}."
         elif self.sasl_mechanism:
@@ -207,14 +259,27 @@ class KafkaConnection(SpecBackedConnection):
                 errors.setdefault(name, problem)
         if self.ssl_key_pem and (problem := pem_key_error(self.ssl_key_pem)):
             errors.setdefault("ssl_key_pem", problem)
+        if self.sasl_mechanism == "GSSAPI" and self.sasl_kerberos_keytab:
+            try:
+                keytab_bytes(self.sasl_kerberos_keytab)
+            except ValueError as exc:
+                errors.setdefault("sasl_kerberos_keytab", str(exc))
         for host, port in network_guard.bootstrap_endpoints(self.bootstrap_servers or ""):
             if problem := network_guard.host_error(host, port):
                 errors.setdefault("bootstrap_servers", problem)
+        if self.sasl_mechanism == "OAUTHBEARER":
+            for host, port in network_guard.url_endpoints(self.sasl_oauthbearer_token_endpoint_url or ""):
+                if problem := network_guard.host_error(host, port):
+                    errors.setdefault("sasl_oauthbearer_token_endpoint_url", problem)
         if errors:
             raise ValidationError(errors)
 
     def _endpoints(self) -> list[tuple[str, int | None]]:
-        return network_guard.bootstrap_endpoints(self.bootstrap_servers)
+        endpoints = network_guard.bootstrap_endpoints(self.bootstrap_servers)
+        if self.sasl_mechanism == "OAUTHBEARER" and self.sasl_oauthbearer_token_endpoint_url:
+            # The web app's client calls the token endpoint too: it is guarded as the brokers are.
+            endpoints += network_guard.url_endpoints(self.sasl_oauthbearer_token_endpoint_url)
+        return endpoints
 
 
 class ClickHouseConnection(SpecBackedConnection):

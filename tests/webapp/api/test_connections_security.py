@@ -64,7 +64,9 @@ def _failed_test(api, connection: dict) -> str:
 def test_a_wrong_password_is_named(api, secured_kafka, mode):
     message = _failed_test(api, {**secured_kafka.connection(mode), "sasl_password": "not-the-password"})
     mechanism = secured_kafka.connection(mode)["sasl_mechanism"]
-    assert message.startswith(f"The broker rejected the user name or password ({mechanism}).")
+    assert message.startswith(
+        f"SASL authentication failed: The broker rejected the user name or password ({mechanism})."
+    )
     assert "not-the-password" not in message
 
 
@@ -73,6 +75,7 @@ def test_an_unknown_ca_is_named(api, secured_kafka):
         api, {**secured_kafka.connection("ssl"), "ssl_ca_pem": secured_kafka.unknown_ca.certificate_pem}
     )
     assert message.startswith(
+        "TLS handshake failed (certificate): "
         f"The broker's TLS certificate at {secured_kafka.address('ssl')} is not signed by the CA certificate given"
     )
 
@@ -80,13 +83,16 @@ def test_an_unknown_ca_is_named(api, secured_kafka):
 def test_a_missing_client_certificate_is_named(api, secured_kafka):
     connection = {**secured_kafka.connection("mtls"), "ssl_certificate_pem": "", "ssl_key_pem": ""}
     message = _failed_test(api, connection)
+    assert message.startswith("TLS handshake failed (client certificate): ")
     assert "requires a client certificate signed by a CA it trusts (mutual TLS)" in message
 
 
 def test_an_unknown_host_is_not_called_a_credentials_problem(api, secured_kafka):
     connection = {**secured_kafka.connection("sasl_plain"), "bootstrap_servers": "no-such-broker.invalid:9092"}
     message = _failed_test(api, connection)
-    assert message.startswith("The broker host name in no-such-broker.invalid:9092 could not be resolved")
+    assert message.startswith(
+        "DNS lookup failed: The broker host name in no-such-broker.invalid:9092 could not be resolved"
+    )
     assert "password" not in message
 
 
@@ -98,4 +104,33 @@ def test_a_saved_connection_with_a_wrong_password_fails_sampling_in_plain_words(
         api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic]}, format="json"),
     ):
         assert response.status_code == 502
-        assert response.json()["message"].startswith("The broker rejected the user name or password (SCRAM-SHA-512).")
+        assert response.json()["message"].startswith(
+            "SASL authentication failed: The broker rejected the user name or password (SCRAM-SHA-512)."
+        )
+
+
+def test_scram_over_tls_with_a_private_ca_and_msk_iam_refused_in_words(api, secured_kafka, secured_topic):
+    """SASL_SSL (SCRAM-SHA-512 over TLS, the broker's certificate from a private CA) tests and samples; the same
+    listener refuses an AWS_MSK_IAM connection (its signed token, from static keys, sent as OAUTHBEARER), and the
+    test says at which step and why."""
+    connection = secured_kafka.connection("sasl_ssl_scram")
+    created = api.post(KAFKA, {"name": "scram over tls", **connection}, format="json")
+    assert created.status_code == 201, created.json()
+    pk = created.json()["id"]
+    assert api.post(f"{KAFKA}{pk}/test/").status_code == 200
+    sample = api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic], "count": 2}, format="json")
+    assert [e["value"]["seq"] for e in sample.json()] == [10, 11]
+
+    iam = {
+        "bootstrap_servers": connection["bootstrap_servers"],
+        "security_protocol": "SASL_SSL",
+        "ssl_ca_pem": connection["ssl_ca_pem"],
+        "sasl_mechanism": "AWS_MSK_IAM",
+        "aws_region": "eu-west-1",
+        "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
+        "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }
+    message = _failed_test(api, iam)
+    assert message.startswith("SASL authentication failed: "), message
+    assert "does not accept SASL AWS_MSK_IAM" in message, message
+    assert iam["aws_secret_access_key"] not in message

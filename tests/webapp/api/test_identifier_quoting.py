@@ -41,9 +41,7 @@ def pipeline(owner, kafka_conn, ch_conn, topics, own_target, redis_url, settings
 
 
 @pytest.mark.django_db
-def test_the_add_the_column_yourself_statement_quotes_a_hostile_key(
-    api, pipeline, clickhouse_server, own_target
-):
+def test_the_add_the_column_yourself_statement_quotes_a_hostile_key(api, pipeline, clickhouse_server, own_target):
     response = api.post(
         f"/api/v1/pipelines/{pipeline.pk}/schema-changes/add-column/", {"path": HOSTILE_KEY}, format="json"
     )

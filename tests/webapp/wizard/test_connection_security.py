@@ -39,7 +39,9 @@ def test_every_mode_connects(owner_client, secured_kafka, mode):
 
 def test_a_wrong_password_is_named_in_the_form(owner_client, secured_kafka):
     text = _test_new_connection(owner_client, {**secured_kafka.connection("scram_sha_256"), "sasl_password": "nope"})
-    assert text.startswith("Connection failed. The broker rejected the user name or password (SCRAM-SHA-256)."), text
+    assert text.startswith(
+        "Connection failed. SASL authentication failed: The broker rejected the user name or password (SCRAM-SHA-256)."
+    ), text
 
 
 def test_an_unknown_ca_is_named_in_the_form(owner_client, secured_kafka):
