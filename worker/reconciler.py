@@ -295,6 +295,7 @@ def _start(pipeline: Pipeline) -> None:
     except SpecError as exc:
         services.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
         return
+    recovery.stop_unrecorded_jobs(pipeline.job_name, run_root=Path(settings.CLEARFLOW_RUN_ROOT))
     checkpoint = checkpoint_location(pipeline.job_name)
     if pipeline.reset_checkpoint:
         jobs.remove_checkpoint(checkpoint)

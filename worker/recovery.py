@@ -1,6 +1,7 @@
 """How a failed job comes back (`worker.reconciler` acts, this says when and tells it): a restart waits while the
-disk under the checkpoint root is still full, and a restarted job's steps are timed in the log (its end seen, its
-new job started, running), which the chaos bench (bench/chaos.py) reads.
+disk under the checkpoint root is still full, a job that no run records (its worker died while starting it) is
+stopped before another starts, and a restarted job's steps are timed in the log (its end seen, its new job
+started, running).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.utils import timezone
 from spark_jobs import failures
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, RunOutcome
-from worker import redis_state
+from worker import jobs, redis_state, standby
 
 log = logging.getLogger(__name__)
 
@@ -80,3 +81,21 @@ def log_restart_steps(pipeline: Pipeline, run: PipelineRun, *, standby: bool) ->
         "a standby job" if standby else "a cold start",
         (run.running_at - run.started_at).total_seconds(),
     )
+
+
+def stop_unrecorded_jobs(job_name: str, *, run_root: Path) -> int:
+    """Before a pipeline's job starts (no run of it is open): SIGKILL every job of this host still running it. A
+    worker killed between starting a job and committing its run leaves one that nobody watches; a second one
+    beside it would write the same checkpoint. Its last batch is replayed by the new job, and ClickHouse drops
+    what it had written already (the insert tokens). How many were stopped."""
+    found = [h for h in jobs.find_jobs(run_root) if standby.job_name_of(h.run_dir) == job_name]
+    for handle in found:
+        log.warning(
+            "%s: a job of this pipeline that no run records is running (pid %s, %s; its worker died while starting "
+            "it): stopping it before the new one starts",
+            job_name,
+            handle.pid,
+            handle.run_dir,
+        )
+        jobs.kill_session(handle.pid)
+    return len(found)
