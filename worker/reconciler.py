@@ -160,7 +160,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
     if pipeline.status == S.DEPLOY_REQUESTED:  # the same version deployed again while it ran: nothing to restart
         services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
         return None
-    beat = redis_state.heartbeat_at(pipeline.job_name)
+    beat = redis_state.heartbeat_or_missing_since(pipeline.job_name)
     last = max(filter(None, [run.running_at, beat]))
     if _older_than(last, settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS, now):
         _kill(run, job, f"The job sent no heartbeat for {settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS:.0f} s (stalled).")

@@ -141,7 +141,9 @@ def test_the_control_planes_faults_under_load_lose_nothing_double_nothing_and_le
     with small_disk(checkpoints):
         try:
             celery_worker.start()
-            pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=api_spec(topic, table))
+            spec = api_spec(topic, table)
+            spec["source"]["max_records_per_batch"] = 5_000  # a first batch a loaded machine finishes soon
+            pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=spec)
             load.start()
             time.sleep(10)  # the job is sized from the topic's recent rate
             api.post(f"{URL}{pk}/deploy/")
