@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -352,12 +353,10 @@ def up() -> int:
                 keep_standby_jobs()
         _print_banner(config, seconds=time.time() - started, since=command)
         stopping.prepare()
-        reported: set[str] = set()
+        restarts: dict[str, int] = {}
         while True:
             for service in group.exited():
-                if service.name not in reported:
-                    reported.add(service.name)
-                    _say(f"{service.name} exited with code {service.process.returncode}; see {service.log_path}")
+                _start_again(group, service, restarts, record=lambda _service: _record_stack(config, group, started))
             time.sleep(1)
     except processes.ServiceFailed as error:
         _say(str(error))
@@ -375,6 +374,39 @@ def up() -> int:
         with contextlib.suppress(OSError):
             os.close(lock_fd)
         _say(f"stopped in {time.monotonic() - stop_began:.1f} s")
+
+
+# A service that keeps dying is left down after this many starts again (its log says why; `make up` again).
+MAX_RESTARTS = 5
+
+
+def _start_again(
+    group: processes.ProcessGroup,
+    service: processes.RunningService,
+    restarts: dict[str, int],
+    *,
+    record: Callable[[processes.RunningService], None],
+) -> None:
+    """A service of the stack exited (killed, crashed): start it again on the same address and data, up to
+    MAX_RESTARTS times, saying so with the time it took; the pipelines' jobs, detached, carry on meanwhile (a
+    worker started again adopts them)."""
+    code, count = service.process.returncode, restarts.get(service.name, 0)
+    group.services.remove(service)
+    if count >= MAX_RESTARTS:
+        _say(
+            f"{service.name} exited with code {code} again; not started again after {MAX_RESTARTS} restarts: see "
+            f"{service.log_path}, then stop the stack and start it again"
+        )
+        return
+    restarts[service.name] = count + 1
+    _say(f"{service.name} exited with code {code}; starting it again ({count + 1} of {MAX_RESTARTS})")
+    began = time.monotonic()
+    try:
+        again = group.start(service.definition, spawned=record)
+    except processes.ServiceFailed as error:
+        _say(str(error))  # it is in the group, exited: the next pass counts another restart
+        return
+    _say(f"{service.name} is up again after {time.monotonic() - began:.1f} s (pid {again.process.pid})")
 
 
 def _record_stack(config: StackConfig, group: processes.ProcessGroup, started: float) -> None:

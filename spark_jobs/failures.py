@@ -36,6 +36,7 @@ CLICKHOUSE_AUTH = "clickhouse_auth"
 CLICKHOUSE_ERROR = "clickhouse_error"
 INVALID_SPEC = "invalid_spec"
 LEASE_LOST = "lease_lost"
+DISK_FULL = "disk_full"  # the disk under the job's checkpoint (or its local state) had no space left
 STALLED = "stalled"  # the worker killed it: no heartbeat, or no start in time (its words say which)
 LOST = "lost"  # its host stopped renewing the job's lease
 UNKNOWN = "unknown"
@@ -156,6 +157,7 @@ _CONTAINER_OOM = re.compile(
     r"(Container killed .*(memory|OOM)|exceeding (physical )?memory limits|OOMKilled|"
     r"Killed process \d+ .*out of memory)"
 )
+_DISK_FULL = ("No space left on device", "ENOSPC", "Disk quota exceeded")
 _STATE_OOM = ("HDFS_STORE_PROVIDER_OUT_OF_MEMORY", "ROCKSDB_STORE_PROVIDER_OUT_OF_MEMORY")
 _STATE_UNREADABLE = ("CANNOT_LOAD_STATE_STORE", "CANNOT_WRITE_STATE_STORE", "STATE_STORE_ROW_CHECKSUM_VERIFICATION")
 _CHECKPOINT = (
@@ -216,11 +218,24 @@ _CH_UNREACHABLE = re.compile(
 )
 
 
-def classify(text: str, exit_code: int | None = None, *, memory: str | None = None) -> Cause:
+@dataclass(frozen=True)
+class DiskSpace:
+    """Where the job's checkpoints are written and how much room is left there now (None: not a local disk)."""
+
+    path: str
+    free_mb: float | None
+
+
+def classify(
+    text: str, exit_code: int | None = None, *, memory: str | None = None, disk: DiskSpace | None = None
+) -> Cause:
     """The cause of a job's end, from its exception text or log tail and its exit code (None: killed or lost).
 
-    `memory` is the heap the job ran with, quoted in the advice when it ran out of memory."""
+    `memory` is the heap the job ran with, quoted in the advice when it ran out of memory; `disk` the checkpoint
+    root's free space, quoted when the disk was full."""
     text = text or ""
+    if (line := _find(_DISK_FULL, text)) and "ClickHouse" not in line:  # not ClickHouse's own disk (its error 243)
+        return disk_full(line, disk)
     if exit_code == ExitCode.INVALID_SPEC:
         line = _spec_problem(text)
         return Cause(
@@ -330,6 +345,19 @@ def _match(text: str, memory: str | None) -> Cause | None:
             line,
         )
     return None
+
+
+def disk_full(line: str, disk: DiskSpace | None) -> Cause:
+    """'Disk full under /var/clearflow/checkpoints: 0 MB free.' and what to do."""
+    where = disk.path if disk is not None else "the checkpoint root (CLEARFLOW_CHECKPOINT_ROOT)"
+    free = f": {disk.free_mb:.0f} MB free" if disk is not None and disk.free_mb is not None else ""
+    return Cause(
+        DISK_FULL,
+        f"Disk full under {where}{free}. The job could not write its checkpoint or dedup state.",
+        "Free space on that disk (or move CLEARFLOW_CHECKPOINT_ROOT to a larger one): the pipeline restarts on its "
+        "own once there is room, from its last checkpoint, so no event is lost or written twice.",
+        line,
+    )
 
 
 def _driver_memory_too_small(line: str, memory: str | None) -> Cause:

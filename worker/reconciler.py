@@ -35,7 +35,7 @@ from webapp.core import queue
 from webapp.pipelines import services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
-from worker import jobs, redis_state, standby
+from worker import jobs, recovery, redis_state, standby
 from worker.job_control import JobControl, control_for
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ def _reconcile_idle(pipeline: Pipeline) -> WaitFor | None:
         status == S.FAILED
         and pipeline.restart_at
         and pipeline.restart_at <= timezone.now()
+        and not recovery.waiting_for_disk_space(pipeline)
         and services.pipeline_restart(pipeline=pipeline)
     ):
         _start(pipeline)
@@ -151,6 +152,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
         app_id = job.started_application()
         if app_id:
             services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
+            recovery.log_restart_steps(pipeline, run, standby=STANDBY_START in run.start)
             transaction.on_commit(lambda: queue.audit_pipeline(pipeline_id=pipeline.pk))
         elif _older_than(run.started_at, settings.PIPELINE_START_TIMEOUT_SECONDS, now):
             _kill(run, job, f"The job did not start within {settings.PIPELINE_START_TIMEOUT_SECONDS:.0f} s.")
@@ -158,7 +160,7 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
     if pipeline.status == S.DEPLOY_REQUESTED:  # the same version deployed again while it ran: nothing to restart
         services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
         return None
-    beat = redis_state.heartbeat_at(pipeline.job_name)
+    beat = redis_state.heartbeat_or_missing_since(pipeline.job_name)
     last = max(filter(None, [run.running_at, beat]))
     if _older_than(last, settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS, now):
         _kill(run, job, f"The job sent no heartbeat for {settings.PIPELINE_HEARTBEAT_TIMEOUT_SECONDS:.0f} s (stalled).")
@@ -232,6 +234,16 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
             restartable=exit_code != ExitCode.INVALID_SPEC and cause.restart_helps,
             cause=cause,
         )
+        log.info(
+            "pipeline %s: run %s's job ended (exit code %s, %s), noticed %.1f s after its last heartbeat; %s",
+            pipeline.pk,
+            run.pk,
+            exit_code,
+            cause.code,
+            recovery.seconds_since_heartbeat(pipeline, run),
+            f"restart at {pipeline.restart_at:%H:%M:%S}" if pipeline.restart_at else "not restarted",
+        )
+        _reconcile_idle(pipeline)  # a restart due now starts in this same pass, not at the next tick
     elif pipeline.status == S.STOP_REQUESTED:
         services.pipeline_job_stopped(pipeline=pipeline, forced=False)
 
@@ -249,7 +261,7 @@ def _failure_cause(
     # Here, more of the log than the tail kept with the run: Spark's stack traces can push the error that
     # started it all (an OutOfMemoryError) far above the last lines.
     text = jobs.log_tail(run.log_path, lines=1000, secrets=redis_state.secrets_of(pipeline)) if job.here else tail
-    return failures.classify(text or tail, exit_code, memory=run.driver_memory or None)
+    return failures.classify(text or tail, exit_code, memory=run.driver_memory or None, disk=recovery.checkpoint_disk())
 
 
 STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its checkpoint, at the stack's next start."
@@ -283,6 +295,7 @@ def _start(pipeline: Pipeline) -> None:
     except SpecError as exc:
         services.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
         return
+    recovery.stop_unrecorded_jobs(pipeline.job_name, run_root=Path(settings.CLEARFLOW_RUN_ROOT))
     checkpoint = checkpoint_location(pipeline.job_name)
     if pipeline.reset_checkpoint:
         jobs.remove_checkpoint(checkpoint)

@@ -48,6 +48,22 @@ def heartbeat_at(job_name: str) -> datetime | None:
     return datetime.fromtimestamp(float(raw), UTC) if raw else None
 
 
+# When this worker first found a job's heartbeat missing (Redis restarted without its keys, or down).
+_heartbeat_missing_since: dict[str, datetime] = {}
+
+
+def heartbeat_or_missing_since(job_name: str) -> datetime:
+    """The job's last heartbeat; when there is none to read, the moment this worker first found it missing. A
+    Redis restarted (it keeps no keys) or down says nothing about the job: it is not taken for stalled until a
+    whole heartbeat timeout has passed without one from then on (a worker started meanwhile starts counting
+    anew)."""
+    beat = heartbeat_at(job_name)
+    if beat is not None:
+        _heartbeat_missing_since.pop(job_name, None)
+        return beat
+    return _heartbeat_missing_since.setdefault(job_name, datetime.now(UTC))
+
+
 def last_batch_at(job_name: str) -> datetime | None:
     """When the job's latest micro-batch (its metrics record) started; None when none is recorded or Redis is
     down."""

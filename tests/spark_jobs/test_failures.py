@@ -243,3 +243,17 @@ def test_a_heap_below_sparks_floor_says_so_and_what_to_set() -> None:
     assert cause.detail.startswith("org.apache.spark.SparkIllegalArgumentException: [INVALID_DRIVER_MEMORY]")
     assert not cause.restart_helps  # the same heap fails the same way: the worker does not restart it
     assert root_line(text) == cause.detail
+
+
+def test_a_full_disk_says_where_and_how_much_is_free_and_that_it_restarts_once_there_is_room():
+    log = (
+        "26/12/02 02:00:01 ERROR MicroBatchExecution: Query q-1 terminated with error\n"
+        "java.io.IOException: No space left on device\n"
+        "\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)\n"
+    )
+    cause = classify(log, 1, disk=failures.DiskSpace("/var/clearflow/checkpoints", 0.4))
+    assert cause.code == failures.DISK_FULL and cause.restart_helps and not cause.repeats_count
+    assert cause.words.startswith("Disk full under /var/clearflow/checkpoints: 0 MB free.")
+    assert "restarts on its own once there is room" in cause.words
+    ch_disk = "ClickHouseWriteError: insert failed: Code: 243. No space left on device (NOT_ENOUGH_SPACE)"
+    assert classify(ch_disk, 1).code != failures.DISK_FULL  # ClickHouse's own disk: its error, not the checkpoint's

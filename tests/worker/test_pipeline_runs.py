@@ -137,7 +137,7 @@ def test_sigkill_during_a_load_marks_failed_restarts_and_writes_each_event_once(
         ("failed", "deploy_requested"),
         ("deploy_requested", "running"),
     ]
-    assert "killed or lost" in history[2][2] and "Restarting in 1 s" in history[2][2]
+    assert "killed or lost" in history[2][2] and "Restarting now" in history[2][2]
 
     wait_for(lambda: table_counts(ch, table)[0] >= unique, timeout=JOB_TIMEOUT)
     assert exactly(ch, table, unique)

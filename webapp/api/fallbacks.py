@@ -2,16 +2,20 @@
 
 Django answers those itself, with HTML pages; an API client under /api/ gets the same JSON body as from
 `exception_handlers.api_exception_handler` instead. Every other path gets ClearFlow's pages for a 404 and a 403
-(`webapp.core.error_pages`: the header, the reason in words, a way back) and Django's for the rest.
+(`webapp.core.error_pages`: the header, the reason in words, a way back) and Django's for the rest; a 500
+that is PostgreSQL not answering is a 503 in words (`webapp.core.database_down`).
 """
 
 from __future__ import annotations
+
+import sys
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
 from webapp.core import error_pages
+from webapp.core.database_down import database_down_response, database_unreachable
 
 API_PREFIX = "/api/"
 
@@ -48,6 +52,9 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    exc = sys.exc_info()[1]  # Django calls its 500 handler inside the except block of the error
+    if database_unreachable(exc):
+        return database_down_response(request, exc)
     if request.path.startswith(API_PREFIX):
         return _error(500, "server_error", "The server failed to answer this request; the error is in its log.")
     return defaults.server_error(request)

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ from webapp.core import queue
 from webapp.core.exceptions import ConflictError
 from webapp.pipelines import hooks, quotas, stored_specs
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED, Action
-from webapp.pipelines.models import Pipeline, PipelineRun, PipelineVersion, RunOutcome
+from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineVersion, RunOutcome
 from webapp.pipelines.spec_field import stored_json
 from webapp.workspaces.models import Workspace
 from webapp.workspaces.services import workspace_for_new_objects
@@ -532,9 +532,10 @@ def restart_delay(failures: int) -> float:
 def pipeline_job_failed(
     *, pipeline: Pipeline, reason: str, restartable: bool = True, cause: failures.Cause | None = None
 ) -> None:
-    """The job died (or was lost, or stalled): "failed" with the reason, and an automatic restart planned with
-    backoff, unless the failures since the last deploy within the window reached the limit, or the last runs all
-    died of the same lasting `cause` (`PIPELINE_SAME_CAUSE_LIMIT` in a row): then it stays failed and says so."""
+    """The job died (or was lost, or stalled): "failed" with the reason, and an automatic restart planned: at once
+    for the first failure of a job that had been running, else with backoff; unless the failures since the last
+    deploy within the window reached the limit, or the last runs all died of the same lasting `cause`
+    (`PIPELINE_SAME_CAUSE_LIMIT` in a row): then it stays failed and says so."""
     now = timezone.now()
     since = now - timedelta(seconds=settings.PIPELINE_RESTART_WINDOW_SECONDS)
     if pipeline.deploy_requested_at and pipeline.deploy_requested_at > since:
@@ -553,11 +554,20 @@ def pipeline_job_failed(
         restart_at = None
     elif count > limit:
         message, restart_at = f"{reason} Gave up after {count} failed attempts (limit: {limit} restarts).", None
+    elif count == 1 and _last_failure_had_run(failures_since):
+        # A job that ran and then died (killed, its host lost): its checkpoint holds, nothing says the next start
+        # fails too, and every second waited is lag. From the second failure on, the backoff applies.
+        message, restart_at = f"{reason} Restarting now (restart 1 of {limit}).", now
     else:
         delay = restart_delay(count)
         message = f"{reason} Restarting in {delay:.0f} s (restart {count} of {limit})."
         restart_at = now + timedelta(seconds=delay)
     pipeline.transition(Action.JOB_FAILED, message=message, restart_at=restart_at)
+
+
+def _last_failure_had_run(failures_since: QuerySet[PipelineRun]) -> bool:
+    last = failures_since.order_by("-started_at", "-id").first()
+    return last is not None and last.running_at is not None
 
 
 def _same_cause_in_a_row(pipeline: Pipeline, cause: failures.Cause, *, since: datetime) -> int:
@@ -571,6 +581,18 @@ def _same_cause_in_a_row(pipeline: Pipeline, cause: failures.Cause, *, since: da
         .values_list("outcome", "cause")[: settings.PIPELINE_SAME_CAUSE_LIMIT]
     )
     return len(list(takewhile(lambda row: row == (RunOutcome.FAILED, cause.code), recent)))
+
+
+def pipeline_restart_wait(*, pipeline: Pipeline, seconds: float, reason: str) -> bool:
+    """A due restart waits `seconds` more for what it needs (space on the checkpoint's disk), without counting as
+    an attempt; the reason is the pipeline's status message. Whether it was still failed."""
+    restart_at = timezone.now() + timedelta(seconds=seconds)
+    waited = Pipeline.objects.filter(pk=pipeline.pk, status=PipelineStatus.FAILED, restart_at__isnull=False).update(
+        restart_at=restart_at, status_message=reason
+    )
+    if waited:
+        pipeline.restart_at, pipeline.status_message = restart_at, reason
+    return bool(waited)
 
 
 def pipeline_restart(*, pipeline: Pipeline) -> bool:

@@ -112,6 +112,19 @@ def test_failures_restart_with_backoff_then_give_up(pipeline, settings):
     assert pipeline.restart_at is not None
 
 
+def test_a_job_that_ran_and_died_restarts_at_once_the_next_failure_waits(pipeline, settings):
+    settings.PIPELINE_RESTART_BACKOFF_SECONDS, settings.PIPELINE_RESTART_MAX_ATTEMPTS = 5, 5
+    for attempt, expected in ((0, 0), (1, 10)):
+        run = running(pipeline, restart=attempt > 0)
+        PipelineRun.objects.filter(pk=run.pk).update(running_at=timezone.now())  # its query had started
+        services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=None, reason="killed")
+        before = timezone.now()
+        services.pipeline_job_failed(pipeline=pipeline, reason="Failed: killed.")
+        assert round((pipeline.restart_at - before).total_seconds()) == expected
+    assert pipeline.status_message == "Failed: killed. Restarting in 10 s (restart 2 of 5)."
+    assert pipeline.transitions.filter(reason="Failed: killed. Restarting now (restart 1 of 5).").exists()
+
+
 def test_an_invalid_spec_is_not_restarted(pipeline):
     running(pipeline)
     services.pipeline_job_failed(pipeline=pipeline, reason="Failed: bad spec.", restartable=False)

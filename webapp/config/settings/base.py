@@ -51,6 +51,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: it counts every answer, the redirects and refusals of the middleware below included.
     "webapp.monitoring.middleware.RequestCountMiddleware",
+    # A view that could not reach PostgreSQL answers 503 in words (the 500 handler does for the middleware below).
+    "webapp.core.database_down.DatabaseDownMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
