@@ -104,10 +104,13 @@ CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", 
 # columns, key advice, live checks), so the bound is above that; a scan of ports through them stays at one a second.
 CONNECTION_REQUESTS_PER_MINUTE = 60
 
-# What one user may hold and run (webapp.pipelines.quotas): a pipeline past the first cap is refused, and so is a
-# deploy or resume past the second (each running job takes a Spark driver: 0.6 to 0.9 GB). 429 in words.
+# What one user, and one workspace, may hold and run (webapp.pipelines.quotas): a pipeline past a "pipelines" cap
+# is refused, and so is a deploy or resume past a "running" one (each running job takes a Spark driver: 0.6 to
+# 0.9 GB). 429 in words.
 PIPELINES_PER_USER = env_int("CLEARFLOW_PIPELINES_PER_USER", 100)
 RUNNING_PIPELINES_PER_USER = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_USER", 10)
+PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_PIPELINES_PER_WORKSPACE", 200)
+RUNNING_PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_WORKSPACE", 20)
 
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
