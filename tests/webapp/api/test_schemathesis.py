@@ -45,7 +45,10 @@ def real_objects(owner, kafka_conn, ch_conn, topics, clickhouse_target, settings
     # Generated connection settings are tested against loopback and unresolvable names: no waiting on
     # throttles here (they have their own tests).
     settings.CONNECTION_REQUESTS_PER_MINUTE = 1_000_000
-    settings.PIPELINES_PER_USER = settings.RUNNING_PIPELINES_PER_USER = 1_000_000  # the caps have their own tests
+    # The caps have their own tests (test_quotas.py).
+    settings.PIPELINES_PER_USER = settings.RUNNING_PIPELINES_PER_USER = 1_000_000
+    settings.PIPELINES_PER_WORKSPACE = settings.RUNNING_PIPELINES_PER_WORKSPACE = 1_000_000
+    settings.HEAVY_REQUESTS_PER_USER = settings.HEAVY_REQUESTS_PER_WORKSPACE = 1_000_000
     settings.REDIS_URL = redis_url
     pipeline = pipeline_create(
         owner=owner,
@@ -103,3 +106,4 @@ def not_a_500(ctx, response, case) -> bool | None:
     if response.status_code == 500:
         raise AssertionError(f"500 from {case.method} {case.formatted_path}: {response.text[:300]}")
     return None
+

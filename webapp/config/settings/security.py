@@ -112,6 +112,15 @@ RUNNING_PIPELINES_PER_USER = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_USER", 10)
 PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_PIPELINES_PER_WORKSPACE", 200)
 RUNNING_PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_WORKSPACE", 20)
 
+# Key advice and samples read events in the worker, and the page or the API client polls for the answer
+# (webapp.connections.heavy_requests): at most this many of each kind at once per user and per workspace (429 in
+# words past either); an answer is kept this long after it ends, and a request the worker never ended stops
+# counting after the stale bound.
+HEAVY_REQUESTS_PER_USER = env_int("CLEARFLOW_HEAVY_REQUESTS_PER_USER", 2)
+HEAVY_REQUESTS_PER_WORKSPACE = env_int("CLEARFLOW_HEAVY_REQUESTS_PER_WORKSPACE", 4)
+HEAVY_REQUEST_KEEP_SECONDS = 600
+HEAVY_REQUEST_STALE_SECONDS = 300
+
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
 # JSON nesting deeper than this is refused before it is parsed (webapp.api.parsers).
