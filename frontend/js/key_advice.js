@@ -57,6 +57,13 @@
     }
   });
 
+  // A new measurement: stop asking for the figures of the one before, which would otherwise replace its answer.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    if (!e.detail.elt || e.detail.elt.id !== "dedup-inputs") return;
+    var reading = document.getElementById("key-advice-reading");
+    if (reading) { htmx.trigger(reading, "htmx:abort"); reading.removeAttribute("hx-trigger"); reading.remove(); }
+  });
+
   document.addEventListener("htmx:afterSettle", function (e) {
     if (!e.detail.target || e.detail.target.id !== "dedup-analysis") return;
     var advice = document.getElementById("dedup-advice");

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import pytest
 
@@ -34,8 +35,9 @@ def poll(api, accepted, timeout: float = 60) -> object:
 
 
 def test_the_worker_reads_key_advice_and_a_sample_while_the_api_answers_at_once(
-    celery_worker, api, kafka_conn, kafka_bootstrap, topic
+    celery_worker, api, kafka_conn, kafka_bootstrap
 ):
+    topic = f"heavy-{uuid.uuid4().hex[:8]}"
     values = [json.dumps({"event_id": f"e{i % 8}", "n": i}).encode() for i in range(10)]  # e0 and e1 come twice
     produce_records(kafka_bootstrap, topic, values, partitions=1)
     celery_worker.start()

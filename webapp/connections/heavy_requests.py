@@ -41,14 +41,26 @@ ENDED = (Status.DONE, Status.FAILED)
 KIND_WORDS = {Kind.KEY_ADVICE: "key-advice requests", Kind.SAMPLE: "sample requests"}
 
 
-def heavy_request_start(*, kind: str, user: Any, connection: KafkaConnection, params: dict[str, Any]) -> HeavyRequest:
+def heavy_request_start(
+    *, kind: str, user: Any, connection: KafkaConnection, params: dict[str, Any], page: str = ""
+) -> HeavyRequest:
     """Record the request and send it to the worker; TooManyRequestsError when `user`, or the connection's
-    workspace, already has the most requests of this kind running at once."""
+    workspace, already has the most requests of this kind running at once. `page`: the page that asks (e.g. a
+    wizard draft's step); its requests of this kind that no worker has taken yet are dropped first, since a page
+    that asks anew no longer wants them."""
     with transaction.atomic():
         # Locked in this order everywhere (webapp.pipelines.quotas): two requests counted at once see each other.
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         Workspace.objects.select_for_update().filter(pk=connection.workspace_id).first()
         _prune()
+        if page:
+            params = {**params, "page": page}
+            HeavyRequest.objects.filter(user=user, kind=kind, status=Status.QUEUED, params__page=page).update(
+                status=Status.FAILED,
+                progress="",
+                error=_error(ApplicationError("Replaced by a newer request before it was read.")),
+                finished=timezone.now(),
+            )
         running = HeavyRequest.objects.filter(
             kind=kind,
             status__in=(Status.QUEUED, Status.RUNNING),
@@ -97,6 +109,10 @@ def _send(request: HeavyRequest) -> None:
 
 def heavy_request_get(*, user: Any, pk: Any, kind: str) -> HeavyRequest:
     """The user's request of that kind (Http404 for anyone else's, an unknown or a pruned one)."""
+    try:
+        pk = uuid.UUID(str(pk))
+    except ValueError:
+        raise Http404("No such request: it was never made by you, or it ended long ago.") from None
     found = HeavyRequest.objects.filter(pk=pk, user=user, kind=kind).first()
     if found is None:
         raise Http404("No such request: it was never made by you, or it ended long ago.")

@@ -119,7 +119,11 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
     try:
         count_connection_request(connection.owner)
         heavy = heavy_requests.heavy_request_start(
-            kind=HeavyRequest.Kind.KEY_ADVICE, user=request.user, connection=connection, params=params
+            kind=HeavyRequest.Kind.KEY_ADVICE,
+            user=request.user,
+            connection=connection,
+            params=params,
+            page=f"draft {draft.pk} dedup",
         )
     except ApplicationError as exc:
         context["error"] = f"Could not measure the duplicates: {exc.message}"

@@ -56,7 +56,11 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     }
     try:
         heavy = heavy_requests.heavy_request_start(
-            kind=HeavyRequest.Kind.SAMPLE, user=request.user, connection=connection, params=params
+            kind=HeavyRequest.Kind.SAMPLE,
+            user=request.user,
+            connection=connection,
+            params=params,
+            page=f"draft {draft.pk} sample",
         )
     except ApplicationError as exc:
         context["error"] = exc.message

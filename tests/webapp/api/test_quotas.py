@@ -4,7 +4,6 @@ nothing saved."""
 from __future__ import annotations
 
 import pytest
-from django.http import HttpResponse
 from django.urls import reverse
 
 from tests.webapp.conftest import orders_spec, token_client
@@ -123,7 +122,9 @@ def test_a_user_runs_at_most_the_key_advice_and_samples_the_caps_allow_at_once(
     assert api.post(ADVICE.format(kafka_conn.pk), advice, format="json").status_code == 202
 
 
-def test_the_dedup_step_says_in_words_when_too_much_key_advice_runs(owner, owner_client, settings, kafka_conn, topics):
+def test_the_dedup_step_says_in_words_when_too_much_key_advice_runs(
+    owner, owner_client, api, settings, kafka_conn, topics
+):
     settings.HEAVY_REQUESTS_PER_USER = 1
     draft = draft_get_or_create(user=owner)
     draft_save_step(draft=draft, step="kafka", values={"connection_id": kafka_conn.pk}, advance=True)
@@ -131,10 +132,16 @@ def test_the_dedup_step_says_in_words_when_too_much_key_advice_runs(owner, owner
         draft=draft, step="topics", spec=load_draft_spec({"source": {"topics": [topics.orders]}}), advance=True
     )
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
-    reading = owner_client.post(url, {"enabled": "on", "keys": ["order_id"]}).content.decode()
-    assert 'id="key-advice-reading"' in reading and "Waiting for a worker to read the events." in reading
-    html = owner_client.post(url, {"enabled": "on", "keys": ["order_id"]}).content.decode()
+    measure = {"enabled": "on", "keys": ["order_id"]}
+    through_the_api = api.post(ADVICE.format(kafka_conn.pk), {"topics": [topics.orders]}, format="json")
+    html = owner_client.post(url, measure).content.decode()
     assert "Could not measure the duplicates: 1 key-advice requests already run for you; wait for one" in html
-    # The first one's figures, once read, are what its poll shows.
-    html = page_answered(owner_client, HttpResponse(reading)).content.decode()
-    assert '<b id="scanned-count">30</b>' in html
+    assert answered(api, through_the_api).status_code == 200
+
+    # The page asks anew as the keys change: what it asked before and no worker took yet is dropped, not counted.
+    first = owner_client.post(url, measure)
+    second = owner_client.post(url, measure)
+    assert 'id="key-advice-reading"' in second.content.decode()
+    assert "Waiting for a worker to read the events." in second.content.decode()
+    assert "Replaced by a newer request before it was read." in page_answered(owner_client, first).content.decode()
+    assert '<b id="scanned-count">30</b>' in page_answered(owner_client, second).content.decode()
