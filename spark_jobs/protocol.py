@@ -47,6 +47,8 @@ class Task(StrEnum):
     AUDIT_TABLE_CHECK = "clearflow.audit_table_check"
     AUDIT_PIPELINE = "clearflow.audit_pipeline"  # a pipeline's query started: audit its table now if due
     ACTIVITY_PRUNE = "clearflow.activity_prune"  # the activity log keeps CLEARFLOW_ACTIVITY_DAYS days
+    # Key advice and samples, read by the worker rather than on a web thread (the default queue).
+    HEAVY_REQUEST_RUN = "clearflow.heavy_request_run"
 
 
 # The glob that routes every pipeline task to the pipeline queue (Celery's `task_routes`).

@@ -56,6 +56,21 @@ class ClickHouseAddress:
         return f"http://{self.host}:{self.port}"
 
 
+@pytest.fixture(autouse=True)
+def heavy_requests_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Key advice and samples sent to the worker are read in the test's process instead (no worker takes them in
+    most tests: the test plays the worker). A test with a real worker overrides this fixture with one that does
+    nothing (tests/worker/test_heavy_requests.py)."""
+
+    def read_here(*, request_id: str) -> bool:
+        from webapp.connections.heavy_requests import heavy_request_run
+
+        heavy_request_run(request_id=request_id)
+        return True
+
+    monkeypatch.setattr("webapp.core.queue.heavy_request_run", read_here)
+
+
 @pytest.fixture(scope="session")
 def service_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[processes.ProcessGroup]:
     """One process group for the session's services; its logs are under the session's temp dir."""

@@ -92,6 +92,14 @@ def alert_deliver(self, *, delivery_id: int) -> None:
     alert_delivery_send(delivery_id=delivery_id, final_attempt=self.request.retries >= self.max_retries)
 
 
+@app.task(name=Task.HEAVY_REQUEST_RUN, acks_late=True, ignore_result=True)
+def heavy_request_run(*, request_id: str) -> None:
+    """Key advice or a sample: read the events and keep the answer for the page or the API client that polls."""
+    from webapp.connections.heavy_requests import heavy_request_run as run
+
+    run(request_id=request_id)
+
+
 AUDIT_MAX_RETRIES = 3
 
 

@@ -1,6 +1,6 @@
-// The wizard's dedup step: cancel or repeat the key advice's measurement, choose a key from the fields that look
-// like keys, and preselect the window it recommends unless the user picked one (data-user-chosen; the hidden
-// input #window-chosen tells the server so).
+// The wizard's dedup step: cancel (stop asking for the worker's figures) or repeat the key advice's measurement,
+// choose a key from the fields that look like keys, and preselect the window it recommends unless the user picked
+// one (data-user-chosen; the hidden input #window-chosen tells the server so).
 (function () {
   "use strict";
   var preselecting = false;
@@ -45,13 +45,23 @@
     if (use) { useKey(use); return; }
     var source = document.getElementById("dedup-inputs");
     if (!source || !window.htmx) return;
-    if (e.target.closest("#cancel-analysis")) {
+    if (e.target.closest("#cancel-analysis, [data-cancel-analysis]")) {
       htmx.trigger(source, "htmx:abort");
+      // The worker reads the events; the page stops asking for them (webapp/wizard/key_advice_views.py).
+      var reading = document.getElementById("key-advice-reading");
+      if (reading) htmx.trigger(reading, "htmx:abort");
       var target = document.getElementById("dedup-analysis");
       target.innerHTML = '<p class="muted" id="analysis-cancelled">Cancelled. "Measure again" reads the events anew.</p>';
     } else if (e.target.closest("#measure-again")) {
       htmx.trigger(source, "measure");
     }
+  });
+
+  // A new measurement: stop asking for the figures of the one before, which would otherwise replace its answer.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    if (!e.detail.elt || e.detail.elt.id !== "dedup-inputs") return;
+    var reading = document.getElementById("key-advice-reading");
+    if (reading) { htmx.trigger(reading, "htmx:abort"); reading.removeAttribute("hx-trigger"); reading.remove(); }
   });
 
   document.addEventListener("htmx:afterSettle", function (e) {

@@ -12,9 +12,15 @@ urlpatterns = [
     path("kafka/<int:pk>/test/", apis.KAFKA_APIS.test.as_view(), name="kafka-connection-test"),
     path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
     path("kafka/<int:pk>/sample/", apis.KafkaSampleApi.as_view(), name="kafka-sample"),
+    path("kafka/<int:pk>/sample/<str:request_id>/", apis.KafkaSampleResultApi.as_view(), name="kafka-sample-result"),
     path("kafka/<int:pk>/infer-schema/", apis.KafkaInferSchemaApi.as_view(), name="kafka-infer-schema"),
     path(
         "kafka/<int:pk>/dedup-analysis/", key_advice_apis.KafkaDedupAnalysisApi.as_view(), name="kafka-dedup-analysis"
+    ),
+    path(
+        "kafka/<int:pk>/dedup-analysis/<str:request_id>/",
+        key_advice_apis.KafkaDedupAnalysisResultApi.as_view(),
+        name="kafka-dedup-analysis-result",
     ),
     path("clickhouse/", apis.CLICKHOUSE_APIS.list_create.as_view(), name="clickhouse-connections"),
     path("clickhouse/test/", apis.CLICKHOUSE_APIS.test_unsaved.as_view(), name="clickhouse-connection-test-unsaved"),

@@ -20,9 +20,9 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.api.permissions import token_is_read_only
-from webapp.connections import kinds, selectors
+from webapp.connections import heavy_request_apis, heavy_requests, kinds, selectors
 from webapp.connections.kinds import ConnectionKind
-from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.models import ClickHouseConnection, HeavyRequest, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.services import secrets_changed
 from webapp.core.exceptions import NotFoundError
 from webapp.workspaces import policy
@@ -451,14 +451,38 @@ class KafkaSampleApi(APIView):
         tags=KAFKA_TAG,
         operation_id="kafka_events_sample",
         request=SampleInput,
-        description="Up to `count` newest or oldest events of the topics, oldest first. Nothing is committed.",
-        responses={200: SampledEventOutput(many=True), **ERROR_RESPONSES},
+        description="Ask for up to `count` newest or oldest events of the topics, oldest first: the worker reads "
+        "them, and the answer is `202` with the `url` to GET for them (`kafka_events_sample_result`). Nothing is "
+        "committed. At most `CLEARFLOW_HEAVY_REQUESTS_PER_USER` samples run at once per user (and "
+        "`CLEARFLOW_HEAVY_REQUESTS_PER_WORKSPACE` per workspace): one more is a 429 in words.",
+        responses=heavy_request_apis.START_RESPONSES,
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
         data = _with_registry(request, validated_input(SampleInput, request.data))
-        events = selectors.kafka_event_sample(connection=connection, **data)
-        return Response(SampledEventOutput(events, many=True).data)
+        registry = data.pop("schema_registry_connection", None)
+        params = {**data, "schema_registry_connection": registry.pk if registry is not None else None}
+        heavy = heavy_requests.heavy_request_start(
+            kind=HeavyRequest.Kind.SAMPLE, user=request.user, connection=connection, params=params
+        )
+        return heavy_request_apis.accepted(request, heavy, "api:kafka-sample-result")
+
+
+class KafkaSampleResultApi(APIView):
+    workspace_model = KafkaConnection
+
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_events_sample_result",
+        description="The sample asked for with `POST .../sample/`: `202` while the worker reads the events (ask "
+        "again after `Retry-After` seconds), then the events, or the error the sample met (e.g. 404 for a topic "
+        "that does not exist, 502 for a broker that does not answer). Kept for 10 minutes after it ends.",
+        responses=heavy_request_apis.accepted_responses(SampledEventOutput(many=True), "The events"),
+    )
+    def get(self, request: Request, pk: int, request_id: str) -> Response:
+        selectors.kafka_connection_get(user=request.user, pk=pk)
+        heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.SAMPLE)
+        return heavy_request_apis.answer(request, heavy, "api:kafka-sample-result", SampledEventOutput, part="events")
 
 
 class KafkaInferSchemaApi(APIView):

@@ -116,6 +116,19 @@ class KeyAdvice:
     notes: list[str] = field(default_factory=list)
 
 
+def key_advice_from_dict(data: dict[str, Any]) -> KeyAdvice:
+    """The figures kept as JSON (`dataclasses.asdict`, by the worker: webapp.connections.heavy_requests) again."""
+    delays = data.get("delay_ms")
+    return KeyAdvice(
+        **{
+            **data,
+            "delay_ms": DelayPercentiles(**delays) if delays else None,
+            "histogram": [HistogramBin(**b) for b in data.get("histogram", [])],
+            "candidates": [KeyCandidate(**c) for c in data.get("candidates", [])],
+        }
+    )
+
+
 # -- helpers --------------------------------------------------------------------------------------------
 
 

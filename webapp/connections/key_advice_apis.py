@@ -12,11 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.spec import DEDUP_WINDOWS, FieldSpec
-from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
-from webapp.connections import key_advice, selectors
+from webapp.connections import heavy_request_apis, heavy_requests, key_advice, selectors
 from webapp.connections.apis import KAFKA_TAG
-from webapp.connections.models import KafkaConnection
+from webapp.connections.models import HeavyRequest, KafkaConnection
 from webapp.connections.throttle import count_connection_request
 from webapp.workspaces import policy
 
@@ -128,24 +127,38 @@ class KafkaDedupAnalysisApi(APIView):
         operation_id="kafka_dedup_analysis",
         request=DedupAnalysisInput,
         description=(
-            "Read up to `max_events` recent events of the topics (within `time_budget_seconds`) and measure the "
-            "duplicates by `keys`: their share, the delay between an event and its duplicates, the smallest "
-            "offered window covering 99.9% of those delays, the dedup state it implies, and key candidates. "
-            "Nothing is committed."
+            "Ask for key advice: the worker reads up to `max_events` recent events of the topics (within "
+            "`time_budget_seconds`) and measures the duplicates by `keys`: their share, the delay between an event "
+            "and its duplicates, the smallest offered window covering 99.9% of those delays, the dedup state it "
+            "implies, and key candidates. Nothing is committed. The answer is `202` with the `url` to GET for the "
+            "result (`kafka_dedup_analysis_result`). At most `CLEARFLOW_HEAVY_REQUESTS_PER_USER` key-advice "
+            "requests run at once per user (and `CLEARFLOW_HEAVY_REQUESTS_PER_WORKSPACE` per workspace): one more "
+            "is a 429 in words."
         ),
-        responses={200: DedupAnalysisOutput, **ERROR_RESPONSES},
+        responses=heavy_request_apis.START_RESPONSES,
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
         data = validated_input(DedupAnalysisInput, request.data)
         count_connection_request(connection.owner)
-        result = key_advice.analyze_duplicates(
-            connection.client_settings(),
-            topics=data["topics"],
-            keys=data["keys"],
-            time_basis=data["time"],
-            event_time_field=data.get("event_time_field"),
-            max_events=data["max_events"],
-            time_budget=data["time_budget_seconds"],
+        heavy = heavy_requests.heavy_request_start(
+            kind=HeavyRequest.Kind.KEY_ADVICE, user=request.user, connection=connection, params=data
         )
-        return Response(DedupAnalysisOutput(result).data)
+        return heavy_request_apis.accepted(request, heavy, "api:kafka-dedup-analysis-result")
+
+
+class KafkaDedupAnalysisResultApi(APIView):
+    workspace_model = KafkaConnection
+
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_dedup_analysis_result",
+        description="The key advice asked for with `POST .../dedup-analysis/`: `202` while the worker reads the "
+        "events (ask again after `Retry-After` seconds), then the figures, or the error the request met (e.g. 404 "
+        "for a topic that does not exist, 502 for a broker that does not answer). Kept for 10 minutes after it ends.",
+        responses=heavy_request_apis.accepted_responses(DedupAnalysisOutput, "The figures"),
+    )
+    def get(self, request: Request, pk: int, request_id: str) -> Response:
+        selectors.kafka_connection_get(user=request.user, pk=pk)
+        heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.KEY_ADVICE)
+        return heavy_request_apis.answer(request, heavy, "api:kafka-dedup-analysis-result", DedupAnalysisOutput)

@@ -12,11 +12,13 @@ handed to the clients keep them out of their `repr`.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pydantic
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
@@ -386,3 +388,46 @@ class SchemaRegistryConnection(SpecBackedConnection):
 
     def _endpoints(self) -> list[tuple[str, int | None]]:
         return network_guard.url_endpoints(self.url or "")
+
+
+class HeavyRequest(models.Model):
+    """One request that reads many events of a user's Kafka connection (key advice, a sample), run by the worker
+    rather than on a web thread: the page or the API client asks for its answer until it is there
+    (`webapp.connections.heavy_requests`). Kept for `HEAVY_REQUEST_KEEP_SECONDS` after it ends."""
+
+    class Kind(models.TextChoices):
+        KEY_ADVICE = "key_advice", "key advice"
+        SAMPLE = "sample", "sample"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="heavy_requests")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="heavy_requests")
+    connection = models.ForeignKey(KafkaConnection, on_delete=models.CASCADE, related_name="heavy_requests")
+    # What to do: the validated input (JSON), and for the wizard the draft whose step asked.
+    params = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.CharField(max_length=200, blank=True)  # in words, for the page and the API while it runs
+    # The answer as JSON text: sampled values may hold NUL characters, which PostgreSQL's JSON cannot.
+    result_json = models.TextField(blank=True)
+    # A failure as the API answers it: {"status_code": 502, "code": ..., "message": ..., "extra": {...}}.
+    error = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.pk} ({self.status})"
+
+    @property
+    def result(self) -> Any:
+        """The answer (None until done)."""
+        return json.loads(self.result_json) if self.result_json else None

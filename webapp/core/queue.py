@@ -56,6 +56,12 @@ def alert_deliver(*, delivery_id: int) -> None:
     send(Task.ALERT_DELIVER, queue=settings.ALERT_QUEUE, delivery_id=delivery_id)
 
 
+def heavy_request_run(*, request_id: str) -> bool:
+    """Read the events of a key advice or sample request (webapp.connections.heavy_requests); whether the broker
+    took it (not taken, the request is failed at once so that the page does not wait for nothing)."""
+    return send(Task.HEAVY_REQUEST_RUN, request_id=request_id)
+
+
 def audit_pipeline(*, pipeline_id: int) -> None:
     """A pipeline's query has started (its table exists): audit the table now if it is due, not only at the next
     round. Not sent, the periodic round audits it later."""

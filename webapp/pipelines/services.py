@@ -166,7 +166,7 @@ def pipeline_create(
         "schema_registry_connection": schema_registry_connection,
     }
     _check_connections(workspace_id=workspace.pk, **connections)
-    quotas.check_pipeline_quota(owner=owner)
+    quotas.check_pipeline_quota(owner=owner, workspace=workspace)
     _check_name(workspace_id=workspace.pk, name=name, exclude_pk=None)
     validated = pipeline_validate(spec=spec, name=name, **connections)
     pipeline = Pipeline(owner=owner, workspace=workspace, name=name, **connections)

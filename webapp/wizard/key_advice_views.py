@@ -1,9 +1,10 @@
 """The wizard's dedup step, live: key advice over the draft's topics (an htmx partial): how many duplicates each
 candidate key finds, how late they come, and the window that covers them (`webapp.connections.key_advice`).
 
-Runs on the step's load and whenever the key fields or the time basis change; the browser shows a
-progress indicator and can cancel (frontend/js/key_advice.js). The page preselects the recommended
-window unless the user chose one.
+Runs on the step's load and whenever the key fields or the time basis change. The worker reads the events
+(`webapp.connections.heavy_requests`): the POST answers a "reading" partial that asks `key_advice_result` every
+second (htmx) until the figures are there, with what the worker is doing in words; the browser can cancel
+(frontend/js/key_advice.js). The page preselects the recommended window unless the user chose one.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
 from spark_jobs.sizing import human_bytes
 from spark_jobs.spec import parse_window
+from webapp.connections import heavy_requests
 from webapp.connections import key_advice as advice
+from webapp.connections.models import HeavyRequest
 from webapp.connections.throttle import count_connection_request
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.selectors import draft_get
@@ -104,24 +108,53 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
     keys = [k for k in request.POST.getlist("keys") if k]
     event_time_field = request.POST.get("event_time_field") or None
     event_basis = request.POST.get("time_basis") == "event_time" and event_time_field is not None
+    params = {
+        "topics": list(topics),
+        "keys": keys,
+        "time": "event" if event_basis else "ingestion",
+        "event_time_field": event_time_field if event_basis else None,
+        # Asked by event time without the field: the figures say they are by Kafka timestamp.
+        "time_note": request.POST.get("time_basis") == "event_time" and not event_basis,
+    }
     try:
         count_connection_request(connection.owner)
-        analysis = advice.analyze_duplicates(
-            connection.client_settings(),
-            topics=topics,
-            keys=keys,
-            time_basis="event" if event_basis else "ingestion",
-            event_time_field=event_time_field if event_basis else None,
+        heavy = heavy_requests.heavy_request_start(
+            kind=HeavyRequest.Kind.KEY_ADVICE,
+            user=request.user,
+            connection=connection,
+            params=params,
+            page=f"draft {draft.pk} dedup",
         )
     except ApplicationError as exc:
         context["error"] = f"Could not measure the duplicates: {exc.message}"
         return _render(request, context)
+    return _reading(request, draft_id, heavy)
+
+
+@login_required
+@require_GET
+def key_advice_result(request: HttpRequest, draft_id: int, request_id: str) -> HttpResponse:
+    """The figures once the worker has them; until then the "reading" partial again (it asks again in a second)."""
+    draft = draft_get(user=request.user, pk=draft_id)
+    heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.KEY_ADVICE)
+    context: dict[str, Any] = {"enabled": True}
+    if heavy.status == HeavyRequest.Status.FAILED:
+        context["error"] = f"Could not measure the duplicates: {(heavy.error or {}).get('message', '')}"
+        return _render(request, context)
+    if heavy.status != HeavyRequest.Status.DONE:
+        return _reading(request, draft_id, heavy)
+    analysis = advice.key_advice_from_dict(heavy.result)
     context.update(analysis_context(analysis))
     # What the review step puts beside the chosen window (webapp/wizard/steps/dedup.py: window_advice).
     draft_keep_advice(draft=draft, advice=advice_kept(analysis))
-    if request.POST.get("time_basis") == "event_time" and not event_basis:
+    if heavy.params.get("time_note"):
         context["time_note"] = "Choose the event-time field to measure the delays by it; shown by Kafka timestamp."
     return _render(request, context)
+
+
+def _reading(request: HttpRequest, draft_id: int, heavy: HeavyRequest) -> HttpResponse:
+    poll = reverse("wizard:key_advice_result", kwargs={"draft_id": draft_id, "request_id": heavy.pk})
+    return render(request, "wizard/partials/key_advice_reading.html", {"heavy": heavy, "poll": poll})
 
 
 def _render(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:

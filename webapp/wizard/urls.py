@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from webapp.wizard import exactly_once_views, fit_views, join_views, key_advice_views, views
+from webapp.wizard import exactly_once_views, fit_views, join_views, key_advice_views, sample_views, views
 
 app_name = "wizard"
 
@@ -14,8 +14,18 @@ urlpatterns = [
     path("wizard/<int:draft_id>/review/spec/", views.review_spec, name="review_spec"),
     path("wizard/<int:draft_id>/kafka/test/", views.kafka_test, name="kafka_test"),
     path("wizard/<int:draft_id>/topics/list/", views.topic_list, name="topic_list"),
-    path("wizard/<int:draft_id>/sample/fetch/", views.sample_fetch, name="sample_fetch"),
+    path("wizard/<int:draft_id>/sample/fetch/", sample_views.sample_fetch, name="sample_fetch"),
+    path(
+        "wizard/<int:draft_id>/sample/fetch/<uuid:request_id>/",
+        sample_views.sample_fetch_result,
+        name="sample_fetch_result",
+    ),
     path("wizard/<int:draft_id>/dedup/analysis/", key_advice_views.key_advice, name="key_advice"),
+    path(
+        "wizard/<int:draft_id>/dedup/analysis/<uuid:request_id>/",
+        key_advice_views.key_advice_result,
+        name="key_advice_result",
+    ),
     path("wizard/<int:draft_id>/dedup/presence/", fit_views.dedup_presence, name="dedup_presence"),
     path("wizard/<int:draft_id>/join/sample/", join_views.join_sample_fetch, name="join_sample_fetch"),
     path("wizard/<int:draft_id>/join/preview/", join_views.join_preview, name="join_preview"),

@@ -7,7 +7,6 @@ services, and render a page or, for htmx requests, a small partial template.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -25,7 +24,6 @@ from webapp.core.responses import json_attachment
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.wizard import draft_spec
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
-from webapp.wizard.forms import REGISTRY_FORMATS
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import (
     RAW_KEY,
@@ -33,12 +31,10 @@ from webapp.wizard.services import (
     draft_get_or_create,
     draft_goto,
     draft_keep_raw,
-    draft_update_section,
 )
 from webapp.wizard.steps import SLUGS, STEPS, previous_slug, step_by_slug, step_index
 from webapp.wizard.steps import common as step_common
 from webapp.wizard.steps import review as review_step
-from webapp.wizard.steps import sample as sample_step
 from webapp.wizard.steps import transform as transform_step
 from webapp.wizard.steps.handlers import HANDLERS
 
@@ -242,77 +238,6 @@ def topic_list(request: HttpRequest, draft_id: int) -> HttpResponse:
     ]
     context.update({"topics": shown, "total": len(topics), "connection": connection})
     return _partial(request, "topic_list.html", context)
-
-
-@login_required
-@require_POST
-def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
-    """Fetch N events, store them in the draft, and answer the sample and the inferred schema."""
-    draft = draft_get(user=request.user, pk=draft_id)
-    form = step_common.sample_form(request, request.POST)
-    keep = sample_step.parse_field_rows(request.POST)
-    context: dict = {
-        "form": form,
-        "field_types": step_common.FIELD_TYPE_CHOICES,
-        "rows": keep,
-        "events": draft.section("sample").get("events", []),
-    }
-    connection = step_common.kafka_connection_of(request, draft)
-    topics = draft.spec.source.topics or []
-    if not form.is_valid():
-        context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
-        return _partial(request, "sample_area.html", context)
-    if connection is None or not topics:
-        context["error"] = "Choose a connection and a topic first (steps 1 and 2)."
-        return _partial(request, "sample_area.html", context)
-    registry = form.cleaned_data["schema_registry"] if form.cleaned_data["format"] in REGISTRY_FORMATS else None
-    try:
-        fetched = sample_step.fetch_sample(
-            connection=connection,
-            registry=registry,
-            topics=topics,
-            count=form.cleaned_data["count"],
-            position=form.cleaned_data["position"],
-        )
-    except ApplicationError as exc:
-        context["error"] = exc.message
-        return _partial(request, "sample_area.html", context)
-    events, avro_schema, versions = fetched.events, fetched.avro_schema, fetched.versions
-    stored, truncated = sample_step.events_to_store(events)
-    decoded = [e["value"] for e in stored if not e["decode_error"]]
-    try:
-        rows = sample_step.inferred_rows(decoded, keep, avro_schema=avro_schema) if stored or avro_schema else keep
-    except ApplicationError as exc:  # a schema over a cap (limits.SCHEMA_FIELDS...): said, and nothing stored
-        context["error"] = exc.message
-        return _partial(request, "sample_area.html", context)
-    sample_step.save_format(draft, form)
-    fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
-    draft_update_section(
-        draft=draft,
-        step="sample",
-        changes={
-            "events": stored,
-            "fetched_at": fetched_at,
-            "count": form.cleaned_data["count"],
-            "position": form.cleaned_data["position"],
-            "schema_versions": versions,
-            "column_types": sample_step.schema_column_types(avro_schema),
-        },
-    )
-    context.update(
-        {
-            "events": stored,
-            "rows": rows,
-            "fetched": True,
-            "fetched_at": fetched_at,
-            "truncated": truncated,
-            "requested": len(events),
-            "schema_versions": versions,
-            "avro_hint": registry is None and sample_step.looks_like_avro(events),
-            "undecodable": sum(1 for e in stored if e["decode_error"]),
-        }
-    )
-    return _partial(request, "sample_area.html", context)
 
 
 @login_required

@@ -6,6 +6,7 @@ import pytest
 
 from localstack.processes import free_port
 from tests.webapp.conftest import ORDER_COUNT, raw_column
+from tests.webapp.heavy import answered
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 
 KAFKA = "/api/v1/connections/kafka/"
@@ -105,11 +106,18 @@ def test_topics_sample_and_infer(api, kafka_conn, topics):
     listed = {t["name"]: t for t in api.get(f"{KAFKA}{kafka_conn.pk}/topics/").json()}
     assert listed[topics.orders] == {"name": topics.orders, "partitions": 2, "message_count": ORDER_COUNT}
 
-    sample = api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.orders], "count": 5}, format="json")
+    sample = answered(
+        api, api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.orders], "count": 5}, format="json")
+    )
     assert sample.status_code == 200
     assert [e["value"]["seq"] for e in sample.json()] == [25, 26, 27, 28, 29]
-    oldest = api.post(
-        f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.orders], "count": 3, "position": "oldest"}, format="json"
+    oldest = answered(
+        api,
+        api.post(
+            f"{KAFKA}{kafka_conn.pk}/sample/",
+            {"topics": [topics.orders], "count": 3, "position": "oldest"},
+            format="json",
+        ),
     )
     assert [e["value"]["seq"] for e in oldest.json()] == [0, 1, 2]
 
@@ -143,21 +151,22 @@ def test_topics_sample_and_infer(api, kafka_conn, topics):
     ],
 )
 def test_sample_input_errors(api, kafka_conn, body, path):
-    response = api.post(f"{KAFKA}{kafka_conn.pk}/sample/", body, format="json")
+    response = answered(api, api.post(f"{KAFKA}{kafka_conn.pk}/sample/", body, format="json"))
     assert response.status_code == 400
     assert response.json()["errors"][0]["path"] == path
 
 
 def test_sample_of_odd_records_is_valid_json(api, kafka_conn, topics):
-    response = api.post(
-        f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.mixed], "position": "oldest"}, format="json"
+    response = answered(
+        api,
+        api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.mixed], "position": "oldest"}, format="json"),
     )
     assert response.status_code == 200
     assert [e["is_json"] for e in response.json()] == [True, False, True, False, False]
 
 
 def test_sample_unknown_topic_is_404(api, kafka_conn):
-    response = api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": ["does-not-exist"]}, format="json")
+    response = answered(api, api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": ["does-not-exist"]}, format="json"))
     assert response.status_code == 404
     assert "does-not-exist" in response.json()["message"]
 
@@ -203,7 +212,10 @@ def test_other_users_connections_are_404(other_api, kafka_conn, ch_conn, topics)
         assert other_api.get(url).status_code == 404, url
     assert other_api.post(f"{KAFKA}{kafka_conn.pk}/test/").status_code == 404
     assert (
-        other_api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.orders]}, format="json").status_code == 404
+        answered(
+            other_api, other_api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topics.orders]}, format="json")
+        ).status_code
+        == 404
     )
     assert other_api.patch(f"{KAFKA}{kafka_conn.pk}/", {"name": "mine"}, format="json").status_code == 404
     assert other_api.delete(f"{CH}{ch_conn.pk}/").status_code == 404

@@ -15,6 +15,7 @@ import pytest
 
 from tests.kafka_security import MODES, BrokerSecurity
 from tests.webapp.conftest import order, produce_records
+from tests.webapp.heavy import answered
 
 KAFKA = "/api/v1/connections/kafka/"
 SECURED_ORDERS = 12
@@ -47,7 +48,7 @@ def test_each_security_mode_tests_lists_and_samples(api, secured_kafka, secured_
     listed = {t["name"]: t for t in api.get(f"{KAFKA}{pk}/topics/").json()}
     assert listed[secured_topic] == {"name": secured_topic, "partitions": 2, "message_count": SECURED_ORDERS}
 
-    sample = api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic], "count": 3}, format="json")
+    sample = answered(api, api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic], "count": 3}, format="json"))
     assert sample.status_code == 200, sample.json()
     assert [e["value"]["seq"] for e in sample.json()] == [9, 10, 11]
 
@@ -101,7 +102,7 @@ def test_a_saved_connection_with_a_wrong_password_fails_sampling_in_plain_words(
     pk = api.post(KAFKA, {"name": "stale", **connection}, format="json").json()["id"]
     for response in (
         api.get(f"{KAFKA}{pk}/topics/"),
-        api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic]}, format="json"),
+        answered(api, api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic]}, format="json")),
     ):
         assert response.status_code == 502
         assert response.json()["message"].startswith(

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.webapp.conftest import produce_records
+from tests.webapp.heavy import answered
 from webapp.connections.services import kafka_connection_create
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ def url(connection) -> str:
 
 
 def test_answers_the_issue_shape(api, kafka_conn, resent_topic):
-    response = api.post(url(kafka_conn), {"topics": [resent_topic], "keys": ["event_id"]}, format="json")
+    response = answered(api, api.post(url(kafka_conn), {"topics": [resent_topic], "keys": ["event_id"]}, format="json"))
     assert response.status_code == 200, response.json()
     body = response.json()
     assert {
@@ -57,16 +58,22 @@ def test_answers_the_issue_shape(api, kafka_conn, resent_topic):
 
 
 def test_max_events_and_event_time(api, kafka_conn, resent_topic):
-    response = api.post(
-        url(kafka_conn),
-        {"topics": [resent_topic], "keys": ["event_id"], "max_events": 20, "time": "ingestion"},
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            url(kafka_conn),
+            {"topics": [resent_topic], "keys": ["event_id"], "max_events": 20, "time": "ingestion"},
+            format="json",
+        ),
     )
     assert response.json()["scanned"] == 20
-    response = api.post(
-        url(kafka_conn),
-        {"topics": [resent_topic], "keys": ["event_id"], "time": "event", "event_time_field": "n"},
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            url(kafka_conn),
+            {"topics": [resent_topic], "keys": ["event_id"], "time": "event", "event_time_field": "n"},
+            format="json",
+        ),
     )
     assert response.status_code == 200
     assert response.json()["delay_ms"]["max"] == 0  # a copy carries its original's event time
@@ -86,28 +93,28 @@ def test_max_events_and_event_time(api, kafka_conn, resent_topic):
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(api, kafka_conn, body, path):
-    response = api.post(url(kafka_conn), body, format="json")
+    response = answered(api, api.post(url(kafka_conn), body, format="json"))
     assert response.status_code == 400
     assert response.json()["code"] == "invalid"
     assert response.json()["errors"][0]["path"] == path
 
 
 def test_unknown_topic_is_404(api, kafka_conn):
-    response = api.post(url(kafka_conn), {"topics": ["no-such-topic"], "keys": ["id"]}, format="json")
+    response = answered(api, api.post(url(kafka_conn), {"topics": ["no-such-topic"], "keys": ["id"]}, format="json"))
     assert response.status_code == 404
     assert "no-such-topic" in response.json()["message"]
 
 
 def test_unreachable_broker_is_502(api, owner):
     dead = kafka_connection_create(owner=owner, data={"name": "dead", "bootstrap_servers": "127.0.0.1:1"})
-    response = api.post(url(dead), {"topics": ["t"], "keys": ["id"]}, format="json")
+    response = answered(api, api.post(url(dead), {"topics": ["t"], "keys": ["id"]}, format="json"))
     assert response.status_code == 502
     assert response.json()["code"] == "kafka_error"
 
 
 def test_someone_elses_connection_is_404(other_api, anon_api, kafka_conn, resent_topic):
     body = {"topics": [resent_topic], "keys": ["event_id"]}
-    assert other_api.post(url(kafka_conn), body, format="json").status_code == 404
+    assert answered(other_api, other_api.post(url(kafka_conn), body, format="json")).status_code == 404
     assert anon_api.post(url(kafka_conn), body, format="json").status_code == 401
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.conftest import orders_spec
+from tests.webapp.heavy import answered
 
 KAFKA = "/api/v1/connections/kafka/"
 BAD_PEM = "-----BEGIN CERTIFICATE-----\nxx\n-----END CERTIFICATE-----"
@@ -79,7 +80,7 @@ def test_huge_ids_are_404(api):
 
 @pytest.mark.parametrize("topic", ["", "a" * 300, "bad topic", "x\x00"])
 def test_odd_topic_names(api, kafka_conn, topic):
-    response = api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topic]}, format="json")
+    response = answered(api, api.post(f"{KAFKA}{kafka_conn.pk}/sample/", {"topics": [topic]}, format="json"))
     assert response.status_code in (400, 404), response.content
 
 

@@ -12,6 +12,7 @@ import pytest
 from localstack.processes import free_port
 from tests.specs import spec_dict
 from tests.webapp.conftest import raw_column
+from tests.webapp.heavy import answered
 from webapp.connections.models import SchemaRegistryConnection
 from webapp.pipelines.models import Pipeline
 
@@ -96,20 +97,31 @@ def test_other_users_registry_connections_are_404(api, other_api, registry_conn,
     assert other_api.delete(f"{REGISTRY}{pk}/").status_code == 404
     # Nor can another user decode with it through their own Kafka connection.
     other_kafka = other_api.post(KAFKA, {"name": "k", "bootstrap_servers": kafka_conn.bootstrap_servers}, format="json")
-    sample = other_api.post(
-        f"{KAFKA}{other_kafka.json()['id']}/sample/",
-        {"topics": [avro_topic], "schema_registry_connection": pk},
-        format="json",
+    sample = answered(
+        other_api,
+        other_api.post(
+            f"{KAFKA}{other_kafka.json()['id']}/sample/",
+            {"topics": [avro_topic], "schema_registry_connection": pk},
+            format="json",
+        ),
     )
     assert sample.status_code == 404
     assert SchemaRegistryConnection.objects.filter(pk=pk).exists()
 
 
 def test_avro_sample_is_decoded_with_the_registered_schemas(api, kafka_conn, registry_conn, avro_topic):
-    response = api.post(
-        f"{KAFKA}{kafka_conn.pk}/sample/",
-        {"topics": [avro_topic], "count": 10, "position": "oldest", "schema_registry_connection": registry_conn["id"]},
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            f"{KAFKA}{kafka_conn.pk}/sample/",
+            {
+                "topics": [avro_topic],
+                "count": 10,
+                "position": "oldest",
+                "schema_registry_connection": registry_conn["id"],
+            },
+            format="json",
+        ),
     )
     assert response.status_code == 200, response.json()
     events = response.json()
@@ -278,10 +290,13 @@ def test_a_protobuf_event_is_decoded_with_its_registered_proto(
     produce_records(
         kafka_bootstrap, topic, [wire_format(schema_id, b"\x00\x0a\x03abc"), wire_format(schema_id, b"\x00\x0a\xff")]
     )
-    response = api.post(
-        f"{KAFKA}{kafka_conn.pk}/sample/",
-        {"topics": [topic], "schema_registry_connection": registry_conn["id"]},
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            f"{KAFKA}{kafka_conn.pk}/sample/",
+            {"topics": [topic], "schema_registry_connection": registry_conn["id"]},
+            format="json",
+        ),
     )
     assert response.status_code == 200, response.json()
     good, bad = sorted(response.json(), key=lambda event: event["offset"])

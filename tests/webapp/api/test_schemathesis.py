@@ -6,6 +6,9 @@ often those of real objects (a pipeline reading a real topic into a real ClickHo
 the answers come from Kafka, ClickHouse and Redis, not only from 404s. Each answer must not be a 500 and must
 conform to the schema: a status code, content type or body the schema does not document fails the test.
 Bounded: MAX_EXAMPLES requests per operation.
+
+A second, stateful run chains the calls on the objects a user creates: create, then read, change and delete what
+was created, with the ids the answers gave (STATEFUL_EXAMPLES scenarios of at most STATEFUL_STEPS calls).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import (
     content_type_conformance,
+    ignored_auth,
     not_a_server_error,
     positive_data_acceptance,
     response_schema_conformance,
@@ -45,7 +49,10 @@ def real_objects(owner, kafka_conn, ch_conn, topics, clickhouse_target, settings
     # Generated connection settings are tested against loopback and unresolvable names: no waiting on
     # throttles here (they have their own tests).
     settings.CONNECTION_REQUESTS_PER_MINUTE = 1_000_000
-    settings.PIPELINES_PER_USER = settings.RUNNING_PIPELINES_PER_USER = 1_000_000  # the caps have their own tests
+    # The caps have their own tests (test_quotas.py).
+    settings.PIPELINES_PER_USER = settings.RUNNING_PIPELINES_PER_USER = 1_000_000
+    settings.PIPELINES_PER_WORKSPACE = settings.RUNNING_PIPELINES_PER_WORKSPACE = 1_000_000
+    settings.HEAVY_REQUESTS_PER_USER = settings.HEAVY_REQUESTS_PER_WORKSPACE = 1_000_000
     settings.REDIS_URL = redis_url
     pipeline = pipeline_create(
         owner=owner,
@@ -103,3 +110,44 @@ def not_a_500(ctx, response, case) -> bool | None:
     if response.status_code == 500:
         raise AssertionError(f"500 from {case.method} {case.formatted_path}: {response.text[:300]}")
     return None
+
+
+# The stateful run: chains of calls on the objects a user creates (connections, alert channels, pipelines, tokens,
+# workspaces): create, then read, change and delete what was created, with the ids the answers gave (links that
+# schemathesis infers from the schema). Bounded: STATEFUL_EXAMPLES scenarios of at most STATEFUL_STEPS calls.
+STATEFUL_EXAMPLES = 8
+STATEFUL_STEPS = 6
+CRUD_PATHS = (
+    r"^/api/v1/(connections/(kafka|clickhouse|schema-registry)|alerts/channels|pipelines|tokens|workspaces)/(\{id\}/)?$"
+)
+
+
+def test_create_read_update_delete_chains_conform_to_the_schema(live_server, real_objects, token):
+    workflow = schema.include(path_regex=CRUD_PATHS).as_state_machine()
+    headers = {"Authorization": f"Token {token}"}
+
+    class CrudChains(workflow):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case):
+            return {"base_url": live_server.url, "headers": headers, "timeout": 60}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(
+                response,
+                # Every call carries the test's valid token in place of generated credentials, so "accepts invalid
+                # authentication" cannot be told here (test_anonymous_access.py covers it).
+                excluded_checks=[not_a_server_error, positive_data_acceptance, ignored_auth],
+                additional_checks=[not_a_500, status_code_conformance, content_type_conformance],
+                transport_kwargs=kwargs or None,
+                recorder=getattr(self, "recorder", None),
+            )
+
+    CrudChains.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            derandomize=True,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+    )

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from localstack.processes import free_port
+from tests.webapp.heavy import page_answered
 from tests.webapp.wizard.test_wizard_steps import (
     alerts,
     mapping_post,
@@ -74,9 +75,11 @@ def test_an_unreachable_registry_is_not_saved_unless_asked_and_its_password_neve
 
 
 def fetch(client, draft, **extra):
-    return client.post(
-        reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}),
-        {"count": 20, "position": "oldest", **extra},
+    return page_answered(
+        client,
+        client.post(
+            reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": 20, "position": "oldest", **extra}
+        ),
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from spark_jobs.sizing import MB, state_estimate
+from tests.webapp.heavy import page_answered
 from webapp.wizard.draft_spec import load_draft_spec
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_get_or_create, draft_save_step
@@ -56,7 +57,7 @@ def test_a_large_state_is_shown_in_keys_and_mb_on_disk_with_no_store_to_choose(
     topics = load_draft_spec({"source": {"topics": [busy_topic]}})
     draft_save_step(draft=draft, step="topics", spec=topics, advance=True)
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
-    html = owner_client.post(url, {"enabled": "on", "keys": ["id"]}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["id"]})).content.decode()
     # The newest 50,000 events span about a second (with the copy): some 50,000 new keys a second, kept for a
     # minute. The page sizes it as the review step does (spark_jobs.sizing), at the rate the advice measured.
     assert 'data-recommended-window="1m"' in html

@@ -15,6 +15,7 @@ import clickhouse_connect
 import pytest
 from django.urls import reverse
 
+from tests.webapp.heavy import page_answered
 from tests.webapp.wizard.html_forms import form_data, form_pairs
 from tests.webapp.wizard.test_wizard_steps import alerts, step_url, submit, walk_to_dedup, walk_to_sample
 from webapp.wizard.models import WizardDraft
@@ -181,8 +182,11 @@ def mapping_rows_shown(html: str) -> dict[str, tuple[str, str, bool]]:
 def walk_to_destination(client, kafka_connection, clickhouse_connection, topic, fields: dict | None = None):
     draft = walk_to_sample(client, kafka_connection, topic)
     if fields is None:
-        fetched = client.post(
-            reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": 20, "position": "oldest"}
+        fetched = page_answered(
+            client,
+            client.post(
+                reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": 20, "position": "oldest"}
+            ),
         ).content.decode()
         fields_post = {**page_data(client, draft, "sample"), **form_data(fetched, form_id=None)}
     else:

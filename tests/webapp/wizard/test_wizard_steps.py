@@ -9,6 +9,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from tests.webapp.heavy import page_answered
 from tests.webapp.wizard.conftest import DUPLICATES, EVENT_COUNT, WITHOUT_KEY
 from webapp.pipelines.models import Pipeline, PipelineStatus
 from webapp.wizard.models import WizardDraft
@@ -38,8 +39,11 @@ def submit(client, draft, step, data, action="next"):
 
 
 def fetch_sample(client, draft, count=20):
-    return client.post(
-        reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": count, "position": "oldest"}
+    return page_answered(
+        client,
+        client.post(
+            reverse("wizard:sample_fetch", kwargs={"draft_id": draft.pk}), {"count": count, "position": "oldest"}
+        ),
     )
 
 
@@ -258,7 +262,7 @@ def walk_to_dedup(client, kafka_connection, topic):
 def test_dedup_analysis_measures_the_topic_and_recommends_a_window(owner_client, kafka_connection, users_topic):
     draft = walk_to_dedup(owner_client, kafka_connection, users_topic)
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
-    html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["event_id"]})).content.decode()
     assert f'<b id="scanned-count">{EVENT_COUNT}</b>' in html  # the whole topic, not a sample
     assert f'<b id="dup-count">{DUPLICATES}</b>' in html
     assert f'<b id="missing-count">{WITHOUT_KEY}</b>' in html
@@ -267,18 +271,18 @@ def test_dedup_analysis_measures_the_topic_and_recommends_a_window(owner_client,
     assert 'data-recommended-window="1m"' in html
     assert '<b id="recommended-window">at least 1m</b>' in html
     assert 'id="key-candidates"' in html and "<code>event_id</code>" in html
-    html = owner_client.post(url, {"enabled": "on", "keys": ["plan"]}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["plan"]})).content.decode()
     assert f'<b id="dup-count">{EVENT_COUNT - 3}</b>' in html  # three plans, 20 events
-    html = owner_client.post(url, {"enabled": "on", "keys": ["referrer"]}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["referrer"]})).content.decode()
     assert "missing from every one of the 20 events" in html
-    html = owner_client.post(url, {"enabled": "off"}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "off"})).content.decode()
     assert "Deduplication is off" in html
 
 
 def test_dedup_analysis_of_an_empty_topic(owner_client, kafka_connection, empty_topic):
     draft = walk_to_sample(owner_client, kafka_connection, empty_topic)
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
-    html = owner_client.post(url, {"enabled": "on", "keys": ["event_id"]}).content.decode()
+    html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["event_id"]})).content.decode()
     assert "The topics hold no events" in html
 
 

@@ -50,3 +50,27 @@ def test_a_viewer_reads_the_pages_and_changes_nothing(client, team):
     pipeline = team["ids"]["/api/v1/pipelines/"]
     page = client.get(f"/pipelines/{pipeline}/").content.decode()
     assert f"{MARK}-p" in page and 'id="pipeline-activity"' in page and "pipeline.create" in page
+
+
+def test_an_editor_is_refused_every_page_change_that_takes_an_admin_and_nothing_changes(client, team):
+    client.force_login(team["users"]["editor"])
+    client.post(f"/workspaces/{team['workspace'].pk}/switch/")
+    before = state(team)
+    workspace, member = team["workspace"].pk, team["member"]
+    pipeline, kafka = team["ids"]["/api/v1/pipelines/"], team["ids"]["/api/v1/connections/kafka/"]
+    admin_only = [
+        (f"/workspaces/{workspace}/members/", {"action": "add", "username": "outsider-user", "role": "editor"}),
+        (f"/workspaces/{workspace}/members/", {"action": "role", "member": member, "role": "admin"}),
+        (f"/workspaces/{workspace}/members/", {"action": "remove", "membership": member}),
+        (f"/workspaces/{workspace}/members/", {"action": "settings", "hide_dead_letter_payloads": "on"}),
+        (f"/pipelines/{pipeline}/reset-checkpoint/", {"confirm": "yes"}),
+        (f"/pipelines/{pipeline}/dead-letters/purge/", {"confirm": "yes"}),
+        (f"/connections/kafka/{kafka}/", {"name": f"{MARK}-k", "change_sasl_password": "on", "sasl_password": "x"}),
+    ]
+    for url, data in admin_only:
+        response = client.post(url, data)
+        where = f"editor: POST {url} {data}"
+        assert response.status_code == 403, f"{where}: {response.status_code}"
+        text = response.content.decode()
+        assert "Not allowed" in text and "admin" in text, where
+    assert state(team) == before

@@ -106,10 +106,22 @@ CLEARFLOW_ALLOW_PRIVATE_NETWORKS = env_bool("CLEARFLOW_ALLOW_PRIVATE_NETWORKS", 
 # columns, key advice, live checks), so the bound is above that; a scan of ports through them stays at one a second.
 CONNECTION_REQUESTS_PER_MINUTE = 60
 
-# What one user may hold and run (webapp.pipelines.quotas): a pipeline past the first cap is refused, and so is a
-# deploy or resume past the second (each running job takes a Spark driver: 0.6 to 0.9 GB). 429 in words.
+# What one user, and one workspace, may hold and run (webapp.pipelines.quotas): a pipeline past a "pipelines" cap
+# is refused, and so is a deploy or resume past a "running" one (each running job takes a Spark driver: 0.6 to
+# 0.9 GB). 429 in words.
 PIPELINES_PER_USER = env_int("CLEARFLOW_PIPELINES_PER_USER", 100)
 RUNNING_PIPELINES_PER_USER = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_USER", 10)
+PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_PIPELINES_PER_WORKSPACE", 200)
+RUNNING_PIPELINES_PER_WORKSPACE = env_int("CLEARFLOW_RUNNING_PIPELINES_PER_WORKSPACE", 20)
+
+# Key advice and samples read events in the worker, and the page or the API client polls for the answer
+# (webapp.connections.heavy_requests): at most this many of each kind at once per user and per workspace (429 in
+# words past either); an answer is kept this long after it ends, and a request the worker never ended stops
+# counting after the stale bound.
+HEAVY_REQUESTS_PER_USER = env_int("CLEARFLOW_HEAVY_REQUESTS_PER_USER", 2)
+HEAVY_REQUESTS_PER_WORKSPACE = env_int("CLEARFLOW_HEAVY_REQUESTS_PER_WORKSPACE", 4)
+HEAVY_REQUEST_KEEP_SECONDS = 600
+HEAVY_REQUEST_STALE_SECONDS = 300
 
 # Bodies: Django refuses a larger request body with RequestDataTooBig (answered in the JSON error shape).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # 2.5 MiB, Django's default, named
