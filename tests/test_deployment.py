@@ -12,7 +12,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 APP_SERVICES = ("web", "worker", "beat", "migrate")
-OFFICIAL_NAMESPACES = ("apache/", "clickhouse/", "apicurio/")  # plus Docker's library images (no namespace)
+# Plus Docker's library images (no namespace); andrewgaul/ is S3Proxy's author's own.
+OFFICIAL_NAMESPACES = ("apache/", "clickhouse/", "apicurio/", "andrewgaul/")
 SECRETS = ("DJANGO_SECRET_KEY", "CLEARFLOW_ENCRYPTION_KEY", "CLICKHOUSE_PASSWORD", "POSTGRES_PASSWORD")
 
 
