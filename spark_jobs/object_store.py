@@ -80,6 +80,9 @@ def hadoop_conf(env: Mapping[str, str] | None = None) -> dict[str, str]:
     # a failing write should fail in seconds, not after S3A's default 7 attempts with back-off.
     conf["fs.s3a.attempts.maximum"] = "3"
     conf["fs.s3a.retry.limit"] = "3"
+    # Uploads buffered in memory, not in local files: S3A sits on the driver's class path, where the engine's local
+    # file system (spark_jobs.pipeline.IN_PROCESS_LOCAL_FILES) is not; checkpoint files are small.
+    conf["fs.s3a.fast.upload.buffer"] = "bytebuffer"
     return conf
 
 

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from pydantic import BaseModel, SecretStr
 
 from spark_jobs.jars import job_jars, object_store_jars
 from spark_jobs.object_store import bucket_of, is_object_store, key_prefix
-from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, local_checkpoint_path
+from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, host_id, local_checkpoint_path
 from spark_jobs.s3_client import S3Client
 from spark_jobs.sizing import LIGHT_TRIGGER, driver_java_options
 from spark_jobs.spec import PipelineSpec
@@ -84,7 +83,7 @@ class JobState:
 
 
 def this_host() -> str:
-    return socket.gethostname()
+    return host_id()
 
 
 def is_cluster(master: str) -> bool:
