@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+import psutil
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
@@ -57,6 +58,8 @@ class LeaderScheduler(PersistentScheduler):
             if self.leading and client.eval(_RENEW, 1, protocol.BEAT_LEADER_KEY, self.identity, self.lease_ms):
                 return True
             taken = bool(client.set(protocol.BEAT_LEADER_KEY, self.identity, nx=True, px=self.lease_ms))
+            if not taken and self._holder_died_here(client):  # this host's beat, killed and started again
+                taken = bool(client.set(protocol.BEAT_LEADER_KEY, self.identity, nx=True, px=self.lease_ms))
         except Exception as exc:  # Redis down: nobody can tell who leads; send nothing until it answers
             log.warning("beat: could not reach Redis for the beat lease: %s", exc)
             taken = False
@@ -64,6 +67,15 @@ class LeaderScheduler(PersistentScheduler):
             log.info("beat: %s the beat lease (%s)", "took" if taken else "lost", self.identity)
         self.leading = taken
         return taken
+
+    def _holder_died_here(self, client: Any) -> bool:
+        """Whether the lease is held by a beat of this host whose process is gone (then it is given back now,
+        rather than after the lease: `make up` started again after a crash)."""
+        raw = client.get(protocol.BEAT_LEADER_KEY)
+        host, _, pid = (raw.decode() if raw else "").rpartition(" ")
+        if host != jobs.this_host() or not pid.isdigit() or psutil.pid_exists(int(pid)):
+            return False
+        return bool(client.eval(_RELEASE, 1, protocol.BEAT_LEADER_KEY, raw.decode()))
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         wait = self.lease_ms / 3000  # renewed well before it expires
