@@ -98,11 +98,11 @@ def _position(pipeline: Pipeline, run: PipelineRun | None) -> tuple[dict[str, di
     if is_object_store(checkpoint):
         try:
             return committed_offsets_on_s3(checkpoint), "checkpoint"
-        except S3Error:
+        except S3Error as exc:  # every lag interval while S3 refuses: one line, no traceback
             log.warning(
-                "pipeline %s: its checkpoint on S3 could not be read; the lag is read from its batches",
+                "pipeline %s: its checkpoint on S3 could not be read (%s); the lag is read from its batches",
                 pipeline.pk,
-                exc_info=True,
+                exc,
             )
     raw = redis_state.client().get(latest_key(pipeline.job_name))
     if raw:
