@@ -1,21 +1,37 @@
 # The ClearFlow application image: the web app (gunicorn), the Celery worker and beat, and the Spark driver.
-FROM python:3.11.14-slim-bookworm
+# Built by the same install steps as `make install`: a build stage with a JDK and Maven installs the Python
+# packages (pyspark at the pin in pyproject.toml) into a venv and resolves and builds the engine's jars into it
+# (`python -m localstack jars`: the Kafka connector, the Protobuf decoder, clearflow-engine, hadoop-aws); the
+# runtime stage has a JRE and that venv. PYTHON_IMAGE is the one base of both stages and of docker/spark.Dockerfile
+# (a build argument, so a check can build on a local base).
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    CLEARFLOW_VAR_DIR=/var/lib/clearflow DJANGO_STATIC_ROOT=/srv/static
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md manage.py ./
 COPY spark_jobs ./spark_jobs
 COPY webapp ./webapp
 COPY worker ./worker
 COPY localstack ./localstack
 COPY frontend ./frontend
-COPY manage.py ./
-RUN pip install . \
- && useradd --system --home /var/lib/clearflow clearflow \
+RUN python -m venv /opt/clearflow/venv \
+ && /opt/clearflow/venv/bin/pip install . \
+ && /opt/clearflow/venv/bin/python -m localstack jars
+
+FROM ${PYTHON_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    CLEARFLOW_VAR_DIR=/var/lib/clearflow DJANGO_STATIC_ROOT=/srv/static PATH=/opt/clearflow/venv/bin:$PATH
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/clearflow/venv /opt/clearflow/venv
+WORKDIR /app
+COPY --from=build /app ./
+RUN useradd --system --home /var/lib/clearflow clearflow \
  && mkdir -p /var/lib/clearflow /srv/static \
  && DJANGO_SECRET_KEY=build CLEARFLOW_ENCRYPTION_KEY=bm90LWEtcmVhbC1rZXktb25seS1mb3ItYnVpbGRpbmc9 \
     python manage.py collectstatic --noinput \

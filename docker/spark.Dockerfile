@@ -1,9 +1,19 @@
-# Spark master and workers: the official Apache Spark image (same version as the pyspark pin) plus what the
-# job's Python workers import: the spark_jobs package and its clients (confluent-kafka, clickhouse-connect).
-FROM apache/spark:4.3.0-java17-python3
-USER root
-COPY spark_jobs /opt/clearflow/spark_jobs
-RUN pip install --no-cache-dir confluent-kafka==2.16.1 clickhouse-connect==1.12.0 pyarrow==26.0.1 \
-        pandas==2.3.3 pydantic==2.14.3 sqlglot==30.30.0 redis==8.1.0
+# Spark master and workers, for the pipelines' executors: the same Python base and the same pyspark as the app
+# image (installed from pyproject.toml's pin, so one Spark version everywhere), run from pyspark's own
+# `spark-class`. The executors' Python workers import the spark_jobs package and its clients, installed with it;
+# the jobs' jars (Kafka connector, engine, hadoop-aws) come from the driver (`spark-submit --jars`).
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+FROM ${PYTHON_IMAGE}
+ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/clearflow
+COPY pyproject.toml README.md ./
+COPY spark_jobs ./spark_jobs
+COPY webapp ./webapp
+COPY worker ./worker
+COPY localstack ./localstack
+RUN pip install . && useradd --system --create-home spark
 ENV PYTHONPATH=/opt/clearflow
 USER spark

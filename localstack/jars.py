@@ -5,8 +5,14 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
 - `spark-kafka`: Spark's own Kafka connector and Avro functions (`from_avro`) for the engine, at the pinned
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
+<<<<<<< HEAD
 - `msk-iam`: AWS's `aws-msk-iam-auth` (the AWS_MSK_IAM login module) and the AWS SDK it signs with, for the job's
   class path beside the connector's kafka-clients (left out here, as pyspark's jars are).
+=======
+- `hadoop-aws`: Hadoop's S3A file system at the version of the Hadoop client in the pyspark wheel, with the AWS
+  SDK bundle it depends on, for checkpoints on object storage (`spark_jobs.object_store`);
+- `s3proxy`: S3Proxy, an S3-compatible server on a filesystem backend, run by `localstack.processes`.
+>>>>>>> cloud
 
 Built from this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
@@ -33,10 +39,20 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 # The one definition of where bundles live (the engine finds its connector there without importing localstack).
-from spark_jobs.jars import CONNECTOR_BUNDLE, ENGINE_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE, jars_root
+from spark_jobs.jars import (
+    CONNECTOR_BUNDLE,
+    ENGINE_BUNDLE,
+    MSK_IAM_BUNDLE,
+    OBJECT_STORE_BUNDLE,
+    PROTOBUF_BUNDLE,
+    jars_root,
+)
 
 KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.2.0"  # must equal the pinned pyspark's version (pyproject.toml); tests check it
+HADOOP_VERSION = "3.5.0"  # the Hadoop client inside the pinned pyspark wheel (hadoop-client-api-*.jar); tests check it
+S3PROXY_VERSION = "2.6.0"
+S3PROXY_BUNDLE = "s3proxy"
 
 BUNDLES: dict[str, tuple[str, ...]] = {
     "kafka-broker": (
@@ -51,9 +67,13 @@ BUNDLES: dict[str, tuple[str, ...]] = {
         f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}",
     ),
     MSK_IAM_BUNDLE: ("software.amazon.msk:aws-msk-iam-auth:2.3.2",),
+    # Hadoop's S3A file system and the AWS SDK it was built with: checkpoints on object storage (s3a://).
+    OBJECT_STORE_BUNDLE: (f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",),
+    # An S3-compatible server on a filesystem backend, for the local stack and the tests.
+    S3PROXY_BUNDLE: (f"org.gaul:s3proxy:{S3PROXY_VERSION}",),
 }
-# Bundles for Spark's class path: without the jars pyspark ships, nor a second kafka-clients (the connector's).
-_SPARK_BUNDLES = (CONNECTOR_BUNDLE, MSK_IAM_BUNDLE)
+# Bundles for Spark's class path: without the jars pyspark ships (one copy of each), nor a second kafka-clients.
+BESIDE_PYSPARK = {CONNECTOR_BUNDLE, MSK_IAM_BUNDLE, OBJECT_STORE_BUNDLE}
 # Applications built from a Maven project here: bundle name -> project directory.
 REGISTRY_BUNDLE = "schema-registry"
 BUILDS: dict[str, Path] = {REGISTRY_BUNDLE: Path(__file__).resolve().parent / "schema-registry"}
@@ -250,7 +270,7 @@ def resolve(name: str) -> Path:
                 "-DincludeScope=runtime",
             ],
         )
-        if name in _SPARK_BUNDLES:
+        if name in BESIDE_PYSPARK:
             left_out = _pyspark_jar_names()
             if name == MSK_IAM_BUNDLE:
                 # The connector's kafka-clients is the one; pyspark's jcl-over-slf4j already has commons-logging's API.

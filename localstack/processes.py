@@ -461,3 +461,79 @@ def redis(*, host: str = "127.0.0.1", port: int = 6379, data_dir: Path) -> Servi
         # their lease, and run, until the next start (or `make down`) stops them and it.
         outlives_parent=True,
     )
+
+
+S3PROXY_HEAP = "-Xmx192m"
+S3_BUCKET = "clearflow"  # the local stack's bucket (CLEARFLOW_CHECKPOINT_ROOT=s3a://clearflow/checkpoints)
+
+
+def s3proxy(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9000,
+    data_dir: Path,
+    identity: str,
+    credential: str,
+    buckets: Sequence[str] = (S3_BUCKET,),
+) -> ServiceDef:
+    """S3Proxy (the `s3proxy` bundle): the S3 API at `http://host:port`, requests signed with
+    `identity`/`credential` (AWS Signature V2 or V4), `buckets` made once it listens.
+
+    Objects are kept in its memory, for as long as it runs (see the backend below). The credential travels in a
+    properties file (0600) under `data_dir`, never on the command line."""
+    from localstack import jars
+    from spark_jobs.s3_client import S3Client, S3Error
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    client = S3Client(endpoint=f"http://{host}:{port}", region="us-east-1", access_key=identity, secret_key=credential)
+
+    def ready() -> bool:
+        if not tcp_open(host, port):
+            return False
+        try:
+            for bucket in buckets:
+                client.make_bucket(bucket)
+        except S3Error:
+            return False
+        return True
+
+    properties = data_dir / "s3proxy.properties"
+    properties.touch(mode=0o600)
+    properties.write_text(
+        "\n".join(
+            [
+                f"s3proxy.endpoint=http://{host}:{port}",
+                "s3proxy.authorization=aws-v2-or-v4",
+                f"s3proxy.identity={_properties_value(identity)}",
+                f"s3proxy.credential={_properties_value(credential)}",
+                # In memory: jclouds' filesystem backends do not keep what S3A's empty directories are made of
+                # (a `dir/` marker object listed under its own prefix), and Spark's checkpoint lists them.
+                "jclouds.provider=transient",
+            ]
+        )
+        + "\n"
+    )
+    # Its jar has no logging configuration, and logback's default is every request's Jetty internals.
+    logging = data_dir / "logback.xml"
+    logging.write_text(
+        '<configuration><appender name="out" class="ch.qos.logback.core.ConsoleAppender"><encoder>'
+        "<pattern>%d %level %logger{20} %msg%n</pattern></encoder></appender>"
+        '<root level="WARN"><appender-ref ref="out"/></root></configuration>'
+    )
+    return ServiceDef(
+        name="s3proxy",
+        argv=[
+            "java",
+            S3PROXY_HEAP,
+            "-Xms32m",
+            f"-Dlogback.configurationFile={logging}",
+            "-cp",
+            jars.classpath(jars.S3PROXY_BUNDLE),
+            "org.gaul.s3proxy.Main",
+            "--properties",
+            str(properties),
+        ],
+        cwd=data_dir,
+        ready=ready,
+        ready_timeout=60,
+    )

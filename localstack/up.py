@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -36,6 +37,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from localstack import leftovers, processes, run_state, stopping
+from spark_jobs import object_store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -212,6 +214,8 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
                 host=config.clickhouse_host, port=config.clickhouse_port, data_dir=config.var_dir / "clickhouse"
             )
         )
+    if object_store_is_local():
+        definitions.append(local_object_store(config.var_dir))
     if config.registry_host in LOCAL_HOSTS:
         ensure_port_free("the schema registry", config.registry_host, config.registry_port, "SCHEMA_REGISTRY_URL")
         definitions.append(
@@ -283,6 +287,44 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
         ),
     ]
     return definitions
+
+
+LOCAL_S3_ENDPOINT = "http://127.0.0.1:9000"
+
+
+def object_store_is_local() -> bool:
+    """Whether the checkpoints go to S3 (CLEARFLOW_CHECKPOINT_ROOT=s3a://...) on this stack's own S3Proxy (no
+    CLEARFLOW_S3_ENDPOINT, or one on this machine)."""
+    if not object_store.is_object_store(os.environ.get("CLEARFLOW_CHECKPOINT_ROOT", "")):
+        return False
+    host = urlsplit(os.environ.get(object_store.ENDPOINT_ENV) or LOCAL_S3_ENDPOINT).hostname or ""
+    return host in LOCAL_HOSTS
+
+
+def local_object_store(var_dir: Path) -> processes.ServiceDef:
+    """S3Proxy for the checkpoints, with the checkpoint root's bucket. Its keys: the environment's
+    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), else made once and kept in var/secrets/s3proxy (0600); the worker
+    and its jobs inherit them through the environment."""
+    endpoint = urlsplit(os.environ.setdefault(object_store.ENDPOINT_ENV, LOCAL_S3_ENDPOINT))
+    host, port = endpoint.hostname or "127.0.0.1", endpoint.port or 9000
+    ensure_port_free("the S3 server (S3Proxy)", host, port, object_store.ENDPOINT_ENV)
+    secret_file = var_dir / "secrets" / "s3proxy"
+    if not os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        secret_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not secret_file.exists():
+            secret_file.touch(mode=0o600)
+            secret_file.write_text(secrets.token_urlsafe(24))
+        os.environ["AWS_SECRET_ACCESS_KEY"] = secret_file.read_text().strip()
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "clearflow")
+    bucket = object_store.bucket_of(os.environ["CLEARFLOW_CHECKPOINT_ROOT"])
+    return processes.s3proxy(
+        host=host,
+        port=port,
+        data_dir=var_dir / "s3proxy",
+        identity=os.environ["AWS_ACCESS_KEY_ID"],
+        credential=os.environ["AWS_SECRET_ACCESS_KEY"],
+        buckets=sorted({bucket, processes.S3_BUCKET}),
+    )
 
 
 def _celery_answers() -> bool:

@@ -8,13 +8,21 @@ with a commit are what the pipeline has committed: a restart reads on from there
     {"batchWatermarkMs":...,"batchTimestampMs":...,"conf":{...}}
     {"<topic>":{"<partition>":<next offset>,...}}        one line per source (a join has two)
 
-The worker reads it (`worker.lag`) for a local checkpoint; a remote one (s3a://) is read from the job's metrics.
+The worker reads it (`worker.lag`) from a local checkpoint, or one on S3 (s3a://, `committed_offsets_on_s3`);
+another remote one (hdfs://) is read from the job's metrics.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spark_jobs.object_store import bucket_of, key_prefix
+from spark_jobs.s3_client import S3Error
+
+if TYPE_CHECKING:
+    from spark_jobs.s3_client import S3Client
 
 Offsets = dict[str, dict[str, int]]  # topic -> partition (as text) -> next offset to read
 
@@ -62,4 +70,26 @@ def committed_offsets(checkpoint: Path) -> Offsets | None:
     return None
 
 
-__all__ = ["Offsets", "committed_offsets", "parse_offset_file"]
+def committed_offsets_on_s3(checkpoint: str, client: S3Client | None = None) -> Offsets | None:
+    """`committed_offsets` of a checkpoint on S3 (`s3a://bucket/prefix`); S3Error when S3 cannot be read."""
+    from spark_jobs.s3_client import S3Client
+
+    client = client or S3Client.from_env()
+    bucket, prefix = bucket_of(checkpoint), key_prefix(checkpoint)
+    commits = sorted(
+        (int(name) for key in client.keys(bucket, f"{prefix}commits/") if (name := key.rsplit("/", 1)[-1]).isdigit()),
+        reverse=True,
+    )
+    for batch in commits:
+        try:
+            offsets = parse_offset_file(client.read(bucket, f"{prefix}offsets/{batch}").decode())
+        except S3Error as exc:
+            if exc.status == 404:  # removed by the log's clean-up meanwhile: an older one will do
+                continue
+            raise
+        if offsets:
+            return offsets
+    return None
+
+
+__all__ = ["Offsets", "committed_offsets", "committed_offsets_on_s3", "parse_offset_file"]

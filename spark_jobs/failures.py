@@ -39,6 +39,8 @@ LEASE_LOST = "lease_lost"
 DISK_FULL = "disk_full"  # the disk under the job's checkpoint (or its local state) had no space left
 STALLED = "stalled"  # the worker killed it: no heartbeat, or no start in time (its words say which)
 LOST = "lost"  # its host stopped renewing the job's lease
+CHECKPOINT_STORE_DENIED = "checkpoint_store_denied"  # S3 refused the checkpoint's reads or writes
+CHECKPOINT_STORE_MISSING = "checkpoint_store_missing"  # the checkpoint's bucket does not exist
 UNKNOWN = "unknown"
 
 # Spark's JVM exits with this when a thread dies of OutOfMemoryError (SparkExitCode.OOM), e.g. under spark-submit.
@@ -93,6 +95,8 @@ _PHRASES = {
     CLICKHOUSE_TABLE: "the ClickHouse table was missing",
     CLICKHOUSE_AUTH: "ClickHouse refused the job's credentials",
     CLICKHOUSE_ERROR: "ClickHouse refused the write",
+    CHECKPOINT_STORE_DENIED: "S3 refused the checkpoint",
+    CHECKPOINT_STORE_MISSING: "the checkpoint's bucket was missing",
 }
 
 
@@ -179,6 +183,12 @@ _CHECKPOINT = (
     "schema is not compatible",
     "StateSchemaNotCompatible",
     "IncompatibleSchemaException",
+)
+# Hadoop's S3A file system: "java.nio.file.AccessDeniedException: s3a://bucket/key: getFileStatus on ... (Service:
+# S3, Status Code: 403, ...)"; a missing bucket: "UnknownStoreException: s3a://bucket/...: ... NoSuchBucket".
+_S3_DENIED = re.compile(r"AccessDeniedException: s3a://([^/\s:]+)|s3a://([^/\s:]+)\S*: .*Status Code: 403")
+_S3_NO_BUCKET = re.compile(
+    r"(?:UnknownStoreException|NoSuchBucket).*?s3a://([^/\s:]+)|s3a://([^/\s:]+)\S*: .*NoSuchBucket"
 )
 _KAFKA_TOPIC = ("UnknownTopicOrPartition", "UNKNOWN_TOPIC_OR_PARTITION")
 _KAFKA_AUTH = (
@@ -301,6 +311,24 @@ def _match(text: str, memory: str | None) -> Cause | None:
             "Spark version.",
             "Check that the checkpoint storage (CLEARFLOW_CHECKPOINT_ROOT) is complete and reachable; if it is "
             "lost, start from a new checkpoint (the dedup window's state is lost, the rows in ClickHouse stay).",
+            line,
+        )
+    if line := _find_re(_S3_DENIED, text):
+        bucket = next(filter(None, _S3_DENIED.search(line).groups()))  # type: ignore[union-attr]
+        return Cause(
+            CHECKPOINT_STORE_DENIED,
+            f"S3: access denied to bucket {bucket}: the job cannot read or write its checkpoint there.",
+            "Give the worker hosts keys (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or an instance role that may "
+            f"list, read, write and delete objects in {bucket}, or point CLEARFLOW_CHECKPOINT_ROOT at a bucket "
+            "they may write; the job restarts on its own.",
+            line,
+        )
+    if line := _find_re(_S3_NO_BUCKET, text):
+        bucket = next(filter(None, _S3_NO_BUCKET.search(line).groups()))  # type: ignore[union-attr]
+        return Cause(
+            CHECKPOINT_STORE_MISSING,
+            f"S3: the bucket {bucket} of the checkpoint does not exist.",
+            f"Create the bucket {bucket}, or point CLEARFLOW_CHECKPOINT_ROOT at an existing one.",
             line,
         )
     if line := _find(_OOM, text) or _find_re(_CONTAINER_OOM, text):

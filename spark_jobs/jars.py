@@ -22,6 +22,7 @@ PROTOBUF_BUNDLE = "protobuf-decoder"
 # loader than kafka-clients fails with "is not an instance of AuthenticateCallbackHandler".
 MSK_IAM_BUNDLE = "msk-iam"
 ENGINE_BUNDLE = "clearflow-engine"  # the dedup StatefulProcessor (spark_jobs/jvm), compiled by `make install`
+OBJECT_STORE_BUNDLE = "hadoop-aws"  # Hadoop's S3A file system and its AWS SDK (checkpoints on s3a://)
 
 
 class ConnectorJarsMissing(RuntimeError):
@@ -59,3 +60,8 @@ def engine_jars() -> list[str]:
 def job_jars() -> list[str]:
     """Every jar a pipeline job needs (`spark.jars` or `spark-submit --jars`): the connector and the engine."""
     return [*connector_jars(), *engine_jars()]
+
+
+def object_store_jars() -> list[str]:
+    """Hadoop's S3A file system and its AWS SDK, for a checkpoint on object storage (s3a://)."""
+    return bundle_jars(OBJECT_STORE_BUNDLE)

@@ -545,7 +545,8 @@ def start_query(
     memory_mb = int(spark.conf.get(ROCKSDB_MEMORY_CONF, None) or DEFAULT_STATE_MEMORY_MB)
     for key, value in state_store_conf(memory_mb=memory_mb).items():
         spark.conf.set(key, value)
-    use_in_process_local_files(spark)
+    if local_checkpoint_path(checkpoint) is not None:  # only a local checkpoint gains; S3A's classes could not see it
+        use_in_process_local_files(spark)
     if spec.dedup is not None:
         log.info("pipeline %s: dedup state in RocksDB, memory bound %d MB", spec.name, memory_mb)
     if schemas is None:

@@ -20,7 +20,9 @@ No Django, no Spark, nothing but the standard library: the job ships this module
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -114,6 +116,17 @@ def job_log_key(job: str) -> str:
 
 # STRING: epoch seconds of the watcher's last tick (written by the worker, read by the health check).
 WATCHER_TICK_KEY = "clearflow:watcher:tick"
+# STRING with a TTL: "<host id> <pid>" of the one beat that sends the periodic tasks (worker.beat).
+BEAT_LEADER_KEY = "clearflow:beat:leader"
+# The environment variable naming a worker host (its runs' `host`, its jobs' leases); the host name when unset.
+HOST_ID_ENV = "CLEARFLOW_HOST_ID"
+
+
+def host_id() -> str:
+    """This host's id: $CLEARFLOW_HOST_ID, else its host name. Two worker hosts need two ids."""
+    return os.environ.get(HOST_ID_ENV) or socket.gethostname()
+
+
 # HASHes of the app's own counts, `<label>\t<label>` -> count (every web and worker process adds to them).
 HTTP_REQUESTS_KEY = "clearflow:app:http_requests"
 CELERY_TASKS_KEY = "clearflow:app:celery_tasks"

@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_jobs import object_store
+from spark_jobs.jars import object_store_jars
 from spark_jobs.protocol import STARTED_LINE, TIMING_LINE, ExitCode
 from spark_jobs.sizing import LIGHT_TRIGGER
 
@@ -62,8 +64,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def spark_conf(args: argparse.Namespace) -> dict[str, str]:
-    """The Spark settings the command line asks for (--conf last, so it overrides the others)."""
+    """The Spark settings the command line asks for (--conf last, so it overrides the others), with S3A's when the
+    checkpoint is on object storage (a standby's is known only later: the checkpoint root's then)."""
     conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory}
+    if object_store.is_object_store(args.checkpoint or os.environ.get("CLEARFLOW_CHECKPOINT_ROOT", "")):
+        conf.update(object_store.spark_conf())
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:  # under spark-submit its --jars carry them (to executors too)
+            # The driver's class path, not spark.jars: in local mode the executors are the driver's threads, and
+            # spark.jars would copy the AWS SDK's 650 MB into every job's work directory.
+            conf["spark.driver.extraClassPath"] = os.pathsep.join(object_store_jars())
     for item in args.conf:
         key, _, value = item.partition("=")
         conf[key.strip()] = value.strip()
@@ -72,7 +81,7 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 
 def default_checkpoint(name: str) -> str:
     root = os.environ.get("CLEARFLOW_CHECKPOINT_ROOT") or str(Path.home() / ".clearflow" / "checkpoints")
-    return str(Path(root) / name)
+    return f"{root.rstrip('/')}/{name}" if "://" in root else str(Path(root) / name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,6 +256,7 @@ def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
         log.error("%s could not start: %s", who, exc)
         return None
     spark.sparkContext.setLogLevel("WARN")
+    object_store.set_credentials(spark)  # from the environment, in-process: never on a command line
     _quiet_falling_behind(spark)
     log.info("%s", TIMING_LINE.format(step="jvm", at=_jvm_start_time(spark)))
     log.info("%s", TIMING_LINE.format(step="session", at=time.time()))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,41 @@ def schema_registry_url(service_group: processes.ProcessGroup, tmp_path_factory:
     port = processes.free_port()
     service_group.start(processes.schema_registry(port=port, data_dir=tmp_path_factory.mktemp("schema-registry")))
     return f"http://127.0.0.1:{port}{processes.REGISTRY_API_PATH}"
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """A real S3 API (S3Proxy) with one bucket, and the keys it takes."""
+
+    endpoint: str
+    access_key: str
+    secret_key: str
+    bucket: str = processes.S3_BUCKET
+
+    def env(self, *, secret_key: str | None = None) -> dict[str, str]:
+        """What a worker needs to keep its checkpoints there (`secret_key`: another one, which S3 refuses)."""
+        return {
+            "CLEARFLOW_S3_ENDPOINT": self.endpoint,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key if secret_key is None else secret_key,
+        }
+
+    def keys(self, prefix: str) -> list[str]:
+        from spark_jobs.s3_client import S3Client
+
+        return list(S3Client.from_env(self.env()).keys(self.bucket, prefix))
+
+
+@pytest.fixture(scope="session")
+def s3_store(service_group: processes.ProcessGroup, tmp_path_factory: pytest.TempPathFactory) -> ObjectStore:
+    """S3Proxy on a free port, with the local stack's bucket."""
+    port = processes.free_port()
+    store = ObjectStore(endpoint=f"http://127.0.0.1:{port}", access_key="clearflow-test", secret_key=uuid.uuid4().hex)
+    data_dir = tmp_path_factory.mktemp("s3proxy")
+    service_group.start(
+        processes.s3proxy(port=port, data_dir=data_dir, identity=store.access_key, credential=store.secret_key)
+    )
+    return store
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 APP_SERVICES = ("web", "worker", "beat", "migrate")
-OFFICIAL_NAMESPACES = ("apache/", "clickhouse/", "apicurio/")  # plus Docker's library images (no namespace)
+# Plus Docker's library images (no namespace); andrewgaul/ is S3Proxy's author's own.
+OFFICIAL_NAMESPACES = ("apache/", "clickhouse/", "apicurio/", "andrewgaul/")
+DOCKERFILES = [REPO / "Dockerfile", *sorted((REPO / "docker").glob("*.Dockerfile"))]
 SECRETS = ("DJANGO_SECRET_KEY", "CLEARFLOW_ENCRYPTION_KEY", "CLICKHOUSE_PASSWORD", "POSTGRES_PASSWORD")
 
 
@@ -56,13 +58,49 @@ def test_the_local_stack_uses_the_same_variable_names(compose: dict) -> None:
 def test_images_are_official_and_pinned(compose: dict) -> None:
     images = [service["image"] for service in compose["services"].values() if "build" not in service]
     images = [image for image in images if not image.startswith("clearflow/")]
-    for dockerfile in [REPO / "Dockerfile", *(REPO / "docker").glob("*.Dockerfile")]:
-        images += re.findall(r"^FROM\s+(\S+)", dockerfile.read_text(), flags=re.MULTILINE)
+    for dockerfile in DOCKERFILES:
+        images += base_images(dockerfile)
     assert len(images) >= 8
     for image in images:
         name, _, tag = image.partition(":")
         assert "/" not in name or name.startswith(OFFICIAL_NAMESPACES), f"{image} is not an official image"
         assert tag and tag != "latest" and re.match(r"\d", tag), f"{image} is not pinned to a version"
+
+
+def base_images(dockerfile: Path) -> list[str]:
+    """The images a Dockerfile's stages start from, its ARG defaults filled in (a stage named earlier is not one)."""
+    text = dockerfile.read_text()
+    args = dict(re.findall(r"^ARG\s+([A-Z_]+)=(\S+)", text, flags=re.MULTILINE))
+    stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, flags=re.MULTILINE | re.IGNORECASE))
+    found = [
+        re.sub(r"\$\{([A-Z_]+)\}", lambda m: args[m.group(1)], image)
+        for image in re.findall(r"^FROM\s+(\S+)", text, flags=re.MULTILINE)
+    ]
+    return [image for image in found if image not in stages]
+
+
+@pytest.mark.fast
+def test_the_images_have_the_spark_python_and_jars_that_make_install_builds(compose: dict) -> None:
+    """One Spark version (the pyspark pin), one Python minor version (this install's) and the jars `make install`
+    resolves, in both images and in compose."""
+    import sys
+
+    pin = re.search(r'"pyspark==([0-9.]+)"', (REPO / "pyproject.toml").read_text()).group(1)
+    for dockerfile in DOCKERFILES:
+        text = dockerfile.read_text()
+        [base] = set(base_images(dockerfile))
+        assert base.startswith(f"python:{sys.version_info.major}.{sys.version_info.minor}."), (dockerfile, base)
+        assert re.search(r"pip install \.", text), f"{dockerfile} installs pyspark other than from pyproject.toml"
+        assert "pyspark==" not in text and "apache/spark" not in text and not re.search(r"\b4\.\d+\.\d+\b", text)
+    assert "python -m localstack jars" in (REPO / "Makefile").read_text().replace("$(PY)", "python")
+    assert "/venv/bin/python -m localstack jars" in (REPO / "Dockerfile").read_text()  # the same bundles
+    # The Spark image is tagged with the app's version (the Spark in it is the pin's), never a Spark version.
+    app_tag = compose["services"]["web"]["image"].partition(":")[2]
+    for name in ("spark-master", "spark-worker"):
+        assert compose["services"][name]["image"] == f"clearflow/spark:{app_tag}", name
+    assert not re.search(
+        rf"spark\S*:(?!{re.escape(app_tag)})\d+\.\d+\.\d+", (REPO / "docker-compose.yml").read_text()
+    ), pin
 
 
 @pytest.mark.fast

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,8 +31,10 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, SecretStr
 
-from spark_jobs.jars import job_jars
-from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, local_checkpoint_path
+from spark_jobs.jars import job_jars, object_store_jars
+from spark_jobs.object_store import bucket_of, is_object_store, key_prefix
+from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, host_id, local_checkpoint_path
+from spark_jobs.s3_client import S3Client
 from spark_jobs.sizing import LIGHT_TRIGGER, driver_java_options
 from spark_jobs.spec import PipelineSpec
 
@@ -82,7 +83,7 @@ class JobState:
 
 
 def this_host() -> str:
-    return socket.gethostname()
+    return host_id()
 
 
 def is_cluster(master: str) -> bool:
@@ -160,7 +161,7 @@ def job_command(launch: JobLaunch, spec_path: Path) -> list[str]:
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--py-files", str(py_files),
         # Spark's Kafka connector from this install; the driver serves the jars to executors on other hosts.
-        "--jars", ",".join(job_jars()),
+        "--jars", ",".join([*job_jars(), *(object_store_jars() if is_object_store(launch.checkpoint) else [])]),
         *launch.submit_args,
         str(REPO_ROOT / "spark_jobs" / "run.py"),
         *runner_args,
@@ -413,7 +414,10 @@ def remove_spec(run_dir: str) -> None:
 
 
 def remove_checkpoint(checkpoint: str) -> bool:
-    """Delete a local checkpoint directory (other URIs are left to their storage's tools). Whether it existed."""
+    """Delete a checkpoint: a local directory, or the objects under an s3a:// prefix (other URIs, hdfs://, are
+    left to their storage's tools). Whether it existed. S3Error when S3 refuses."""
+    if is_object_store(checkpoint):
+        return S3Client.from_env().delete_prefix(bucket_of(checkpoint), key_prefix(checkpoint)) > 0
     path = local_checkpoint_path(checkpoint)
     if path is None or not path.exists():
         return False

@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles
+from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles, host_id
 from worker import leases
 
 
@@ -264,7 +263,7 @@ def _take_lease(run_dir: Path, term_seconds: float) -> LeaseHolder | None:
         return None
     import psutil
 
-    identity = {"host": socket.gethostname(), "pid": os.getpid(), "started": f"{psutil.Process().create_time():.3f}"}
+    identity = {"host": host_id(), "pid": os.getpid(), "started": f"{psutil.Process().create_time():.3f}"}
     lease = LeaseHolder(
         redis_url=redis_url,
         run_dir=run_dir,

@@ -27,8 +27,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from spark_jobs import pace
-from spark_jobs.checkpoint_offsets import committed_offsets
+from spark_jobs.checkpoint_offsets import committed_offsets, committed_offsets_on_s3
 from spark_jobs.cpu_priority import leave_idle_class
+from spark_jobs.object_store import is_object_store
 from spark_jobs.protocol import (
     LAG_KEEP_SECONDS,
     LagReading,
@@ -37,6 +38,7 @@ from spark_jobs.protocol import (
     local_checkpoint_path,
     pace_key,
 )
+from spark_jobs.s3_client import S3Error
 from spark_jobs.sizing import state_estimate
 from webapp.connections.kafka_client import TopicOffsets, offsets_client, topic_offsets
 from webapp.core.exceptions import ApplicationError
@@ -93,6 +95,15 @@ def _position(pipeline: Pipeline, run: PipelineRun | None) -> tuple[dict[str, di
     local = local_checkpoint_path(checkpoint)
     if local is not None:
         return committed_offsets(local), "checkpoint"
+    if is_object_store(checkpoint):
+        try:
+            return committed_offsets_on_s3(checkpoint), "checkpoint"
+        except S3Error as exc:  # every lag interval while S3 refuses: one line, no traceback
+            log.warning(
+                "pipeline %s: its checkpoint on S3 could not be read (%s); the lag is read from its batches",
+                pipeline.pk,
+                exc,
+            )
     raw = redis_state.client().get(latest_key(pipeline.job_name))
     if raw:
         record = json.loads(raw)

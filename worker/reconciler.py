@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from spark_jobs import failures
 from spark_jobs.protocol import ExitCode
+from spark_jobs.s3_client import S3Error
 from spark_jobs.sizing import LIGHT_TRIGGER
 from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.core import queue
@@ -298,7 +299,12 @@ def _start(pipeline: Pipeline) -> None:
     recovery.stop_unrecorded_jobs(pipeline.job_name, run_root=Path(settings.CLEARFLOW_RUN_ROOT))
     checkpoint = checkpoint_location(pipeline.job_name)
     if pipeline.reset_checkpoint:
-        jobs.remove_checkpoint(checkpoint)
+        try:
+            jobs.remove_checkpoint(checkpoint)
+        except S3Error as exc:
+            reason = f"The checkpoint at {checkpoint} could not be reset: {exc}."
+            services.pipeline_job_failed(pipeline=pipeline, reason=reason, restartable=True)
+            return
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.

@@ -257,3 +257,20 @@ def test_a_full_disk_says_where_and_how_much_is_free_and_that_it_restarts_once_t
     assert "restarts on its own once there is room" in cause.words
     ch_disk = "ClickHouseWriteError: insert failed: Code: 243. No space left on device (NOT_ENOUGH_SPACE)"
     assert classify(ch_disk, 1).code != failures.DISK_FULL  # ClickHouse's own disk: its error, not the checkpoint's
+
+
+def test_a_checkpoint_bucket_that_refuses_the_keys_says_access_denied_and_what_to_give() -> None:
+    cause = classify((FAILURES / "s3_denied.log").read_text(), 1)  # S3A's own error, from a job against S3Proxy
+    assert cause.code == failures.CHECKPOINT_STORE_DENIED and cause.repeats_count
+    assert cause.what == "S3: access denied to bucket clearflow: the job cannot read or write its checkpoint there."
+    assert "AWS_ACCESS_KEY_ID" in cause.change and "instance role" in cause.change
+
+
+def test_a_missing_checkpoint_bucket_is_named() -> None:
+    line = (
+        "org.apache.hadoop.fs.s3a.UnknownStoreException: `s3a://gone/checkpoints/pipeline-3': getFileStatus on "
+        "s3a://gone/checkpoints/pipeline-3: NoSuchBucket: The specified bucket does not exist"
+    )
+    cause = classify(runner_line(line), 1)
+    assert cause.code == failures.CHECKPOINT_STORE_MISSING
+    assert cause.words.startswith("S3: the bucket gone of the checkpoint does not exist. Create the bucket gone")

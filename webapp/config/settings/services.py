@@ -71,6 +71,10 @@ if PIPELINE_LEASE_SECONDS < 3:  # renewed every sixth of it: shorter would stop 
     raise EnvError(f"CLEARFLOW_JOB_LEASE must be at least 3 (seconds), got {PIPELINE_LEASE_SECONDS:g}")
 # Beat is reported down when its last tick (a Redis key the watcher sets) is older than this.
 PIPELINE_BEAT_STALE_SECONDS = env_float("CLEARFLOW_BEAT_STALE", 60.0)
+# Every worker host may run beat; the one holding this lease in Redis sends (worker.beat). A dead holder's lease
+# expires after this many seconds, and another host's beat takes over.
+CLEARFLOW_BEAT_LEASE_SECONDS = env_float("CLEARFLOW_BEAT_LEASE", 15.0)
+CELERY_BEAT_SCHEDULER = "worker.beat.LeaderScheduler"
 # Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
 # (e.g. `--jars a.jar,b.jar` for connectors on a cluster). Never put secrets here: they end up on a command line.
 # "auto": sized from the pipeline's expected dedup state (spark_jobs.sizing), with RocksDB's memory bound beside it;
