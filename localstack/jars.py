@@ -5,14 +5,11 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
 - `spark-kafka`: Spark's own Kafka connector and Avro functions (`from_avro`) for the engine, at the pinned
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
-<<<<<<< HEAD
 - `msk-iam`: AWS's `aws-msk-iam-auth` (the AWS_MSK_IAM login module) and the AWS SDK it signs with, for the job's
-  class path beside the connector's kafka-clients (left out here, as pyspark's jars are).
-=======
+  class path beside the connector's kafka-clients (left out here, as pyspark's jars are);
 - `hadoop-aws`: Hadoop's S3A file system at the version of the Hadoop client in the pyspark wheel, with the AWS
   SDK bundle it depends on, for checkpoints on object storage (`spark_jobs.object_store`);
 - `s3proxy`: S3Proxy, an S3-compatible server on a filesystem backend, run by `localstack.processes`.
->>>>>>> cloud
 
 Built from this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its
