@@ -88,9 +88,7 @@ class Pace:
         if self.state == "catching_up":
             eta = self.catch_up_seconds
             left = f", about {duration(eta)} to go" if eta is not None else ""
-            return (
-                f"Catching up: lag {count(self.lag)} events, shrinking {count(-self.growing_per_second)}/s{left}."
-            )
+            return f"Catching up: lag {count(self.lag)} events, shrinking {count(-self.growing_per_second)}/s{left}."
         return f"Keeping up: lag {count(self.lag)} events."
 
     def to_dict(self) -> dict[str, Any]:

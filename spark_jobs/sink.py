@@ -191,7 +191,8 @@ def prepare_tables(conn: dict[str, Any], spec: TableSpec, *, create: bool) -> No
         present = {r[0] for r in rows}
         if not present:
             raise ClickHouseWriteError(f"table {spec.database}.{table} does not exist (create_table is false)")
-        missing = [c for c in wanted if c not in present]
+        # A Nested column is listed as its arrays (`items.sku`, `items.qty`).
+        missing = [c for c in wanted if c not in present and not any(p.startswith(f"{c}.") for p in present)]
         if missing:
             raise ClickHouseWriteError(f"table {spec.database}.{table} has no column(s) {', '.join(missing)}")
 
