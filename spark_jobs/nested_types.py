@@ -255,6 +255,24 @@ def _inner_column(shape: FieldShape, scalar_default: Any) -> str:
     return f"Nullable({column})"
 
 
+def shape_tree(shape: FieldShape) -> list[tuple[int, str, str]]:
+    """(depth, name, type) for every part of a nested shape below its top, for an indented tree: an array's
+    element is `[]`, a map's value `{}`, a struct's members by name."""
+    rows: list[tuple[int, str, str]] = []
+
+    def walk(node: FieldShape, depth: int) -> None:
+        if node.kind in (ARRAY, MAP):
+            rows.append((depth, "[]" if node.kind == ARRAY else "{}", node.elem.ddl()))
+            walk(node.elem, depth + 1)
+        elif node.kind == STRUCT:
+            for name, member in node.members:
+                rows.append((depth, name, member.ddl()))
+                walk(member, depth + 1)
+
+    walk(shape, 1)
+    return rows
+
+
 # --- inference from JSON values --------------------------------------------------------------------------------
 
 
@@ -324,6 +342,7 @@ __all__ = [
     "shape_clickhouse_type",
     "shape_compatible",
     "shape_spark_type",
+    "shape_tree",
     "struct_of",
     "tuple_members",
 ]

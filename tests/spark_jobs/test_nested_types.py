@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spark_jobs import field_types as ft
@@ -146,3 +148,101 @@ def test_an_element_member_needs_explode_to_be_mapped():
 def test_a_nested_field_is_not_a_dedup_key():
     with pytest.raises(SpecError, match=r"array<string> field \('tags'\) cannot be a dedup key"):
         _spec(explode="items", dedup="tags")
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "pipeline-spec.md"
+
+
+def _field_type_table() -> list[tuple[str, list[str], str]]:
+    text = DOCS.read_text()
+    table = text[text.index("| field type | written to (examples) | proposed |") :].split("\n\n")[0]
+    rows = []
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        examples = [example.strip().strip("`") for example in cells[1].split(";")]
+        rows.append((cells[0].strip("`"), examples, cells[2].strip("`")))
+    return rows
+
+
+def test_the_docs_table_of_field_types_is_what_the_code_does():
+    rows = _field_type_table()
+    assert {name for name, _, _ in rows} >= set(ft.FIELD_TYPES)
+    for field_type, examples, proposed in rows:
+        assert ft.field_type_text(field_type) == field_type
+        assert ft.default_clickhouse_type(field_type) == proposed, field_type
+        for column in [*examples, proposed]:
+            assert ft.field_type_compatible(field_type, column), (field_type, column)
+
+
+@pytest.mark.parametrize(
+    ("value", "field_type", "column", "reason"),
+    [
+        ([{"sku": "a", "qty": 1}], ITEMS, "Array(Tuple(qty UInt32))", None),
+        (
+            [{"sku": "a", "qty": 1}, {"sku": "b", "qty": -1}],
+            ITEMS,
+            "Nested(sku String, qty UInt32)",
+            "field 'items[1].qty': cannot write '-1' to UInt32",
+        ),
+        (
+            {"weight": "heavy"},
+            "map<string,int>",
+            "Map(String, Int64)",
+            "field 'items.weight': cannot convert 'heavy' to int",
+        ),
+        (
+            "none",
+            "array<string>",
+            "Array(String)",
+            "field 'items': cannot convert 'none' to array<string>: not an array",
+        ),
+        ({"a": [1, 2]}, "map<string,array<int>>", "JSON", None),
+    ],
+)
+def test_the_sample_check_names_the_element_as_the_job_does(value, field_type, column, reason):
+    """The wizard's type check of a sample (`spark_jobs.conversion`), for nested values: the job's reasons
+    (`tests/spark_jobs/test_engine_nested.py` reads them from the real dead-letter table)."""
+    from spark_jobs import conversion
+
+    outcome = conversion.convert(value, field_type=field_type, column_type=column, field="items", column="items")
+    assert outcome.reason == reason if reason else outcome.ok
+    assert conversion.supported(field_type, column)
+
+
+def test_an_avro_array_of_records_is_an_array_of_structs():
+    import json
+
+    from spark_jobs.avro_schema import schema_fields
+
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}],
+    }
+    schema = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "items", "type": {"type": "array", "items": item}},
+            {"name": "attrs", "type": ["null", {"type": "map", "values": "long"}]},
+            {"name": "mixed", "type": {"type": "array", "items": ["int", "string"]}},
+        ],
+    }
+    fields = {f.path: (f.type, f.nullable, f.clickhouse_type) for f in schema_fields(json.dumps(schema))}
+    assert fields == {
+        "items": (ITEMS, False, "Array(Tuple(sku Nullable(String), qty Nullable(Int64)))"),
+        "attrs": ("map<string,int>", True, "Map(String, Nullable(Int64))"),
+        "mixed": ("json", False, "String"),
+    }
+
+
+def test_the_wizard_shows_a_nested_type_as_an_indented_tree():
+    from webapp.wizard.templatetags.field_shapes import type_tree
+
+    assert type_tree("array<struct<sku:string,tags:array<string>>>") == [
+        {"depth": 1, "name": "[]", "type": "struct<sku:string,tags:array<string>>"},
+        {"depth": 2, "name": "sku", "type": "string"},
+        {"depth": 2, "name": "tags", "type": "array<string>"},
+        {"depth": 3, "name": "[]", "type": "string"},
+    ]
+    assert type_tree("int") == type_tree("not a type<") == []
