@@ -246,3 +246,22 @@ def test_the_wizard_shows_a_nested_type_as_an_indented_tree():
         {"depth": 3, "name": "[]", "type": "string"},
     ]
     assert type_tree("int") == type_tree("not a type<") == []
+
+
+def test_the_wizard_offers_an_exploded_elements_members_as_fields():
+    from webapp.wizard.steps.common import array_fields, exploded_fields
+
+    fields = [
+        {"path": "id", "type": "string", "nullable": False, "examples": ["o-1"]},
+        {"path": "items", "type": ITEMS, "nullable": False, "examples": [[{"sku": "a", "qty": 1}]]},
+        {"path": "tags", "type": "array<string>", "nullable": True, "examples": []},
+    ]
+    assert array_fields(fields) == ["items", "tags"]
+    assert [(f["path"], f["type"]) for f in exploded_fields(fields, "items")] == [
+        ("id", "string"),
+        ("items", "struct<sku:string,qty:int>"),
+        ("items.sku", "string"),
+        ("items.qty", "int"),
+        ("tags", "array<string>"),
+    ]
+    assert exploded_fields(fields, None) == fields
