@@ -259,16 +259,23 @@ def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFram
 # --- mapping to ClickHouse columns -------------------------------------------------------------------------
 
 
-def insert_columns(columns: Sequence[SinkColumn]) -> list[str]:
-    """The names an insert writes, in order: a Nested column is its arrays (`items.sku`, `items.qty`)."""
+def insert_columns(columns: Sequence[SinkColumn]) -> list[tuple[str, str]]:
+    """(name in the batch, name in ClickHouse) of what an insert writes, in order: a Nested column is its arrays
+    (`items.sku`, `items.qty`), which the batch names without the dot (Spark reads a dot as a struct's member)."""
     names = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
         if ch_type.base().name == "Nested":
-            names += [f"{column.column}.{name}" for name, _ in ch_type.base().args]
+            names += [
+                (_nested_part(column.column, str(name)), f"{column.column}.{name}") for name, _ in ch_type.base().args
+            ]
         else:
-            names.append(column.column)
+            names.append((column.column, column.column))
     return names
+
+
+def _nested_part(column: str, name: str) -> str:
+    return f"_cf_nested_{len(column)}_{column}_{name}"
 
 
 def needs_check(field_type: str, ch_type: str) -> bool:
@@ -476,7 +483,7 @@ def map_columns(
         if ch_type.base().name == "Nested":
             shape = field_type_shape(field_types[column.field])
             parts = nested_columns.nested_parts(path_col(column.field), shape, ch_type, to_clickhouse)
-            outputs += [F.when(~too_large, part).alias(f"{column.column}.{name}") for name, part in parts]
+            outputs += [F.when(~too_large, part).alias(_nested_part(column.column, name)) for name, part in parts]
             continue
         out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
         outputs.append(F.when(~too_large, out).alias(column.column))
