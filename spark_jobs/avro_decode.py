@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.avro_schema import WIRE_HEADER_BYTES, SchemaField, WriterSchemas, fields_by_path, parse_schema
-from spark_jobs.field_types import field_type_info
+from spark_jobs.field_types import field_spark_type, is_nested
 from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, spark_ident, with_typed_fields
 
 SCHEMA_ID = "_cf_schema_id"
@@ -78,7 +78,7 @@ def parse_avro(df: DataFrame, fields: Sequence[Field], schemas: WriterSchemas) -
         typed_by_id, text_by_id = {}, {}
         for sid in ids:
             typed_by_id[sid], text_by_id[sid] = _read_field(sid, field, writer_fields[sid].get(field.path))
-        typed[field.path] = _by_schema_id(typed_by_id, field_type_info(field.type).spark_type)
+        typed[field.path] = _by_schema_id(typed_by_id, field_spark_type(field.type))
         texts[field.path] = _by_schema_id(text_by_id, "string")
     staged, typed = with_typed_fields(staged, typed)
     reasons: list[Column] = [
@@ -138,12 +138,12 @@ def _by_schema_id(values: Mapping[int, Column], spark_type: str) -> Column:
 
 def _read_field(sid: int, field: Field, written: SchemaField | None) -> tuple[Column, Column]:
     """(value as the field's type, its text for a dead letter's reason) in records of writer schema `sid`."""
-    spark_type = field_type_info(field.type).spark_type
+    spark_type = field_spark_type(field.type)
     if written is None:  # this version of the schema has no such field: NULL, like a JSON key that is absent
         return F.lit(None).cast(spark_type), F.lit(None).cast("string")
     raw = F.col(f"{_DECODED}{sid}.{'.'.join(spark_ident(part) for part in field.path.split('.'))}")
     avro = written.avro_type
-    if written.type == "json":  # unions of several types, arrays, maps: their JSON text
+    if written.type == "json" or is_nested(written.type):  # unions of several types, arrays, maps: JSON text
         text = F.to_json(raw)
     elif avro in ("bytes", "fixed"):
         text = F.base64(raw)

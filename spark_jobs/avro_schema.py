@@ -5,7 +5,8 @@ report) and the engine (which fields each writer schema has, and with which Avro
 
 - records nest: a field `user` of record type gives the paths `user.id`, `user.name`;
 - a union with null is its other branch, optional (Nullable column); a union of several types is `json`;
-- arrays and maps are `json` (their JSON text); enums are strings;
+- arrays and maps are `array<T>` and `map<string,T>`, a record inside them a `struct<...>` (a union of several
+  types inside them: the whole is `json`, its JSON text); enums are strings;
 - logical types: `decimal` is `string` (its exact text) written to `Decimal(P, S)`; `timestamp-millis/micros`
   and `local-timestamp-*` are `datetime` (`DateTime64(3|6, 'UTC')`); `date` is `datetime` written to `Date`;
   `uuid` is `uuid`; bytes and fixed are `string` (base64 text).
@@ -22,7 +23,10 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
+from spark_jobs.clickhouse_types import MAX_TYPE_NESTING
+from spark_jobs.field_types import default_clickhouse_type
 from spark_jobs.limits import SCHEMA_DEPTH, FlattenBudget, LimitError
+from spark_jobs.nested_types import FieldShape, array_of, map_of, scalar, struct_of
 
 # Confluent wire format: 1 magic byte (0) + a 4-byte big-endian schema id, then the body.
 MAGIC_BYTE = 0
@@ -213,7 +217,11 @@ def _walk_type(
     elif kind in ("array", "map"):
         inner = avro.get("items" if kind == "array" else "values")
         label = f"{kind}<{inner if isinstance(inner, str) else _type_name(inner)}>"
-        out.append(SchemaField(path, "json", label, nullable, "String"))
+        shape = _nested_shape(avro, named, namespace, set(seen), depth)
+        if shape is None:  # a union of several types, a recursive record inside: its JSON text
+            out.append(SchemaField(path, "json", label, nullable, "String"))
+        else:
+            out.append(SchemaField(path, shape.ddl(), label, nullable, default_clickhouse_type(shape.ddl())))
     elif kind in _PRIMITIVES:
         field_type, column = _PRIMITIVES[kind]
         out.append(SchemaField(path, field_type, kind, nullable, _nullable(column, nullable)))
@@ -221,6 +229,52 @@ def _walk_type(
         return
     else:
         raise AvroSchemaError(f"field {path!r}: unknown type {kind!r}")
+
+
+def _nested_shape(
+    avro: Any, named: dict[str, Any], namespace: str | None, seen: set[str], depth: int
+) -> FieldShape | None:
+    """The field type of an array, a map or a record met inside one (their elements are read whole, not as paths):
+    None for what has no field type (a union of several types, a record inside itself, nesting past the limit)."""
+    if depth > MAX_TYPE_NESTING:
+        return None
+    if isinstance(avro, list):
+        others = [member for member in avro if member != "null"]
+        return _nested_shape(others[0], named, namespace, seen, depth) if len(others) == 1 else None
+    if isinstance(avro, str) and avro not in _PRIMITIVES:
+        avro = named.get(avro) or named.get(f"{namespace}.{avro}") or avro
+    if isinstance(avro, str):
+        avro = {"type": avro}
+    if not isinstance(avro, dict):
+        return None
+    kind, logical = avro.get("type"), avro.get("logicalType")
+    if isinstance(kind, dict | list):
+        return _nested_shape(kind, named, namespace, seen, depth + 1)
+    if kind in ("array", "map"):
+        element = _nested_shape(avro.get("items" if kind == "array" else "values"), named, namespace, seen, depth + 1)
+        if element is None:
+            return None
+        return array_of(element) if kind == "array" else map_of(element)
+    if kind == "record":
+        full = _full_name(avro, namespace)
+        if full in seen:
+            return None
+        named[full] = avro
+        members = []
+        for field in avro.get("fields", []):
+            member = _nested_shape(field.get("type"), named, avro.get("namespace", namespace), {*seen, full}, depth + 1)
+            if member is None:
+                return None
+            members.append((str(field.get("name")), member))
+        return struct_of(members)
+    if kind in ("enum", "fixed"):
+        named[_full_name(avro, namespace)] = avro
+        return scalar("string")
+    if logical in _LOGICAL and kind in ("int", "long", "string"):
+        return scalar(_LOGICAL[logical][0])
+    if kind in _PRIMITIVES:
+        return scalar("string" if logical == "decimal" else _PRIMITIVES[kind][0])
+    return None
 
 
 def _type_name(avro: Any) -> str:

@@ -40,6 +40,10 @@ _KNOWN_NAMES = _SIMPLE_TYPES | {
     "JSON",
     "Array",
     "Map",
+    "Tuple",
+    "Nested",
+    "Enum8",
+    "Enum16",
 }
 MAX_TYPE_LENGTH = 1_000
 MAX_TYPE_NESTING = 16  # Array(Map(String, Array(...))): the parser recurses once per level
@@ -49,7 +53,8 @@ _DECIMAL_MAX_PRECISION = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "De
 
 @dataclass(frozen=True)
 class ClickHouseType:
-    """A parsed ClickHouse type. `args` holds nested types (Nullable, Array, Map...) or ints/strings."""
+    """A parsed ClickHouse type. `args` holds nested types (Nullable, Array, Map...) or ints/strings; a named
+    Tuple's and a Nested's elements are (name, type) pairs, an Enum's values (name, number) pairs."""
 
     name: str
     args: tuple[Any, ...] = ()
@@ -61,8 +66,12 @@ class ClickHouseType:
         for arg in self.args:
             if isinstance(arg, ClickHouseType):
                 parts.append(arg.sql())
+            elif isinstance(arg, tuple) and isinstance(arg[1], ClickHouseType):
+                parts.append(f"{_element_name(arg[0])} {arg[1].sql()}")
+            elif isinstance(arg, tuple):
+                parts.append(f"{_quote_text(arg[0])} = {arg[1]}")
             elif isinstance(arg, str):
-                parts.append("'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'")
+                parts.append(_quote_text(arg))
             else:
                 parts.append(str(arg))
         return f"{self.name}({', '.join(parts)})"
@@ -82,9 +91,25 @@ class ClickHouseType:
         return self.sql()
 
 
+def _quote_text(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_PLAIN_ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _element_name(name: str) -> str:
+    return name if _PLAIN_ELEMENT_RE.match(name) else quote_ident(name)
+
+
+def _unquote(token: str) -> str:
+    return token[1:-1].replace("\\'", "'").replace("\\\\", "\\")
+
+
 class _TypeParser:
     _TOKEN_RE = re.compile(
-        r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*')|(?P<p>[(),]))"
+        r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?\d+)|(?P<str>'(?:[^'\\]|\\.)*')"
+        r"|(?P<quoted>`(?:[^`\\]|\\.)+`)|(?P<p>[(),=]))"
     )
 
     def __init__(self, text: str) -> None:
@@ -130,12 +155,24 @@ class _TypeParser:
             token = self.peek()
             if token is None:
                 raise ValueError(f"invalid ClickHouse type {self.text!r}: missing ')'")
+            following = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
             if token[0] == "num":
                 self.take()
                 args.append(("num", int(token[1])))
+            elif token[0] == "str" and following == ("p", "="):
+                self.take()
+                self.take("=")
+                kind, number = self.take()
+                if kind != "num":
+                    raise ValueError(f"invalid ClickHouse type {self.text!r}: an Enum value needs a number")
+                args.append(("enum", (_unquote(token[1]), int(number))))
             elif token[0] == "str":
                 self.take()
-                args.append(("str", token[1][1:-1].replace("\\'", "'").replace("\\\\", "\\")))
+                args.append(("str", _unquote(token[1])))
+            elif token[0] == "quoted" or (token[0] == "ident" and following is not None and following[0] == "ident"):
+                self.take()
+                name = token[1][1:-1].replace("\\`", "`").replace("\\\\", "\\") if token[0] == "quoted" else token[1]
+                args.append(("element", (name, self.parse_type())))
             else:
                 args.append(("type", self.parse_type()))
             token = self.take()
@@ -167,7 +204,15 @@ class _TypeParser:
             if kinds != ["type"]:
                 raise fail(f"{name} needs one type argument, e.g. {name}(String)")
             inner: ClickHouseType = values[0]
-            if name == "Nullable" and inner.name in ("Nullable", "Array", "Map", "LowCardinality", "JSON"):
+            if name == "Nullable" and inner.name in (
+                "Nullable",
+                "Array",
+                "Map",
+                "LowCardinality",
+                "JSON",
+                "Tuple",
+                "Nested",
+            ):
                 raise fail(f"Nullable({inner.name}) is not allowed")
             if name == "LowCardinality" and inner.base().name not in (
                 "String",
@@ -214,6 +259,27 @@ class _TypeParser:
             if kinds not in (["num"], ["num", "str"]) or not 0 <= values[0] <= 9:
                 raise fail("DateTime64 needs a precision 0..9 and an optional time zone, e.g. DateTime64(3, 'UTC')")
             return ClickHouseType(name, tuple(values))
+        if name in ("Tuple", "Nested"):
+            if not args or any(kind not in ("type", "element") for kind in kinds):
+                raise fail(f"{name} needs element types, e.g. {name}(sku String, qty UInt32)")
+            if name == "Nested" and "type" in kinds:
+                raise fail("each element of a Nested is named, e.g. Nested(sku String, qty UInt32)")
+            if "type" in kinds and "element" in kinds:
+                raise fail("a Tuple's elements are all named or none is")
+            names = [v[0] for k, v in args if k == "element"]
+            if len(set(names)) != len(names):
+                raise fail(f"an element of the {name} is named twice")
+            return ClickHouseType(name, tuple(values))
+        if name in ("Enum8", "Enum16"):
+            bits = 8 if name == "Enum8" else 16
+            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            if not args or any(kind != "enum" for kind in kinds):
+                raise fail(f"{name} needs its values, e.g. {name}('new' = 1, 'paid' = 2)")
+            if any(not low <= number <= high for _, number in values):
+                raise fail(f"an {name} value's number is {low}..{high}")
+            if len({label for label, _ in values}) != len(values) or len({n for _, n in values}) != len(values):
+                raise fail(f"an {name} names a value or a number twice")
+            return ClickHouseType(name, tuple(values))
         if name == "JSON":
             if args:
                 raise fail("JSON type parameters are not supported; use JSON")
@@ -250,6 +316,7 @@ INTEGER_NAMES = frozenset({f"UInt{b}" for b in _INT_BITS} | {f"Int{b}" for b in 
 FLOAT_NAMES = frozenset({"Float32", "Float64", "BFloat16"})
 DECIMAL_NAMES = frozenset({"Decimal", *_DECIMAL_MAX_PRECISION})
 STRING_NAMES = frozenset({"String", "FixedString"})
+ENUM_NAMES = frozenset({"Enum8", "Enum16"})
 # The value range of each integer type (None: wider than Spark's bigint, so no bound is checked).
 INT_RANGES: dict[str, tuple[int | None, int | None]] = {
     "UInt8": (0, 2**8 - 1),
@@ -287,6 +354,7 @@ def quote_ident(name: str) -> str:
 
 __all__ = [
     "DECIMAL_NAMES",
+    "ENUM_NAMES",
     "FLOAT_NAMES",
     "INTEGER_NAMES",
     "INT_RANGES",

@@ -51,7 +51,16 @@ from spark_jobs.clickhouse_types import (
     decimal_precision_scale,
     parse_clickhouse_type,
 )
-from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits
+from spark_jobs.field_types import (
+    EPOCH_NUMBER_PATTERN,
+    FIELD_TYPES,
+    UUID_PATTERN,
+    always_fits,
+    field_type_compatible,
+    field_type_shape,
+    is_nested,
+)
+from spark_jobs.nested_types import ARRAY, MAP, SCALAR, FieldShape, tuple_members
 
 if TYPE_CHECKING:
     from spark_jobs.spec import PipelineSpec
@@ -193,6 +202,73 @@ def _as_string(value: Any, field_type: str) -> str:
     return str(value)
 
 
+def _nested_value(value: Any, shape: FieldShape, path: str, *, top: bool = False) -> tuple[Any, Outcome]:
+    """`nested_columns.typed` and `convert_reason`: the typed value of a nested field's JSON value, or the reason
+    naming the first element that does not convert (`field 'items[1].qty': cannot convert 'x' to int`)."""
+    if value is None:
+        return None, OK
+    if shape.kind == SCALAR:
+        text = json_text(value) or ""
+        typed = to_field_type(text, shape.name)
+        if typed is None and shape.name not in ("string", "json"):
+            return None, Outcome(False, f"field '{path}': cannot convert '{text[:200]}' to {shape.name}", "field")
+        return typed, OK
+    wanted = list if shape.kind == ARRAY else dict
+    if not isinstance(value, wanted):
+        if not top:  # Spark reads a misshapen element as NULL
+            return None, OK
+        what = "an array" if shape.kind == ARRAY else "an object"
+        text = (json_text(value) or "")[:200]
+        return None, Outcome(False, f"field '{path}': cannot convert '{text}' to {shape.ddl()}: not {what}", "field")
+    if shape.kind == ARRAY:
+        items = [(f"{path}[{i}]", item, shape.elem) for i, item in enumerate(value)]
+    elif shape.kind == MAP:
+        items = [(f"{path}.{key}", item, shape.elem) for key, item in value.items()]
+    else:
+        items = [(f"{path}.{name}", value.get(name), member) for name, member in shape.members]
+    typed_items = []
+    for item_path, item, item_shape in items:
+        typed, outcome = _nested_value(item, item_shape, item_path)
+        if not outcome.ok:
+            return None, outcome
+        typed_items.append(typed)
+    if shape.kind == ARRAY:
+        return typed_items, OK
+    keys = list(value) if shape.kind == MAP else [name for name, _ in shape.members]
+    return dict(zip(keys, typed_items, strict=True)), OK
+
+
+def _nested_fits(typed: Any, shape: FieldShape, column: ClickHouseType, path: str) -> Outcome:
+    """`nested_columns.write_reason`: OK, or the reason naming the first element its column does not take."""
+    base = column.base()
+    if typed is None:
+        return OK
+    if shape.kind == SCALAR:
+        if column_accepts(typed, shape.name, column):
+            return OK
+        shown = _as_string(typed, shape.name)[:200]
+        return Outcome(False, f"field '{path}': cannot write '{shown}' to {column.sql()}", "column")
+    if base.name in ("String", "JSON"):
+        return OK
+    if base.name in ("Array", "Nested"):
+        element = base.args[0] if base.name == "Array" else ClickHouseType("Tuple", base.args)
+        parts = [(f"{path}[{i}]", item, shape.elem, element) for i, item in enumerate(typed)]
+    elif base.name == "Map":
+        parts = [(f"{path}.{key}", item, shape.elem, base.args[1]) for key, item in typed.items()]
+    else:
+        parts = [
+            (f"{path}.{name}", typed.get(str(name)), shape.member(str(name)), element)
+            for name, element in tuple_members(base)
+        ]
+    for part_path, item, item_shape, item_column in parts:
+        if item_shape is None:
+            continue
+        outcome = _nested_fits(item, item_shape, item_column, part_path)
+        if not outcome.ok:
+            return outcome
+    return OK
+
+
 def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
     """`transforms.to_clickhouse`'s validity for a non-NULL value of `field_type`."""
     base = column.base()
@@ -206,6 +282,8 @@ def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
         if name == "JSON":
             return text.lstrip(" ").startswith("{") and _is_json(text)
         return True
+    if name in ("Enum8", "Enum16"):
+        return _as_string(value, field_type) in {label for label, _number in base.args}
     if name in ("UUID", "IPv4", "IPv6"):
         pattern = {"UUID": _UUID_RE, "IPv4": _IPV4_RE, "IPv6": _IPV6_RE}[name]
         return bool(pattern.match(_as_string(value, field_type)))
@@ -274,7 +352,7 @@ _WRITABLE = (
     | INTEGER_NAMES
     | FLOAT_NAMES
     | DECIMAL_NAMES
-    | {"JSON", "UUID", "IPv4", "IPv6", "Bool", "Date", "Date32", "DateTime", "DateTime64"}
+    | {"JSON", "UUID", "IPv4", "IPv6", "Bool", "Date", "Date32", "DateTime", "DateTime64", "Enum8", "Enum16"}
 )
 
 
@@ -284,13 +362,20 @@ def supported(field_type: str, column_type: str | ClickHouseType) -> bool:
         ch_type = column_type if isinstance(column_type, ClickHouseType) else parse_clickhouse_type(column_type)
     except ValueError:
         return False
-    return field_type in FIELD_TYPES and ch_type.base().name in _WRITABLE
+    if field_type in FIELD_TYPES:
+        return ch_type.base().name in _WRITABLE
+    try:
+        return is_nested(field_type) and field_type_compatible(field_type, ch_type)
+    except ValueError:
+        return False
 
 
 def field_value(value: Any, field_type: str, *, field: str = "value") -> tuple[Any, Outcome]:
     """(the field type's value or None, outcome) for the value found at a field's path."""
     if value is _NOT_OBJECT:
         return None, Outcome(False, PARENT_REASON, "record")
+    if field_type not in FIELD_TYPES:
+        return _nested_value(None if value is MISSING else value, field_type_shape(field_type), field, top=True)
     text = json_text(value)
     if text is None:
         return None, OK
@@ -309,6 +394,8 @@ def convert(
     typed, outcome = field_value(value, field_type, field=field)
     if not outcome.ok or typed is None:
         return outcome
+    if field_type not in FIELD_TYPES:
+        return _nested_fits(typed, field_type_shape(field_type), ch_type, field)
     if column_accepts(typed, field_type, ch_type):
         return OK
     shown = _as_string(typed, field_type)[:200]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from spark_jobs.avro_schema import SchemaField
+from spark_jobs.field_types import is_nested
 from spark_jobs.limits import LimitError
 from spark_jobs.protobuf_schema import registered_schema_fields
 from spark_jobs.protocol import JSON_SAMPLE_EVERY
@@ -57,7 +58,8 @@ def _clock(timestamp: str) -> str:
 def _covered(path: str, spec: PipelineSpec) -> bool:
     """Read by the pipeline: a field path, or inside a field read whole (a json field)."""
     for field in spec.source.fields:
-        if path == field.path or (field.type == "json" and path.startswith(field.path + ".")):
+        read_whole = field.type == "json" or is_nested(field.type)  # its keys are inside its value
+        if path == field.path or (read_whole and path.startswith(field.path + ".")):
             return True
         if field.path.startswith(path + "."):  # a parent object of a field the pipeline reads
             return True

@@ -13,15 +13,28 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from spark_jobs.clickhouse_types import (
     DECIMAL_NAMES,
+    ENUM_NAMES,
     FLOAT_NAMES,
     INTEGER_NAMES,
     STRING_NAMES,
     ClickHouseType,
     parse_clickhouse_type,
+)
+from spark_jobs.nested_types import (
+    FieldShape,
+    infer_shape,
+    merge_shapes,
+    parse_shape,
+    shape_clickhouse_type,
+    shape_compatible,
+    shape_spark_type,
 )
 
 # The one UUID pattern (canonical 8-4-4-4-12 hex): schema inference, the engine's parsing and its UUID columns.
@@ -75,6 +88,7 @@ _TEXT_TARGETS = (
     | INTEGER_NAMES
     | FLOAT_NAMES
     | DECIMAL_NAMES
+    | ENUM_NAMES
 )
 
 # In the order users see them. Exactly one `infer` accepts a JSON value (json, last, takes what no other does).
@@ -158,8 +172,25 @@ FIELD_TYPE_TABLE: tuple[FieldTypeInfo, ...] = (
 FIELD_TYPE_INFO: dict[str, FieldTypeInfo] = {t.name: t for t in FIELD_TYPE_TABLE}
 
 FIELD_TYPES: tuple[str, ...] = tuple(FIELD_TYPE_INFO)
-# The spec's `type` of a field or computed field: one of the table's names (pydantic checks it).
-FieldType = Literal[FIELD_TYPES]  # type: ignore[valid-type]
+_SCALARS = frozenset(FIELD_TYPES)
+
+
+@lru_cache(maxsize=4096)
+def field_type_shape(field_type: str) -> FieldShape:
+    """A field type parsed: one of the table's names, or `array<T>`, `map<string,T>`, `struct<name:T,...>` over
+    them (Spark's DDL spelling). ValueError in words for anything else."""
+    return parse_shape(field_type, _SCALARS)
+
+
+def field_type_text(value: str) -> str:
+    """A field type in its one spelling (pydantic's check of the spec's `type`): `Array< int >` is `array<int>`."""
+    if value in FIELD_TYPE_INFO:
+        return value
+    return field_type_shape(value).ddl()
+
+
+# The spec's `type` of a field or computed field: a field type in its one spelling (pydantic checks it).
+FieldType = Annotated[str, AfterValidator(field_type_text)]
 # The column types the wizard offers for a new table: each type's, then the Nullable forms of those that have one.
 _OFFERED = tuple(dict.fromkeys(c for t in FIELD_TYPE_TABLE for c in t.offered_columns))
 NEW_TABLE_COLUMN_TYPES: tuple[str, ...] = (
@@ -171,50 +202,83 @@ FIELD_TYPE_CHOICES: tuple[tuple[str, str], ...] = tuple((name, FIELD_TYPE_INFO[n
 
 
 def field_type_info(field_type: str) -> FieldTypeInfo:
+    """A scalar type's entry in the table (a nested type has none: see `field_type_shape`)."""
     try:
         return FIELD_TYPE_INFO[field_type]
     except KeyError:
         raise ValueError(f"unknown field type {field_type!r}; expected one of {', '.join(FIELD_TYPES)}") from None
 
 
+def is_nested(field_type: str) -> bool:
+    return field_type not in FIELD_TYPE_INFO and field_type_shape(field_type).nested
+
+
+def field_spark_type(field_type: str) -> str:
+    """The Spark SQL type of a parsed value (and of a computed field's result): `array<bigint>` for `array<int>`."""
+    info = FIELD_TYPE_INFO.get(field_type)
+    if info is not None:
+        return info.spark_type
+    return shape_spark_type(field_type_shape(field_type), lambda name: FIELD_TYPE_INFO[name].spark_type)
+
+
+def _parsed(clickhouse_type: str | ClickHouseType) -> ClickHouseType:
+    return clickhouse_type if isinstance(clickhouse_type, ClickHouseType) else parse_clickhouse_type(clickhouse_type)
+
+
+def _scalar_compatible(field_type: str, clickhouse_type: ClickHouseType) -> bool:
+    return clickhouse_type.base().name in FIELD_TYPE_INFO[field_type].compatible
+
+
 def field_type_compatible(field_type: str, clickhouse_type: str | ClickHouseType) -> bool:
     """Whether values of `field_type` can be written to a column of `clickhouse_type` (False if unknown).
 
-    Values that do not fit at run time (an "abc" into UUID, 300 into UInt8) go to the dead-letter table.
+    Values that do not fit at run time (an "abc" into UUID, 300 into UInt8, an array element too) go to the
+    dead-letter table.
     """
-    info = FIELD_TYPE_INFO.get(field_type)
-    if info is None:
-        return False
     try:
-        parsed = (
-            clickhouse_type if isinstance(clickhouse_type, ClickHouseType) else parse_clickhouse_type(clickhouse_type)
-        )
+        parsed = _parsed(clickhouse_type)
+        shape = field_type_shape(field_type)
     except ValueError:
         return False
-    return parsed.base().name in info.compatible
+    return shape_compatible(shape, parsed, _scalar_compatible)
 
 
 def default_clickhouse_type(field_type: str) -> str:
     """The column type the wizard proposes for a field type (Nullable is added when the field is optional)."""
-    return field_type_info(field_type).default_clickhouse_type
+    info = FIELD_TYPE_INFO.get(field_type)
+    if info is not None:
+        return info.default_clickhouse_type
+    return shape_clickhouse_type(
+        field_type_shape(field_type), lambda name: FIELD_TYPE_INFO[name].default_clickhouse_type
+    )
 
 
 def always_fits(field_type: str, clickhouse_type: str | ClickHouseType) -> bool:
     """Whether every parsed value of `field_type` fits the column as it is (no check, no conversion)."""
-    parsed = clickhouse_type if isinstance(clickhouse_type, ClickHouseType) else parse_clickhouse_type(clickhouse_type)
-    return parsed.base().name in field_type_info(field_type).always_fits
+    info = FIELD_TYPE_INFO.get(field_type)
+    return info is not None and _parsed(clickhouse_type).base().name in info.always_fits
 
 
-def value_type(value: Any) -> str | None:
-    """The field type of one JSON value; None for null."""
-    if value is None:
-        return None
+def _scalar_type(value: Any) -> str:
     return next(t.name for t in FIELD_TYPE_TABLE if t.infer(value))
 
 
-def merge_types(a: str | None, b: str | None) -> str | None:
-    """The narrowest type holding both (None is 'not seen yet'): int+float is float, string/uuid/datetime
-    mixed are string, anything else mixed is json."""
+def value_type(value: Any) -> str | None:
+    """The field type of one JSON value; None for null. A list is an `array<T>` of its elements' merged type
+    (objects in it `struct<...>`); an object reaching here (empty, or nested past the depth limit) is `json`."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        shape = infer_shape(value, _scalar_type, _merge_scalars)
+        text = shape.ddl() if shape is not None else "json"
+        return text if len(text) <= TYPE_TEXT_LIMIT else "json"
+    return _scalar_type(value)
+
+
+TYPE_TEXT_LIMIT = 1_000  # an inferred type longer than this is `json` (the spec's field types are capped too)
+
+
+def _merge_scalars(a: str | None, b: str | None) -> str | None:
     if a is None:
         return b
     if b is None or a == b:
@@ -227,6 +291,21 @@ def merge_types(a: str | None, b: str | None) -> str | None:
     if wide_a is not None and wide_a == wide_b:
         return wide_a
     return "json"
+
+
+def merge_types(a: str | None, b: str | None) -> str | None:
+    """The narrowest type holding both (None is 'not seen yet'): int+float is float, string/uuid/datetime
+    mixed are string, two arrays an array of their elements' merge, two structs their members' union, anything
+    else mixed is json."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if a in FIELD_TYPE_INFO and b in FIELD_TYPE_INFO:
+        return _merge_scalars(a, b)
+    merged = merge_shapes(field_type_shape(a), field_type_shape(b), _merge_scalars)
+    text = merged.ddl() if merged is not None else "json"
+    return text if len(text) <= TYPE_TEXT_LIMIT else "json"
 
 
 __all__ = [
@@ -243,8 +322,12 @@ __all__ = [
     "FieldTypeInfo",
     "always_fits",
     "default_clickhouse_type",
+    "field_spark_type",
     "field_type_compatible",
     "field_type_info",
+    "field_type_shape",
+    "field_type_text",
+    "is_nested",
     "merge_types",
     "value_type",
 ]

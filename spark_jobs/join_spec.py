@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from spark_jobs.field_types import is_nested
 from spark_jobs.spec_base import (
     JOIN_METADATA_FIELDS,
     STRICT,
@@ -89,8 +90,10 @@ def join_section_issues(join: JoinSpec, left: dict[str, str], *, version: int) -
                 issues.append(
                     SpecIssue(f"join.keys[{i}].{side}", f"unknown field '{name}'; add it to {source_path}.fields")
                 )
-            elif fields[name] == "json":
-                issues.append(SpecIssue(f"join.keys[{i}].{side}", f"a json field ('{name}') cannot be a join key"))
+            elif fields[name] == "json" or is_nested(fields[name]):
+                issues.append(
+                    SpecIssue(f"join.keys[{i}].{side}", f"a {fields[name]} field ('{name}') cannot be a join key")
+                )
         if key.left in left and key.right in right and left[key.left] != right[key.right]:
             issues.append(
                 SpecIssue(

@@ -2,7 +2,7 @@
 
 Kafka -> parse_events (JSON) | parse_avro | parse_protobuf -> observe fields (field_watch) -> require_keys
       -> check_columns -> dedup_time -> dedup_key -> drop_unless_dead -> drop_duplicates (JVM, RocksDB state)
-      -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
+      -> explode_array -> apply_filter -> apply_transforms -> map_columns -> foreachBatch(ClickHouse, metrics)
 
 With a `join`, each topic (left: `source`, right: `join.source`) is parsed, checked and deduplicated on its own
 (`_side_stream`), then joined (`spark_jobs.join`: prepare_side, join_sides, unpack), and the joined rows go on
@@ -417,7 +417,7 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     def checks(df: DataFrame) -> DataFrame:
         if spec.dedup is not None:
             df = dedup.require_keys(df, spec.dedup.keys)
-        df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types)
+        df = transforms.check_columns(df, _sink_columns(spec, only_fields=True), field_types, explode=spec.explode)
         if spec.dedup is not None:
             rules = spec.dedup
             time_field = rules.event_time_field if rules.time == "event" else None
@@ -451,6 +451,7 @@ def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | No
 def _after_dedup(df: DataFrame, spec: PipelineSpec) -> DataFrame:
     """Filter, transforms and the sink's columns: the same steps with or without a join."""
     field_types = spec.field_types()
+    df = transforms.explode_array(df, spec.explode)
     df = _spark_checked("filter", lambda: transforms.apply_filter(df, spec.filter))
     for i, computed in enumerate(spec.transforms):
         step = [transforms.Transform(computed.name, computed.expression, computed.type)]
@@ -509,7 +510,7 @@ class BatchWriter:
             database=sink.clickhouse.database,
             table=sink.table,
             dlq_table=sink.dead_letter_table,
-            columns=tuple(c.column for c in sink.columns),
+            columns=tuple(transforms.insert_columns(_sink_columns(self.spec))),
             pipeline=self.spec.name,
             token_prefix=self.token_prefix,
             batch_id=batch_id,

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID
 from spark_jobs.avro_schema import WriterSchemas
-from spark_jobs.field_types import field_type_info
+from spark_jobs.field_types import field_spark_type
 from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, with_typed_fields
 
 DECODER_CLASS = "io.clearflow.protobuf.ConfluentProtobufDecoder"
@@ -61,7 +61,7 @@ def parse_protobuf(df: DataFrame, fields: Sequence[Field], schemas: WriterSchema
     staged, typed = with_typed_fields(
         staged,
         {
-            field.path: convert_text(texts[field.path], field.type).cast(field_type_info(field.type).spark_type)
+            field.path: convert_text(texts[field.path], field.type).cast(field_spark_type(field.type))
             for field in fields
         },
     )

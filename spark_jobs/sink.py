@@ -191,7 +191,8 @@ def prepare_tables(conn: dict[str, Any], spec: TableSpec, *, create: bool) -> No
         present = {r[0] for r in rows}
         if not present:
             raise ClickHouseWriteError(f"table {spec.database}.{table} does not exist (create_table is false)")
-        missing = [c for c in wanted if c not in present]
+        # A Nested column is listed as its arrays (`items.sku`, `items.qty`).
+        missing = [c for c in wanted if c not in present and not any(p.startswith(f"{c}.") for p in present)]
         if missing:
             raise ClickHouseWriteError(f"table {spec.database}.{table} has no column(s) {', '.join(missing)}")
 
@@ -222,7 +223,7 @@ class PartitionWriter:
     database: str
     table: str
     dlq_table: str
-    columns: tuple[str, ...]
+    columns: tuple[tuple[str, str], ...]  # (name in the batch, name in the table)
     pipeline: str
     token_prefix: str
     batch_id: int
@@ -240,12 +241,14 @@ class PartitionWriter:
         if collected:
             table = pa.Table.from_batches(collected)
             errors = table.column("_cf_error")
+            batch_names = [batch_name for batch_name, _ in self.columns]
             if errors.null_count == table.num_rows:  # the usual case: no dead letters, no copy
-                rows, bad = table.select(list(self.columns)), table.slice(0, 0)
+                rows, bad = table.select(batch_names), table.slice(0, 0)
             else:
                 good = pc.is_null(errors)
-                rows = table.filter(good).select(list(self.columns))
+                rows = table.filter(good).select(batch_names)
                 bad = table.filter(pc.invert(good))
+            rows = rows.rename_columns([table_name for _, table_name in self.columns])
             token = f"{self.token_prefix}:{self.batch_id}:{partition}"
             if rows.num_rows:
                 self._insert(self.table, rows, token)

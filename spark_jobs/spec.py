@@ -47,7 +47,14 @@ from spark_jobs.connections import (
     SchemaRegistryConnectionSpec,
 )
 from spark_jobs.expressions import KnownNames, expression_error
-from spark_jobs.field_types import FIELD_TYPES, FieldType, default_clickhouse_type, field_type_compatible
+from spark_jobs.field_types import (
+    FIELD_TYPES,
+    FieldType,
+    default_clickhouse_type,
+    field_type_compatible,
+    field_type_shape,
+    is_nested,
+)
 from spark_jobs.join_spec import (
     JOIN_SIDES,
     JoinKeySpec,
@@ -57,6 +64,7 @@ from spark_jobs.join_spec import (
     joined_field_types,
 )
 from spark_jobs.limits import size_issues
+from spark_jobs.nested_types import ARRAY, STRUCT
 from spark_jobs.spec_base import (
     DEDUP_WINDOWS,
     JOIN_METADATA_FIELDS,
@@ -200,6 +208,10 @@ class PipelineSpec(BaseModel):
     source: SourceSpec
     dedup: DedupSpec | None = None
     join: JoinSpec | None = None
+    # An array field whose elements become one row each, with the event's other fields (ClickHouse's ARRAY JOIN):
+    # after dedup (one event, one key), before the filter; the field's path then names the element. An event
+    # whose array is empty or null writes no row.
+    explode: str | None = None
     filter: str | None = None
     transforms: list[TransformSpec] = Field(default_factory=list)
     sink: SinkSpec
@@ -239,6 +251,9 @@ class PipelineSpec(BaseModel):
             types = joined_field_types(self.source.fields, self.join.source.fields)
         else:
             types = {f.path: f.type for f in self.source.fields}
+            if self.explode is not None and self.explode in types and is_nested(types[self.explode]):
+                types[self.explode] = field_type_shape(types[self.explode]).elem.ddl()
+            types.update(member_paths(types))
             types.update(KAFKA_METADATA_FIELDS)
             keys = self.dedup.keys if self.dedup else []
             types.update(kafka_header_fields([*keys, *(c.field for c in self.sink.columns)]))
@@ -253,6 +268,36 @@ class PipelineSpec(BaseModel):
 
     def to_json(self, *, reveal_secrets: bool = False, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(reveal_secrets=reveal_secrets), indent=indent)
+
+
+def member_paths(types: dict[str, str]) -> dict[str, str]:
+    """The members of struct fields as paths of their own (`order.total` of a `struct<total:float>` field `order`),
+    to any depth: a column may map one, a filter may read one."""
+    found: dict[str, str] = {}
+    pending = [(path, field_type) for path, field_type in types.items() if is_nested(field_type)]
+    while pending:
+        path, field_type = pending.pop()
+        shape = field_type_shape(field_type)
+        if shape.kind != STRUCT:
+            continue
+        for name, member in shape.members:
+            found[f"{path}.{name}"] = member.ddl()
+            if member.kind == STRUCT:
+                pending.append((f"{path}.{name}", member.ddl()))
+    return found
+
+
+def explode_issues(spec: PipelineSpec) -> list[SpecIssue]:
+    if spec.explode is None:
+        return []
+    fields = {f.path: f.type for f in spec.source.fields}
+    if spec.join is not None:
+        return [SpecIssue("explode", "explode is for a pipeline without a join")]
+    if spec.explode not in fields:
+        return [SpecIssue("explode", f"unknown field '{spec.explode}'; name an array field of source.fields")]
+    if not is_nested(fields[spec.explode]) or field_type_shape(fields[spec.explode]).kind != ARRAY:
+        return [SpecIssue("explode", f"field '{spec.explode}' is a {fields[spec.explode]}, not an array<...>")]
+    return []
 
 
 def _walk_secrets(node: Any, reveal: bool) -> None:
@@ -321,7 +366,9 @@ def _cross_check(spec: PipelineSpec, budget: ValidationBudget) -> list[SpecIssue
         issues += join_section_issues(spec.join, fields, version=spec.version)
         budget.check("join")
 
-    names = list(fields)
+    issues += explode_issues(spec)
+    names = [name for name in spec.field_types() if name not in KAFKA_METADATA_FIELDS]
+    names = [name for name in names if name not in {t.name for t in spec.transforms}]
     if spec.join is not None:
         names = list(joined_field_types(spec.source.fields, spec.join.source.fields))
     issues += expression_issues(
@@ -428,6 +475,7 @@ __all__ = [
     "field_type_compatible",
     "join_issues",
     "joined_field_types",
+    "member_paths",
     "parse_clickhouse_type",
     "parse_spec",
     "parse_window",

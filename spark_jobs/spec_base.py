@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from spark_jobs.avro_schema import AvroSchemaError, SchemaField, fields_by_path
 from spark_jobs.connections import KafkaConnectionSpec, SchemaRegistryConnectionSpec
-from spark_jobs.field_types import FieldType
+from spark_jobs.field_types import FieldType, is_nested
 from spark_jobs.limits import VALIDATION_SECONDS
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
@@ -382,8 +382,8 @@ def dedup_issues(dedup: DedupSpec, fields: dict[str, str], path: str, source_pat
     for i, key in enumerate(dedup.keys):
         if key not in fields:
             issues.append(SpecIssue(f"{path}.keys[{i}]", f"unknown field '{key}'; add it to {source_path}.fields"))
-        elif fields[key] == "json":
-            issues.append(SpecIssue(f"{path}.keys[{i}]", f"a json field ('{key}') cannot be a dedup key"))
+        elif fields[key] == "json" or is_nested(fields[key]):
+            issues.append(SpecIssue(f"{path}.keys[{i}]", f"a {fields[key]} field ('{key}') cannot be a dedup key"))
     if len(set(dedup.keys)) != len(dedup.keys):
         issues.append(SpecIssue(f"{path}.keys", "a key is listed twice"))
     if dedup.time == "event" and dedup.event_time_field:

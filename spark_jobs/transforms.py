@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from spark_jobs import nested_columns
 from spark_jobs.clickhouse_types import (
     INT_RANGES,
     IPV4_PATTERN,
@@ -25,7 +26,15 @@ from spark_jobs.clickhouse_types import (
     decimal_precision_scale,
     parse_clickhouse_type,
 )
-from spark_jobs.field_types import EPOCH_NUMBER_PATTERN, FIELD_TYPES, UUID_PATTERN, always_fits, field_type_info
+from spark_jobs.field_types import (
+    EPOCH_NUMBER_PATTERN,
+    FIELD_TYPES,
+    UUID_PATTERN,
+    always_fits,
+    field_spark_type,
+    field_type_shape,
+    is_nested,
+)
 from spark_jobs.limits import ROW_BYTES
 from spark_jobs.metrics import FILTER_OBSERVATION
 
@@ -121,11 +130,12 @@ if set(_FROM_TEXT) != set(FIELD_TYPES):  # pragma: no cover - a programming erro
 
 
 def convert_text(raw: Column, field_type: str) -> Column:
-    """JSON text of a value -> the field type's Spark value (NULL when it cannot be converted)."""
-    try:
+    """JSON text of a value -> the field type's Spark value (NULL when it cannot be converted; an array's element
+    that does not convert is NULL in it, and `cannot_convert` names it)."""
+    if field_type in _FROM_TEXT:
         return _FROM_TEXT[field_type](raw)
-    except KeyError:
-        raise ValueError(f"unknown field type {field_type!r}") from None
+    shape = field_type_shape(field_type)
+    return nested_columns.typed(nested_columns.read_text(raw, shape), shape, convert_text)
 
 
 def parse_events(df: DataFrame, fields: Sequence[Field]) -> DataFrame:
@@ -178,6 +188,13 @@ def cannot_convert(field: Field, text: Column, typed: Column) -> Column:
     """The dead-letter reason when a field's text does not convert to its type (NULL when it does)."""
     if field.type in ("string", "json"):  # text is always a valid string
         return F.lit(None).cast("string")
+    if is_nested(field.type):
+        shape = field_type_shape(field.type)
+        leaves = nested_columns.read_text(text, shape)
+        return F.coalesce(
+            nested_columns.not_of_shape_reason(text, leaves, shape, field.path),
+            nested_columns.convert_reason(leaves, shape, F.lit(field.path), convert_text),
+        )
     return F.when(
         text.isNotNull() & typed.isNull(),
         F.concat(
@@ -202,6 +219,21 @@ def nest_paths(typed: dict[str, Column]) -> list[Column]:
     return [(build(v) if isinstance(v, dict) else v).alias(k) for k, v in tree.items()]
 
 
+def explode_array(df: DataFrame, path: str | None) -> DataFrame:
+    """One row per element of the array at `path`, the element in the array's place (no row for an empty or
+    NULL array, as ClickHouse's ARRAY JOIN). A dead letter stays one row."""
+    if path is None:
+        return df
+    array = path_col(path)
+    elements = F.explode(F.when(F.col(ERROR).isNull(), array).otherwise(F.array(F.get(array, 0))))
+    top, _, rest = path.partition(".")
+    if not rest:
+        return df.withColumn(top, elements)
+    element = "_cf_element"
+    exploded = df.select("*", elements.alias(element))
+    return exploded.withColumn(top, F.col(spark_ident(top)).withField(rest, F.col(element))).drop(element)
+
+
 def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
     """Keep events where the Spark SQL condition is true; dead letters always pass.
 
@@ -220,13 +252,30 @@ def apply_filter(df: DataFrame, condition: str | None) -> DataFrame:
 def apply_transforms(df: DataFrame, transforms: Sequence[Transform]) -> DataFrame:
     """Add one column per transform, cast to its declared type (each may use the ones before it)."""
     for transform in transforms:
-        df = df.withColumn(
-            transform.name, F.expr(transform.expression).try_cast(field_type_info(transform.type).spark_type)
-        )
+        df = df.withColumn(transform.name, F.expr(transform.expression).try_cast(field_spark_type(transform.type)))
     return df
 
 
 # --- mapping to ClickHouse columns -------------------------------------------------------------------------
+
+
+def insert_columns(columns: Sequence[SinkColumn]) -> list[tuple[str, str]]:
+    """(name in the batch, name in ClickHouse) of what an insert writes, in order: a Nested column is its arrays
+    (`items.sku`, `items.qty`), which the batch names without the dot (Spark reads a dot as a struct's member)."""
+    names = []
+    for column in columns:
+        ch_type = parse_clickhouse_type(column.type)
+        if ch_type.base().name == "Nested":
+            names += [
+                (_nested_part(column.column, str(name)), f"{column.column}.{name}") for name, _ in ch_type.base().args
+            ]
+        else:
+            names.append((column.column, column.column))
+    return names
+
+
+def _nested_part(column: str, name: str) -> str:
+    return f"_cf_nested_{len(column)}_{column}_{name}"
 
 
 def needs_check(field_type: str, ch_type: str) -> bool:
@@ -242,9 +291,16 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
     """
     base = ch_type.base()
     name = base.name
+    if is_nested(field_type):
+        shape = field_type_shape(field_type)
+        reason = nested_columns.write_reason(value, shape, ch_type, F.lit(""), to_clickhouse)
+        return nested_columns.write(value, shape, ch_type, to_clickhouse), reason.isNull()
     if always_fits(field_type, base):
         return value, F.lit(True)
     ok_if = value.isNull()
+    if name in ("Enum8", "Enum16"):
+        out = value.cast("string")
+        return out, ok_if | out.isin(*[label for label, _number in base.args])
     if name in ("String", "FixedString", "JSON"):
         if field_type == "datetime":
             out = F.date_format(value, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
@@ -305,10 +361,42 @@ def to_clickhouse(value: Column, field_type: str, ch_type: ClickHouseType) -> tu
     raise ValueError(f"ClickHouse type {ch_type.sql()} is not supported for writing")
 
 
-def _column_reasons(columns: Sequence[SinkColumn], field_types: dict[str, str]) -> list[tuple[SinkColumn, Column]]:
+def _in_exploded(field: str, explode: str | None) -> bool:
+    return explode is not None and (field == explode or field.startswith(f"{explode}."))
+
+
+def _exploded_reason(column: SinkColumn, field_type: str, ch_type: ClickHouseType, explode: str) -> Column:
+    """Before the explode: the reason any element of the array does not fit the column its rows map it to,
+    naming the element (`field 'items[3].qty': cannot write 'x' to UInt32`)."""
+    rest = column.field[len(explode) + 1 :]
+    shape = field_type_shape(field_type)
+
+    def element(x: Column, i: Column) -> Column:
+        for part in rest.split(".") if rest else []:
+            x = x.getField(part)
+        path = F.concat(F.lit(f"{explode}["), i.cast("string"), F.lit("]" + (f".{rest}" if rest else "")))
+        return nested_columns.write_reason(x, shape, ch_type, path, to_clickhouse)
+
+    return F.get(F.filter(F.transform(path_col(explode), element), lambda r: r.isNotNull()), 0)
+
+
+def _column_reasons(
+    columns: Sequence[SinkColumn], field_types: dict[str, str], explode: str | None = None
+) -> list[tuple[SinkColumn, Column]]:
     result = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
+        if _in_exploded(column.field, explode):
+            assert explode is not None
+            result.append((column, _exploded_reason(column, field_types[column.field], ch_type, explode)))
+            continue
+        if is_nested(field_types[column.field]):
+            shape = field_type_shape(field_types[column.field])
+            path = F.lit(column.field)
+            result.append(
+                (column, nested_columns.write_reason(path_col(column.field), shape, ch_type, path, to_clickhouse))
+            )
+            continue
         _out, valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
         reason = F.when(
             ~valid,
@@ -333,7 +421,9 @@ def row_bytes(columns: Sequence[SinkColumn], field_types: dict[str, str]) -> Col
     fixed = 0
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
-        if ch_type.base().name in _TEXT_COLUMNS:
+        if is_nested(field_types[column.field]):
+            text.append(F.coalesce(F.octet_length(F.to_json(path_col(column.field))), F.lit(0)))
+        elif ch_type.base().name in _TEXT_COLUMNS:
             out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
             text.append(F.coalesce(F.octet_length(out), F.lit(0)))
         else:
@@ -362,13 +452,16 @@ def check_columns(
     field_types: dict[str, str],
     *,
     max_row_bytes: int = ROW_BYTES.maximum,
+    explode: str | None = None,
 ) -> DataFrame:
     """Dead-letter events whose value cannot be written to its column, or whose row would be over
-    `max_row_bytes` (before dedup, so a bad event does not take its key's place)."""
-    reasons = [reason for _, reason in _column_reasons(columns, field_types)]
+    `max_row_bytes` (before dedup, so a bad event does not take its key's place). With `explode`, the columns
+    an array's elements fill are checked element by element (an element's row size is checked as it is written)."""
+    reasons = [reason for _, reason in _column_reasons(columns, field_types, explode)]
     if not reasons:
         return df
-    reasons.append(row_size_reason(row_bytes(columns, field_types), max_row_bytes))
+    whole = [c for c in columns if not _in_exploded(c.field, explode)]
+    reasons.append(row_size_reason(row_bytes(whole, field_types), max_row_bytes))
     return df.withColumn(ERROR, F.coalesce(F.col(ERROR), *reasons))
 
 
@@ -387,6 +480,11 @@ def map_columns(
     outputs = []
     for column in columns:
         ch_type = parse_clickhouse_type(column.type)
+        if ch_type.base().name == "Nested":
+            shape = field_type_shape(field_types[column.field])
+            parts = nested_columns.nested_parts(path_col(column.field), shape, ch_type, to_clickhouse)
+            outputs += [F.when(~too_large, part).alias(_nested_part(column.column, name)) for name, part in parts]
+            continue
         out, _valid = to_clickhouse(path_col(column.field), field_types[column.field], ch_type)
         outputs.append(F.when(~too_large, out).alias(column.column))
     reasons = [reason for _, reason in _column_reasons(columns, field_types)]

@@ -19,7 +19,7 @@ def _writer(clickhouse_server: Any, table: str, batch_id: int) -> PartitionWrite
         database="default",
         table=table,
         dlq_table=f"{table}_dlq",
-        columns=("event_id", "amount"),
+        columns=(("event_id", "event_id"), ("amount", "amount")),
         pipeline="sink-test",
         token_prefix="sink-test:run1",
         batch_id=batch_id,

@@ -24,7 +24,14 @@ pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
         ("f47ac10b-58cc-4372-a567-0e02b2c3d479", "uuid"),
         ("f47ac10b58cc4372a5670e02b2c3d479", "string"),
         ({"a": 1}, "json"),
-        ([1, 2], "json"),
+        ([1, 2], "array<int>"),
+        ([1, 2.5, None], "array<float>"),
+        (
+            [{"sku": "a", "qty": 1}, {"sku": "b", "at": "2026-01-02T03:04:05Z"}],
+            "array<struct<sku:string,qty:int,at:datetime>>",
+        ),
+        ([[1], ["x"]], "array<array<json>>"),
+        ([], "array<string>"),
         (None, None),
     ],
 )

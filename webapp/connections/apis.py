@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_jobs.connections import KAFKA_SECRET_FLAGS
-from spark_jobs.field_types import FIELD_TYPE_CHOICES, FIELD_TYPES
+from spark_jobs.field_types import FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput
@@ -126,7 +126,10 @@ class SampledEventOutput(serializers.Serializer):
 
 class InferredFieldOutput(serializers.Serializer):
     path = serializers.CharField()
-    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
+    type = serializers.CharField(
+        help_text=f"One of {', '.join(FIELD_TYPES)}, or a nested type over them: array<T>, map<string,T>, "
+        "struct<name:T,...>."
+    )
     nullable = serializers.BooleanField()
     present = serializers.IntegerField()
     examples = serializers.ListField(child=serializers.JSONField())
@@ -493,7 +496,8 @@ class KafkaInferSchemaApi(APIView):
         tags=KAFKA_TAG,
         operation_id="kafka_schema_infer",
         request=SampleInput,
-        description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}. With a schema "
+        description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}; a list is "
+        "an array<T> (objects in it struct<...>). With a schema "
         "registry connection the values are decoded from Avro and the fields come from the schema (the newest version "
         "the sample used), the sample filling in examples.",
         responses={200: InferSchemaOutput, **ERROR_RESPONSES},

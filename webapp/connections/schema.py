@@ -2,7 +2,8 @@
 
 The types, and how one JSON value's type is recognised and two are merged, are the engine's field-type table
 (`spark_jobs.field_types`): strings that all parse as ISO-8601 date-times are `datetime`, canonical UUIDs
-`uuid`; lists and values whose type varies beyond int/float become `json`. A path missing from some events,
+`uuid`; a list is an `array<T>` of its elements' merged type (objects in it `struct<...>`); values whose type
+varies beyond int/float become `json`. A path missing from some events,
 or null in some, is `nullable`. Pure functions, no Django.
 """
 

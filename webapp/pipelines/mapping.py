@@ -74,7 +74,7 @@ def proposed_type(source: SourceField, *, in_order_by: bool = False) -> str:
     if not source.nullable:
         return type_sql
     parsed = parse_clickhouse_type(type_sql)
-    if parsed.nullable or parsed.name in ("JSON", "Array", "Map", "LowCardinality"):
+    if parsed.nullable or parsed.name in ("JSON", "Array", "Map", "Tuple", "Nested", "LowCardinality"):
         return type_sql
     return f"Nullable({type_sql})"
 

@@ -85,7 +85,9 @@ def pipeline_schema_changes(*, pipeline: Pipeline) -> list[SchemaChange]:
 def _proposed(change: FieldChange) -> SchemaChange:
     if change.kind != "new":
         return SchemaChange(change, None, None)
-    column_type = change.clickhouse_type or f"Nullable({default_clickhouse_type(change.field_type or JSON_KEY_TYPE)})"
+    column_type = change.clickhouse_type or default_clickhouse_type(change.field_type or JSON_KEY_TYPE)
+    if parse_clickhouse_type(column_type).name not in ("Nullable", "Array", "Map", "Tuple", "Nested", "JSON"):
+        column_type = f"Nullable({column_type})"  # older events lack it (ClickHouse allows no Nullable(Array))
     return SchemaChange(change, column_name_for(change.path), parse_clickhouse_type(column_type).sql())
 
 

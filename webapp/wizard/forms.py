@@ -5,6 +5,8 @@ Kafka, ClickHouse or the spec module happen in `webapp.wizard.steps`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from django import forms
 
@@ -248,12 +250,23 @@ class JoinForm(forms.Form):
 
 
 class TransformForm(forms.Form):
+    explode = forms.ChoiceField(
+        label="One row per element of",
+        required=False,
+        help_text="An array field whose elements each become a row, with the event's other fields (after dedup).",
+    )
     filter = forms.CharField(
         label="Filter",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "e.g. event_type <> 'heartbeat' AND amount > 0"}),
         help_text="A SQL condition; only events for which it is true are kept. Leave empty to keep all.",
     )
+
+    def __init__(self, *args: Any, array_fields: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["explode"].choices = [("", "none: one row per event"), *((path, path) for path in array_fields)]
+        if not array_fields:
+            del self.fields["explode"]
 
 
 class DestinationForm(forms.Form):

@@ -139,7 +139,7 @@ def test_the_engines_insert_leaves_the_ingestion_time_to_the_default(pipeline_ta
         database=pipeline_table.database,
         table=pipeline_table.table,
         dlq_table="orders_dlq",
-        columns=("order_id", "seq", "amount", "customer_name"),
+        columns=tuple((name, name) for name in ("order_id", "seq", "amount", "customer_name")),
         pipeline="p",
         token_prefix="t",
         batch_id=0,

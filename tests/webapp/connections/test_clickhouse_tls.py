@@ -104,7 +104,7 @@ def test_the_job_gets_the_tls_settings_that_passed_the_test_and_writes_through_h
         database=database,
         table=spec.sink.table,
         dlq_table=spec.sink.dead_letter_table,
-        columns=tuple(c.column for c in spec.sink.columns),
+        columns=tuple((c.column, c.column) for c in spec.sink.columns),
         pipeline=spec.name,
         token_prefix=f"{spec.name}:tls",
         batch_id=0,

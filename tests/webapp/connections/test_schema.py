@@ -36,7 +36,7 @@ def test_nested_paths_and_types():
         "uid": "uuid",
         "user.id": "int",
         "user.address.city": "string",
-        "tags": "json",
+        "tags": "array<string>",
         "meta": "json",
     }
     assert not any(f.nullable for f in fields.values())

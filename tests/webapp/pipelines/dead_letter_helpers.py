@@ -56,7 +56,7 @@ def write_dead_letters(pipeline, events: list[Event]) -> None:
         database=spec.sink.clickhouse.database,
         table=spec.sink.table,
         dlq_table=spec.sink.dead_letter_table,
-        columns=("order_id",),
+        columns=(("order_id", "order_id"),),
         pipeline=spec.name,
         token_prefix=f"{spec.name}:test",
         batch_id=next(_BATCH_IDS),

@@ -11,8 +11,9 @@ from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 
 from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
-from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES
-from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec
+from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES, field_type_shape, is_nested
+from spark_jobs.nested_types import ARRAY
+from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec, member_paths
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
@@ -71,7 +72,7 @@ def row_fields(draft: WizardDraft) -> list[dict[str, Any]]:
     join = draft_join(draft)
     left = schema_fields(draft)
     if join is None:
-        return left
+        return exploded_fields(left, draft.spec.explode)
     notes = draft.section("join").get("notes") or {}
     fields = [{**f, "path": f"{JOIN_SIDES[0]}.{f['path']}"} for f in left]
     for f in join.source.fields:
@@ -81,6 +82,32 @@ def row_fields(draft: WizardDraft) -> list[dict[str, Any]]:
             {"examples": [], **note, "path": f"{JOIN_SIDES[1]}.{f.path}", "type": f.type, "nullable": nullable}
         )
     return fields
+
+
+def array_fields(fields: list[dict[str, Any]]) -> list[str]:
+    """The paths of the fields an explode can name (`array<...>` fields)."""
+    found = []
+    for f in fields:
+        if is_nested(f.get("type") or "string") and field_type_shape(f["type"]).kind == ARRAY:
+            found.append(f["path"])
+    return found
+
+
+def exploded_fields(fields: list[dict[str, Any]], explode: str | None) -> list[dict[str, Any]]:
+    """The row's fields once `explode` makes the array's element a row: the field is the element, and the members
+    of a struct element (to any depth) are fields of their own (`spark_jobs.spec.member_paths`)."""
+    if explode is None or explode not in array_fields(fields):
+        return fields
+    out = []
+    for f in fields:
+        if f["path"] != explode:
+            out.append(f)
+            continue
+        element = field_type_shape(f["type"]).elem.ddl()
+        out.append({**f, "type": element, "examples": []})
+        members = member_paths({explode: element})
+        out += [{"path": path, "type": kind, "nullable": True, "examples": []} for path, kind in members.items()]
+    return out
 
 
 def metadata_fields(draft: WizardDraft) -> dict[str, str]:

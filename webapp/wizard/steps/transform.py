@@ -15,8 +15,10 @@ from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import (
     FIELD_TYPE_CHOICES,
+    array_fields,
     computed_fields,
     draft_join,
+    exploded_fields,
     form_rows,
     metadata_fields,
     row_fields,
@@ -29,12 +31,17 @@ def expression_names(draft: WizardDraft) -> list[str]:
     return [f["path"] for f in row_fields(draft)] + list(metadata_fields(draft))
 
 
-def _checked_names(draft: WizardDraft) -> list[str]:
-    """The names the spec's validation gives `expression_issues`: the fields; with a join, every joined name
-    (metadata included), as `spark_jobs.spec` does."""
+def _checked_names(draft: WizardDraft, explode: str | None = None) -> list[str]:
+    """The names the spec's validation gives `expression_issues`: the fields (an exploded array's element's
+    members too); with a join, every joined name (metadata included), as `spark_jobs.spec` does."""
     if draft_join(draft) is None:
-        return [f["path"] for f in schema_fields(draft)]
+        return [f["path"] for f in exploded_fields(schema_fields(draft), explode)]
     return expression_names(draft)
+
+
+def _explodable(draft: WizardDraft) -> list[str]:
+    """The array fields an explode may name (none with a join)."""
+    return [] if draft_join(draft) is not None else array_fields(schema_fields(draft))
 
 
 def _position(message: str, expression: str) -> dict[str, Any] | None:
@@ -54,10 +61,11 @@ def _position(message: str, expression: str) -> dict[str, Any] | None:
 def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
     """Check the filter and the computed fields by the spec's own rules (`spark_jobs.spec.expression_issues`,
     what the pipelines service's validation runs); errors carry their position when known."""
-    form = forms.TransformForm(post)
+    form = forms.TransformForm(post, array_fields=_explodable(draft))
     rows = form_rows(post, "c", ("name", "expression", "type"))
-    names = expression_names(draft)
     ok = form.is_valid()
+    explode = (form.cleaned_data.get("explode") or None) if ok else None
+    names = [f["path"] for f in exploded_fields(row_fields(draft), explode)] + list(metadata_fields(draft))
     for row in rows:
         row["errors"] = {}
         if not row["name"] and not row["expression"]:
@@ -72,7 +80,7 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
     rows = [r for r in rows if not r.get("empty")]
     if ok:
         issues = specmod.expression_issues(
-            _checked_names(draft),
+            _checked_names(draft, explode),
             form.cleaned_data["filter"],
             [(row["name"], row["expression"]) for row in rows],
         )
@@ -107,7 +115,10 @@ def transform_show(request, draft, source):
         context = check_transform(draft, source)
         context["checked"] = False
         return context
-    form = forms.TransformForm(initial={"filter": draft.spec.filter or ""})
+    form = forms.TransformForm(
+        initial={"filter": draft.spec.filter or "", "explode": draft.spec.explode or ""},
+        array_fields=_explodable(draft),
+    )
     rows = [{"index": str(i), **c, "errors": {}} for i, c in enumerate(computed_fields(draft))]
     return {"form": form, "rows": rows, "names": expression_names(draft), "field_types": FIELD_TYPE_CHOICES}
 
@@ -119,6 +130,7 @@ def transform_submit(request, draft):
         return context
     spec = draft.spec.model_copy(deep=True)
     spec.filter = context["form"].cleaned_data["filter"].strip() or None
+    spec.explode = context["form"].cleaned_data.get("explode") or None
     spec.transforms = [
         specmod.TransformSpec(name=r["name"], expression=r["expression"], type=r["type"]) for r in context["rows"]
     ]
