@@ -172,7 +172,7 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     page.locator("#check-expressions").click()
     expect(page.locator("#expressions-ok")).to_be_visible()
     # Tried on the sample: what the filter keeps; a function only Spark evaluates is named, never guessed.
-    expect(page.locator("#filter-keeps")).to_have_text("The filter keeps 20 of 20.")
+    expect(page.locator("#filter-keeps")).to_have_text(f"The filter keeps {EVENTS} of {EVENTS}.")
     expect(page.locator('[data-unpreviewed="email_domain"]')).to_contain_text("split() is evaluated by the job only")
     shot(page, "05-transform", screen)
     next_step(page, "ClickHouse destination")

@@ -117,7 +117,7 @@ def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_
     )
 
     # The 30 rows written before the column existed get their coupons from their events, read again from Kafka.
-    filled = wait_for(lambda: api.get(f"{URL}{pk}/schema-changes/").json()["last_fill"] or None, timeout=120)
+    filled = wait_for(lambda: api.get(f"{URL}{pk}/schema-changes/").json()["last_fill"] or None, timeout=JOB_TIMEOUT)
     assert filled.startswith("Column `coupon`: 30 rows written before it existed were filled from "), filled
     assert coupon_count(ch, table, "XMAS") == 30
     assert rows(ch, table) == (80, 80)  # filled in place: no row doubled
@@ -197,6 +197,12 @@ def test_a_new_protobuf_field_is_reported_added_as_a_column_in_one_click_and_no_
         ),
         timeout=JOB_TIMEOUT,
     )
+
+    # The column is not Nullable (a Protobuf string): the rows written before held its default, '' until filled.
+    filled = wait_for(lambda: api.get(f"{URL}{pk}/schema-changes/").json()["last_fill"] or None, timeout=JOB_TIMEOUT)
+    assert filled.startswith("Column `coupon`: 30 rows written before it existed were filled from "), filled
+    assert coupon_count(ch, table, "XMAS") == 30
+    assert rows(ch, table, "event_id") == (80, 80)
 
     produce(kafka_bootstrap, topic, [
         (i % 2, framed(v2, order_bytes(f"o{i:03d}", i, coupon="NEWYEAR"))) for i in range(80, 100)
