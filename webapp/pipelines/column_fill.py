@@ -33,7 +33,7 @@ from spark_jobs.sink import INGESTED_AT_COLUMN
 from webapp.pipelines import metrics_history
 from webapp.pipelines.models import Pipeline
 
-MAX_EVENTS = 2_000_000  # events read again in one fill: beyond, the words say the fill stopped short
+MAX_EVENTS = 500_000  # events read again in one fill (held in memory): beyond, the words say it stopped short
 READ_SECONDS = 600.0  # for reading them
 FILL_ACTION = "pipeline.column_fill"
 
