@@ -232,6 +232,14 @@ class KnownNames:
             return True
         return any(lowered[:i] in self._exact for i, char in enumerate(lowered) if char == ".")
 
+    def closest(self, name: str) -> str | None:
+        """The known name a typo most likely meant (`agee` -> `age`), None when none is close."""
+        import difflib
+
+        by_lower = {known.lower(): known for known in self.names}
+        found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+        return by_lower[found[0]] if found else None
+
     def listed(self, at_most: int = 20) -> str:
         shown = ", ".join(sorted(self.names)[:at_most]) or "none"
         return shown if len(self.names) <= at_most else f"{shown} and {len(self.names) - at_most:,} more"
@@ -257,5 +265,8 @@ def expression_error(expression: str, known_fields: Iterable[str] | KnownNames |
             if not all(parts) or parts[0].lower() in lambda_names:
                 continue
             if not known.knows(".".join(parts)):
-                return f"unknown field '{'.'.join(parts)}'; known: {known.listed()}"
+                name = ".".join(parts)
+                guess = known.closest(name)
+                hint = f" (did you mean `{guess}`?)" if guess else ""
+                return f"unknown field '{name}'{hint}; known: {known.listed()}"
     return None

@@ -38,6 +38,8 @@ class Task(StrEnum):
     PIPELINE_RECONCILE = "clearflow.pipeline_reconcile"
     PIPELINES_WATCH = "clearflow.pipelines_watch"
     PIPELINE_JOB_DISCARD = "clearflow.pipeline_job_discard"
+    # A column added for a new field, filled on the rows written before it from their events read again.
+    PIPELINE_COLUMN_FILL = "clearflow.pipeline_column_fill"
     # Each deployed pipeline's lag read from its topics' brokers (the default queue, beside the watcher's: a
     # slow broker must not hold the watcher's tick).
     PIPELINES_LAG = "clearflow.lag_read"

@@ -63,6 +63,41 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     reconciler.discard(job_name=job_name, job=job, remove_checkpoint=remove_checkpoint)
 
 
+COLUMN_FILL_WAIT_SECONDS = 5
+COLUMN_FILL_MAX_WAITS = 240  # 20 minutes for the new version to start before the fill gives up, in words
+
+
+@app.task(name=Task.PIPELINE_COLUMN_FILL, bind=True, acks_late=True, ignore_result=True, max_retries=None)
+def pipeline_column_fill(
+    self: Any, *, pipeline_id: int, version: int, path: str, column: str, since: str | None, start: dict | None
+) -> None:
+    """Fill a column added for a new field on the rows written before it, once no older version's job writes."""
+    from webapp.core.exceptions import ApplicationError
+    from webapp.pipelines import column_fill
+    from webapp.pipelines.models import Pipeline
+
+    pipeline = Pipeline.objects.select_related("deployed_version", "current_version").filter(pk=pipeline_id).first()
+    if pipeline is None:
+        return
+    if not column_fill.fill_ready(pipeline, version):
+        if self.request.retries >= COLUMN_FILL_MAX_WAITS:
+            column_fill.pipeline_column_fill_record(
+                pipeline=pipeline,
+                report=None,
+                error=f"Column `{column}` was not filled: version {version} did not start within 20 minutes.",
+            )
+            return
+        raise self.retry(countdown=COLUMN_FILL_WAIT_SECONDS)
+    try:
+        report = column_fill.pipeline_column_fill(pipeline=pipeline, path=path, column=column, since=since, start=start)
+    except ApplicationError as exc:
+        column_fill.pipeline_column_fill_record(
+            pipeline=pipeline, report=None, error=f"Column `{column}` was not filled: {exc.message}"
+        )
+        return
+    column_fill.pipeline_column_fill_record(pipeline=pipeline, report=report)
+
+
 @app.task(name=Task.ALERTS_EVALUATE, acks_late=True, ignore_result=True)
 def alerts_evaluate() -> int:
     """Every alert rule (beat, every ALERT_EVALUATE_INTERVAL_SECONDS, expiring before the next tick): fire,

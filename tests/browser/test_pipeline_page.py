@@ -60,6 +60,13 @@ def test_the_pipeline_page_says_what_is_true_now(
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_be_hidden()
 
+    # The page's sections, one click away: the log is reached without scrolling through the charts.
+    sections = page.locator("#page-sections a")
+    expect(sections).to_have_count(9)
+    page.locator("#page-sections").get_by_role("link", name="Runs and log").click()
+    expect(page.locator("#run-state")).to_be_in_viewport()
+    page.evaluate("window.scrollTo(0, 0)")
+
     # The audit is due while the pipeline runs (not "starts once the pipeline runs").
     expect(page.locator("#audit-pending")).to_contain_text("The pipeline runs: the first audit of")
     expect(page.locator("#audit-pending")).to_contain_text("runs within 5 minutes")
@@ -75,6 +82,16 @@ def test_the_pipeline_page_says_what_is_true_now(
     expect(log.get_by_text("WARN NativeCodeLoader")).to_be_visible()
     page.get_by_label("Show Spark's lines").uncheck()
     expect(log.get_by_text("WARN NativeCodeLoader")).to_be_hidden()
+    # Each batch's record reads as a sentence; the raw JSON line behind it only when asked for.
+    worded = log.locator(".log-words").first
+    expect(worded).to_have_text("15:00:40 batch 0: 2,200 events in 59.8 s, 200 duplicates dropped, 2,000 rows written")
+    raw = log.locator(".log-raw").first
+    expect(raw).to_be_hidden()
+    page.get_by_label("Show the raw batch lines").check()
+    expect(raw).to_contain_text('INFO clearflow.metrics {"batch_duration_ms": 59836, "batch_id": 0')
+    expect(worded).to_be_hidden()
+    page.get_by_label("Show the raw batch lines").uncheck()
+    expect(worded).to_be_visible()
 
     # Charts: the legends read the last batch's values (not "--"), in the one number format.
     expect(page.locator("#metrics-charts canvas")).to_have_count(6)

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-from tests.browser.screens import Screen, check_page, nav_link
+from tests.browser.screens import LAPTOP, SCREENS, Screen, check_page, nav_link
 from tests.webapp.wizard.kafka_events import produce, user_events
 from webapp.pipelines.models import Pipeline
 
@@ -164,9 +164,16 @@ def test_walk_the_wizard_to_a_deploy_requested_pipeline(
     expect(page.locator(".expr-error")).to_be_visible()
     expect(page.locator("#field-filter .error")).to_contain_text("syntax error")
     shot(page, "05-transform-error", screen)
+    # A typo in a field's name: the field it most likely meant is named.
+    page.get_by_label("Filter").fill("agee >= 18")
+    page.locator("#check-expressions").click()
+    expect(page.locator("#field-filter .error")).to_contain_text("unknown field 'agee' (did you mean `age`?)")
     page.get_by_label("Filter").fill("age >= 18")
     page.locator("#check-expressions").click()
     expect(page.locator("#expressions-ok")).to_be_visible()
+    # Tried on the sample: what the filter keeps; a function only Spark evaluates is named, never guessed.
+    expect(page.locator("#filter-keeps")).to_have_text(f"The filter keeps {EVENTS} of {EVENTS}.")
+    expect(page.locator('[data-unpreviewed="email_domain"]')).to_contain_text("split() is evaluated by the job only")
     shot(page, "05-transform", screen)
     next_step(page, "ClickHouse destination")
 
@@ -332,6 +339,16 @@ def test_edit_a_pipeline_into_an_existing_table(
     expect(page.locator("#mapping-ok")).to_be_visible()
     next_step(page, "Review and deploy")
     expect(page.locator("#spec-json")).to_contain_text(f'"table": "{table}"')
+    # What the edit changes from the saved version, before saving: the table, and the fields and columns added.
+    diff = page.locator("#edit-diff")
+    expect(diff.locator("h2")).to_have_text("What changes from version 1 (saved)")
+    table_row = diff.locator('tr[data-path="sink.table"]')
+    expect(table_row.locator("td").nth(1)).to_have_text("signups_new")
+    expect(table_row.locator("td").nth(2)).to_have_text(table)
+    for screen in SCREENS:
+        page.set_viewport_size({"width": screen.width, "height": screen.height})
+        check_page(page, screen, "wizard-edit-08-review-diff", tables=True)
+    page.set_viewport_size({"width": LAPTOP.width, "height": LAPTOP.height})
     page.locator("#save").click()
 
     expect(page.locator("#pipeline-status")).to_have_text("Draft")

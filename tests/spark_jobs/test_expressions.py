@@ -87,3 +87,12 @@ def test_the_spec_parser_applies_the_check_so_the_job_does_too():
 )
 def test_clickhouse_types_are_bounded(text, message):
     assert message in S.clickhouse_type_error(text)
+
+
+def test_a_misspelt_field_is_answered_with_the_field_it_most_likely_meant():
+    known = ["age", "email", "user.id"]
+    assert expression_error("agee >= 18", known) == (
+        "unknown field 'agee' (did you mean `age`?); known: age, email, user.id"
+    )
+    assert "(did you mean `user.id`?)" in expression_error("usr.id = 'x'", known)
+    assert "did you mean" not in expression_error("country = 'FR'", known)  # nothing close: no guess

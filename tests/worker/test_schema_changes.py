@@ -48,6 +48,10 @@ def rows(ch, table: str, key: str = "order_id") -> tuple[int, int]:
     return int(total), int(distinct)
 
 
+def coupon_count(ch, table: str, coupon: str) -> int:
+    return int(ch.query(f"SELECT count() FROM `{table}` WHERE coupon = {{c:String}}", {"c": coupon}).result_rows[0][0])
+
+
 @pytest.mark.timeout(1500)  # three job starts (deploy, redeploy) on the shared cores
 def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_lost_or_doubled(
     api, client, owner, kafka_conn, ch_conn, kafka_bootstrap, schema_registry_url, topic, ch, celery_worker
@@ -88,11 +92,13 @@ def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_
     coupon = wait_for(coupon_reported, timeout=60)
     assert coupon["kind"] == "new" and coupon["column"] == "coupon" and coupon["column_type"] == "Nullable(String)"
     assert coupon["message"].startswith("new field `coupon` (string or null) seen in 30 events since ")
+    assert coupon["rows_since"] == 30  # the rows already written from them, counted in ClickHouse
 
     client.force_login(owner)
     page = client.get(f"/pipelines/{pk}/schema-changes/").content.decode()
     assert "New field <code>coupon</code> (string or null) seen in 30 events" in page
     assert 'data-add-column="coupon"' in page
+    assert "30 rows written since " in page and "hold no value for it: adding the column fills them" in page
 
     # One click: the column, a new version mapping it, the job continues from its checkpoint with it.
     answer = client.post(f"/pipelines/{pk}/schema-changes/add-column/", {"path": "coupon"}).content.decode()
@@ -110,14 +116,22 @@ def test_a_new_field_is_reported_added_as_a_column_in_one_click_and_no_event_is_
         timeout=JOB_TIMEOUT,
     )
 
+    # The 30 rows written before the column existed get their coupons from their events, read again from Kafka.
+    filled = wait_for(lambda: api.get(f"{URL}{pk}/schema-changes/").json()["last_fill"] or None, timeout=JOB_TIMEOUT)
+    assert filled.startswith("Column `coupon`: 30 rows written before it existed were filled from "), filled
+    assert coupon_count(ch, table, "XMAS") == 30
+    assert rows(ch, table) == (80, 80)  # filled in place: no row doubled
+
     produce(kafka_bootstrap, topic, [(i % 2, v) for i, v in enumerate(
         serialized(schema_registry_url, topic, ORDER_V2, [avro_order(i, coupon="NEWYEAR") for i in range(80, 100)])
     )])  # fmt: skip
     wait_for(lambda: rows(ch, table)[0] >= 100, timeout=JOB_TIMEOUT)
     assert rows(ch, table) == (100, 100)  # every event once, across the change
-    with_coupon = ch.query(f"SELECT count() FROM `{table}` WHERE coupon = 'NEWYEAR'").result_rows[0][0]
-    assert with_coupon == 20
+    assert coupon_count(ch, table, "NEWYEAR") == 20
+    assert coupon_count(ch, table, "XMAS") == 30
     assert all(c["path"] != "coupon" for c in api.get(f"{URL}{pk}/schema-changes/").json()["changes"])
+    card = client.get(f"/pipelines/{pk}/schema-changes/").content.decode()
+    assert "30 rows written before it existed were filled" in card
 
 
 @pytest.mark.timeout(1500)  # as above: three job starts on the shared cores
@@ -183,6 +197,12 @@ def test_a_new_protobuf_field_is_reported_added_as_a_column_in_one_click_and_no_
         ),
         timeout=JOB_TIMEOUT,
     )
+
+    # The column is not Nullable (a Protobuf string): the rows written before held its default, '' until filled.
+    filled = wait_for(lambda: api.get(f"{URL}{pk}/schema-changes/").json()["last_fill"] or None, timeout=JOB_TIMEOUT)
+    assert filled.startswith("Column `coupon`: 30 rows written before it existed were filled from "), filled
+    assert coupon_count(ch, table, "XMAS") == 30
+    assert rows(ch, table, "event_id") == (80, 80)
 
     produce(kafka_bootstrap, topic, [
         (i % 2, framed(v2, order_bytes(f"o{i:03d}", i, coupon="NEWYEAR"))) for i in range(80, 100)

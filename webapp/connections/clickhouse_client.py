@@ -303,11 +303,22 @@ class ClickHouseSession:
         formats = dict.fromkeys(bytes_columns, "bytes")
         return _query(self._client, sql, parameters, self._settings, self._timeout, formats, query_settings).result_rows
 
-    def command(self, sql: str, parameters: dict[str, Any]) -> None:
+    def command(self, sql: str, parameters: dict[str, Any], *, query_settings: dict[str, Any] | None = None) -> None:
         from clickhouse_connect.driver.exceptions import ClickHouseError
 
         try:
-            self._client.command(sql, parameters=parameters, settings={"log_comment": "clearflow-webapp"})
+            self._client.command(
+                sql, parameters=parameters, settings={"log_comment": "clearflow-webapp", **(query_settings or {})}
+            )
+        except (ClickHouseError, OSError, ValueError) as exc:
+            raise _client_error(exc, self._settings, self._timeout) from None
+
+    def insert(self, *, database: str, table: str, columns: list[str], rows: list[list[Any]]) -> None:
+        """Rows into `database.table` (the client quotes the names)."""
+        from clickhouse_connect.driver.exceptions import ClickHouseError
+
+        try:
+            self._client.insert(table, rows, column_names=columns, database=database)
         except (ClickHouseError, OSError, ValueError) as exc:
             raise _client_error(exc, self._settings, self._timeout) from None
 

@@ -51,6 +51,23 @@ def pipeline_job_discard(*, job_name: str, job: dict[str, Any] | None, remove_ch
     )
 
 
+def pipeline_column_fill(
+    *, pipeline_id: int, version: int, path: str, column: str, since: str | None, start: dict[str, Any] | None
+) -> None:
+    """Fill the column added for `path` on the rows written before it, once `version` runs (or at once when the
+    pipeline is not deployed). Not sent, the card says so and nothing is filled."""
+    send(
+        Task.PIPELINE_COLUMN_FILL,
+        queue=settings.PIPELINE_QUEUE,
+        pipeline_id=pipeline_id,
+        version=version,
+        path=path,
+        column=column,
+        since=since,
+        start=start,
+    )
+
+
 def alert_deliver(*, delivery_id: int) -> None:
     """Send one alert notification. Not sent, the delivery stays "pending" and the history page says so."""
     send(Task.ALERT_DELIVER, queue=settings.ALERT_QUEUE, delivery_id=delivery_id)

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
-from webapp.pipelines import schema_changes, selectors
+from webapp.pipelines import column_fill, schema_changes, selectors
 from webapp.pipelines.apis import PipelineOutput
 from webapp.pipelines.models import Pipeline
 
@@ -35,10 +35,16 @@ class SchemaChangeOutput(serializers.Serializer):
     effect = serializers.CharField(help_text="What it does to the mapping.")
     column = serializers.CharField(allow_null=True, help_text="new: the column `add-column` would add.")
     column_type = serializers.CharField(allow_null=True, help_text="new: its ClickHouse type.")
+    rows_since = serializers.IntegerField(
+        allow_null=True,
+        help_text="new: rows written since it showed (counted in ClickHouse): they hold NULL for it until "
+        "`add-column` fills them from their events read again.",
+    )
 
 
 class SchemaChangesOutput(serializers.Serializer):
     changes = SchemaChangeOutput(many=True)
+    last_fill = serializers.CharField(help_text="The last column fill in words; empty when none.")
 
 
 class AddColumnInput(serializers.Serializer):
@@ -63,7 +69,8 @@ class PipelineSchemaChangesApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         changes = schema_changes.pipeline_schema_changes(pipeline=pipeline)
-        return Response(SchemaChangesOutput({"changes": changes}).data)
+        last_fill = column_fill.last_fill_message(pipeline)
+        return Response(SchemaChangesOutput({"changes": changes, "last_fill": last_fill}).data)
 
 
 class PipelineAddColumnApi(APIView):
@@ -74,7 +81,8 @@ class PipelineAddColumnApi(APIView):
         operation_id="pipelines_schema_changes_add_column",
         description="Add a new field as a column: ALTER TABLE … ADD COLUMN with the proposed type on a table "
         "ClearFlow created (409 for a table made by hand, with the statement to run), then a new version mapping "
-        "the field to it; a running pipeline continues from its checkpoint with that version.",
+        "the field to it; a running pipeline continues from its checkpoint with that version. The rows written before "
+        "it are then filled from their events read again from Kafka (`last_fill` of schema-changes says how many).",
         request=AddColumnInput,
         responses={200: AddColumnOutput, **ERROR_RESPONSES},
     )

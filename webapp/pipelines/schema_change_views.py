@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from spark_jobs.spec import SpecError
 from webapp.core.exceptions import ApplicationError
-from webapp.pipelines import schema_changes
+from webapp.pipelines import column_fill, schema_changes
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.workspaces import policy
 
@@ -23,7 +23,8 @@ def _context(pipeline, **extra):
         changes, error = schema_changes.pipeline_schema_changes(pipeline=pipeline), ""
     except ApplicationError as exc:
         changes, error = [], f"Could not read the schema changes: {exc.message}"
-    return {"pipeline": pipeline, "changes": changes, "error": error, **extra}
+    last_fill = column_fill.last_fill_message(pipeline)
+    return {"pipeline": pipeline, "changes": changes, "error": error, "last_fill": last_fill, **extra}
 
 
 @login_required
@@ -52,7 +53,11 @@ def pipeline_schema_change_add_column(request: HttpRequest, pk: int) -> HttpResp
         version = pipeline.current_version.number
         done = f"Column `{column}` added for `{path}`; version {version} maps it."
         if pipeline.status in ("running", "deploy_requested"):
-            done += " The pipeline continues from its checkpoint with it."
+            done += (
+                " The pipeline continues from its checkpoint with it; the rows written before are filled from"
+                " their events read again from Kafka once it runs."
+            )
         else:
-            done += " Deploy it to write the field."
+            done += " The rows written before are filled from their events read again from Kafka; deploy it to"
+            done += " write the field from now on."
     return render(request, TEMPLATE, _context(pipeline, done=done, failed=failed))

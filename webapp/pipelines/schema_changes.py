@@ -8,7 +8,9 @@ schemas (the pipeline's schema registry) for the pipeline page and the API, and 
 `pipeline_field_add_column` checks the new spec first, then runs `ALTER TABLE … ADD COLUMN` on a table the
 pipeline engine created (never on one made by hand), then saves a new version mapping the field to it. A running
 pipeline is redeployed with that version from its checkpoint (the topics and dedup keys are unchanged), so no
-event is lost or written twice across the change; events written before it keep the column's default (NULL).
+event is lost or written twice across the change. The rows written before it, from events that carried the field,
+are filled from those events read again once the new version runs (`webapp.pipelines.column_fill`); the offer
+counts them first (the rows written since the field showed, counted in ClickHouse).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from spark_jobs.clickhouse_types import parse_clickhouse_type, quote_ident
 from spark_jobs.field_changes import FieldChange, field_changes
 from spark_jobs.field_types import default_clickhouse_type
-from webapp.core.exceptions import ConflictError
-from webapp.pipelines import metrics_history, services
+from webapp.core import queue
+from webapp.core.exceptions import ApplicationError, ConflictError
+from webapp.pipelines import column_fill, metrics_history, services
 from webapp.pipelines.mapping import column_name_for
 from webapp.pipelines.models import Pipeline
 
@@ -38,6 +42,7 @@ class SchemaChange:
     change: FieldChange
     column: str | None  # new: the column proposed for it
     column_type: str | None  # new: its ClickHouse type (Nullable when events may lack it)
+    rows_since: int | None = None  # new: rows written since it showed, which lack it (None: ClickHouse not asked)
 
     @property
     def message(self) -> str:
@@ -79,16 +84,22 @@ def pipeline_schema_changes(*, pipeline: Pipeline) -> list[SchemaChange]:
     spec = services.pipeline_validate(spec=pipeline.spec, **_connections(pipeline))
     records = metrics_history.pipeline_metrics_history(pipeline=pipeline, limit=metrics_history.MAX_LIMIT).records
     changes = field_changes(spec, _writer_schemas(pipeline, spec, records), records)
-    return [_proposed(change) for change in changes]
+    return [_proposed(pipeline, change) for change in changes]
 
 
-def _proposed(change: FieldChange) -> SchemaChange:
+def _proposed(pipeline: Pipeline, change: FieldChange) -> SchemaChange:
     if change.kind != "new":
         return SchemaChange(change, None, None)
     column_type = change.clickhouse_type or default_clickhouse_type(change.field_type or JSON_KEY_TYPE)
     if parse_clickhouse_type(column_type).name not in ("Nullable", "Array", "Map", "Tuple", "Nested", "JSON"):
         column_type = f"Nullable({column_type})"  # older events lack it (ClickHouse allows no Nullable(Array))
-    return SchemaChange(change, column_name_for(change.path), parse_clickhouse_type(column_type).sql())
+    rows = None
+    if change.since is not None:
+        try:
+            rows = column_fill.rows_since(pipeline, change.since)
+        except ApplicationError:  # ClickHouse does not answer: the offer goes without the count
+            rows = None
+    return SchemaChange(change, column_name_for(change.path), parse_clickhouse_type(column_type).sql(), rows)
 
 
 def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, path: str) -> tuple[Pipeline, str]:
@@ -128,6 +139,7 @@ def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, pat
     data["source"]["fields"].append({"path": path, "type": found.field_type or JSON_KEY_TYPE})
     data["sink"]["columns"].append({"field": path, "column": found.column, "type": found.column_type})
     spec = services.pipeline_validate(spec=data, **_connections(pipeline))  # SpecError before anything changes
+    start = column_fill.start_offsets(pipeline, found.since)  # before the new version's batches join the history
     clickhouse_client.add_column(
         settings,
         database=database,
@@ -140,5 +152,11 @@ def pipeline_field_add_column(*, pipeline: Pipeline, user: AbstractBaseUser, pat
         user=user,
         spec=spec,
         note=f"column {found.column} ({found.column_type}) added for the new field {path}",
+    )
+    version, pipeline_id = pipeline.current_version.number, pipeline.pk
+    transaction.on_commit(
+        lambda: queue.pipeline_column_fill(
+            pipeline_id=pipeline_id, version=version, path=path, column=found.column, since=found.since, start=start
+        )
     )
     return pipeline, found.column

@@ -95,9 +95,11 @@ def pipeline_changes(
     kafka_connection: KafkaConnection | None = None,
     clickhouse_connection: ClickHouseConnection | None = None,
     schema_registry_connection: SchemaRegistryConnection | None = None,
+    version: PipelineVersion | None = None,
 ) -> PipelineChanges:
     """Compare `spec` (a client's spec, as `services.pipeline_update` takes it) and the connections with the
-    pipeline's current version. Raises SpecError for a spec that update would refuse."""
+    pipeline's current version (or `version`: the wizard's review compares with the one running). Raises SpecError
+    for a spec that update would refuse."""
     kafka = kafka_connection or pipeline.kafka_connection
     clickhouse = clickhouse_connection or pipeline.clickhouse_connection
     registry = stored_specs.registry_after_update(
@@ -119,7 +121,8 @@ def pipeline_changes(
         )
         if getattr(old, "pk", None) != getattr(new, "pk", None)
     ]
-    changes += json_changes(_comparable(pipeline.stored_spec or {}), _comparable(stored_json(parsed)), "spec")
+    base = version.stored_spec if version is not None else pipeline.stored_spec
+    changes += json_changes(_comparable(base or {}), _comparable(stored_json(parsed)), "spec")
     problems: list[str] = []
     if changes and pipeline.deployed_version is not None and pipeline.runs.exists():
         try:

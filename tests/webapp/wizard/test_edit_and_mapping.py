@@ -330,3 +330,42 @@ def test_the_filter_step_checks_computed_fields_by_the_spec_rules(owner_client, 
         {"filter": "", "c0-name": "address_upper", "c0-expression": "upper(email)", "c0-type": "string"},
     )
     assert response.status_code == 302, alerts(response)
+
+
+def test_the_review_of_a_running_pipelines_edit_shows_what_changes_and_reads_on_from_its_checkpoint(
+    owner_client, api, kafka_connection, clickhouse_connection, clickhouse_server, users_topic
+):
+    from webapp.pipelines.models import Pipeline, PipelineRun
+
+    table = f"running_{uuid.uuid4().hex[:6]}"
+    created = api_pipeline(
+        api, kafka_connection=kafka_connection, clickhouse_connection=clickhouse_connection, topic=users_topic,
+        table=table,
+    )  # fmt: skip
+    clickhouse_command(
+        clickhouse_server,
+        f"CREATE TABLE default.{table} (event_id UUID, email_address String, created_at DateTime64(3, 'UTC')) "
+        "ENGINE = ReplacingMergeTree ORDER BY event_id SETTINGS non_replicated_deduplication_window = 500",
+    )
+    # As the worker leaves a pipeline whose version 1 runs: deployed, with a run.
+    pipeline = Pipeline.objects.get(pk=created["id"])
+    Pipeline.objects.filter(pk=pipeline.pk).update(status="running", deployed_version=pipeline.current_version)
+    PipelineRun.objects.create(pipeline=pipeline, version=pipeline.current_version)
+
+    owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))
+    draft = WizardDraft.objects.get(pipeline_id=pipeline.pk)
+    for step in STEPS[:-1]:
+        data = {**page_data(owner_client, draft, step), **({"window": ["6h"]} if step == "dedup" else {})}
+        response = owner_client.post(step_url(draft, step), {**data, "action": ["next"]})
+        assert response.status_code == 302, (step, alerts(response))
+    page = owner_client.get(step_url(draft, "review")).content.decode()
+
+    # No "read from the oldest" for a pipeline that reads on from its checkpoint.
+    assert 'type="radio" name="starting_offsets"' not in page
+    assert "From its checkpoint: where version 1 stopped reading." in page
+    # The change, against the running version, before anything is saved.
+    assert "What changes from version 1 (running)" in page
+    row = re.search(r'<tr data-path="dedup.window">(.*?)</tr>', page, re.S)
+    assert row and "<code>2h</code>" in row.group(1) and "<code>6h</code>" in row.group(1), page
+    assert page.count('<tr data-path="') == 1  # only what was changed
+    assert "Saving redeploys the pipeline with it." in page

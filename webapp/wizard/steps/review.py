@@ -20,8 +20,10 @@ from webapp.alerts.conditions import RULE_PARAMS
 from webapp.alerts.models import RuleKind
 from webapp.core.exceptions import ApplicationError
 from webapp.core.forms import add_validation_errors
+from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines import stored_specs
+from webapp.pipelines.lifecycle import JOB_WANTED
 from webapp.wizard import draft_spec, forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_discard, draft_update_section
@@ -124,6 +126,56 @@ def review_context(
             )
         ),
         "alerts_reach_someone": any(c.enabled for c in channels),
+        "edit": edit_context(draft, spec, parsed, kafka=kafka, clickhouse=clickhouse, registry=registry),
+    }
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def edit_context(
+    draft: WizardDraft, spec: dict[str, Any], parsed: Any, *, kafka: Any, clickhouse: Any, registry: Any
+) -> dict[str, Any] | None:
+    """For an edit: the version it is compared with (the running one, else the saved one), what changes from it
+    leaf by leaf, and whether the pipeline has run (its table exists; it reads on from its checkpoint)."""
+    if not draft.pipeline_id:
+        return None
+    pipeline = draft.pipeline
+    running = pipeline.status in JOB_WANTED and pipeline.deployed_version is not None
+    base = pipeline.deployed_version if running else pipeline.current_version
+    has_run = pipeline.deployed_version_id is not None and pipeline.runs.exists()
+    changes: list[dict[str, str]] | None = None
+    if parsed is not None and base is not None:
+        try:
+            diff = pipeline_selectors.pipeline_changes(
+                pipeline=pipeline,
+                spec=spec,
+                kafka_connection=kafka,
+                clickhouse_connection=clickhouse,
+                schema_registry_connection=registry,
+                version=base,
+            )
+        except (specmod.SpecError, ApplicationError):
+            diff = None
+        if diff is not None:
+            changes = [
+                {"path": c.path.removeprefix("spec."), "current": _shown(c.current), "proposed": _shown(c.proposed)}
+                for c in diff.changes
+            ]
+    base_sink = base.stored_spec.get("sink", {}) if base is not None else {}
+    same_table = base_sink.get("table") == draft.spec.sink.table and (base_sink.get("clickhouse") or {}).get(
+        "database"
+    ) == draft.spec.sink.clickhouse.database
+    return {
+        "pipeline": pipeline,
+        "base": base,
+        "running": running,
+        "has_run": has_run,
+        "changes": changes,
+        "table_made": has_run and same_table,  # the pipeline made it on its first deploy: it is there now
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from spark_jobs import spec as specmod
-from webapp.wizard import forms
+from webapp.wizard import forms, transform_preview
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import (
@@ -100,7 +100,16 @@ def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
         ok = False
     if any(row["errors"] for row in rows):
         ok = False
+    tried = None
+    if ok and draft_join(draft) is None:  # with a join the row is both sides': the sample holds one
+        events = draft.section("sample").get("events", [])
+        tried = transform_preview.preview(
+            [e.get("value") for e in events if not e.get("decode_error")],
+            form.cleaned_data["filter"],
+            [(row["name"], row["expression"]) for row in rows],
+        )
     return {
+        "preview": tried,
         "form": form,
         "rows": rows,
         "ok": ok,

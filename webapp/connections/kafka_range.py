@@ -1,0 +1,120 @@
+"""Reading a stretch of a topic again: every event between two offsets of each partition, for the web app's work
+that needs events already written (filling a column added after them, `webapp.pipelines.column_fill`).
+
+Like `kafka_client.sample_events` it assigns partitions by hand (no consumer group, nothing committed) and is
+bounded: by a deadline and by a number of events. It says what it could not read, so the caller can put it in
+words: offsets the topic no longer keeps (retention), or a stretch cut short by the deadline or the cap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from spark_jobs.connections import KafkaConnectionSpec
+from webapp.connections.kafka_client import (
+    DEFAULT_TIMEOUT,
+    KafkaClientError,
+    SampledEvent,
+    _decode,
+    _kafka_error,
+    _raise,
+    direct_consumer,
+    watermark_offsets,
+)
+from webapp.connections.kafka_errors import ErrorCollector
+
+Offsets = Mapping[str, Mapping[str, int]]  # topic -> partition (as text, as Spark spells it) -> offset
+
+
+@dataclass(frozen=True)
+class Gone:
+    """Offsets [start, earliest) of one partition that were asked for and that the topic no longer keeps."""
+
+    topic: str
+    partition: int
+    start: int
+    earliest: int
+
+    @property
+    def events(self) -> int:
+        return self.earliest - self.start
+
+
+@dataclass
+class RangeRead:
+    events: list[SampledEvent] = field(default_factory=list)
+    gone: list[Gone] = field(default_factory=list)  # retention dropped them before they could be read again
+    complete: bool = True  # False: the deadline or the cap came before the end of some partition
+
+
+def read_range(
+    settings: KafkaConnectionSpec,
+    *,
+    topics: list[str],
+    start: Offsets | None,
+    max_events: int,
+    read_seconds: float,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> RangeRead:
+    """The events of `topics` from `start` (per partition; a partition not in it, or `start` None: from the
+    oldest event the topic keeps) up to each partition's end offset as it is when the read begins, within
+    `read_seconds` in all (`timeout`: for each request to a broker)."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    collector = ErrorCollector()
+    deadline = time.monotonic() + read_seconds
+    consumer = direct_consumer(settings, timeout, collector, purpose="reread")
+    found = RangeRead()
+    try:
+        try:
+            metadata = consumer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
+        assignment, ends = [], {}
+        for name in topics:
+            if name not in metadata.topics or metadata.topics[name].error is not None:
+                raise KafkaClientError(f"No such topic: {name}.")
+            for partition in sorted(metadata.topics[name].partitions):
+                try:
+                    asked = TopicPartition(name, partition)
+                    low, high = watermark_offsets(consumer, asked, deadline=time.monotonic() + timeout)
+                except KafkaException as exc:
+                    _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
+                wanted = (start or {}).get(name, {}).get(str(partition))
+                first = low if wanted is None else max(int(wanted), low)
+                if wanted is not None and int(wanted) < low:
+                    found.gone.append(Gone(name, partition, int(wanted), low))
+                if first < high:
+                    assignment.append(TopicPartition(name, partition, first))
+                    ends[(name, partition)] = high
+        if not assignment:
+            return found
+        consumer.assign(assignment)
+        pending = set(ends)
+        while pending:
+            if time.monotonic() >= deadline or len(found.events) >= max_events:
+                found.complete = False
+                break
+            message = consumer.poll(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+            if message is None:
+                continue
+            key = (message.topic(), message.partition())
+            if message.error() is not None:
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    if key in ends and message.offset() >= ends[key]:
+                        pending.discard(key)
+                    continue
+                if message.error().fatal() or not message.error().retriable():
+                    _raise(message.error(), collector, settings, timeout)
+                continue
+            if key not in pending or message.offset() >= ends[key]:
+                pending.discard(key)
+                continue
+            found.events.append(_decode(message))
+            if message.offset() >= ends[key] - 1:
+                pending.discard(key)
+        return found
+    finally:
+        consumer.close()
