@@ -102,7 +102,7 @@ def event_class():
 def encode(records: list[dict]) -> tuple[list[bytes], list[bytes], list[bytes]]:
     import fastavro
 
-    from spark_jobs.avro_schema import wire_format
+    from clearflow_spec.avro_schema import wire_format
 
     parsed = fastavro.parse_schema(SCHEMA)
     message = event_class()
@@ -131,8 +131,8 @@ def main() -> int:
     import pyarrow.parquet as pq
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
+    from clearflow_spec.avro_schema import WriterSchemas
     from spark_jobs.avro_decode import parse_avro
-    from spark_jobs.avro_schema import WriterSchemas
     from spark_jobs.pipeline import build_session
     from spark_jobs.protobuf_decode import parse_protobuf
     from spark_jobs.transforms import Field, parse_events

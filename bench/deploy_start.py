@@ -14,7 +14,7 @@ API, one after the other (each on its own topic, with --events JSON events alrea
 running unless --stop-each. For each deploy, seconds from the deploy call to:
 - pickup:  the worker's reconciler starts acting (its log line "starting its job at", worker.reconciler);
 - spawn:   the job's supervisor process exists (the run's `process_started`, from the runs API);
-- runner:  the job's Python runner has imported and logs its first line (spark_jobs.protocol.TIMING_LINE);
+- runner:  the job's Python runner has imported and logs its first line (clearflow_spec.protocol.TIMING_LINE);
 - jvm:     the driver JVM started (its RuntimeMXBean start time);
 - session: the SparkSession is ready;
 - handoff: a standby job (worker.standby) took the pipeline: spawn, runner, jvm and session are then negative
@@ -44,8 +44,8 @@ from soak import Stack, batch_start, pipeline_spec
 
 sys.path.insert(0, str(REPO))
 
+from clearflow_spec.protocol import TIMING_LINE_RE, history_key
 from localstack.processes import wait_until
-from spark_jobs.protocol import TIMING_LINE_RE, history_key
 
 STEPS = ("pickup", "spawn", "runner", "jvm", "session", "handoff", "query", "batch", "insert", "visible")
 PICKUP_RE = re.compile(r"pipeline (\d+): starting its job at ([0-9.]+)")

@@ -4,7 +4,7 @@
 
 Starts Apache Kafka and ClickHouse (chDB), then for each variant, one after the other: a topic fed at --rate
 events/s (100: a light pipeline, 10% re-sends), and the job the worker would launch for it (`worker.jobs.JobLaunch`
-sized by `spark_jobs.sizing` for that rate: its heap, RocksDB bound and trigger; `job_command` and `job_env`), with
+sized by `clearflow_spec.sizing` for that rate: its heap, RocksDB bound and trigger; `job_command` and `job_env`), with
 the variant's JVM options, Spark settings and environment on top. Once its first row is in ClickHouse and
 --settle seconds more have passed, it samples the PSS of the job's process tree (JVM, Python driver, Python
 workers: `density.tree_pss`) --samples times 10 s apart and reports the median, the JVM's heap (`density.jvm_heap`,
@@ -122,8 +122,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def launch_for(rate: int, run_dir: Path, spec: dict[str, Any], redis_url: str | None = None) -> Any:
     """The JobLaunch the worker would make for a pipeline at `rate` events/s (1h window)."""
-    from spark_jobs.sizing import STATE_PARTITIONS_CONF, is_light, state_estimate, state_partitions, trigger_interval
-    from spark_jobs.spec import parse_spec
+    from clearflow_spec.sizing import (
+        STATE_PARTITIONS_CONF,
+        is_light,
+        state_estimate,
+        state_partitions,
+        trigger_interval,
+    )
+    from clearflow_spec.spec import parse_spec
     from worker.jobs import JobLaunch
 
     estimate = state_estimate(events_per_second=rate, window_seconds=3600)

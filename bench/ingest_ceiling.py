@@ -21,10 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
+    from clearflow_spec.spec import parse_spec
     from spark_jobs import pipeline, transforms
     from spark_jobs.metrics import MetricsPublisher, ProgressRelay, SinkStats
     from spark_jobs.run import parse_args, spark_conf
-    from spark_jobs.spec import parse_spec
 
     # The job's own command line (--checkpoint is required here; the trigger is always available-now).
     args = parse_args()

@@ -259,9 +259,9 @@ def main() -> None:
     import clickhouse_connect
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from clearflow_spec.sizing import ROCKSDB_MEMORY_CONF, join_rocksdb_memory_mb
+    from clearflow_spec.spec_base import parse_window
     from localstack import processes
-    from spark_jobs.sizing import ROCKSDB_MEMORY_CONF, join_rocksdb_memory_mb
-    from spark_jobs.spec_base import parse_window
 
     load_before = round(os.getloadavg()[0], 1)
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-join-bench-"))

@@ -121,8 +121,8 @@ def main() -> int:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     django.setup()
+    from clearflow_spec.connections import KafkaConnectionSpec
     from localstack import processes
-    from spark_jobs.connections import KafkaConnectionSpec
     from webapp.connections.key_advice import analyze_duplicates
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-advisor-bench-"))

@@ -22,7 +22,7 @@ restarts. How each is measured:
   (the same machine's) when the insert carrying the row arrived. The minute's rows are those whose
   `_cf_ingested_at` falls in it, counted by ClickHouse into 10 ms buckets (`soak_series`), read 5 s after the
   minute ends so that its last inserts are committed;
-- batches, lag, state keys: the job's metrics in Redis (`spark_jobs.protocol.history_key` / `latest_key`: the
+- batches, lag, state keys: the job's metrics in Redis (`clearflow_spec.protocol.history_key` / `latest_key`: the
   dedup operator's numRowsTotal);
 - state bytes on disk: the size of every `state` directory in the stack's checkpoints;
 - heap: `jstat -gc` of the job's JVM (S0U+S1U+EU+OU); RSS: the job's process tree (supervisor, Python driver,
@@ -32,7 +32,7 @@ restarts. How each is measured:
 --mode says in what order a person meets the load:
 - `steady` (the default): the load runs --lead-seconds before the deploy, so the product sizes from the topic;
 - `ramp`: deployed on a quiet topic (nothing produced before), then --rate from when its job runs: the product
-  must re-size it while it runs (spark_jobs.pace). The minutes count from the load's start;
+  must re-size it while it runs (clearflow_spec.pace). The minutes count from the load's start;
 - `backlog`: the load runs, the pipeline is deployed and runs --warmup-minutes, is stopped for --backlog-minutes
   while the load goes on, then resumed on that backlog. The minutes count from the resume.
 Each minute's line has the pipeline's pace (keeping up, catching up, behind) and the summary the first minute from
@@ -83,8 +83,8 @@ from soak_series import (
 
 sys.path.insert(0, str(REPO))
 
+from clearflow_spec.protocol import history_key, latest_key
 from localstack.processes import wait_until
-from spark_jobs.protocol import history_key, latest_key
 from tests.localstack.stack_env import stack_env
 
 START_TIMEOUT = 600  # a cold start on a loaded machine: migrations, Kafka, ClickHouse, registry, web, Celery

@@ -91,7 +91,7 @@ class MinuteSample:
     # task, JIT and GC threads within it), ClickHouse, the broker, the bench's producer...: what a slow batch may
     # have waited for.
     cpu_cores: str = ""
-    # The pipeline's pace at the end of the minute, as its page says it (spark_jobs.pace): keeping_up, catching_up,
+    # The pipeline's pace at the end of the minute, as its page says it (clearflow_spec.pace): keeping_up, catching_up,
     # behind; and its re-sizes so far (runs that ended "resized").
     pace: str = ""
     resizes: int = 0

@@ -57,9 +57,9 @@ def wide_spec(n_fields: int) -> dict:
 _ONE = """
 import json, os, sys, time
 if os.environ.get("CF_BENCH_WITHOUT_CAPS"):
-    import spark_jobs.limits as limits
+    import clearflow_spec.limits as limits
     limits._SIZE_LIMITS = ()
-from spark_jobs.spec import SpecError, parse_spec
+from clearflow_spec.spec import SpecError, parse_spec
 spec = json.loads(sys.stdin.read())
 started = time.perf_counter()
 try:

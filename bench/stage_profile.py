@@ -176,10 +176,10 @@ def main() -> int:
 
     # SIGTERM unwinds like Ctrl-C, so the broker and ClickHouse started below are stopped too.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from clearflow_spec.connections import connection_dict
+    from clearflow_spec.spec import parse_spec
     from spark_jobs import pipeline
     from spark_jobs import sink as ch
-    from spark_jobs.connections import connection_dict
-    from spark_jobs.spec import parse_spec
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
     with processes.ProcessGroup(workdir / "logs") as group:

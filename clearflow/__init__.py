@@ -7,7 +7,7 @@
     print(client.status("signups").rows_per_second)
 
 Pipeline files (YAML or JSON) hold `kind: pipeline` documents, whose `spec` is the pipeline spec of
-`spark_jobs.spec` (the server's own model, so a mistake is caught here with the path and message the API
+`clearflow_spec.spec` (the server's own model, so a mistake is caught here with the path and message the API
 gives), and the connections they use (`kind: kafka-connection`, `kind: clickhouse-connection`, and
 `kind: schema-registry-connection` for Avro), with secrets as `${ENV_VAR}` references. See docs/cli.md.
 """

@@ -10,13 +10,13 @@
 
 A pipeline names a schema registry connection only when it reads Avro in the Confluent wire format.
 
-A connection document holds the fields of the spec's connection model (`spark_jobs.connections`); a field left
+A connection document holds the fields of the spec's connection model (`clearflow_spec.connections`); a field left
 out takes its default, and a secret left out is cleared. Its secrets (and only they) may read the environment:
 `${ENV_VAR}` and `${ENV_VAR:-default}`, for the names the document declares in `env: [ENV_VAR, ...]`; a secret
 whose variable is not set (or empty) keeps the value the server has. In every value `$$` is a `$`. A file from a
 pull request therefore cannot copy a CI runner's variables into a URL, a user name or a server list, where they
 would be stored in plain text, printed by `diff` and contacted by the server. A pipeline document's `spec` is the
-pipeline spec (`spark_jobs.spec`) without what its connections give (`source.kafka`, `source.schema_registry`,
+pipeline spec (`clearflow_spec.spec`) without what its connections give (`source.kafka`, `source.schema_registry`,
 `sink.clickhouse` but its `database`): it is checked here with the server's own model, and its problems carry
 the API's paths.
 """
@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from clearflow.errors import DocumentError, ErrorItem
-from spark_jobs.connections import (
+from clearflow_spec.connections import (
     KAFKA_SECRET_FLAGS,
     PIPELINE_DATABASE,
     SECRET_MASK,
@@ -48,7 +48,7 @@ from spark_jobs.connections import (
     secret_fields,
     spec_with_connections,
 )
-from spark_jobs.spec import SpecError, parse_spec, version_for
+from clearflow_spec.spec import SpecError, parse_spec, version_for
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 # ${VAR}, ${VAR:-default} (used when VAR is unset or empty), and $$ for a literal $.
@@ -495,7 +495,7 @@ def full_spec(
 def spec_issues(
     pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
 ) -> list[ErrorItem]:
-    """Every problem `spark_jobs.spec` finds in the pipeline's spec, with the API's paths ([] when valid)."""
+    """Every problem `clearflow_spec.spec` finds in the pipeline's spec, with the API's paths ([] when valid)."""
     try:
         parse_spec(full_spec(pipeline, kafka=kafka, clickhouse=clickhouse, schema_registry=schema_registry))
     except SpecError as exc:

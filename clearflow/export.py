@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from clearflow.documents import CLICKHOUSE, ENV_KEY, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
-from spark_jobs.connections import spec_without_connections
-from spark_jobs.spec import SpecError, parse_spec
+from clearflow_spec.connections import spec_without_connections
+from clearflow_spec.spec import SpecError, parse_spec
 
 
 def env_name(connection: str, field: str) -> str:

@@ -29,7 +29,7 @@ from clearflow.documents import (
 )
 from clearflow.errors import ApplyInterruptedError, ClearFlowError, DocumentError, ErrorItem, RefusedError
 from clearflow.models import Action, ApplyResult, Change, DocumentOutcome, DocumentPlan, Plan
-from spark_jobs.connections import (
+from clearflow_spec.connections import (
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,
     SchemaRegistryConnectionSpec,

@@ -26,8 +26,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.avro_schema import WIRE_HEADER_BYTES, SchemaField, WriterSchemas, fields_by_path, parse_schema
-from spark_jobs.field_types import field_spark_type, is_nested
+from clearflow_spec.avro_schema import WIRE_HEADER_BYTES, SchemaField, WriterSchemas, fields_by_path, parse_schema
+from clearflow_spec.field_types import field_spark_type, is_nested
 from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, spark_ident, with_typed_fields
 
 SCHEMA_ID = "_cf_schema_id"

@@ -2,7 +2,7 @@
 
 1. A standby job (spark_jobs.standby) runs its pipeline's first micro-batch at the worker's priority, then lowers
    every thread of its processes to the niceness of a job started cold (`lower_process_tree`, from spark_jobs.run).
-   A light pipeline's job (spark_jobs.sizing.is_light), however it started, then moves to Linux's idle scheduling
+   A light pipeline's job (clearflow_spec.sizing.is_light), however it started, then moves to Linux's idle scheduling
    class (`idle_process_tree`): "Why the idle class" below.
 2. RocksDB's compactions run below the micro-batch's tasks (`lower_compaction_priority`, local mode).
 

@@ -7,7 +7,7 @@ event: it passes through without touching the state.
 The state is ClearFlow's JVM StatefulProcessor (`spark_jobs/jvm`, `io.clearflow.spark.Dedup`): a TTL ValueState
 per key on RocksDB, so a micro-batch costs what its rows and the keys expiring now cost, not the whole window.
 ClickHouse's insert deduplication (`sink.insert_dedup_window`) is what makes a replayed micro-batch harmless
-(`spark_jobs.sink`, `spark_jobs.exactly_once`).
+(`spark_jobs.sink`, `clearflow_spec.exactly_once`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why here and this way: the parse step is the one place that sees every event wit
 metric is an aggregate computed while the batch's rows stream through (no second job, no cache). What it
 publishes is small and per batch, so it travels in the metrics record (`spark_jobs.metrics`) that the web app
 already reads; turning it into "new field `coupon` (string) seen in 1,204 events since 10:02" is
-`spark_jobs.field_changes`, outside the job.
+`clearflow_spec.field_changes`, outside the job.
 
 - Avro: the events of each writer schema id are counted (one `count_if` per id the run knows). Which fields an
   id has is in its schema, so the counts are enough: exact, and nearly free.
@@ -21,9 +21,9 @@ from collections.abc import Callable, Collection, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from clearflow_spec.protocol import JSON_SAMPLE_EVERY
 from spark_jobs.avro_decode import SCHEMA_ID
 from spark_jobs.metrics import FIELDS_OBSERVATION
-from spark_jobs.protocol import JSON_SAMPLE_EVERY
 
 SCHEMA_ID_COUNT = "schema_id_"  # + id: events of that writer schema in the batch
 

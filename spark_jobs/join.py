@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS
+from clearflow_spec.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS
 from spark_jobs.transforms import ERROR, Field, nest_paths, path_col
 
 KEY_HIGH, KEY_LOW = "_cf_join_high", "_cf_join_low"

@@ -1,6 +1,6 @@
 """One metrics record per micro-batch: published to Redis and logged as one JSON line.
 
-The record (`BatchMetrics`) and its Redis keys are declared in `spark_jobs.protocol` (the worker and the web app
+The record (`BatchMetrics`) and its Redis keys are declared in `clearflow_spec.protocol` (the worker and the web app
 read them): the latest record, the recent list, the history (a sorted set by batch start), the running totals,
 and the heartbeat (also when no data came, so the worker can tell a stalled job from an idle one; and while a long
 micro-batch runs, `QueryHeartbeat`, so a batch that reloads a large state is not taken for a stall).
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.protocol import (
+from clearflow_spec.protocol import (
     COUNTED_KEEP,
     HEARTBEAT_EVERY_SECONDS,
     HEARTBEAT_TTL_SECONDS,
@@ -43,7 +43,7 @@ from spark_jobs.protocol import (
     recent_key,
     totals_key,
 )
-from spark_jobs.sizing import TriggerCheck
+from clearflow_spec.sizing import TriggerCheck
 
 log = logging.getLogger("clearflow.metrics")
 

@@ -1,5 +1,5 @@
 """Nested field values in Spark: read from their JSON text, checked element by element, written to Array, Map,
-Tuple and Nested columns (or as JSON text to String/JSON). The shapes are `spark_jobs.nested_types`'.
+Tuple and Nested columns (or as JSON text to String/JSON). The shapes are `clearflow_spec.nested_types`'.
 
 An element that does not convert, or does not fit its column, gives a dead-letter reason naming the element's
 path: `field 'items[3].qty': cannot write 'x' to UInt32` (indexes from 0, a map's key as a member: `attrs.color`).
@@ -15,8 +15,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
-from spark_jobs.clickhouse_types import ClickHouseType
-from spark_jobs.nested_types import ARRAY, MAP, SCALAR, STRUCT, FieldShape, tuple_members
+from clearflow_spec.clickhouse_types import ClickHouseType
+from clearflow_spec.nested_types import ARRAY, MAP, SCALAR, STRUCT, FieldShape, tuple_members
 
 ConvertText = Callable[[Column, str], Column]  # (JSON text, scalar type) -> value or NULL
 ToClickHouse = Callable[[Column, str, ClickHouseType], tuple[Column, Column]]  # -> (value out, valid)

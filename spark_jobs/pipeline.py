@@ -27,10 +27,21 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, sizing, transforms
+from clearflow_spec import sizing
+from clearflow_spec.avro_schema import WriterSchemas
+from clearflow_spec.connections import connection_dict
+from clearflow_spec.protocol import local_checkpoint_path
+from clearflow_spec.spec import (
+    JOIN_SIDES,
+    KAFKA_HEADERS,
+    KAFKA_METADATA_FIELDS,
+    PipelineSpec,
+    SourceSpec,
+    SpecError,
+    SpecIssue,
+)
+from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
 from spark_jobs import sink as ch
-from spark_jobs.avro_schema import WriterSchemas
-from spark_jobs.connections import connection_dict
 from spark_jobs.cpu_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.jars import job_jars
 from spark_jobs.metrics import (
@@ -43,17 +54,7 @@ from spark_jobs.metrics import (
     SinkStats,
     StateKeyCount,
 )
-from spark_jobs.protocol import local_checkpoint_path
 from spark_jobs.source import REDACTION_REGEX, read_kafka
-from spark_jobs.spec import (
-    JOIN_SIDES,
-    KAFKA_HEADERS,
-    KAFKA_METADATA_FIELDS,
-    PipelineSpec,
-    SourceSpec,
-    SpecError,
-    SpecIssue,
-)
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ RUN_ID_FILE = "clearflow-run-id"
 # RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
 # off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
 # `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect. Without one (a test, a
-# bench): the unsized bound (spark_jobs.sizing.UNSIZED_ROCKSDB_MB).
+# bench): the unsized bound (clearflow_spec.sizing.UNSIZED_ROCKSDB_MB).
 DEFAULT_STATE_MEMORY_MB = sizing.UNSIZED_ROCKSDB_MB
 _ROCKSDB = "spark.sql.streaming.stateStore.rocksdb"
 ROCKSDB_MEMORY_CONF = sizing.ROCKSDB_MEMORY_CONF
@@ -228,7 +229,7 @@ def build_session(
 
     `jars` defaults to `spark_jobs.jars.job_jars()` (local files: nothing is downloaded). Pass `[]` under
     `spark-submit`, whose `--jars` already carries them. `java_options`: JVM options for the driver after the
-    session's own (a light job's, spark_jobs.sizing.driver_java_options); a `spark.driver.extraJavaOptions` in
+    session's own (a light job's, clearflow_spec.sizing.driver_java_options); a `spark.driver.extraJavaOptions` in
     `conf` replaces both.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -310,7 +311,7 @@ def source_schemas(
         return None
     if source.schema_registry is None:
         return WriterSchemas({avro_decode.PLAIN_SCHEMA_ID: source.avro_schema or ""}, confluent=False)
-    from spark_jobs.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
+    from clearflow_spec.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
 
     versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in source.topics}
     kind = source.registry_schema_type

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from clearflow_spec.avro_schema import WriterSchemas
+from clearflow_spec.field_types import field_spark_type
 from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID
-from spark_jobs.avro_schema import WriterSchemas
-from spark_jobs.field_types import field_spark_type
 from spark_jobs.transforms import ERROR, Field, cannot_convert, convert_text, nest_paths, with_typed_fields
 
 DECODER_CLASS = "io.clearflow.protobuf.ConfluentProtobufDecoder"

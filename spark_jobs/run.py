@@ -6,7 +6,7 @@ socket CHANNEL for the pipeline to run (`spark_jobs.standby`: spec file, checkpo
 Also works as `spark-submit [--master URL] --conf spark.driver.extraJavaOptions=-Xss32m --jars JARS
 $(python -c 'import spark_jobs.run as r; print(r.__file__)') --spec FILE`, from any working directory, where
 JARS are the Kafka connector and the engine jar: `",".join(spark_jobs.jars.job_jars())`.
-SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`spark_jobs.protocol.ExitCode`):
+SIGTERM (or Ctrl-C) stops the query after the current micro-batch. Exit codes (`clearflow_spec.protocol.ExitCode`):
 0 stopped or caught up, 1 the query failed (the cause, e.g. ClickHouse's message, is logged), 2 the spec is invalid.
 """
 
@@ -23,13 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clearflow_spec.protocol import STARTED_LINE, TIMING_LINE, ExitCode
+from clearflow_spec.sizing import LIGHT_TRIGGER
 from spark_jobs import object_store
 from spark_jobs.jars import object_store_jars
-from spark_jobs.protocol import STARTED_LINE, TIMING_LINE, ExitCode
-from spark_jobs.sizing import LIGHT_TRIGGER
 
 if TYPE_CHECKING:
-    from spark_jobs.spec import PipelineSpec
+    from clearflow_spec.spec import PipelineSpec
 
 log = logging.getLogger("clearflow.run")
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             niceness_after_first_batch = min(19, os.getpriority(os.PRIO_PROCESS, 0) + handoff.niceness)
         args.idle_after_first_batch = handoff.idle_after_first_batch
 
-    from spark_jobs.spec import SpecError, parse_spec
+    from clearflow_spec.spec import SpecError, parse_spec
 
     spec_path = Path(args.spec).expanduser().resolve()
     try:
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, request_stop)
 
     trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
+    from clearflow_spec.schema_registry import RegistryError
     from spark_jobs.avro_decode import unloaded_schema_id
-    from spark_jobs.schema_registry import RegistryError
 
     extra_schema_ids: set[int] = set()
     try:
@@ -285,7 +285,7 @@ def _pass_batches(batches: object) -> object:
 
 
 # A busy pipeline's micro-batches run back to back by design (its trigger is shorter than a batch:
-# spark_jobs.sizing.trigger_interval); Spark warns "Current batch is falling behind" after each of them, which
+# clearflow_spec.sizing.trigger_interval); Spark warns "Current batch is falling behind" after each of them, which
 # would fill the job's log and the tail the pipeline page shows. How far behind a job is shows in its lag metric.
 FALLING_BEHIND_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"
 
@@ -347,7 +347,7 @@ def _lower_priority_after_first_batch(
 
 def _log_guarantee(spec: PipelineSpec) -> None:
     """Say at start whether replays are dropped (exactly-once) or may be written twice (at-least-once)."""
-    from spark_jobs.connections import connection_dict
+    from clearflow_spec.connections import connection_dict
     from spark_jobs.sink import table_insert_dedup
 
     sink = spec.sink
@@ -400,8 +400,8 @@ def _last_batch_id(query: object) -> int:
 
 def _root_message(exc: BaseException) -> str:
     """The most useful line of a streaming failure: the ClickHouse, Kafka, memory or Python error, not the JVM
-    stack (`spark_jobs.failures` names its cause; the worker reads that from the log)."""
-    from spark_jobs.failures import root_line
+    stack (`clearflow_spec.failures` names its cause; the worker reads that from the log)."""
+    from clearflow_spec.failures import root_line
 
     return root_line(str(exc)) or repr(exc)
 

@@ -21,14 +21,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.clickhouse_types import quote_ident
-from spark_jobs.connections import (
+from clearflow_spec.clickhouse_types import quote_ident
+from clearflow_spec.connections import (
     ClickHouseConnectionSpec,
     clickhouse_connect_kwargs,
     connection_from_values,
     write_ca_file,
 )
-from spark_jobs.exactly_once import TABLE_ENGINE_SQL, InsertDedup, insert_dedup_of_table
+from clearflow_spec.exactly_once import TABLE_ENGINE_SQL, InsertDedup, insert_dedup_of_table
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def prepare_tables(conn: dict[str, Any], spec: TableSpec, *, create: bool) -> No
 
 
 def table_insert_dedup(conn: dict[str, Any], *, database: str, table: str, window: int) -> InsertDedup | None:
-    """Whether the table drops replayed inserts (`spark_jobs.exactly_once`); None when it does not exist."""
+    """Whether the table drops replayed inserts (`clearflow_spec.exactly_once`); None when it does not exist."""
     client = get_client(conn)
     rows = with_retries(
         lambda: client.query(TABLE_ENGINE_SQL, parameters={"db": database, "t": table}).result_rows,

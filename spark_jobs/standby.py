@@ -3,7 +3,7 @@ waiting for the one pipeline it will run.
 
 The worker starts a standby ahead of any deploy (`worker.standby`), so a deploy skips the JVM's and the
 session's start (most of deploy -> first row). The standby listens on a Unix socket in its run directory (mode
-0700: only this user reaches it) and takes exactly one hand-off (`spark_jobs.protocol.Handoff`): the path of
+0700: only this user reaches it) and takes exactly one hand-off (`clearflow_spec.protocol.Handoff`): the path of
 the spec file (the secrets stay in that 0600 file, as for any job), the checkpoint, the trigger and the Spark
 settings the run asks for. It accepts only when its session can honour them: the same driver memory, and every
 setting either equal to the session's or a runtime SQL setting (RocksDB's memory bound) that is set now, before
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.protocol import Handoff
+from clearflow_spec.protocol import Handoff
 
 log = logging.getLogger("clearflow.standby")
 
@@ -168,8 +168,8 @@ def rehearse(spark: Any) -> None:
     local file into a temporary checkpoint, then remove both. Only a warm-up: a failure is logged, not raised."""
     from pyspark.sql import functions as F
 
+    from clearflow_spec.spec import parse_spec
     from spark_jobs.pipeline import ROCKSDB_MEMORY_CONF, build_stream, state_store_conf
-    from spark_jobs.spec import parse_spec
 
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-rehearsal-"))

@@ -17,8 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from spark_jobs import nested_columns
-from spark_jobs.clickhouse_types import (
+from clearflow_spec.clickhouse_types import (
     INT_RANGES,
     IPV4_PATTERN,
     IPV6_PATTERN,
@@ -26,7 +25,7 @@ from spark_jobs.clickhouse_types import (
     decimal_precision_scale,
     parse_clickhouse_type,
 )
-from spark_jobs.field_types import (
+from clearflow_spec.field_types import (
     EPOCH_NUMBER_PATTERN,
     FIELD_TYPES,
     UUID_PATTERN,
@@ -35,7 +34,8 @@ from spark_jobs.field_types import (
     field_type_shape,
     is_nested,
 )
-from spark_jobs.limits import ROW_BYTES
+from clearflow_spec.limits import ROW_BYTES
+from spark_jobs import nested_columns
 from spark_jobs.metrics import FILTER_OBSERVATION
 
 ERROR = "_cf_error"
@@ -114,7 +114,7 @@ def _to_datetime(raw: Column) -> Column:
     return F.when(raw.rlike(EPOCH_NUMBER_PATTERN), F.timestamp_seconds(epoch)).otherwise(raw.try_cast("timestamp"))
 
 
-# How each field type (`spark_jobs.field_types`) is read from a value's JSON text. Conversions need Spark, so
+# How each field type (`clearflow_spec.field_types`) is read from a value's JSON text. Conversions need Spark, so
 # they cannot live in the field-type table the web app imports; a type missing here stops the import.
 _FROM_TEXT = {
     "string": lambda raw: raw,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spark_jobs.spec import PipelineSpec, parse_spec
+from clearflow_spec.spec import PipelineSpec, parse_spec
 
 FIRST_FIELD = "<the first field>"  # `spec_dict`'s default dedup key
 Field = tuple[str, str]  # (path, type)

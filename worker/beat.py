@@ -17,7 +17,7 @@ import psutil
 from celery.beat import PersistentScheduler
 from django.conf import settings
 
-from spark_jobs import protocol
+from clearflow_spec import protocol
 from worker import jobs, redis_state
 
 log = logging.getLogger(__name__)

@@ -31,12 +31,12 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, SecretStr
 
+from clearflow_spec.protocol import STARTED_LINE_RE, RunFiles, host_id, local_checkpoint_path
+from clearflow_spec.sizing import LIGHT_TRIGGER, driver_java_options
+from clearflow_spec.spec import PipelineSpec
 from spark_jobs.jars import job_jars, object_store_jars
 from spark_jobs.object_store import bucket_of, is_object_store, key_prefix
-from spark_jobs.protocol import STARTED_LINE_RE, RunFiles, host_id, local_checkpoint_path
 from spark_jobs.s3_client import S3Client
-from spark_jobs.sizing import LIGHT_TRIGGER, driver_java_options
-from spark_jobs.spec import PipelineSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REDACTED = "**********"
@@ -125,7 +125,7 @@ def spark_home() -> str:
 def spark_args(launch: JobLaunch) -> list[str]:
     """The runner's Spark arguments: driver memory, the JVM options that go with it and settings (a standby job
     starts with the same)."""
-    java_options = driver_java_options(launch.driver_memory)  # a light heap's lean JVM (spark_jobs.sizing)
+    java_options = driver_java_options(launch.driver_memory)  # a light heap's lean JVM (clearflow_spec.sizing)
     return [
         "--driver-memory", launch.driver_memory,
         # One argument: a value that starts with '-' would read as an option of its own.

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.protocol import STARTED_LINE_RE, ExitCode, RunFiles, host_id
+from clearflow_spec.protocol import STARTED_LINE_RE, ExitCode, RunFiles, host_id
 from worker import leases
 
 

@@ -8,7 +8,7 @@ Every few seconds (`Task.PIPELINES_LAG`, beat) for every deploying or running pi
    the first batch where it starts reading. Per partition, so a job that is slow or stuck, or still in its first
    batch on a backlog, shows its lag;
 2. the reading goes to Redis (`protocol.lag_key`), with the pace judged over the last readings
-   (`spark_jobs.pace`: keeping up, catching up, behind, and why) in `protocol.pace_key`: the page, the API,
+   (`clearflow_spec.pace`: keeping up, catching up, behind, and why) in `protocol.pace_key`: the page, the API,
    `/metrics` and the alerts read them;
 3. a running job whose pace calls for another sizing (`pace.resize_for`: a light job that events outgrew, a
    state that outgrew its memory, a busy job that has been quiet for long) is re-sized: it stops and starts
@@ -26,11 +26,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from spark_jobs import pace
-from spark_jobs.checkpoint_offsets import committed_offsets, committed_offsets_on_s3
-from spark_jobs.cpu_priority import leave_idle_class
-from spark_jobs.object_store import is_object_store
-from spark_jobs.protocol import (
+from clearflow_spec import pace
+from clearflow_spec.protocol import (
     LAG_KEEP_SECONDS,
     LagReading,
     lag_key,
@@ -38,8 +35,11 @@ from spark_jobs.protocol import (
     local_checkpoint_path,
     pace_key,
 )
+from clearflow_spec.sizing import state_estimate
+from spark_jobs.checkpoint_offsets import committed_offsets, committed_offsets_on_s3
+from spark_jobs.cpu_priority import leave_idle_class
+from spark_jobs.object_store import is_object_store
 from spark_jobs.s3_client import S3Error
-from spark_jobs.sizing import state_estimate
 from webapp.connections.kafka_client import TopicOffsets, offsets_client, topic_offsets
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services

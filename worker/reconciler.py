@@ -27,11 +27,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from spark_jobs import failures
-from spark_jobs.protocol import ExitCode
+from clearflow_spec import failures
+from clearflow_spec.protocol import ExitCode
+from clearflow_spec.sizing import LIGHT_TRIGGER
+from clearflow_spec.spec import PipelineSpec, SpecError
 from spark_jobs.s3_client import S3Error
-from spark_jobs.sizing import LIGHT_TRIGGER
-from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.core import queue
 from webapp.pipelines import services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
@@ -253,7 +253,7 @@ def _failure_cause(
     pipeline: Pipeline, run: PipelineRun, job: JobControl, tail: str, exit_code: int | None
 ) -> failures.Cause:
     """Why a run failed: what the worker saw when it killed the job (a stall, a start that never came), a host
-    that was lost, else what the job's log and exit code say (`spark_jobs.failures`)."""
+    that was lost, else what the job's log and exit code say (`clearflow_spec.failures`)."""
     if run.reason:  # the worker killed it and said why
         return failures.Cause(failures.STALLED, run.reason, "It restarts on its own.")
     lost = job.lost_reason()

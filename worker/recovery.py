@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from spark_jobs import failures
+from clearflow_spec import failures
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, RunOutcome
 from worker import jobs, redis_state, standby

@@ -1,5 +1,5 @@
 """The worker's Redis: it publishes job log tails and the watcher's tick, and reads the jobs' heartbeats (keys in
-`spark_jobs.protocol`; the web app reads them in `webapp.pipelines.runtime`). One client per worker process,
+`clearflow_spec.protocol`; the web app reads them in `webapp.pipelines.runtime`). One client per worker process,
 created on first use (never at import)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs import protocol
+from clearflow_spec import protocol
 from worker import jobs
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from spark_jobs.protocol import Task
+from clearflow_spec.protocol import Task
 
 
 def beat_schedule() -> dict[str, dict]:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.protocol import STANDBY_DIR, Handoff, RunFiles
+from clearflow_spec.protocol import STANDBY_DIR, Handoff, RunFiles
 from spark_jobs.standby import socket_path
 from worker import jobs
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.protocol import Task
+from clearflow_spec.protocol import Task
 from webapp.alerts.errors import RetryableDeliveryError
 from worker.celery import app
 

@@ -12,7 +12,7 @@
 (function () {
   "use strict";
 
-  var MAX_POINTS = 10000; // the metrics history keeps at most this many batches (spark_jobs/protocol.py)
+  var MAX_POINTS = 10000; // the metrics history keeps at most this many batches (clearflow_spec/protocol.py)
   var MAX_LAG_POINTS = 2160; // six hours of lag readings at one every 10 s (protocol.LAG_KEEP_SECONDS)
   var FIRST_PAGE = 1000;
   var MAX_RANGE_MS = 24 * 3600 * 1000;

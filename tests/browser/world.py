@@ -14,8 +14,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
+from clearflow_spec.protocol import job_log_key
 from spark_jobs.metrics import BatchMetrics, MetricsPublisher
-from spark_jobs.protocol import job_log_key
 from tests.pipeline_states import walk_to
 from tests.webapp.conftest import orders_spec, produce_records
 from tests.webapp.pipelines.dead_letter_helpers import Event, write_dead_letters

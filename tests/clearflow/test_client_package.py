@@ -22,17 +22,10 @@ from webapp.pipelines.services import pipeline_create
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def spec_modules() -> set[str]:
-    """spark_jobs/__init__.py, spec.py and the spark_jobs modules they import, directly or not: what the client
-    needs to check files with the server's model (none of them imports Spark)."""
-    found, todo = {"__init__.py"}, ["spec.py"]
-    while todo:
-        name = todo.pop()
-        if name not in found:
-            found.add(name)
-            source = (REPO_ROOT / "spark_jobs" / name).read_text()
-            todo += [f"{module}.py" for module in re.findall(r"^from spark_jobs\.(\w+) import", source, re.M)]
-    return found
+def rules_modules() -> set[str]:
+    """The rules package's modules (clearflow_spec/): what the client needs to check files with the server's own
+    model, none of which imports Spark or Django (tests/test_layers.py)."""
+    return {path.name for path in (REPO_ROOT / "clearflow_spec").glob("*.py")}
 
 
 def readme_section(title: str) -> str:
@@ -60,7 +53,7 @@ def signups_from_the_wizard(owner, kafka_bootstrap, clickhouse_server):
 def test_the_readme_section_runs_with_the_client_package_alone(server, token, tmp_path, signups_from_the_wizard):
     work = tmp_path / "work"
     work.mkdir()
-    for name in ("clients", "clearflow", "spark_jobs"):  # `./clients/python` as in a checkout, nothing else
+    for name in ("clients", "clearflow", "clearflow_spec"):  # `./clients/python` as in a checkout, nothing else
         (work / name).symlink_to(REPO_ROOT / name)
     environment = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(environment)
@@ -80,7 +73,7 @@ def test_the_readme_section_runs_with_the_client_package_alone(server, token, tm
         found = subprocess.run([python, "-c", f"import {heavy}"], capture_output=True, env=env, timeout=60)
         assert found.returncode != 0, f"{heavy} is installed with the client"
     installed = subprocess.run(
-        [python, "-c", "import clearflow, spark_jobs.spec; print(clearflow.__file__)"],
+        [python, "-c", "import clearflow, clearflow_spec.spec; print(clearflow.__file__)"],
         capture_output=True,
         text=True,
         env=env,
@@ -91,7 +84,7 @@ def test_the_readme_section_runs_with_the_client_package_alone(server, token, tm
     assert installed.stdout.startswith(str(environment))  # the installed copy, not the checkout
 
 
-def test_the_wheel_holds_the_sdk_and_only_the_pure_spec_modules(tmp_path):
+def test_the_wheel_holds_the_sdk_and_the_rules_package(tmp_path):
     project = str(REPO_ROOT / "clients" / "python")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), project],
@@ -102,9 +95,10 @@ def test_the_wheel_holds_the_sdk_and_only_the_pure_spec_modules(tmp_path):
     assert built.returncode == 0, built.stderr
     [wheel] = tmp_path.glob("clearflow_client-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    modules = spec_modules()
-    assert {"spec.py", "connections.py"} < modules and "pipeline.py" not in modules
-    assert {Path(n).name for n in names if n.startswith("spark_jobs/")} == modules
+    modules = rules_modules()
+    assert {"spec.py", "connections.py"} < modules
+    assert {Path(n).name for n in names if n.startswith("clearflow_spec/")} == modules
+    assert not [n for n in names if n.startswith("spark_jobs/")]  # the engine stays on the server
     assert "clearflow/cli.py" in names and "clearflow/client.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()

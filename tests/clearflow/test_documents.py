@@ -14,8 +14,8 @@ from clearflow.config import load_settings, normalize_url, save_settings
 from clearflow.documents import RawDocument, full_spec, parse_documents, read_documents, spec_issues
 from clearflow.errors import NotConfiguredError
 from clearflow.export import connection_document, env_name, pipeline_document
-from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec
-from spark_jobs.spec import SpecError, parse_spec
+from clearflow_spec.connections import ClickHouseConnectionSpec, KafkaConnectionSpec
+from clearflow_spec.spec import SpecError, parse_spec
 
 KAFKA = KafkaConnectionSpec(bootstrap_servers="broker:9092")
 CLICKHOUSE = ClickHouseConnectionSpec(host="ch", password=SecretStr("x"))

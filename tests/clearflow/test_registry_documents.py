@@ -9,7 +9,7 @@ import pytest
 from clearflow import DocumentError
 from clearflow.documents import SCHEMA_REGISTRY, RawDocument, full_spec, parse_documents, spec_issues
 from clearflow.export import connection_document, export_documents
-from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
+from clearflow_spec.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
 
 pytestmark = pytest.mark.fast
 

@@ -14,8 +14,8 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
+from clearflow_spec.avro_schema import WriterSchemas, wire_format
 from spark_jobs.avro_decode import SCHEMA_ID, UNKNOWN_SCHEMA_ID, parse_avro
-from spark_jobs.avro_schema import WriterSchemas, wire_format
 from spark_jobs.transforms import ERROR, Field
 
 KAFKA_SCHEMA = StructType(

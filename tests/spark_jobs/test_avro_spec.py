@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from spark_jobs import spec as S
-from spark_jobs.avro_schema import SchemaField, schema_fields, split_wire_format, wire_format, wire_schema_id
-from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
+from clearflow_spec import spec as S
+from clearflow_spec.avro_schema import SchemaField, schema_fields, split_wire_format, wire_format, wire_schema_id
+from tests.clearflow_spec.test_pipeline_spec import errors_of, valid_spec
 
 ORDER = {
     "type": "record",

@@ -1,4 +1,4 @@
-"""Parity: `spark_jobs.conversion` (pure Python, used by the wizard and the API) and the real Spark job must
+"""Parity: `clearflow_spec.conversion` (pure Python, used by the wizard and the API) and the real Spark job must
 agree on every value of a battery: whether the event reaches the table, and else the dead-letter reason.
 
 Each case is one Kafka record (raw JSON text, as a producer writes it) through `pipeline.build_stream`,
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from spark_jobs import conversion
-from spark_jobs.spec import field_type_compatible, parse_spec
+from clearflow_spec import conversion
+from clearflow_spec.spec import field_type_compatible, parse_spec
 
 pytestmark = pytest.mark.spark
 

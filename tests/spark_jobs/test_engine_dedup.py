@@ -11,9 +11,9 @@ import uuid
 import pytest
 from engine_helpers import event, make_spec, produce, wait_for
 
+from clearflow_spec.spec import parse_spec
 from spark_jobs.metrics import StateKeyCount
 from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
-from spark_jobs.spec import parse_spec
 
 pytestmark = pytest.mark.spark
 
@@ -236,8 +236,8 @@ def test_the_job_beats_while_a_long_batch_runs(spark, redis_url, tmp_path):
     """No progress event comes during a batch: the heartbeat thread says the job is alive all along."""
     import redis
 
+    from clearflow_spec.protocol import heartbeat_key
     from spark_jobs.metrics import MetricsPublisher, QueryHeartbeat
-    from spark_jobs.protocol import heartbeat_key
 
     name = f"slow-{uuid.uuid4().hex[:6]}"
     source = tmp_path / "in"

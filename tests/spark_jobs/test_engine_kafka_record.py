@@ -9,8 +9,8 @@ import uuid
 import pytest
 from engine_helpers import event, make_spec
 
+from clearflow_spec.spec import SpecError, parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import SpecError, parse_spec
 
 
 def _spec(**changes: object) -> dict:
@@ -114,7 +114,7 @@ def test_a_topic_keyed_by_order_id_is_deduplicated_on_its_key(
 def test_a_join_side_carries_the_metadata_its_checkpointed_state_has():
     """A join keeps each side's events in its state: a field added to them would not restore an earlier
     version's checkpoint, so the record's key is not among a joined row's names."""
-    from spark_jobs.spec import joined_field_types
+    from clearflow_spec.spec import joined_field_types
 
     names = joined_field_types([], [])
     assert "left._kafka_timestamp" in names and "right._kafka_offset" in names

@@ -12,8 +12,8 @@ from ipaddress import IPv4Address, IPv6Address
 import pytest
 from engine_helpers import produce
 
+from clearflow_spec.spec import parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import parse_spec
 from tests.specs import spec_dict
 
 FIELDS = [
@@ -168,7 +168,7 @@ def test_avro_arrays_maps_and_records_are_written_to_nested_columns(
 ):
     from datetime import UTC, datetime
 
-    from spark_jobs.avro_schema import schema_fields
+    from clearflow_spec.avro_schema import schema_fields
 
     topic = new_topic(1)
     schema = json.dumps(ORDER)

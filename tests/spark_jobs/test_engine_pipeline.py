@@ -8,8 +8,8 @@ import uuid
 import pytest
 from engine_helpers import event, make_spec, produce, wait_for
 
+from clearflow_spec.spec import SpecError, parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import SpecError, parse_spec
 
 pytestmark = pytest.mark.spark
 

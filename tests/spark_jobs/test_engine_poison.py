@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from engine_helpers import event, make_spec, produce
 
+from clearflow_spec.spec import parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import parse_spec
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""A row over the row size cap (`spark_jobs.limits.ROW_BYTES`) once converted goes to dead letters with its reason;
+"""A row over the row size cap (`clearflow_spec.limits.ROW_BYTES`) once converted goes to dead letters with its reason;
 the query goes on and writes the rows around it."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from engine_helpers import event, make_spec, produce
 
-from spark_jobs.limits import ROW_BYTES
+from clearflow_spec.limits import ROW_BYTES
+from clearflow_spec.spec import parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import parse_spec
 
 pytestmark = pytest.mark.spark
 

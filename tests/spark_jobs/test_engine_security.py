@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import JOB_TIMEOUT, event, job_command, produce
 
-from spark_jobs.spec import PipelineSpec
+from clearflow_spec.spec import PipelineSpec
 from tests.kafka_security import MODES
 from tests.specs import spec_dict
 from worker.jobs import write_spec

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from engine_helpers import event, make_spec, produce
 
-from spark_jobs.connections import kafka_connector_options as kafka_options
+from clearflow_spec.connections import kafka_connector_options as kafka_options
+from clearflow_spec.spec import parse_spec
 from spark_jobs.jars import CONNECTOR_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE, connector_jars
 from spark_jobs.source import REDACTION_REGEX, SECRET_OPTIONS
-from spark_jobs.spec import parse_spec
 
 
 def _private_key(fmt: str) -> str:

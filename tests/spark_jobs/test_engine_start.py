@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from engine_helpers import event, job_command, make_spec, produce
 
-from spark_jobs.protocol import TIMING_LINE_RE
+from clearflow_spec.protocol import TIMING_LINE_RE
 
 
 def run_job(spec: dict, tmp_path, name: str, *extra: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spark_jobs.clickhouse_types import quote_ident
+from clearflow_spec.clickhouse_types import quote_ident
 from spark_jobs.metrics import StateKeyCount, latest_key, metrics_from_progress, recent_key
 from spark_jobs.sink import ClickHouseWriteError, TableSpec, create_table_sql, with_retries
 

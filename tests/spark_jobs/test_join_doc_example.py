@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from engine_helpers import produce
-from test_join_spec import doc_example
 
+from clearflow_spec.spec import parse_spec
 from spark_jobs.pipeline import start_query, stop_query
-from spark_jobs.spec import parse_spec
+from tests.clearflow_spec.test_join_spec import doc_example
 
 pytestmark = pytest.mark.spark
 

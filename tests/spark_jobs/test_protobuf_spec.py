@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs import spec as S
-from spark_jobs.avro_schema import SchemaField
-from spark_jobs.protobuf_schema import ProtobufSchemaError, schema_fields
-from spark_jobs.schema_registry import SubjectVersion, registry_field_issues
+from clearflow_spec import spec as S
+from clearflow_spec.avro_schema import SchemaField
+from clearflow_spec.protobuf_schema import ProtobufSchemaError, schema_fields
+from clearflow_spec.schema_registry import SubjectVersion, registry_field_issues
+from tests.clearflow_spec.test_pipeline_spec import errors_of, valid_spec
 from tests.spark_jobs.protobuf_events import ORDER_PROTO
-from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
 
 pytestmark = pytest.mark.fast
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import limits as L
-from spark_jobs import spec as S
-from tests.spark_jobs.test_pipeline_spec import errors_of, valid_spec
+from clearflow_spec import limits as L
+from clearflow_spec import spec as S
+from tests.clearflow_spec.test_pipeline_spec import errors_of, valid_spec
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 

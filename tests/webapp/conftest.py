@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.db import connection
 from rest_framework.test import APIClient
 
-from spark_jobs import sizing
+from clearflow_spec import sizing
 from tests.specs import spec_dict
 from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create

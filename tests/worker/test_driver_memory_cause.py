@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs import failures
+from clearflow_spec import failures
 from tests.worker.helpers import wait_for
 from tests.worker.test_jobs import job_spec
 from worker import jobs

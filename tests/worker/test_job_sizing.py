@@ -44,7 +44,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     table = f"sized_{uuid.uuid4().hex[:8]}"
     # 3,000 events written now (50 events/s over the last minute), a 1-hour window: 180,000 keys in one state
     # partition, whose file's index and filter blocks each of RocksDB's 64 cache shards must have room for: a 192 MB
-    # bound (spark_jobs.sizing.rocksdb_memory_mb); a light pipeline (at most 1,000 events/s and 3.6M keys): the
+    # bound (clearflow_spec.sizing.rocksdb_memory_mb); a light pipeline (at most 1,000 events/s and 3.6M keys): the
     # light 512 MB heap, not the full 1 GB.
     produce(kafka_bootstrap, topic, events("s", 2500, 500))
     worker_env["CLEARFLOW_DRIVER_MEMORY"] = "auto"
@@ -70,7 +70,7 @@ def test_auto_starts_the_job_with_the_sized_heap_and_rocksdb_bound(
     [jvm] = [p for p in job.children(recursive=True) if p.name() == "java"]
     assert jvm.environ().get("MALLOC_ARENA_MAX") == "2"
     assert "-Xmx512m" in jvm.cmdline()  # the heap the JVM really has
-    # ... and the light heap's lean JVM (spark_jobs.sizing.LIGHT_JAVA_OPTIONS), cold or in a standby alike.
+    # ... and the light heap's lean JVM (clearflow_spec.sizing.LIGHT_JAVA_OPTIONS), cold or in a standby alike.
     assert {"-XX:+UseSerialGC", "-Xms32m", "-XX:TieredStopAtLevel=1"} <= set(jvm.cmdline())
     # It yields the CPU to the web app and the services (CLEARFLOW_JOB_NICENESS, 10 by default); its supervisor,
     # which renews the run's lease, does not.

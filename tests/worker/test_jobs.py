@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spark_jobs.failures import classify
-from spark_jobs.protocol import RunFiles
-from spark_jobs.spec import PipelineSpec, parse_spec
+from clearflow_spec.failures import classify
+from clearflow_spec.protocol import RunFiles
+from clearflow_spec.spec import PipelineSpec, parse_spec
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs
 

@@ -14,9 +14,9 @@ import psutil
 import pytest
 import redis
 
+from clearflow_spec.failures import classify
+from clearflow_spec.protocol import ExitCode
 from localstack.processes import free_port
-from spark_jobs.failures import classify
-from spark_jobs.protocol import ExitCode
 from tests.spark_jobs.engine_helpers import wait_for
 from worker import jobs, leases, redis_state
 from worker.job_control import control_for

@@ -216,7 +216,7 @@ def test_a_new_protobuf_field_is_reported_added_as_a_column_in_one_click_and_no_
 
 def test_a_table_made_by_hand_is_never_altered(clickhouse_server, ch):
     """The guard the one-click action relies on: only tables the engine created (with its ingestion-time index)."""
-    from spark_jobs.connections import ClickHouseConnectionSpec
+    from clearflow_spec.connections import ClickHouseConnectionSpec
     from spark_jobs.sink import TableSpec, create_table_sql
     from webapp.connections.clickhouse_client import made_by_clearflow
 

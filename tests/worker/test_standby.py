@@ -18,8 +18,8 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark_jobs.protocol import RunFiles
-from spark_jobs.sizing import standby_pool_size, total_memory_bytes
+from clearflow_spec.protocol import RunFiles
+from clearflow_spec.sizing import standby_pool_size, total_memory_bytes
 from tests.worker.helpers import (
     JOB_TIMEOUT,
     URL,
@@ -285,7 +285,7 @@ def test_while_a_standby_starts_one_deploy_waits_for_it_and_the_others_start_col
 @pytest.mark.timeout(1200)  # a standby's start and rehearsal on the shared cores
 def test_a_light_standby_starts_its_jvm_lean_and_rehearses_a_pipeline_with_it(tmp_path):
     # The standby a light deploy starts in has the light heap, so the light heap's JVM options
-    # (spark_jobs.sizing.LIGHT_JAVA_OPTIONS): it runs the rehearsal (parse, dedup on RocksDB, foreachBatch with
+    # (clearflow_spec.sizing.LIGHT_JAVA_OPTIONS): it runs the rehearsal (parse, dedup on RocksDB, foreachBatch with
     # Arrow into a file) with them before it says it is ready.
     run_root = tmp_path / "runs"
     [started] = standby.ensure(template(run_root, driver_memory="512m"), run_root=run_root, count=1)

@@ -6,7 +6,7 @@ import pytest
 import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from spark_jobs.protocol import CELERY_TASKS_KEY
+from clearflow_spec.protocol import CELERY_TASKS_KEY
 from tests.spark_jobs.engine_helpers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from spark_jobs.protocol import history_key
+from clearflow_spec.protocol import history_key
 from webapp.alerts.models import AlertRule, RuleKind
 from webapp.audits.selectors import latest_pipeline_results
 from webapp.pipelines.metrics import MetricsUnavailableError
@@ -208,7 +208,7 @@ def _current_pace(snapshot: MetricsSnapshot | None) -> dict[str, Any] | None:
 
 
 def _behind(snapshot: MetricsSnapshot | None) -> Condition:
-    """The lag read from the brokers does not shrink (`spark_jobs.pace`); unknown while it is not read."""
+    """The lag read from the brokers does not shrink (`clearflow_spec.pace`); unknown while it is not read."""
     pace = _current_pace(snapshot)
     if pace is None or pace.get("state") == "unknown":
         return UNKNOWN

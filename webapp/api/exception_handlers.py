@@ -4,7 +4,7 @@
 
 `errors` lists the problems with the request's field path ("" for the request as a whole). Handled:
 DRF's own exceptions (validation, authentication, 404, 405, 415, parse errors), Django's
-`ValidationError`, `Http404` and `PermissionDenied`, `spark_jobs.spec.SpecError` (paths prefixed
+`ValidationError`, `Http404` and `PermissionDenied`, `clearflow_spec.spec.SpecError` (paths prefixed
 with `spec.`, the request field that carried the spec) and `ApplicationError` (its `status_code`).
 Anything else is a bug and propagates (a 500).
 """
@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
-from spark_jobs.spec import SpecError
+from clearflow_spec.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 
 SPEC_FIELD = "spec"

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.spec import MAX_WINDOW_SECONDS
+from clearflow_spec.spec import MAX_WINDOW_SECONDS
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.audits import selectors, services

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from spark_jobs.spec import parse_window
+from clearflow_spec.spec import parse_window
 from webapp.audits.models import MAX_KEY_COLUMNS
 from webapp.connections.models import ClickHouseConnection
 

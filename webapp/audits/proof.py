@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.spec import SpecError
+from clearflow_spec.spec import SpecError
 from webapp.audits import selectors
 from webapp.audits.services import pipeline_audit_target
 from webapp.core.exceptions import ApplicationError
@@ -55,7 +55,7 @@ class HourSums:
 
 
 def hourly_sums(records: Iterable[dict[str, Any]], *, hours: int = HOURS_SHOWN) -> list[HourSums]:
-    """The records (fields of `spark_jobs.protocol.BatchMetrics`, with `t_ms`) summed per UTC hour, newest
+    """The records (fields of `clearflow_spec.protocol.BatchMetrics`, with `t_ms`) summed per UTC hour, newest
     hour first, at most `hours` of them."""
     by_hour: dict[int, HourSums] = {}
     for record in records:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from spark_jobs.clickhouse_types import quote_ident
-from spark_jobs.connections import ClickHouseConnectionSpec
+from clearflow_spec.clickhouse_types import quote_ident
+from clearflow_spec.connections import ClickHouseConnectionSpec
 from webapp.connections.clickhouse_client import session
 
 WINDOW_PARAMETER = "{window_seconds:UInt32}"

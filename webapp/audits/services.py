@@ -18,9 +18,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from spark_jobs.clickhouse_types import quote_ident
+from clearflow_spec.clickhouse_types import quote_ident
+from clearflow_spec.spec import PipelineSpec, SpecError
 from spark_jobs.sink import INGESTED_AT_COLUMN, INGESTED_AT_TYPE
-from spark_jobs.spec import PipelineSpec, SpecError
 from webapp.activity.services import activity_record, snapshot
 from webapp.audits import queries
 from webapp.audits.models import AuditedTable, AuditResult

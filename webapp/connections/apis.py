@@ -14,8 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.connections import KAFKA_SECRET_FLAGS
-from spark_jobs.field_types import FIELD_TYPES
+from clearflow_spec.connections import KAFKA_SECRET_FLAGS
+from clearflow_spec.field_types import FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.api.outputs import ChangeOutput

@@ -2,7 +2,7 @@
 
 One choke point (`_query`) for every statement: values travel as server-side parameters
 (`{name:String}`), never formatted into the SQL text, and errors become one plain-words
-`ClickHouseClientError`. Identifiers that must appear in SQL go through `spark_jobs.clickhouse_types.quote_ident`.
+`ClickHouseClientError`. Identifiers that must appear in SQL go through `clearflow_spec.clickhouse_types.quote_ident`.
 Clients are created per call and closed before returning; none at import time. Every function takes the spec's
 connection model (`ClickHouseConnectionSpec`); `clickhouse_connect_kwargs` turns it into the client's
 arguments, as in the job's writer, so "Test connection" and the job reach the server the same way.
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.clickhouse_types import ClickHouseType, quote_ident
-from spark_jobs.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
+from clearflow_spec.clickhouse_types import ClickHouseType, quote_ident
+from clearflow_spec.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
 logger = logging.getLogger(__name__)

@@ -191,7 +191,7 @@ def _key_advice(request: HeavyRequest) -> dict[str, Any]:
 def _sample(request: HeavyRequest) -> dict[str, Any]:
     """The events (without their bytes), and with a schema registry the schema the fields come from and the
     versions the sample used; `framed`: how many values are in the Confluent wire format (Avro read as JSON)."""
-    from spark_jobs.avro_schema import wire_schema_id
+    from clearflow_spec.avro_schema import wire_schema_id
 
     params = request.params
     registry_id = params.get("schema_registry_connection")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from spark_jobs.connections import KafkaConnectionSpec, librdkafka_config
+from clearflow_spec.connections import KafkaConnectionSpec, librdkafka_config
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from spark_jobs.connections import KafkaConnectionSpec
+from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaClientError,

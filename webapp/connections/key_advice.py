@@ -8,9 +8,9 @@ first-seen time, and one delay per duplicate; never the events. It reports:
 - events scanned, distinct keys, duplicates and their share, events missing the key;
 - the delay between an event and its duplicates (p50, p99, p99.9, max, and a histogram), by the Kafka
   timestamp or by an event-time field;
-- the smallest offered window (`spark_jobs.spec.DEDUP_WINDOWS`) covering 99.9% of those delays, marked
+- the smallest offered window (`clearflow_spec.spec.DEDUP_WINDOWS`) covering 99.9% of those delays, marked
   "at least" when the scanned events span less time than that window (longer delays could not be seen);
-- the dedup state that window implies (`spark_jobs.sizing`: events/s x window x unique share): its keys and its
+- the dedup state that window implies (`clearflow_spec.sizing`: events/s x window x unique share): its keys and its
   bytes on disk (the state is always in RocksDB, under the checkpoint);
 - key candidates: identifier-like fields (uuid-like, named like an id, or nearly unique), each with its
   duplicate share and how many of its duplicates differ from the first event (a key that merges different
@@ -32,9 +32,9 @@ from typing import Any, Literal
 
 import orjson
 
-from spark_jobs.connections import KafkaConnectionSpec
-from spark_jobs.sizing import StateEstimate, state_estimate
-from spark_jobs.spec import DEDUP_WINDOWS, parse_window
+from clearflow_spec.connections import KafkaConnectionSpec
+from clearflow_spec.sizing import StateEstimate, state_estimate
+from clearflow_spec.spec import DEDUP_WINDOWS, parse_window
 from webapp.connections.key_candidates import MISSING, CandidateFinder, KeyCandidate, hashable, lookup
 from webapp.connections.recent_events import RecentEvents
 
@@ -311,7 +311,7 @@ class DuplicateCounter:
         )
 
     def _state(self, window: str | None, span: int | None) -> StateEstimate | None:
-        """The window's dedup state (`spark_jobs.sizing`: the measured rate x window x unique share); None when
+        """The window's dedup state (`clearflow_spec.sizing`: the measured rate x window x unique share); None when
         the scan cannot tell a rate."""
         distinct = len(self.first_seen)
         if window is None or not distinct or span is None or span < 1_000:

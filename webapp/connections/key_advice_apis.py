@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.spec import DEDUP_WINDOWS, FieldSpec
+from clearflow_spec.spec import DEDUP_WINDOWS, FieldSpec
 from webapp.api.inputs import validated_input
 from webapp.connections import heavy_request_apis, heavy_requests, key_advice, selectors
 from webapp.connections.apis import KAFKA_TAG

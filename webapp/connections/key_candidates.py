@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from spark_jobs.field_types import UUID_RE
+from clearflow_spec.field_types import UUID_RE
 
 PROBE_EVENTS = 1_000  # events whose every field is looked at to find key candidates
 CANDIDATE_EVENTS = 100_000  # candidates are counted over at most this many events (bounded memory)

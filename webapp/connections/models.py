@@ -1,6 +1,6 @@
 """Saved, named connections to a Kafka cluster, a ClickHouse server and a schema registry.
 
-Each model stores exactly the fields of the pipeline spec's connection model (`spark_jobs.connections`:
+Each model stores exactly the fields of the pipeline spec's connection model (`clearflow_spec.connections`:
 `KafkaConnectionSpec`, `ClickHouseConnectionSpec`, `SchemaRegistryConnectionSpec`), plus its owner and name.
 `to_spec()` gives that model, which the web app's clients, the pipeline's spec and the job use;
 `EDITABLE_FIELDS` and `SECRET_FIELDS` are read from it.
@@ -22,7 +22,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from spark_jobs.connections import (
+from clearflow_spec.connections import (
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
     TLS_FILES,
@@ -35,7 +35,7 @@ from spark_jobs.connections import (
     sasl_settings_needed,
     secret_fields,
 )
-from spark_jobs.kafka_sasl import keytab_bytes
+from clearflow_spec.kafka_sasl import keytab_bytes
 from webapp.connections import network_guard
 from webapp.core.fields import EncryptedTextField
 from webapp.core.models import TimeStampedModel
@@ -135,7 +135,7 @@ class SpecBackedConnection(TimeStampedModel):
         return self.to_spec()
 
 
-# The choices are the spec's (`spark_jobs.connections`); "" is "no SASL mechanism" in a text column.
+# The choices are the spec's (`clearflow_spec.connections`); "" is "no SASL mechanism" in a text column.
 SECURITY_PROTOCOL_CHOICES = [(protocol, protocol) for protocol in SECURITY_PROTOCOLS]
 SASL_MECHANISM_CHOICES = [("", "None"), *((mechanism, mechanism) for mechanism in SASL_MECHANISMS)]
 # How `clean()` names what a SASL_* protocol needs (the list of settings is the spec's `sasl_settings_needed`).

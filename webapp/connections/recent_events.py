@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from spark_jobs.connections import KafkaConnectionSpec
+from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaTopicNotFoundError,

@@ -1,14 +1,14 @@
 """Schema registry access for the wizard and the API: test a connection, a topic's registered versions, the
 schemas of the ids sampled events carry, and sampled events decoded with them.
 
-The registry is read with `spark_jobs.schema_registry` (confluent-kafka's SchemaRegistryClient, the one the
+The registry is read with `clearflow_spec.schema_registry` (confluent-kafka's SchemaRegistryClient, the one the
 job uses); every request here is bounded by a timeout of a few seconds without retries, and the registry's
 errors come out as one plain-words `SchemaRegistryClientError` (API 502). Every function takes the spec's
 connection model (`SchemaRegistryConnectionSpec`, from `connection.client_settings()`).
 
 Decoding a sampled event: Confluent's wire format (magic byte 0, a 4-byte big-endian schema id, the Avro
 body, or Protobuf's message indexes and message), the body read with fastavro (confluent-kafka's own Avro
-dependency) or the `protobuf` package (`spark_jobs.protobuf_schema.decode_record`) against the writer schema, the
+dependency) or the `protobuf` package (`clearflow_spec.protobuf_schema.decode_record`) against the writer schema, the
 values made JSON-able the way the job writes them (timestamps and dates as ISO text, decimals and UUIDs as
 text, bytes as base64).
 """
@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spark_jobs.avro_schema import split_wire_format
-from spark_jobs.connections import SchemaRegistryConnectionSpec
-from spark_jobs.protobuf_schema import decode_record, is_protobuf
-from spark_jobs.schema_registry import RegistryError, SubjectVersion, explain, registry_client, value_subject
+from clearflow_spec.avro_schema import split_wire_format
+from clearflow_spec.connections import SchemaRegistryConnectionSpec
+from clearflow_spec.protobuf_schema import decode_record, is_protobuf
+from clearflow_spec.schema_registry import RegistryError, SubjectVersion, explain, registry_client, value_subject
 from webapp.core.exceptions import ExternalServiceError
 
 DEFAULT_TIMEOUT = 5.0
@@ -84,7 +84,7 @@ def topic_schemas(
 
 
 def _subject_versions(settings: SchemaRegistryConnectionSpec, subject: str, timeout: float) -> list[SubjectVersion]:
-    from spark_jobs.schema_registry import subject_versions
+    from clearflow_spec.schema_registry import subject_versions
 
     return subject_versions(settings, subject, timeout=timeout)
 

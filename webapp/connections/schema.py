@@ -1,7 +1,7 @@
 """Infer a flat field list from sampled JSON events: nested paths joined with dots, one type per path.
 
 The types, and how one JSON value's type is recognised and two are merged, are the engine's field-type table
-(`spark_jobs.field_types`): strings that all parse as ISO-8601 date-times are `datetime`, canonical UUIDs
+(`clearflow_spec.field_types`): strings that all parse as ISO-8601 date-times are `datetime`, canonical UUIDs
 `uuid`; a list is an `array<T>` of its elements' merged type (objects in it `struct<...>`); values whose type
 varies beyond int/float become `json`. A path missing from some events,
 or null in some, is `nullable`. Pure functions, no Django.
@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_jobs.field_types import FIELD_TYPES, merge_types, value_type
-from spark_jobs.limits import JSON_DEPTH, SCHEMA_DEPTH, SCHEMA_FIELDS, LimitError
-from spark_jobs.protobuf_schema import registered_schema_fields
+from clearflow_spec.field_types import FIELD_TYPES, merge_types, value_type
+from clearflow_spec.limits import JSON_DEPTH, SCHEMA_DEPTH, SCHEMA_FIELDS, LimitError
+from clearflow_spec.protobuf_schema import registered_schema_fields
 
 __all__ = [
     "FIELD_TYPES",
@@ -83,7 +83,7 @@ def infer_schema(values: Sequence[Any]) -> list[InferredField]:
 
 
 def infer_from_avro_schema(schema: str, values: Sequence[Any]) -> list[InferredField]:
-    """Fields from an Avro record schema (`spark_jobs.avro_schema`: names, field types, nullability in the
+    """Fields from an Avro record schema (`clearflow_spec.avro_schema`: names, field types, nullability in the
     schema's order); the sampled, decoded `values` fill in the counts and examples only."""
     leaves: dict[str, list[Any]] = {}
     for obj in values:

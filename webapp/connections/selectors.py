@@ -16,9 +16,9 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from spark_jobs.avro_schema import AvroSchemaError
-from spark_jobs.limits import LimitError
-from spark_jobs.protobuf_schema import ProtobufSchemaError
+from clearflow_spec.avro_schema import AvroSchemaError
+from clearflow_spec.limits import LimitError
+from clearflow_spec.protobuf_schema import ProtobufSchemaError
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.throttle import count_connection_request

@@ -3,7 +3,7 @@
 `topic_rate(settings, topics=...)` asks every partition for its end offset and for the offsets of the first
 events written 1 and 5 minutes ago (`offsets_for_times`), and answers the larger of the two rates: a burst in
 the last minute counts, a pause in it does not hide the five minutes before. The dedup state is sized from it
-(`spark_jobs.sizing`) when the key advice did not measure one.
+(`clearflow_spec.sizing`) when the key advice did not measure one.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spark_jobs.connections import KafkaConnectionSpec
+from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaTopicNotFoundError,

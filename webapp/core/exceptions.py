@@ -2,7 +2,7 @@
 
 `ApplicationError` is for a request that is well-formed but cannot be carried out (a broker that does not
 answer, a pipeline that must be stopped first). Bad field values raise Django's `ValidationError`; a bad
-pipeline spec raises `spark_jobs.spec.SpecError`. The API's one exception handler maps all three to one
+pipeline spec raises `clearflow_spec.spec.SpecError`. The API's one exception handler maps all three to one
 JSON shape (`webapp.api.exception_handlers`).
 """
 

@@ -1,4 +1,4 @@
-"""Sending work to the worker: Celery tasks by name (`spark_jobs.protocol.Task`), never by importing its code.
+"""Sending work to the worker: Celery tasks by name (`clearflow_spec.protocol.Task`), never by importing its code.
 
 `app` is the project's one Celery application (configured from Django's settings, `CELERY_*`); the worker adds
 its tasks, beat schedule and signals to it (`worker.celery`). Creating it opens no connection. Services call the
@@ -14,7 +14,7 @@ from typing import Any
 from celery import Celery
 from django.conf import settings
 
-from spark_jobs.protocol import Task
+from clearflow_spec.protocol import Task
 
 logger = logging.getLogger(__name__)
 

@@ -102,7 +102,7 @@ def check_pipelines() -> str:
 
 
 def check_kafka() -> str:
-    from spark_jobs.connections import KafkaConnectionSpec
+    from clearflow_spec.connections import KafkaConnectionSpec
     from webapp.connections.kafka_client import check_connection
 
     info = check_connection(KafkaConnectionSpec(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS), timeout=2.5)
@@ -110,7 +110,7 @@ def check_kafka() -> str:
 
 
 def check_clickhouse() -> str:
-    from spark_jobs.connections import ClickHouseConnectionSpec
+    from clearflow_spec.connections import ClickHouseConnectionSpec
     from webapp.connections.clickhouse_client import check_connection
 
     info = check_connection(

@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from spark_jobs.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
+from clearflow_spec.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
 from webapp.alerts.selectors import alert_firing_list
 from webapp.audits.selectors import latest_pipeline_results
 from webapp.monitoring import counters

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.protocol import CELERY_TASKS_KEY, COUNTER_LABEL_SEPARATOR, HTTP_REQUESTS_KEY
+from clearflow_spec.protocol import CELERY_TASKS_KEY, COUNTER_LABEL_SEPARATOR, HTTP_REQUESTS_KEY
 
 logger = logging.getLogger(__name__)
 

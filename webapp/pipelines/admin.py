@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from spark_jobs.spec import SpecError
+from clearflow_spec.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineTransition, PipelineVersion

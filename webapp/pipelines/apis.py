@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.limits import size_issues
-from spark_jobs.spec import SpecError, SpecIssue
+from clearflow_spec.limits import size_issues
+from clearflow_spec.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
@@ -33,7 +33,7 @@ TAG = ["Pipelines"]
 
 
 class SpecField(serializers.JSONField):
-    """The pipeline spec (spark_jobs.spec v1); `source.kafka` and `sink.clickhouse` come from the connections."""
+    """The pipeline spec (clearflow_spec.spec v1); `source.kafka` and `sink.clickhouse` come from the connections."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict) and (too_large := size_issues(data)):

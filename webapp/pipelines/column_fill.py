@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from spark_jobs.clickhouse_types import parse_clickhouse_type, quote_ident
+from clearflow_spec.clickhouse_types import parse_clickhouse_type, quote_ident
 from spark_jobs.sink import INGESTED_AT_COLUMN
 from webapp.pipelines import metrics_history
 from webapp.pipelines.models import Pipeline

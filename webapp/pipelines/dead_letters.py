@@ -6,7 +6,7 @@ from (topic, partition, offset). Tables may be shared between pipelines, so ever
 to the pipeline's own rows (`pipeline = <job name>`).
 
 Before a replay, `dead_letters_replay_forecast` runs the same dead letters through the checks of the spec that
-would read them again (`spark_jobs.conversion.record_outcome`, the engine's rules in plain Python): how many
+would read them again (`clearflow_spec.conversion.record_outcome`, the engine's rules in plain Python): how many
 would fail again for the reason they failed for, and how many for another.
 
 Replay sends the raw values back to their source topic so they go through parsing and dedup again, then
@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from spark_jobs import spec as specmod
-from spark_jobs.clickhouse_types import quote_ident
-from spark_jobs.conversion import record_outcome
+from clearflow_spec import spec as specmod
+from clearflow_spec.clickhouse_types import quote_ident
+from clearflow_spec.conversion import record_outcome
 from webapp.activity.services import activity_record
 from webapp.connections import clickhouse_client, kafka_client
 from webapp.core.exceptions import ConflictError, ExternalServiceError

@@ -1,6 +1,6 @@
 """Exactly-once on an existing table: read whether it drops replayed inserts, and make it do so.
 
-The rule itself is the engine's (`spark_jobs.exactly_once`, pure); this module only asks ClickHouse for the
+The rule itself is the engine's (`clearflow_spec.exactly_once`, pure); this module only asks ClickHouse for the
 table's engine and settings (`table_insert_dedup_get`, a selector) and runs the one ALTER statement the rule
 offers (`table_insert_dedup_enable`, a service). The API's validation, the pipeline page and the wizard's
 table step use both.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_jobs.exactly_once import (
+from clearflow_spec.exactly_once import (
     DEFAULT_INSERT_DEDUP_WINDOW,
     TABLE_ENGINE_SQL,
     InsertDedup,
@@ -21,7 +21,7 @@ from webapp.connections import clickhouse_client
 from webapp.core.exceptions import ApplicationError
 
 if TYPE_CHECKING:
-    from spark_jobs.spec import PipelineSpec
+    from clearflow_spec.spec import PipelineSpec
     from webapp.connections.models import ClickHouseConnection
     from webapp.pipelines.models import Pipeline
 
@@ -56,7 +56,7 @@ def spec_insert_dedup(*, parsed: PipelineSpec, connection: ClickHouseConnection)
 
 def _pipeline_spec(pipeline: Pipeline) -> PipelineSpec:
     """The pipeline's current spec, parsed; ApplicationError when it has none that is valid."""
-    from spark_jobs.spec import SpecError
+    from clearflow_spec.spec import SpecError
     from webapp.pipelines import stored_specs
 
     if pipeline.current_version_id is None or pipeline.clickhouse_connection is None:

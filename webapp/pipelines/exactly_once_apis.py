@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.exactly_once import AT_LEAST_ONCE, EXACTLY_ONCE, InsertDedup
+from clearflow_spec.exactly_once import AT_LEAST_ONCE, EXACTLY_ONCE, InsertDedup
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.pipelines import exactly_once, selectors
 from webapp.pipelines.models import Pipeline

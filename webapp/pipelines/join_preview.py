@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from spark_jobs.spec import JOIN_SIDES, PipelineSpec, SpecIssue
+from clearflow_spec.spec import JOIN_SIDES, PipelineSpec, SpecIssue
 from webapp.connections.kafka_client import SampledEvent
 
 PREVIEW_ROWS = 20

@@ -8,7 +8,7 @@ A field maps to a column of the same name, compared without case and with the do
 as underscores (`customer.name` -> `customer_name`). Columns that ClickHouse computes itself
 (MATERIALIZED, ALIAS) are never written. For a new table every field gets a column with the type its schema
 proposes (Avro: `Decimal(P, S)` for a decimal, `DateTime64(3, 'UTC')` for timestamp-millis, `Date`, `UUID`,
-`LowCardinality(String)` for an enum, Nullable for a union with null; `spark_jobs.avro_schema`), else the spec
+`LowCardinality(String)` for an enum, Nullable for a union with null; `clearflow_spec.avro_schema`), else the spec
 module's default type for the field's type; Nullable when the field is sometimes missing, except in the ORDER BY
 (a sorting key cannot be Nullable).
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from spark_jobs.clickhouse_types import ClickHouseType, parse_clickhouse_type
-from spark_jobs.field_types import default_clickhouse_type, field_type_compatible
+from clearflow_spec.clickhouse_types import ClickHouseType, parse_clickhouse_type
+from clearflow_spec.field_types import default_clickhouse_type, field_type_compatible
 from webapp.connections.clickhouse_client import ColumnInfo
 
 # Columns whose value ClickHouse computes: an INSERT may not name them.

@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_jobs.clickhouse_types import clickhouse_type_error
-from spark_jobs.field_types import FIELD_TYPE_CHOICES, field_type_compatible
-from spark_jobs.limits import FIELDS
+from clearflow_spec.clickhouse_types import clickhouse_type_error
+from clearflow_spec.field_types import FIELD_TYPE_CHOICES, field_type_compatible
+from clearflow_spec.limits import FIELDS
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.pipelines import selectors

@@ -1,7 +1,7 @@
 """The metrics the Spark job publishes to Redis (`spark_jobs.metrics`), read for the pipeline page.
 
-The job pushes one JSON record per micro-batch (the fields of `spark_jobs.protocol.BatchMetrics`) onto the
-list `spark_jobs.protocol.recent_key(<spec name>)` (the job's spec name is `Pipeline.job_name`), newest
+The job pushes one JSON record per micro-batch (the fields of `clearflow_spec.protocol.BatchMetrics`) onto the
+list `clearflow_spec.protocol.recent_key(<spec name>)` (the job's spec name is `Pipeline.job_name`), newest
 first. One short-lived client per call (nothing at import time), one-second timeouts: the pipeline page
 must not hang on a slow Redis.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.protocol import recent_key
+from clearflow_spec.protocol import recent_key
 from webapp.core.exceptions import ExternalServiceError
 
 logger = logging.getLogger(__name__)

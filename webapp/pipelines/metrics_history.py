@@ -23,8 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
-from spark_jobs.metrics import timestamp_ms
-from spark_jobs.protocol import (
+from clearflow_spec.protocol import (
     HISTORY_MAX_AGE_S,
     HISTORY_MAX_RECORDS,
     LAG_KEEP_SECONDS,
@@ -35,6 +34,7 @@ from spark_jobs.protocol import (
     pace_key,
     totals_key,
 )
+from spark_jobs.metrics import timestamp_ms
 from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.models import Pipeline
 
@@ -202,7 +202,7 @@ def _pace(raw: bytes | str | None, *, now_ms: float) -> dict[str, Any] | None:
 
 
 def pace_of(pipeline: Pipeline) -> dict[str, Any] | None:
-    """The pipeline's lag as last read from the brokers and its pace (`spark_jobs.pace.Pace.to_dict()` with
+    """The pipeline's lag as last read from the brokers and its pace (`clearflow_spec.pace.Pace.to_dict()` with
     `cause`, `cause_words` and `stale`); None before the first reading. MetricsUnavailableError."""
     with metrics_store() as client:
         raw = client.get(pace_key(pipeline.job_name))

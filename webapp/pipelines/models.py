@@ -24,7 +24,7 @@ from webapp.pipelines.lifecycle import Action, PipelineStatus, next_status
 from webapp.pipelines.spec_field import PipelineSpecField
 
 if TYPE_CHECKING:
-    from spark_jobs.spec import PipelineSpec
+    from clearflow_spec.spec import PipelineSpec
 
 
 class Pipeline(TimeStampedModel):
@@ -165,7 +165,7 @@ class RunOutcome(models.TextChoices):
     STOPPED = "stopped", "Stopped"
     FAILED = "failed", "Failed"
     REPLACED = "replaced", "Replaced by a new version"
-    # Re-sized while it ran (`spark_jobs.pace`): stopped to start again, from its checkpoint, sized for the rate seen.
+    # Re-sized while it ran (`clearflow_spec.pace`): stopped to start again from its checkpoint, sized for the rate.
     RESIZED = "resized", "Re-sized"
     # The local stack stopped (`make up` ended): the pipeline stays deployed and starts again with the stack.
     STACK_STOPPED = "stack_stop", "Stopped with the stack"
@@ -201,7 +201,7 @@ class PipelineRun(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=10, choices=RunOutcome.choices, blank=True, default=RunOutcome.ACTIVE)
     reason = models.TextField(blank=True, default="", help_text="why it ended, in words: what happened, what to change")
-    # A failed run's cause: a stable code of `spark_jobs.failures` (out_of_memory, clickhouse_unreachable, ...).
+    # A failed run's cause: a stable code of `clearflow_spec.failures` (out_of_memory, clickhouse_unreachable, ...).
     cause = models.CharField(max_length=40, blank=True, default="")
     log_tail = models.TextField(blank=True, default="", help_text="a failed run's last log lines")
     # What the job was sized with (`state_size.JobResources.sizing_record`): the rate, light or not, heap, state

@@ -11,7 +11,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from spark_jobs.spec import SpecError
+from clearflow_spec.spec import SpecError
 from webapp.pipelines import services
 from webapp.pipelines.lifecycle import JOB_WANTED
 from webapp.pipelines.models import Pipeline

@@ -1,4 +1,4 @@
-"""What the worker publishes about running jobs in Redis, read by the web app (keys in `spark_jobs.protocol`).
+"""What the worker publishes about running jobs in Redis, read by the web app (keys in `clearflow_spec.protocol`).
 
 - the job's log tail (`job_log_key`), secrets already redacted by the worker: the web app may run on another
   host than the job, so it never reads the log file itself;
@@ -11,7 +11,7 @@ import logging
 
 from django.conf import settings
 
-from spark_jobs.protocol import WATCHER_TICK_KEY, job_log_key
+from clearflow_spec.protocol import WATCHER_TICK_KEY, job_log_key
 from webapp.pipelines.metrics import MetricsUnavailableError
 
 logger = logging.getLogger(__name__)

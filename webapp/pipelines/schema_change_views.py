@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from spark_jobs.spec import SpecError
+from clearflow_spec.spec import SpecError
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import column_fill, schema_changes
 from webapp.pipelines import selectors as pipeline_selectors

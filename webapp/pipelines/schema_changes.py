@@ -1,7 +1,7 @@
 """Schema changes a pipeline's events show, and the one action that keeps a new field: a column for it.
 
 The job counts, per batch, the events of each Avro writer schema id and the JSON keys no field reads
-(`spark_jobs.metrics`); `spark_jobs.field_changes` turns those records into new, removed and retyped fields
+(`spark_jobs.metrics`); `clearflow_spec.field_changes` turns those records into new, removed and retyped fields
 with their effect on the mapping. This module reads the records (the metrics history in Redis) and the writer
 schemas (the pipeline's schema registry) for the pipeline page and the API, and adds a column:
 
@@ -22,9 +22,9 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from spark_jobs.clickhouse_types import parse_clickhouse_type, quote_ident
-from spark_jobs.field_changes import FieldChange, field_changes
-from spark_jobs.field_types import default_clickhouse_type
+from clearflow_spec.clickhouse_types import parse_clickhouse_type, quote_ident
+from clearflow_spec.field_changes import FieldChange, field_changes
+from clearflow_spec.field_types import default_clickhouse_type
 from webapp.core import queue
 from webapp.core.exceptions import ApplicationError, ConflictError
 from webapp.pipelines import column_fill, metrics_history, services

@@ -13,8 +13,8 @@ from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from spark_jobs.connections import spec_without_connections
-from spark_jobs.spec import SpecError
+from clearflow_spec.connections import spec_without_connections
+from clearflow_spec.spec import SpecError
 from webapp.connections import clickhouse_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core.changes import Change, json_changes
@@ -165,7 +165,7 @@ def pipeline_mapping_suggest(
 
 def pipeline_metrics(*, pipeline: Pipeline, limit: int = 60) -> list[dict[str, Any]]:
     """Up to `limit` recent metrics records of the pipeline's Spark job, oldest first; `[]` before the first
-    batch. Each is a JSON object with the fields of `spark_jobs.protocol.BatchMetrics` (`input_rows`,
+    batch. Each is a JSON object with the fields of `clearflow_spec.protocol.BatchMetrics` (`input_rows`,
     `rows_written`, `duplicates_dropped`, `total_lag`, ...). Raises MetricsUnavailableError (Redis down)."""
     return metrics.recent_records(pipeline.job_name, limit=limit)
 

@@ -1,13 +1,13 @@
 """Writes and state changes of pipelines (HackSoft services: keyword-only, typed, atomic).
 
-The spec travels typed (`spark_jobs.spec.PipelineSpec`): a client's JSON is parsed once where it comes in (a
+The spec travels typed (`clearflow_spec.spec.PipelineSpec`): a client's JSON is parsed once where it comes in (a
 `Mapping` given for `spec` is such JSON: `stored_specs.parse`), the version stores it (`PipelineVersion.spec`) and
 the worker gets it back with the connections' secrets (`pipeline_job_spec`).
 
 Raises:
 - `django.core.exceptions.ValidationError` for bad field values (name taken, a connection of another
   workspace), keyed by field name;
-- `spark_jobs.spec.SpecError` for a bad spec, with `.errors` = [(path, message), ...];
+- `clearflow_spec.spec.SpecError` for a bad spec, with `.errors` = [(path, message), ...];
 - `webapp.core.exceptions.ConflictError` (API 409) when the pipeline's status does not allow the action.
 
 Status changes are compare-and-set (`Pipeline.transition(action)`, allowed as `webapp.pipelines.lifecycle`'s
@@ -30,8 +30,8 @@ from django.db.models import Max, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from spark_jobs import failures
-from spark_jobs.spec import PipelineSpec, SpecError
+from clearflow_spec import failures
+from clearflow_spec.spec import PipelineSpec, SpecError
 from webapp.activity.services import activity_record, changed, snapshot
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.core import queue

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import models
 from django.db.models.query_utils import DeferredAttribute
 
-from spark_jobs.spec import OLD_INSERT_DEDUP_WINDOW, PipelineSpec, parse_spec
+from clearflow_spec.spec import OLD_INSERT_DEDUP_WINDOW, PipelineSpec, parse_spec
 
 # Kafka settings renamed within spec version 1 (old name -> name), read from stored specs and drafts.
 _OLD_KAFKA_NAMES = {"username": "sasl_username", "password": "sasl_password"}

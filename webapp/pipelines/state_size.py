@@ -1,4 +1,4 @@
-"""A pipeline's expected dedup state, sized before it runs (`spark_jobs.sizing`), and whether this machine holds
+"""A pipeline's expected dedup state, sized before it runs (`clearflow_spec.sizing`), and whether this machine holds
 it: for the API's validation (`estimated_state` and `warnings`), the wizard's review step, and the worker, which
 gives the job its memory from it.
 
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 
-from spark_jobs.sizing import (
+from clearflow_spec.sizing import (
     BYTES_PER_KEY_ON_DISK,
     DISK_HEADROOM,
     ROCKSDB_MEMORY_CONF,
@@ -38,7 +38,7 @@ from spark_jobs.sizing import (
     stored_state_bytes,
     trigger_interval,
 )
-from spark_jobs.spec import DedupSpec, PipelineSpec
+from clearflow_spec.spec import DedupSpec, PipelineSpec
 from webapp.connections.models import KafkaConnection
 from webapp.connections.topic_rate import topic_rate
 from webapp.core.exceptions import ApplicationError

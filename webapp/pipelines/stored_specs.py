@@ -1,4 +1,4 @@
-"""Pipeline specs and a pipeline's saved connections: the bridge between the web app and `spark_jobs.spec` (the
+"""Pipeline specs and a pipeline's saved connections: the bridge between the web app and `clearflow_spec.spec` (the
 engine's spec module, no Spark import).
 
 - `parse`: a spec as a client sends it (JSON, the edge) -> `PipelineSpec`. It may leave out `source.kafka` and
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from spark_jobs.connections import connection_dict, spec_with_connections
-from spark_jobs.spec import (
+from clearflow_spec.connections import connection_dict, spec_with_connections
+from clearflow_spec.spec import (
     SPEC_VERSION,
     PipelineSpec,
     SpecError,
@@ -232,7 +232,7 @@ def check_live(
     compatible types and every column that needs a value is mapped. Raises SpecError with paths;
     KafkaClientError / ClickHouseClientError / SchemaRegistryClientError when a system cannot be asked.
     """
-    from spark_jobs.schema_registry import registry_field_issues
+    from clearflow_spec.schema_registry import registry_field_issues
     from webapp.connections import clickhouse_client, kafka_client, registry_client
     from webapp.connections.throttle import count_connection_request
     from webapp.pipelines.mapping import writable

@@ -1,5 +1,5 @@
 """Will the sampled events reach the table? Per mapped field, per dedup key and for the event time, counted
-with the engine's own conversion rules (`spark_jobs.conversion`), so the wizard and the job cannot disagree.
+with the engine's own conversion rules (`clearflow_spec.conversion`), so the wizard and the job cannot disagree.
 
 - A mapped field "fits" when every sampled value converts to its column's type, "fits N of M sampled
   values" (`partial`, a warning) when some do, "cannot fit" when none does: every event carrying a value
@@ -16,8 +16,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spark_jobs import conversion
-from spark_jobs.spec import PipelineSpec, SpecError, SpecIssue
+from clearflow_spec import conversion
+from clearflow_spec.spec import PipelineSpec, SpecError, SpecIssue
 
 FITS, PARTIAL, CANNOT_FIT, NO_VALUES, NOT_CHECKED = "fits", "partial", "cannot_fit", "no_values", "not_checked"
 MAX_EXAMPLES = 3

@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from spark_jobs import spec as specmod
+from clearflow_spec import spec as specmod
 from webapp.activity.selectors import activity_list
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment

@@ -2,7 +2,7 @@
 
 Each step writes the spec fields it shows (`spec.source.topics = [...]`, `spec.dedup = DedupSpec(...)`,
 `spec.sink.columns = [...]`) and leaves every other field as it was. The draft's models are derived from the
-spec's (`spark_jobs.spec.PipelineSpec`), so they know the same names and types: a misspelt field or a value of
+spec's (`clearflow_spec.spec.PipelineSpec`), so they know the same names and types: a misspelt field or a value of
 the wrong type is an error when it is written or read, never a silent `None`. What the steps write whole (a
 field, the dedup settings, a computed field, a column) is the spec's own model, checked when it is set; the
 sections a step fills piece by piece (`source`, `sink`) are partial. The whole spec is checked when the draft
@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
-from spark_jobs.spec import PipelineSpec, version_for
+from clearflow_spec.spec import PipelineSpec, version_for
 from webapp.pipelines.spec_field import upgrade_spec
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from typing import Any
 
 from django import forms
 
-from spark_jobs.spec import DEDUP_WINDOWS
+from clearflow_spec.spec import DEDUP_WINDOWS
 from webapp.connections.models import KafkaConnection, SchemaRegistryConnection
 
 SOURCE_CHOICES = [("saved", "A saved connection"), ("new", "A new connection")]

@@ -17,8 +17,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from spark_jobs.sizing import human_bytes
-from spark_jobs.spec import parse_window
+from clearflow_spec.sizing import human_bytes
+from clearflow_spec.spec import parse_window
 from webapp.connections import heavy_requests
 from webapp.connections import key_advice as advice
 from webapp.connections.models import HeavyRequest
@@ -58,7 +58,7 @@ def analysis_context(analysis: advice.KeyAdvice) -> dict[str, Any]:
         if delays
         else None,
         "span": advice.human_duration(analysis.span_ms) if analysis.span_ms else None,
-        # In the units of the review step's "Dedup state" card and its warnings (spark_jobs.sizing.human_bytes).
+        # In the units of the review step's "Dedup state" card and its warnings (clearflow_spec.sizing.human_bytes).
         "state_disk": None if analysis.estimated_state_bytes is None else human_bytes(analysis.estimated_state_bytes),
         "bins": bins,
         "candidates": [

@@ -52,7 +52,7 @@ def _shown(value: Any) -> str:
 
 def preview(values: Sequence[Any], filter_expression: str, transforms: Sequence[tuple[str, str]]) -> TransformPreview:
     """Try `filter_expression` and `transforms` ((name, expression), each may use the ones before) on `values`
-    (the sampled events' JSON). Expressions are expected to have passed `spark_jobs.spec.expression_issues`."""
+    (the sampled events' JSON). Expressions are expected to have passed `clearflow_spec.spec.expression_issues`."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.executor import execute

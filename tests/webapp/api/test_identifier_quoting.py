@@ -66,11 +66,11 @@ def test_the_add_the_column_yourself_statement_quotes_a_hostile_key(api, pipelin
 @pytest.mark.parametrize(
     ("check", "name"),
     [
-        ("spark_jobs.spec_base:_IDENT_RE", "orders\n"),
-        ("spark_jobs.spec_base:_PATH_RE", "customer.name\n"),
-        ("spark_jobs.spec_base:_TOPIC_RE", "orders\n"),
-        ("spark_jobs.spec:_NAME_RE", "signups\n"),
-        ("spark_jobs.connections:_IDENT_RE", "analytics\n"),
+        ("clearflow_spec.spec_base:_IDENT_RE", "orders\n"),
+        ("clearflow_spec.spec_base:_PATH_RE", "customer.name\n"),
+        ("clearflow_spec.spec_base:_TOPIC_RE", "orders\n"),
+        ("clearflow_spec.spec:_NAME_RE", "signups\n"),
+        ("clearflow_spec.connections:_IDENT_RE", "analytics\n"),
         ("webapp.wizard.forms:IDENTIFIER", "orders\n"),
     ],
 )
@@ -84,7 +84,7 @@ def test_a_name_with_a_trailing_newline_is_no_name(check, name):
 
 @pytest.mark.fast
 def test_a_spec_with_a_newline_after_a_column_name_is_refused():
-    from spark_jobs.spec import SpecError, parse_spec
+    from clearflow_spec.spec import SpecError, parse_spec
 
     data = orders_spec("orders", "analytics")
     data["sink"]["columns"][0]["column"] = "order_id\n"

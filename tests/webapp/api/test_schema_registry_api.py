@@ -279,7 +279,7 @@ def test_a_protobuf_event_is_decoded_with_its_registered_proto(
     registered under its id; one whose bytes do not parse says so in words."""
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-    from spark_jobs.avro_schema import wire_format
+    from clearflow_spec.avro_schema import wire_format
     from tests.webapp.conftest import produce_records
 
     topic = f"proto_{uuid.uuid4().hex[:8]}"

@@ -95,7 +95,7 @@ def _use_real_ids(case, real_objects: dict) -> None:
 def test_api_conforms_to_its_schema(case, live_server, real_objects, token):
     _use_real_ids(case, real_objects)
     # Schema-valid requests may still be refused with a 400: the schema cannot say which connection ids exist
-    # or what makes a pipeline spec valid (spark_jobs.spec does), so "positive data acceptance" is left out.
+    # or what makes a pipeline spec valid (clearflow_spec.spec does), so "positive data acceptance" is left out.
     # Only a 500 is a server failure: a 502 (Kafka or ClickHouse unreachable) must be documented like any status.
     case.call_and_validate(
         base_url=live_server.url,

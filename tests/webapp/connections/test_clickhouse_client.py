@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from clearflow_spec.clickhouse_types import quote_ident
+from clearflow_spec.connections import ClickHouseConnectionSpec
 from localstack.processes import free_port
-from spark_jobs.clickhouse_types import quote_ident
-from spark_jobs.connections import ClickHouseConnectionSpec
 from webapp.connections import clickhouse_client
 from webapp.connections.clickhouse_client import ClickHouseClientError, ClickHouseNotFoundError
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from clearflow_spec.connections import KafkaConnectionSpec
 from localstack.processes import free_port
-from spark_jobs.connections import KafkaConnectionSpec
 from tests.webapp.conftest import ORDER_COUNT, ORDER_PARTITIONS
 from webapp.connections import kafka_client
 from webapp.connections.kafka_client import KafkaClientError, KafkaTopicNotFoundError

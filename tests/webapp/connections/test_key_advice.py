@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spark_jobs.connections import KafkaConnectionSpec
-from spark_jobs.sizing import BYTES_PER_KEY_ON_DISK
+from clearflow_spec.connections import KafkaConnectionSpec
+from clearflow_spec.sizing import BYTES_PER_KEY_ON_DISK
 from webapp.connections.kafka_client import KafkaTopicNotFoundError
 from webapp.connections.key_advice import analyze_duplicates
 

@@ -7,8 +7,8 @@ import pydantic
 import pytest
 from django.core.exceptions import ValidationError
 
-from spark_jobs.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
-from spark_jobs.spec import SECRET_MASK
+from clearflow_spec.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
+from clearflow_spec.spec import SECRET_MASK
 from tests.kafka_security import issue, make_ca
 from tests.webapp.conftest import orders_spec, raw_column
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection

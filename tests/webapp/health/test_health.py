@@ -27,7 +27,7 @@ def real_services(
     # No worker runs in these tests: forget a watcher tick left in the session's Redis by a worker test.
     import redis
 
-    from spark_jobs.protocol import WATCHER_TICK_KEY
+    from clearflow_spec.protocol import WATCHER_TICK_KEY
 
     redis.Redis.from_url(redis_url).delete(WATCHER_TICK_KEY)
     return settings

@@ -10,8 +10,8 @@ import pytest
 import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from clearflow_spec.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
 from spark_jobs.metrics import BatchMetrics, MetricsPublisher, history_key, latest_key, totals_key
-from spark_jobs.protocol import CELERY_TASKS_KEY, HTTP_REQUESTS_KEY
 from tests.webapp.conftest import orders_spec
 from webapp.pipelines import services
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from clearflow_spec.connections import connection_dict
 from spark_jobs import sink
-from spark_jobs.connections import connection_dict
 from webapp.pipelines import services
 
 _BATCH_IDS = itertools.count()  # each call is a new micro-batch (a repeated insert token would be deduplicated)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spark_jobs.spec import parse_spec
-from tests.spark_jobs.test_join_spec import doc_example
+from clearflow_spec.spec import parse_spec
+from tests.clearflow_spec.test_join_spec import doc_example
 from webapp.connections.kafka_client import SampledEvent
 from webapp.pipelines.join_preview import join_preview, right_sample_issues
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.avro_schema import schema_fields
+from clearflow_spec.avro_schema import schema_fields
 from tests.webapp.avro_events import ORDER_V2
 from webapp.pipelines.mapping import SourceField, proposed_type, suggest_mapping
 

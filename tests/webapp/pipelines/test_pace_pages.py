@@ -1,6 +1,6 @@
 """The lag read from the broker and the pace judged on it reach every reader: the pipeline page, the API, `/metrics`
 and the alerts. The worker reads the real broker (worker.lag.follow); a pace that is behind is judged by the same
-rules the worker uses (spark_jobs.pace) from readings of an hour that cannot be replayed in a test."""
+rules the worker uses (clearflow_spec.pace) from readings of an hour that cannot be replayed in a test."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import redis
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from spark_jobs import pace
-from spark_jobs.protocol import LAG_KEEP_SECONDS, LagReading, lag_key, pace_key
+from clearflow_spec import pace
+from clearflow_spec.protocol import LAG_KEEP_SECONDS, LagReading, lag_key, pace_key
 from tests.pipeline_states import walk_to
 from tests.webapp.conftest import ORDER_COUNT, orders_spec
 from webapp.alerts import services as alert_services

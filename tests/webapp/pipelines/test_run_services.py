@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
-from spark_jobs import failures
+from clearflow_spec import failures
 from tests.webapp.conftest import orders_spec
 from webapp.alerts import services as alert_services
 from webapp.alerts.models import AlertIncident, AlertNotification, RuleKind

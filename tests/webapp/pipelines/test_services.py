@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 from django.core.exceptions import ValidationError
 
-from spark_jobs.spec import SECRET_MASK, SpecError
+from clearflow_spec.spec import SECRET_MASK, SpecError
 from tests.webapp.conftest import orders_spec
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 from webapp.core.exceptions import ConflictError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from spark_jobs.spec import PipelineSpec, SpecError
+from clearflow_spec.spec import PipelineSpec, SpecError
 from tests.webapp.conftest import orders_spec
 from webapp.pipelines import services
 from webapp.pipelines.models import PipelineVersion

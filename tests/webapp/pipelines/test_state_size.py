@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from spark_jobs.sizing import rocksdb_memory_mb
-from spark_jobs.spec import parse_spec
+from clearflow_spec.sizing import rocksdb_memory_mb
+from clearflow_spec.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec
 from webapp.pipelines.state_size import job_resources as sized_resources
 from webapp.pipelines.state_size import standby_driver_memory
@@ -117,7 +117,7 @@ def test_a_configured_driver_memory_and_trigger_override_the_sized_ones(kafka_co
     )
     assert driver_memory == "3g"
     assert trigger == "2 seconds"
-    # 100/s for an hour: 360,000 keys in one partition (spark_jobs.sizing.rocksdb_memory_mb): 384 MB.
+    # 100/s for an hour: 360,000 keys in one partition (clearflow_spec.sizing.rocksdb_memory_mb): 384 MB.
     assert conf == (f"{ROCKSDB}=384", "spark.sql.shuffle.partitions=1")
 
 

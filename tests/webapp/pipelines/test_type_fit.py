@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.spec import parse_spec
+from clearflow_spec.spec import parse_spec
 from webapp.pipelines import type_fit
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`

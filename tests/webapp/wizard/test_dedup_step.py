@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from spark_jobs.sizing import MB, state_estimate
+from clearflow_spec.sizing import MB, state_estimate
 from tests.webapp.heavy import page_answered
 from webapp.wizard.draft_spec import load_draft_spec
 from webapp.wizard.models import WizardDraft
@@ -59,7 +59,7 @@ def test_a_large_state_is_shown_in_keys_and_mb_on_disk_with_no_store_to_choose(
     url = reverse("wizard:key_advice", kwargs={"draft_id": draft.pk})
     html = page_answered(owner_client, owner_client.post(url, {"enabled": "on", "keys": ["id"]})).content.decode()
     # The newest 50,000 events span about a second (with the copy): some 50,000 new keys a second, kept for a
-    # minute. The page sizes it as the review step does (spark_jobs.sizing), at the rate the advice measured.
+    # minute. The page sizes it as the review step does (clearflow_spec.sizing), at the rate the advice measured.
     assert 'data-recommended-window="1m"' in html
     kept = WizardDraft.objects.get(pk=draft.pk).section("dedup")["advice"]
     expected = state_estimate(

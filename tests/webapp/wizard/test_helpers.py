@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from spark_jobs.spec import parse_spec
+from clearflow_spec.spec import parse_spec
 from webapp.connections.kafka_client import SampledEvent
 from webapp.wizard import draft_spec
 from webapp.wizard.steps.sample import MAX_STORED_SAMPLE_BYTES, events_to_store
@@ -209,7 +209,7 @@ def test_a_failed_connection_test_points_at_the_field_to_fix(kind, message, fiel
 def test_the_draft_knows_exactly_the_specs_fields():
     from pydantic import BaseModel
 
-    from spark_jobs.spec import PipelineSpec
+    from clearflow_spec.spec import PipelineSpec
 
     def names(model: type[BaseModel], prefix: str = "") -> set[str]:
         found = set()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shlex
 
-from spark_jobs.protocol import PIPELINE_TASKS_ROUTE
-from spark_jobs.sizing import standby_pool_size, total_memory_bytes
+from clearflow_spec.protocol import PIPELINE_TASKS_ROUTE
+from clearflow_spec.sizing import standby_pool_size, total_memory_bytes
 from webapp.config.env import EnvError, env_bool, env_float, env_int, env_str, var_dir
 
 VAR_DIR = var_dir()
@@ -48,7 +48,7 @@ PIPELINE_QUEUE = env_str("CLEARFLOW_PIPELINE_QUEUE", "pipelines")
 PIPELINE_WATCH_INTERVAL_SECONDS = env_float("CLEARFLOW_WATCH_INTERVAL", 5.0)
 # How often the worker reads every deployed pipeline's lag from the brokers and judges its pace (worker.lag).
 PIPELINE_LAG_INTERVAL_SECONDS = env_float("CLEARFLOW_LAG_INTERVAL", 10.0)
-# A running job is judged for a re-size (spark_jobs.pace.resize_for) once it has run this long.
+# A running job is judged for a re-size (clearflow_spec.pace.resize_for) once it has run this long.
 PIPELINE_RESIZE_SETTLE_SECONDS = env_float("CLEARFLOW_RESIZE_SETTLE", 60.0)
 # Graceful stop (SIGTERM: the job finishes its micro-batch) is forced (SIGKILL, the batch is replayed) after this.
 PIPELINE_STOP_TIMEOUT_SECONDS = env_float("CLEARFLOW_STOP_TIMEOUT", 60.0)
@@ -62,7 +62,7 @@ PIPELINE_RESTART_BACKOFF_MAX_SECONDS = env_float("CLEARFLOW_RESTART_BACKOFF_MAX"
 PIPELINE_RESTART_MAX_ATTEMPTS = env_int("CLEARFLOW_RESTART_MAX_ATTEMPTS", 5)
 PIPELINE_RESTART_WINDOW_SECONDS = env_float("CLEARFLOW_RESTART_WINDOW", 3600.0)
 # Restarts stop early when this many runs in a row died of the same cause that stays until something is changed
-# (out of memory, a state too large to load, a missing table, refused credentials: spark_jobs.failures).
+# (out of memory, a state too large to load, a missing table, refused credentials: clearflow_spec.failures).
 PIPELINE_SAME_CAUSE_LIMIT = env_int("CLEARFLOW_SAME_CAUSE_LIMIT", 3)
 # Workers on other hosts watch a job through its lease in Redis (worker.leases), renewed by the job's supervisor;
 # a job that cannot renew it for half this time stops itself, and one whose lease expired counts as lost.
@@ -77,7 +77,7 @@ CLEARFLOW_BEAT_LEASE_SECONDS = env_float("CLEARFLOW_BEAT_LEASE", 15.0)
 CELERY_BEAT_SCHEDULER = "worker.beat.LeaderScheduler"
 # Each job's driver: memory and local cores (local mode), and extra Spark settings / spark-submit arguments
 # (e.g. `--jars a.jar,b.jar` for connectors on a cluster). Never put secrets here: they end up on a command line.
-# "auto": sized from the pipeline's expected dedup state (spark_jobs.sizing), with RocksDB's memory bound beside it;
+# "auto": sized from the pipeline's expected dedup state (clearflow_spec.sizing), with RocksDB's memory bound beside it;
 # a size ("2g") overrides the heap for every job.
 SPARK_DRIVER_MEMORY = env_str("CLEARFLOW_DRIVER_MEMORY", "auto")
 # What one job may take in memory (its expected RSS is checked against it before deploy); empty: the machine's RAM.
@@ -85,14 +85,14 @@ JOB_MEMORY_LIMIT = env_str("CLEARFLOW_JOB_MEMORY_LIMIT", "")
 # Both are split like a shell does: CLEARFLOW_SPARK_CONF="spark.a=1 spark.b=2".
 SPARK_JOB_CONF = shlex.split(env_str("CLEARFLOW_SPARK_CONF", ""))
 SPARK_SUBMIT_ARGS = shlex.split(env_str("CLEARFLOW_SPARK_SUBMIT_ARGS", ""))
-# "auto": sized from the pipeline's expected rate (spark_jobs.sizing.trigger_interval); an interval ("2 seconds")
+# "auto": sized from the pipeline's expected rate (clearflow_spec.sizing.trigger_interval); an interval ("2 seconds")
 # sets it for every job.
 SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "auto")
 # Each job's Spark web UI (port 4040 and up): off by default, it slows every job's start; 1 turns it on.
 SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
 # Standby jobs (worker.standby): a pool of job processes per worker host that wait with their JVM and Spark
 # session up, so a deploy skips their start (seconds to the first row); about 0.7-1.0 GB of memory each while they
-# wait. "auto": sized from the host's memory (spark_jobs.sizing.standby_pool_size: 2 on 24 GiB); a number sets it;
+# wait. "auto": sized from the host's memory (clearflow_spec.sizing.standby_pool_size: 2 on 24 GiB); a number sets it;
 # 0: none. A deploy that finds every standby still starting waits for one (up to CLEARFLOW_STANDBY_WAIT seconds).
 PIPELINE_STANDBY_JOBS = (
     standby_pool_size(total_memory_bytes())
@@ -103,7 +103,7 @@ PIPELINE_STANDBY_JOBS = (
 # stack's services (broker, ClickHouse, databases) come first when jobs want more CPU than the host has, so the UI
 # answers and the jobs' own broker and ClickHouse keep up; a job alone on a host still gets every idle core.
 PIPELINE_JOB_NICENESS = env_int("CLEARFLOW_JOB_NICENESS", 10)
-# A light pipeline's job (spark_jobs.sizing.is_light: at most 1,000 events/s and 3.6M keys), once its first
+# A light pipeline's job (clearflow_spec.sizing.is_light: at most 1,000 events/s and 3.6M keys), once its first
 # micro-batch is done, runs in Linux's idle CPU class: the host's services, busy pipelines and a new deploy's first
 # batch go first, and light jobs share what they leave (spark_jobs.cpu_priority says why and what it costs).
 # 0: they keep the niceness.

@@ -7,7 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
 
-from spark_jobs.failures import last_meaningful_line
+from clearflow_spec.failures import last_meaningful_line
 
 register = template.Library()
 

@@ -9,7 +9,7 @@ the errors to show next to the fields, or (the review step, once the pipeline is
 logic of the two connection steps.
 
 The work itself is done by the connections and pipelines services and selectors, and by the spec module
-(`spark_jobs.spec`); the step modules only turn forms into their arguments and their errors into messages.
+(`clearflow_spec.spec`); the step modules only turn forms into their arguments and their errors into messages.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from spark_jobs.spec import JOIN_SIDES
+from clearflow_spec.spec import JOIN_SIDES
 from webapp.connections import selectors as conn_selectors
 from webapp.connections.clickhouse_client import ColumnInfo
 from webapp.core.exceptions import ApplicationError

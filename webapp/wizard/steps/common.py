@@ -10,10 +10,10 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 
-from spark_jobs.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
-from spark_jobs.field_types import NEW_TABLE_COLUMN_TYPES, field_type_shape, is_nested
-from spark_jobs.nested_types import ARRAY
-from spark_jobs.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec, member_paths
+from clearflow_spec.field_types import FIELD_TYPE_CHOICES as FIELD_TYPE_CHOICES  # re-exported for the steps
+from clearflow_spec.field_types import NEW_TABLE_COLUMN_TYPES, field_type_shape, is_nested
+from clearflow_spec.nested_types import ARRAY
+from clearflow_spec.spec import JOIN_METADATA_FIELDS, JOIN_SIDES, KAFKA_METADATA_FIELDS, JoinSpec, member_paths
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, SCHEMA_REGISTRY, ConnectionKind
 from webapp.wizard.models import WizardDraft
@@ -95,7 +95,7 @@ def array_fields(fields: list[dict[str, Any]]) -> list[str]:
 
 def exploded_fields(fields: list[dict[str, Any]], explode: str | None) -> list[dict[str, Any]]:
     """The row's fields once `explode` makes the array's element a row: the field is the element, and the members
-    of a struct element (to any depth) are fields of their own (`spark_jobs.spec.member_paths`)."""
+    of a struct element (to any depth) are fields of their own (`clearflow_spec.spec.member_paths`)."""
     if explode is None or explode not in array_fields(fields):
         return fields
     out = []

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from spark_jobs import spec as specmod
-from spark_jobs.sizing import human_bytes, parse_memory
+from clearflow_spec import spec as specmod
+from clearflow_spec.sizing import human_bytes, parse_memory
 from webapp.pipelines import state_size
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft

@@ -1,7 +1,7 @@
 """Step 7, an existing table: does it drop replayed inserts? If not, show the ALTER statement that makes it,
 with a button that runs it, or let the user accept at-least-once (checked when Next is pressed).
 
-The rule is the engine's (`spark_jobs.exactly_once`); the reading and the ALTER are the pipelines' selector and
+The rule is the engine's (`clearflow_spec.exactly_once`); the reading and the ALTER are the pipelines' selector and
 service (`webapp.pipelines.exactly_once`). Kept apart from `clickhouse.py` so that the step's own code stays small.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.exactly_once import DEFAULT_INSERT_DEDUP_WINDOW
+from clearflow_spec.exactly_once import DEFAULT_INSERT_DEDUP_WINDOW
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import exactly_once
 from webapp.wizard.models import WizardDraft

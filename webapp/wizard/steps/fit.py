@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_jobs.spec import JOIN_SIDES
+from clearflow_spec.spec import JOIN_SIDES
 from webapp.pipelines import type_fit
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.steps.common import draft_join, schema_fields

@@ -6,7 +6,7 @@ prefixed `right`) and the key rows (`k<n>-left` -> `k<n>-right`). The right samp
 `webapp.wizard.join_views` and kept in the draft's `join` section; the preview joins it with the left sample.
 The checks are the API's (`join_checks`), each message next to its field.
 
-"No join" saves `join` as None: the spec stays version 1 (`spark_jobs.spec.version_for`). Turning the join on or
+"No join" saves `join` as None: the spec stays version 1 (`clearflow_spec.spec.version_for`). Turning the join on or
 off renames every field the mapping can use (`left.x` / `x`): the mapping is then asked again.
 
 See the package docstring of `webapp.wizard.steps` for the show/submit contract."""
@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from spark_jobs import spec as specmod
-from spark_jobs.connections import connection_dict
+from clearflow_spec import spec as specmod
+from clearflow_spec.connections import connection_dict
 from webapp.connections import selectors as conn_selectors
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard import forms

@@ -1,6 +1,6 @@
 """The join step's checks and preview, on the draft: the API's own checks, never written a second time.
 
-- `spark_jobs.spec.join_issues`: the join section's rules (key types differ -> `join.keys[i].right`, unknown or
+- `clearflow_spec.spec.join_issues`: the join section's rules (key types differ -> `join.keys[i].right`, unknown or
   json keys, event-time fields), what the spec's validation runs on a whole spec;
 - `webapp.pipelines.stored_specs.join_live_issues`: the right topic exists, the window fits each topic's
   `retention.ms` (`join.window`), what `check_live` runs;
@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from spark_jobs import spec as specmod
+from clearflow_spec import spec as specmod
 from webapp.connections.kafka_client import SampledEvent
 from webapp.pipelines import join_preview, stored_specs
 from webapp.wizard.models import WizardDraft

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from spark_jobs import spec as specmod
-from spark_jobs.spec import JOIN_SIDES
+from clearflow_spec import spec as specmod
+from clearflow_spec.spec import JOIN_SIDES
 from webapp.connections.clickhouse_client import ColumnInfo
 from webapp.pipelines.mapping import SourceField, check_column, suggest_mapping, writable
 from webapp.wizard.models import WizardDraft

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.shortcuts import redirect
 
-from spark_jobs import spec as specmod
+from clearflow_spec import spec as specmod
 from webapp.alerts import selectors as alert_selectors
 from webapp.alerts.conditions import RULE_PARAMS
 from webapp.alerts.models import RuleKind

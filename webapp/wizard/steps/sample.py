@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from spark_jobs import spec as specmod
+from clearflow_spec import spec as specmod
 from webapp.connections import selectors as conn_selectors
 from webapp.wizard import forms
 from webapp.wizard.connection_kinds import SCHEMA_REGISTRY
@@ -223,7 +223,7 @@ def _without_nul(value: Any) -> Any:
 
 def looks_like_avro(events: list[Any]) -> bool:
     """Most sampled values start as the Confluent wire format does (magic byte 0, then a schema id)."""
-    from spark_jobs.avro_schema import wire_schema_id
+    from clearflow_spec.avro_schema import wire_schema_id
 
     framed = sum(1 for event in events if wire_schema_id(event.raw) is not None)
     return framed * 2 > len(events)
@@ -260,11 +260,11 @@ def inferred_rows(
 
 
 def schema_column_types(avro_schema: str | None) -> dict[str, str]:
-    """The column type the Avro schema proposes for each field path (`spark_jobs.avro_schema`: Decimal(P, S),
+    """The column type the Avro schema proposes for each field path (`clearflow_spec.avro_schema`: Decimal(P, S),
     DateTime64(3, 'UTC'), Date, UUID, LowCardinality(String), Nullable for a union with null); kept with the sample
     so that the mapping step proposes them for a new table. {} without a schema, or for one that does not read."""
-    from spark_jobs.avro_schema import AvroSchemaError
-    from spark_jobs.protobuf_schema import ProtobufSchemaError, registered_schema_fields
+    from clearflow_spec.avro_schema import AvroSchemaError
+    from clearflow_spec.protobuf_schema import ProtobufSchemaError, registered_schema_fields
 
     if not avro_schema:
         return {}

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from spark_jobs import spec as specmod
+from clearflow_spec import spec as specmod
 from webapp.wizard import forms, transform_preview
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
@@ -33,7 +33,7 @@ def expression_names(draft: WizardDraft) -> list[str]:
 
 def _checked_names(draft: WizardDraft, explode: str | None = None) -> list[str]:
     """The names the spec's validation gives `expression_issues`: the fields (an exploded array's element's
-    members too); with a join, every joined name (metadata included), as `spark_jobs.spec` does."""
+    members too); with a join, every joined name (metadata included), as `clearflow_spec.spec` does."""
     if draft_join(draft) is None:
         return [f["path"] for f in exploded_fields(schema_fields(draft), explode)]
     return expression_names(draft)
@@ -59,7 +59,7 @@ def _position(message: str, expression: str) -> dict[str, Any] | None:
 
 
 def check_transform(draft: WizardDraft, post: Any) -> dict[str, Any]:
-    """Check the filter and the computed fields by the spec's own rules (`spark_jobs.spec.expression_issues`,
+    """Check the filter and the computed fields by the spec's own rules (`clearflow_spec.spec.expression_issues`,
     what the pipelines service's validation runs); errors carry their position when known."""
     form = forms.TransformForm(post, array_fields=_explodable(draft))
     rows = form_rows(post, "c", ("name", "expression", "type"))

@@ -6,8 +6,8 @@ from typing import Any
 
 from django import template
 
-from spark_jobs.field_types import FIELD_TYPES, field_type_shape
-from spark_jobs.nested_types import shape_tree
+from clearflow_spec.field_types import FIELD_TYPES, field_type_shape
+from clearflow_spec.nested_types import shape_tree
 
 register = template.Library()
 
