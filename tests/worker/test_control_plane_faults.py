@@ -110,10 +110,6 @@ def small_disk(path: Path):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-@pytest.mark.skip(
-    reason="not yet seen passing: on the shared machine (load average 24-29) the job's first micro-batch never "
-    "landed within 300 s in three runs; run it by hand on a quiet machine before it joins the suite"
-)
 @pytest.mark.timeout(1800)  # four job starts on the shared cores
 def test_the_control_planes_faults_under_load_lose_nothing_double_nothing_and_leave_one_watched_job(
     api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker, worker_env, celery_app, settings, tmp_path
