@@ -28,7 +28,17 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from clearflow_spec.kafka_sasl import (
     connector_sasl_options,
@@ -63,6 +73,9 @@ _MECHANISM_SETTINGS: dict[str, tuple[str, ...]] = {
     "AWS_MSK_IAM": ("aws_region",),
 }
 TLS_FILES = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem")  # only with SSL or SASL_SSL
+# The settings of one SASL mechanism only (Kerberos, OAuth, AWS IAM): left out of a connection's dict when unset, so
+# a spec file, an export or an answer carries those of the mechanism it uses and not a dozen empty ones.
+_MECHANISM_ONLY = ("sasl_kerberos_", "sasl_oauthbearer_", "aws_")
 
 
 def sasl_settings_needed(mechanism: str | None) -> tuple[str, ...]:
@@ -124,6 +137,12 @@ class KafkaConnectionSpec(BaseModel):
     aws_access_key_id: str | None = None
     aws_secret_access_key: SecretStr | None = None
     aws_role_arn: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_other_mechanisms(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        unset = [name for name, value in data.items() if value is None and name.startswith(_MECHANISM_ONLY)]
+        return {name: value for name, value in data.items() if name not in unset}
 
     @field_validator("bootstrap_servers")
     @classmethod

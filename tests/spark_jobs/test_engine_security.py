@@ -18,6 +18,7 @@ from engine_helpers import JOB_TIMEOUT, event, job_command, produce
 from clearflow_spec.spec import PipelineSpec
 from tests.kafka_security import MODES
 from tests.specs import spec_dict
+from tests.webapp.heavy import answered
 from worker.jobs import write_spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db]
@@ -159,7 +160,7 @@ def test_kerberos_gssapi_connection_is_tested_in_words_and_a_pipeline_reads_exac
     assert tested.status_code == 400, tested.json()
     assert "no Kerberos (GSSAPI) support" in tested.json()["message"]
     topic = new_topic(2)
-    sampled = api.post(f"/api/v1/connections/kafka/{saved.pk}/sample/", {"topics": [topic]}, format="json")
+    sampled = answered(api, api.post(f"/api/v1/connections/kafka/{saved.pk}/sample/", {"topics": [topic]}, "json"))
     assert sampled.status_code == 400 and "Pipelines do reach the cluster" in sampled.json()["message"]
 
     warehouse = api.post(

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from clearflow_spec.clickhouse_types import clickhouse_type_error
-from clearflow_spec.field_types import FIELD_TYPE_CHOICES, field_type_compatible
+from clearflow_spec.field_types import field_type_compatible, field_type_text
 from clearflow_spec.limits import FIELDS
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
@@ -23,7 +23,11 @@ from webapp.pipelines.mapping import SourceField
 
 class MappingFieldInput(serializers.Serializer):
     path = serializers.CharField(max_length=500)
-    type = serializers.ChoiceField(list(FIELD_TYPE_CHOICES))
+    type = serializers.CharField(
+        max_length=500,
+        help_text="A field type: a scalar (string, int, uuid...) or a nested one in Spark's spelling "
+        "(array<T>, map<string,T>, struct<name:T,...>), as infer-schema answers it.",
+    )
     nullable = serializers.BooleanField(default=False)
     clickhouse_type = serializers.CharField(
         max_length=500,
@@ -34,6 +38,12 @@ class MappingFieldInput(serializers.Serializer):
         "with a schema registry: Decimal(P, S), DateTime64(3, 'UTC'), Date, LowCardinality(String)...); left out, "
         "the field type's default.",
     )
+
+    def validate_type(self, value: str) -> str:
+        try:
+            return field_type_text(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         column_type = attrs.get("clickhouse_type")

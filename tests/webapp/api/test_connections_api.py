@@ -133,7 +133,7 @@ def test_topics_sample_and_infer(api, kafka_conn, topics):
         "created_at": "datetime",
         "customer.id": "int",
         "customer.name": "string",
-        "tags": "json",
+        "tags": "array<string>",
     }
 
     empty = api.post(f"{KAFKA}{kafka_conn.pk}/infer-schema/", {"topics": [topics.empty]}, format="json")

@@ -119,7 +119,7 @@ def test_scram_over_tls_with_a_private_ca_and_msk_iam_refused_in_words(api, secu
     assert created.status_code == 201, created.json()
     pk = created.json()["id"]
     assert api.post(f"{KAFKA}{pk}/test/").status_code == 200
-    sample = api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic], "count": 2}, format="json")
+    sample = answered(api, api.post(f"{KAFKA}{pk}/sample/", {"topics": [secured_topic], "count": 2}, format="json"))
     assert [e["value"]["seq"] for e in sample.json()] == [10, 11]
 
     iam = {

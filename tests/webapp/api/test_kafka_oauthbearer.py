@@ -14,6 +14,7 @@ import pytest
 
 from localstack import processes
 from tests.webapp.conftest import order, produce_records
+from tests.webapp.heavy import answered
 
 KAFKA = "/api/v1/connections/kafka/"
 ORDERS = 6
@@ -70,7 +71,7 @@ def test_oauthbearer_tests_and_samples_and_a_wrong_client_secret_is_named(api, o
     pk = created.json()["id"]
     tested = api.post(f"{KAFKA}{pk}/test/")
     assert tested.status_code == 200, tested.json()
-    sample = api.post(f"{KAFKA}{pk}/sample/", {"topics": [topic], "count": 2}, format="json")
+    sample = answered(api, api.post(f"{KAFKA}{pk}/sample/", {"topics": [topic], "count": 2}, format="json"))
     assert sample.status_code == 200, sample.json()
     assert [e["value"]["seq"] for e in sample.json()] == [4, 5]
 

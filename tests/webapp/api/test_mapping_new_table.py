@@ -85,7 +85,7 @@ def test_a_new_table_takes_the_column_types_the_avro_schema_proposes(api, kafka_
         "paid_at": "DateTime64(3, 'UTC')",
         "day": "Date",
         "status": "LowCardinality(String)",
-        "tags": "String",  # an array is read as its JSON text
+        "tags": "Array(Nullable(String))",  # an array of strings
         "note": "Nullable(String)",
         "customer.id": "Int32",
         "customer.name": "String",

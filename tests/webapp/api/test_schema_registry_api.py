@@ -167,7 +167,7 @@ def test_infer_schema_from_the_avro_schema(api, kafka_conn, registry_conn, avro_
     assert types["paid_at"] == ("datetime", False, "DateTime64(3, 'UTC')")
     assert types["day"] == ("datetime", False, "Date")
     assert types["status"][0] == "string"
-    assert types["tags"][0] == "json"
+    assert types["tags"][0] == "array<string>"
     assert types["note"] == ("string", True, "Nullable(String)")
     assert types["customer.id"] == ("int", False, "Int32")
     assert types["coupon"] == ("string", True, "Nullable(String)")
