@@ -90,9 +90,12 @@ def pipeline_schema_changes(*, pipeline: Pipeline) -> list[SchemaChange]:
 def _proposed(pipeline: Pipeline, change: FieldChange) -> SchemaChange:
     if change.kind != "new":
         return SchemaChange(change, None, None)
-    column_type = change.clickhouse_type or default_clickhouse_type(change.field_type or JSON_KEY_TYPE)
-    if parse_clickhouse_type(column_type).name not in ("Nullable", "Array", "Map", "Tuple", "Nested", "JSON"):
-        column_type = f"Nullable({column_type})"  # older events lack it (ClickHouse allows no Nullable(Array))
+    # The schema's own proposal says Nullable where the schema allows null; the field type's default does not.
+    column_type = change.clickhouse_type
+    if column_type is None:
+        column_type = default_clickhouse_type(change.field_type or JSON_KEY_TYPE)
+        if parse_clickhouse_type(column_type).name not in ("Nullable", "Array", "Map", "Tuple", "Nested", "JSON"):
+            column_type = f"Nullable({column_type})"  # older events lack it (ClickHouse allows no Nullable(Array))
     rows = None
     if change.since is not None:
         try:
