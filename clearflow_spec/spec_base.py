@@ -315,6 +315,14 @@ def schema_field_issues(
                     f"not {field.type}",
                 )
             )
+        elif is_nested(found.type) and field.type not in (found.type, *_FROM_SCHEMA_JSON):
+            issues.append(
+                SpecIssue(
+                    f"{prefix}.fields[{i}].type",
+                    f"field '{field.path}' is {found.describe()} in {where}: read it as {found.type}, string or "
+                    f"json, not {field.type}",
+                )
+            )
     return issues
 
 

@@ -48,7 +48,9 @@ def test_an_array_field_is_read_as_text_or_json_only() -> None:
     data = avro_spec(avro_schema=json.dumps(ORDER))
     data["source"]["fields"].append({"path": "tags", "type": "int"})
     assert errors_of(data) == {
-        "source.fields[5].type": "field 'tags' is array<string> in the Avro schema: read it as string or json, not int"
+        "source.fields[5].type": (
+            "field 'tags' is array<string> in the Avro schema: read it as array<string>, string or json, not int"
+        )
     }
 
 
@@ -112,7 +114,7 @@ def test_schema_fields_reads_nested_records_unions_enums_arrays_and_logical_type
         SchemaField("status", "string", "enum", False, "LowCardinality(String)"),
         SchemaField("card.last4", "int", "int", False, "Int32"),
         SchemaField("previous", "string", "enum", True, "LowCardinality(Nullable(String))"),
-        SchemaField("labels", "json", "map<string>", False, "String"),
+        SchemaField("labels", "map<string,string>", "map<string>", False, "Map(String, Nullable(String))"),
         SchemaField("either", "json", "union", False, "String"),
     ]
 

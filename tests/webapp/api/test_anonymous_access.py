@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 OPEN_MODULES = (
     "webapp.health.",
     "drf_spectacular.",
+    "webapp.api.schema.SchemaApi",
     "django.contrib.auth.views",
     "django.views.static",
     "webapp.sso.views",
