@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -283,7 +283,7 @@ def sample_events(
     meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
     topic answers an empty list.
     """
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
     topics = list(dict.fromkeys(topics))
@@ -319,27 +319,9 @@ def sample_events(
         per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
         # Partitions still to read: done at the end offset, or with `count` events when reading the oldest.
         pending = set(ends)
-        while pending and time.monotonic() < deadline:
-            message = consumer.poll(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-            if message is None:
-                continue
+        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
+        for message in read_to_ends(consumer, ends, pending, deadline=deadline, poll_seconds=0.1, fail=fail):
             key = (message.topic(), message.partition())
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    # At the end offset seen at the start (past transaction markers, which are never
-                    # delivered); an earlier end (an open transaction) waits for the deadline.
-                    if key in ends and message.offset() >= ends[key]:
-                        pending.discard(key)
-                    continue
-                if message.error().fatal() or not message.error().retriable():
-                    _raise(message.error(), collector, settings, timeout)
-                continue
-            if key not in pending:
-                continue
-            if message.offset() >= ends[key] - 1:
-                pending.discard(key)
-            if message.offset() >= ends[key]:
-                continue
             events = per_partition[key]
             events.append(_decode(message))
             if position == "newest" and len(events) > count:
@@ -349,6 +331,44 @@ def sample_events(
         return _pick(per_partition.values(), count=count, position=position)
     finally:
         consumer.close()
+
+
+def read_to_ends(
+    consumer: Any,
+    ends: dict[tuple[str, int], int],
+    pending: set[tuple[str, int]],
+    *,
+    deadline: float,
+    poll_seconds: float,
+    fail: Callable[[Any], None],
+) -> Iterator[Any]:
+    """The assigned partitions' messages below the end offsets seen at the start (`ends`), until every partition in
+    `pending` is done (the caller may take one out early) or the deadline passes. A fatal or lasting error goes to
+    `fail`, which raises."""
+    from confluent_kafka import KafkaError
+
+    while pending and time.monotonic() < deadline:
+        message = consumer.poll(timeout=min(poll_seconds, max(0.0, deadline - time.monotonic())))
+        if message is None:
+            continue
+        key = (message.topic(), message.partition())
+        if message.error() is not None:
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                # At the end offset seen at the start (past transaction markers, which are never
+                # delivered); an earlier end (an open transaction) waits for the deadline.
+                if key in ends and message.offset() >= ends[key]:
+                    pending.discard(key)
+                continue
+            if message.error().fatal() or not message.error().retriable():
+                fail(message.error())
+            continue
+        if key not in pending:
+            continue
+        if message.offset() >= ends[key] - 1:
+            pending.discard(key)
+        if message.offset() >= ends[key]:
+            continue
+        yield message
 
 
 def _pick(groups: Iterable[list[SampledEvent]], *, count: int, position: str) -> list[SampledEvent]:

@@ -21,6 +21,7 @@ from webapp.connections.kafka_client import (
     _kafka_error,
     _raise,
     direct_consumer,
+    read_to_ends,
     watermark_offsets,
 )
 from webapp.connections.kafka_errors import ErrorCollector
@@ -61,7 +62,7 @@ def read_range(
     """The events of `topics` from `start` (per partition; a partition not in it, or `start` None: from the
     oldest event the topic keeps) up to each partition's end offset as it is when the read begins, within
     `read_seconds` in all (`timeout`: for each request to a broker)."""
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
     collector = ErrorCollector()
     deadline = time.monotonic() + read_seconds
@@ -93,28 +94,12 @@ def read_range(
             return found
         consumer.assign(assignment)
         pending = set(ends)
-        while pending:
-            if time.monotonic() >= deadline or len(found.events) >= max_events:
-                found.complete = False
-                break
-            message = consumer.poll(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-            if message is None:
-                continue
-            key = (message.topic(), message.partition())
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    if key in ends and message.offset() >= ends[key]:
-                        pending.discard(key)
-                    continue
-                if message.error().fatal() or not message.error().retriable():
-                    _raise(message.error(), collector, settings, timeout)
-                continue
-            if key not in pending or message.offset() >= ends[key]:
-                pending.discard(key)
-                continue
+        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
+        for message in read_to_ends(consumer, ends, pending, deadline=deadline, poll_seconds=0.2, fail=fail):
             found.events.append(_decode(message))
-            if message.offset() >= ends[key] - 1:
-                pending.discard(key)
+            if len(found.events) >= max_events:
+                break
+        found.complete = not pending
         return found
     finally:
         consumer.close()
