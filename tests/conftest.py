@@ -215,8 +215,13 @@ def celery_app(redis_url: str) -> Iterator[object]:
 
 
 def _drop_connections(app: Any) -> None:
-    """Forget pooled broker connections, so the next send connects to the broker now configured."""
-    if app._pool is not None:
-        app._pool.force_close_all()
+    """Forget pooled broker connections, so the next send connects to the broker now configured.
+
+    kombu keeps its pools in a registry by broker URL: a pool closed but left there is handed back, closed, the
+    next time that URL is configured ("Acquire on closed pool"), so the registry is emptied too."""
+    import kombu.pools
+
+    kombu.pools.reset()
     app._pool = None
     app.amqp._producer_pool = None
+    app._local.__dict__.pop("backend", None)  # the result backend's connection, made for the broker before

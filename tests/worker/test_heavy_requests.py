@@ -34,10 +34,6 @@ def poll(api, accepted, timeout: float = 60) -> object:
     raise AssertionError(f"no answer in {timeout} s: {answer.json()}")
 
 
-@pytest.mark.skip(
-    reason="passes alone (25 s, 2026-12-02) but in the full suite of a fresh clone the sample answered 'The worker "
-    "could not be reached'; to be explained before it joins the suite"
-)
 def test_the_worker_reads_key_advice_and_a_sample_while_the_api_answers_at_once(
     celery_worker, api, kafka_conn, kafka_bootstrap
 ):

@@ -26,7 +26,9 @@ def send(task: Task, *, queue: str | None = None, **kwargs: Any) -> bool:
     """Enqueue `task` with keyword arguments; whether the broker took it. A broker that is down is logged, not
     raised: each caller says what picks the work up later (the watcher, the delivery history)."""
     try:
-        app.send_task(str(task), kwargs=kwargs, queue=queue)
+        # ignore_result: nothing here reads a task's result; without it each send subscribes this process to the
+        # task's result channel, which the worker never publishes (its tasks ignore results), so they pile up.
+        app.send_task(str(task), kwargs=kwargs, queue=queue, ignore_result=True)
     except Exception as exc:
         logger.warning("could not enqueue %s (%s)", task, exc)
         return False
