@@ -101,16 +101,21 @@ def write_spec(run_dir: Path, spec: PipelineSpec) -> Path:
     return path
 
 
+# What executors import: the engine and the rules it stands on (an executor's sink checks values against the
+# spec's types). A cluster's hosts have neither installed.
+ENGINE_PACKAGES = ("spark_jobs", "clearflow_spec")
+
+
 def engine_zip(target_dir: Path) -> Path:
-    """`spark_jobs` as a zip for `--py-files` (rebuilt when the code is newer than the zip)."""
-    source = REPO_ROOT / "spark_jobs"
+    """The engine's packages (ENGINE_PACKAGES) as a zip for `--py-files` (rebuilt when the code is newer)."""
+    sources = [path for package in ENGINE_PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))]
     target = target_dir / "spark_jobs.zip"
-    newest = max(p.stat().st_mtime for p in source.rglob("*.py"))
+    newest = max(p.stat().st_mtime for p in sources)
     if target.exists() and target.stat().st_mtime >= newest:
         return target
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(source.rglob("*.py")):
+        for path in sources:
             archive.write(path, path.relative_to(REPO_ROOT))
     os.replace(tmp, target)
     return target
