@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     if "://" not in checkpoint:
         checkpoint = str(Path(checkpoint).expanduser().resolve())
 
-    from spark_jobs.pipeline import prepare_sink, source_schemas, start_query, stop_query
+    from spark_jobs.pipeline import prepare_sink, source_schemas
+    from spark_jobs.query import start_query, stop_query
 
     # What needs no Spark runs while the JVM and the session start (they take seconds): the ClickHouse tables'
     # preparation and the registry's schemas. The query still starts only once both are done.
@@ -239,7 +240,7 @@ def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
     """The SparkSession the command line asks for, with the Python workers warming up; None when the connector's
     jars are missing (logged). `who` names the job in the log ("pipeline orders", "standby")."""
     from spark_jobs.jars import ConnectorJarsMissing
-    from spark_jobs.pipeline import build_session
+    from spark_jobs.session import build_session
 
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = args.master or (None if under_spark_submit else "local[*]")
