@@ -33,7 +33,7 @@ from clearflow_spec.sizing import LIGHT_TRIGGER
 from clearflow_spec.spec import PipelineSpec, SpecError
 from spark_jobs.s3_client import S3Error
 from webapp.core import queue
-from webapp.pipelines import services, state_size
+from webapp.pipelines import run_records, services, state_size
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 from worker import jobs, recovery, redis_state, standby
@@ -118,15 +118,15 @@ def _reconcile_idle(pipeline: Pipeline) -> WaitFor | None:
     if status == S.DEPLOY_REQUESTED:
         _start(pipeline)
     elif status == S.STOP_REQUESTED:
-        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=False)
     elif status == S.RUNNING:
-        services.pipeline_job_failed(pipeline=pipeline, reason="The job is gone (no record of its process).")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="The job is gone (no record of its process).")
     elif (
         status == S.FAILED
         and pipeline.restart_at
         and pipeline.restart_at <= timezone.now()
         and not recovery.waiting_for_disk_space(pipeline)
-        and services.pipeline_restart(pipeline=pipeline)
+        and run_records.pipeline_restart(pipeline=pipeline)
     ):
         _start(pipeline)
     return None
@@ -152,14 +152,14 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
     if run.running_at is None:
         app_id = job.started_application()
         if app_id:
-            services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
+            run_records.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
             recovery.log_restart_steps(pipeline, run, standby=STANDBY_START in run.start)
             transaction.on_commit(lambda: queue.audit_pipeline(pipeline_id=pipeline.pk))
         elif _older_than(run.started_at, settings.PIPELINE_START_TIMEOUT_SECONDS, now):
             _kill(run, job, f"The job did not start within {settings.PIPELINE_START_TIMEOUT_SECONDS:.0f} s.")
         return None
     if pipeline.status == S.DEPLOY_REQUESTED:  # the same version deployed again while it ran: nothing to restart
-        services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
+        run_records.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
         return None
     beat = redis_state.heartbeat_or_missing_since(pipeline.job_name)
     last = max(filter(None, [run.running_at, beat]))
@@ -178,21 +178,21 @@ def _stop(run: PipelineRun, job: JobControl) -> WaitFor:
     timeout = settings.PIPELINE_STOP_TIMEOUT_SECONDS
     if run.stop_requested_at is None:
         job.request_stop()
-        services.pipeline_run_mark(run=run, stop_requested_at=now)
+        run_records.pipeline_run_mark(run=run, stop_requested_at=now)
         return WaitFor(job, timeout)
     remaining = timeout - (now - run.stop_requested_at).total_seconds()
     if remaining > 0:
         return WaitFor(job, remaining)
     if run.killed_at is None:
         job.force_kill()
-        services.pipeline_run_mark(run=run, killed_at=now)
+        run_records.pipeline_run_mark(run=run, killed_at=now)
     return WaitFor(job, 10.0)
 
 
 def _kill(run: PipelineRun, job: JobControl, reason: str) -> None:
     log.warning("pipeline %s run %s: %s Killing it.", run.pipeline_id, run.pk, reason)
     job.force_kill()
-    services.pipeline_run_mark(run=run, killed_at=timezone.now(), reason=reason)
+    run_records.pipeline_run_mark(run=run, killed_at=timezone.now(), reason=reason)
 
 
 def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int | None) -> None:
@@ -212,15 +212,15 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
             outcome, reason = RunOutcome.RESIZED, f"Re-sized: {run.resize.get('reason', '')}."
         else:
             outcome, reason = RunOutcome.REPLACED, run.reason or "stopped"
-        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
+        run_records.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
         if pipeline.status == S.STOP_REQUESTED:
-            services.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
+            run_records.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
         elif pipeline.status == S.DEPLOY_REQUESTED:
             _start(pipeline)  # the redeploy: the old version is down, start the new one
         return
     cause = _failure_cause(pipeline, run, job, tail, exit_code)
     last_lines = "\n".join(tail.splitlines()[-LOG_LINES_IN_REASON:])
-    services.pipeline_run_end(
+    run_records.pipeline_run_end(
         run=run,
         outcome=RunOutcome.FAILED,
         exit_code=exit_code,
@@ -229,7 +229,7 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         log_tail=last_lines,
     )
     if pipeline.status in JOB_WANTED:
-        services.pipeline_job_failed(
+        run_records.pipeline_job_failed(
             pipeline=pipeline,
             reason=f"Failed: {cause.words}",
             restartable=exit_code != ExitCode.INVALID_SPEC and cause.restart_helps,
@@ -246,7 +246,7 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         )
         _reconcile_idle(pipeline)  # a restart due now starts in this same pass, not at the next tick
     elif pipeline.status == S.STOP_REQUESTED:
-        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=False)
 
 
 def _failure_cause(
@@ -273,28 +273,28 @@ def _ended_with_stack(pipeline: Pipeline, run: PipelineRun, exit_code: int | Non
     under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it again."""
     forced = run.killed_at is not None or exit_code is None
     if pipeline.status == S.STOP_REQUESTED:
-        services.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
-        services.pipeline_job_stopped(pipeline=pipeline, forced=forced)
+        run_records.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=forced)
         return
     how = " (forced after the stop timeout: its last micro-batch is replayed)" if forced else ""
-    services.pipeline_run_end(
+    run_records.pipeline_run_end(
         run=run, outcome=RunOutcome.STACK_STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON + how
     )
-    services.pipeline_job_interrupted(pipeline=pipeline, reason=STACK_STOP_REASON)
+    run_records.pipeline_job_interrupted(pipeline=pipeline, reason=STACK_STOP_REASON)
 
 
 def _start(pipeline: Pipeline) -> None:
     log.info("pipeline %s: starting its job at %.3f", pipeline.pk, time.time())  # deploy -> pickup, for the bench
     version = pipeline.deployed_version
     if version is None:
-        services.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
         return
     since = pipeline.deploy_requested_at or pipeline.created_at
     attempt = PipelineRun.objects.filter(pipeline=pipeline, started_at__gte=since).count() + 1
     try:
         job_spec = services.pipeline_job_spec(pipeline=pipeline, version=version)
     except SpecError as exc:
-        services.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
+        run_records.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
         return
     recovery.stop_unrecorded_jobs(pipeline.job_name, run_root=Path(settings.CLEARFLOW_RUN_ROOT))
     checkpoint = checkpoint_location(pipeline.job_name)
@@ -303,7 +303,7 @@ def _start(pipeline: Pipeline) -> None:
             jobs.remove_checkpoint(checkpoint)
         except S3Error as exc:
             reason = f"The checkpoint at {checkpoint} could not be reset: {exc}."
-            services.pipeline_job_failed(pipeline=pipeline, reason=reason, restartable=True)
+            run_records.pipeline_job_failed(pipeline=pipeline, reason=reason, restartable=True)
             return
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
@@ -328,10 +328,10 @@ def _start(pipeline: Pipeline) -> None:
     try:
         handle, start_note = _start_job(launch)
     except (OSError, RuntimeError) as exc:
-        services.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
         return
     redis_state.remember_secrets(pipeline.job_name, jobs.secret_values(job_spec))
-    services.pipeline_run_create(
+    run_records.pipeline_run_create(
         pipeline=pipeline,
         version=version,
         attempt=attempt,
