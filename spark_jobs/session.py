@@ -16,7 +16,7 @@ from spark_jobs.source import REDACTION_REGEX
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # RocksDB's memory (block cache and write buffers of every state partition together), so the job's RSS levels
-# off whatever the window holds. The worker sizes it (webapp.pipelines.state_size.job_resources gives the job
+# off whatever the window holds. The worker sizes it (clearflow_spec.job_sizing.job_resources gives the job
 # `--conf <ROCKSDB_MEMORY_CONF>=N`); start_query sizes the rest from the value in effect. Without one (a test, a
 # bench): the unsized bound (clearflow_spec.sizing.UNSIZED_ROCKSDB_MB).
 DEFAULT_STATE_MEMORY_MB = sizing.UNSIZED_ROCKSDB_MB

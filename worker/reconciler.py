@@ -28,15 +28,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from clearflow_spec import failures
+from clearflow_spec.job_sizing import JobResources
 from clearflow_spec.protocol import ExitCode
 from clearflow_spec.sizing import LIGHT_TRIGGER
 from clearflow_spec.spec import PipelineSpec, SpecError
 from spark_jobs.s3_client import S3Error
 from webapp.core import queue
-from webapp.pipelines import run_records, services, state_size
+from webapp.pipelines import run_records, services
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
-from worker import jobs, recovery, redis_state, standby
+from worker import job_sizing, jobs, recovery, redis_state, standby
 from worker.job_control import JobControl, control_for
 
 log = logging.getLogger(__name__)
@@ -309,7 +310,7 @@ def _start(pipeline: Pipeline) -> None:
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
     resized = _resized_from(pipeline)
-    resources = state_size.job_resources(
+    resources = job_sizing.job_resources(
         spec=job_spec,
         kafka_connection=pipeline.kafka_connection,
         checkpoint=checkpoint,
@@ -362,7 +363,7 @@ def _resized_from(pipeline: Pipeline) -> PipelineRun | None:
     return last if last is not None and last.outcome == RunOutcome.RESIZED and last.resize else None
 
 
-def _resize_note(resized: PipelineRun | None, resources: state_size.JobResources) -> str:
+def _resize_note(resized: PipelineRun | None, resources: JobResources) -> str:
     """How a re-sized run was sized, for its record: 'Re-sized (events arrive at 19.8k/s, sized for 0/s): restarted
     with a 1g heap, 512 MB of state memory, trigger 500 milliseconds. '"""
     if resized is None:
@@ -441,7 +442,7 @@ def keep_standby(*, niceness: int | None = None) -> list[standby.Standby]:
     if niceness is None:
         niceness = settings.PIPELINE_JOB_NICENESS if _a_job_is_starting() else 0
     template = _launch(
-        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=job_sizing.standby_driver_memory()
     )
     return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count, niceness=niceness)
 
