@@ -7,6 +7,7 @@ import functools
 import hashlib
 import logging
 import os
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -206,4 +207,46 @@ def _await_last_progress(query: StreamingQuery, relay: ProgressRelay, timeout: f
         time.sleep(0.05)
 
 
-__all__ = ["BatchWriter", "start_query", "stop_query"]
+def run_until_stopped(query: object, stop_requested: threading.Event) -> BaseException | None:
+    """Wait until the query ends or a stop is requested (then stop between batches); its failure, if any."""
+    from pyspark.errors import StreamingQueryException
+
+    while query.isActive and not stop_requested.is_set():  # type: ignore[attr-defined]
+        try:
+            query.awaitTermination(0.5)  # type: ignore[attr-defined]
+        except StreamingQueryException:
+            break  # reported from query.exception()
+    if stop_requested.is_set() and query.isActive:  # type: ignore[attr-defined]
+        _stop_between_batches(query)
+    return query.exception()  # type: ignore[attr-defined]
+
+
+def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
+    """Let the running micro-batch finish, then stop (a batch cut short is replayed anyway).
+
+    A job that is behind starts the next batch at once, so a gap between batches may never be seen: wait for
+    either a gap or the end of the batch that was running when the stop came (its id appears in the progress),
+    and stop then, interrupting at most a batch that just began. The worker forces the stop (SIGKILL) after its
+    own timeout in any case.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        running = _last_batch_id(query) + 1  # the batch in flight, if any
+        while (
+            time.monotonic() < deadline
+            and query.isActive  # type: ignore[attr-defined]
+            and query.status.get("isTriggerActive")  # type: ignore[attr-defined]
+            and _last_batch_id(query) < running
+        ):
+            time.sleep(0.1)
+        query.stop()  # type: ignore[attr-defined]
+    except Exception as exc:
+        log.warning("could not stop the query cleanly: %s", exc)
+
+
+def _last_batch_id(query: object) -> int:
+    progress = query.lastProgress  # type: ignore[attr-defined]
+    return int(progress.get("batchId", -1)) if progress else -1
+
+
+__all__ = ["BatchWriter", "run_until_stopped", "start_query", "stop_query"]

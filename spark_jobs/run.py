@@ -233,8 +233,9 @@ def _run_queries(
     from clearflow_spec.schema_registry import RegistryError
     from clearflow_spec.spec import SpecError
     from spark_jobs.avro_decode import unloaded_schema_id
+    from spark_jobs.cpu_priority import lower_after_first_batch
     from spark_jobs.pipeline import source_schemas
-    from spark_jobs.query import start_query, stop_query
+    from spark_jobs.query import run_until_stopped, start_query, stop_query
 
     trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
     extra_schema_ids: set[int] = set()
@@ -268,12 +269,12 @@ def _run_queries(
         # At each start: the query before may have ended before its first batch.
         if niceness_after_first_batch is not None or args.idle_after_first_batch:
             threading.Thread(
-                target=_lower_priority_after_first_batch,
+                target=lower_after_first_batch,
                 args=(query, niceness_after_first_batch, args.idle_after_first_batch, stop_requested),
                 name="clearflow-priority",
                 daemon=True,
             ).start()
-        failure = _run(query, stop_requested)
+        failure = run_until_stopped(query, stop_requested)
         stop_query(spark, query)
         new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
         if new_id is None or new_id in extra_schema_ids:
@@ -385,45 +386,6 @@ def _jvm_start_time(spark: object) -> float:
         return 0.0
 
 
-def _run(query: object, stop_requested: threading.Event) -> BaseException | None:
-    """Wait until the query ends or a stop is requested (then stop between batches); its failure, if any."""
-    from pyspark.errors import StreamingQueryException
-
-    while query.isActive and not stop_requested.is_set():  # type: ignore[attr-defined]
-        try:
-            query.awaitTermination(0.5)  # type: ignore[attr-defined]
-        except StreamingQueryException:
-            break  # reported from query.exception()
-    if stop_requested.is_set() and query.isActive:  # type: ignore[attr-defined]
-        _stop_between_batches(query)
-    return query.exception()  # type: ignore[attr-defined]
-
-
-def _lower_priority_after_first_batch(
-    query: object, niceness: int | None, idle: bool, stop_requested: threading.Event
-) -> None:
-    """Once the query's first micro-batch is done, lower this job's processes to `niceness` (None: as they are):
-    a standby ran its first batch at the worker's priority, and runs from now on where a job started cold runs.
-    RocksDB's compaction threads then follow the JVM's niceness (spark_jobs.cpu_priority, at each heartbeat).
-    With `idle` (a light pipeline), then move them to the idle scheduling class, so that everything else on the
-    host, a new deploy's first batch included, goes first (spark_jobs.cpu_priority says why)."""
-    from spark_jobs.cpu_priority import idle_process_tree, lower_process_tree
-
-    while getattr(query, "lastProgress", None) is None:
-        if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
-            return
-    if niceness is not None:
-        lower_process_tree(niceness)
-        log.info("after its first micro-batch: CPU priority lowered to niceness %d", niceness)
-    if idle:
-        moved = idle_process_tree()
-        # Again a moment later: a thread started meanwhile by one not yet moved would have kept the old class.
-        if stop_requested.wait(2.0):
-            return
-        moved += idle_process_tree()
-        log.info("after its first micro-batch: %d threads in the idle CPU class (a light pipeline)", moved)
-
-
 def _log_guarantee(spec: PipelineSpec) -> None:
     """Say at start whether replays are dropped (exactly-once) or may be written twice (at-least-once)."""
     from clearflow_spec.connections import connection_dict
@@ -447,34 +409,6 @@ def _log_guarantee(spec: PipelineSpec) -> None:
     else:
         fix = f"; to drop replays run: {result.fix_sql}" if result.fix_sql else ""
         log.warning("pipeline %s: at-least-once: %s%s", spec.name, result.reason, fix)
-
-
-def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
-    """Let the running micro-batch finish, then stop (a batch cut short is replayed anyway).
-
-    A job that is behind starts the next batch at once, so a gap between batches may never be seen: wait for
-    either a gap or the end of the batch that was running when the stop came (its id appears in the progress),
-    and stop then, interrupting at most a batch that just began. The worker forces the stop (SIGKILL) after its
-    own timeout in any case.
-    """
-    deadline = time.monotonic() + timeout
-    try:
-        running = _last_batch_id(query) + 1  # the batch in flight, if any
-        while (
-            time.monotonic() < deadline
-            and query.isActive  # type: ignore[attr-defined]
-            and query.status.get("isTriggerActive")  # type: ignore[attr-defined]
-            and _last_batch_id(query) < running
-        ):
-            time.sleep(0.1)
-        query.stop()  # type: ignore[attr-defined]
-    except Exception as exc:
-        log.warning("could not stop the query cleanly: %s", exc)
-
-
-def _last_batch_id(query: object) -> int:
-    progress = query.lastProgress  # type: ignore[attr-defined]
-    return int(progress.get("batchId", -1)) if progress else -1
 
 
 def _root_message(exc: BaseException) -> str:
