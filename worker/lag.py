@@ -40,7 +40,7 @@ from spark_jobs.checkpoint_offsets import committed_offsets, committed_offsets_o
 from spark_jobs.cpu_priority import leave_idle_class
 from spark_jobs.object_store import is_object_store
 from spark_jobs.s3_client import S3Error
-from webapp.connections.kafka_client import TopicOffsets, offsets_client, topic_offsets
+from webapp.connections.topic_offsets import TopicOffsets, offsets_client, topic_offsets
 from webapp.core.exceptions import ApplicationError
 from webapp.pipelines import run_records
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus
