@@ -30,7 +30,7 @@ from clearflow_spec.spec import (
     SpecError,
     SpecIssue,
 )
-from spark_jobs import avro_decode, dedup, field_watch, join, protobuf_decode, transforms
+from spark_jobs import avro_decode, column_mapping, dedup, field_watch, join, protobuf_decode, transforms
 from spark_jobs import sink as ch
 from spark_jobs.metrics import (
     DEDUP_IN_OBSERVATION,
@@ -44,10 +44,10 @@ def _fields(spec: PipelineSpec, source: SourceSpec | None = None) -> list[transf
     return [transforms.Field(f.path, f.type) for f in (source or spec.source).fields]
 
 
-def sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[transforms.SinkColumn]:
+def sink_columns(spec: PipelineSpec, *, only_fields: bool = False) -> list[column_mapping.SinkColumn]:
     computed = {t.name for t in spec.transforms}
     return [
-        transforms.SinkColumn(c.field, c.column, c.type)
+        column_mapping.SinkColumn(c.field, c.column, c.type)
         for c in spec.sink.columns
         if not (only_fields and c.field in computed)
     ]
@@ -68,7 +68,7 @@ def _unused_after_dedup(spec: PipelineSpec) -> list[str]:
     field_types = spec.field_types()
     late_checks = [c for c in spec.sink.columns if c.field in computed]
     # Columns computed by transforms are checked after dedup: their dead letters need the whole record.
-    if any(transforms.needs_check(field_types[c.field], c.type) for c in late_checks):
+    if any(column_mapping.needs_check(field_types[c.field], c.type) for c in late_checks):
         return []
     used = {c.field for c in spec.sink.columns}
     expressions = " ".join([spec.filter or "", *[t.expression for t in spec.transforms]])
@@ -123,11 +123,11 @@ def parse_source(
     return transforms.parse_events(raw, fields)
 
 
-def _side_columns(spec: PipelineSpec, side: str) -> list[transforms.SinkColumn]:
+def _side_columns(spec: PipelineSpec, side: str) -> list[column_mapping.SinkColumn]:
     """The sink columns mapping one side's fields, named as that side knows them (`left.n` -> `n`)."""
     prefix = f"{side}."
     return [
-        transforms.SinkColumn(c.field.removeprefix(prefix), c.column, c.type)
+        column_mapping.SinkColumn(c.field.removeprefix(prefix), c.column, c.type)
         for c in spec.sink.columns
         if c.field.startswith(prefix)
     ]
@@ -159,7 +159,7 @@ def _side_stream(
         df = dedup.require_keys(df, rules.keys)
     df = join.require_join_keys(df, this)
     field_types = {**{f.path: f.type for f in fields}, **KAFKA_METADATA_FIELDS}
-    df = transforms.check_columns(df, _side_columns(spec, side), field_types)
+    df = column_mapping.check_columns(df, _side_columns(spec, side), field_types)
     if rules is not None:
         dedup_field = rules.event_time_field if rules.time == "event" else None
         df = dedup.dedup_time(df, time_field=dedup_field)
@@ -203,7 +203,7 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     def checks(df: DataFrame) -> DataFrame:
         if spec.dedup is not None:
             df = dedup.require_keys(df, spec.dedup.keys)
-        df = transforms.check_columns(df, sink_columns(spec, only_fields=True), field_types, explode=spec.explode)
+        df = column_mapping.check_columns(df, sink_columns(spec, only_fields=True), field_types, explode=spec.explode)
         if spec.dedup is not None:
             rules = spec.dedup
             time_field = rules.event_time_field if rules.time == "event" else None
@@ -242,7 +242,7 @@ def _after_dedup(df: DataFrame, spec: PipelineSpec) -> DataFrame:
     for i, computed in enumerate(spec.transforms):
         step = [transforms.Transform(computed.name, computed.expression, computed.type)]
         df = _spark_checked(f"transforms[{i}].expression", lambda d=df, s=step: transforms.apply_transforms(d, s))
-    return transforms.map_columns(df, sink_columns(spec), field_types)
+    return column_mapping.map_columns(df, sink_columns(spec), field_types)
 
 
 def table_spec(spec: PipelineSpec) -> ch.TableSpec:

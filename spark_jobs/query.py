@@ -21,8 +21,8 @@ from clearflow_spec.avro_schema import WriterSchemas
 from clearflow_spec.connections import connection_dict
 from clearflow_spec.protocol import local_checkpoint_path
 from clearflow_spec.spec import PipelineSpec
+from spark_jobs import column_mapping
 from spark_jobs import sink as ch
-from spark_jobs import transforms
 from spark_jobs.checkpoint_state import check_checkpoint_state
 from spark_jobs.cpu_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.metrics import MetricsPublisher, ProgressRelay, QueryHeartbeat, SinkStats, StateKeyCount
@@ -70,7 +70,7 @@ class BatchWriter:
             database=sink.clickhouse.database,
             table=sink.table,
             dlq_table=sink.dead_letter_table,
-            columns=tuple(transforms.insert_columns(sink_columns(self.spec))),
+            columns=tuple(column_mapping.insert_columns(sink_columns(self.spec))),
             pipeline=self.spec.name,
             token_prefix=self.token_prefix,
             batch_id=batch_id,
