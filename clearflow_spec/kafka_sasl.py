@@ -1,5 +1,5 @@
 """The SASL mechanisms beyond a user name and a password: GSSAPI (Kerberos), OAUTHBEARER (OIDC client
-credentials) and AWS_MSK_IAM, for both Kafka clients (`clearflow_spec.connections` calls these).
+credentials) and AWS_MSK_IAM, for both Kafka clients (`clearflow_spec.client_config` calls these).
 
 - **GSSAPI.** Java's Kerberos reads the keytab and krb5.conf from files, and krb5.conf from one JVM-wide system
   property. `kerberos_files` writes both into a private directory of the process that asks (mode 0700, files
@@ -50,7 +50,7 @@ GSSAPI_UNSUPPORTED = (
 
 class SaslConnection(Protocol):
     """What these functions read of a Kafka connection (`clearflow_spec.connections.KafkaConnectionSpec` is one):
-    named here so that this module needs nothing of the connections module, which calls it."""
+    named here so that this module needs nothing of the connections module, whose validation calls it."""
 
     sasl_mechanism: str | None
     sasl_kerberos_principal: str | None

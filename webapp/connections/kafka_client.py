@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from clearflow_spec.connections import KafkaConnectionSpec, librdkafka_config
+from clearflow_spec.client_config import librdkafka_config
+from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
