@@ -7,11 +7,12 @@ the partial unique index on active runs backs that up). It never waits while hol
 long the caller may wait for a process to end before calling again. Any worker acts on any run: a job on this
 host through its process, a job on another host through its lease (`worker.job_control`).
 
-`stop_stack_jobs()` is the local stack's last word: it stops every job the stack started and records them as
-stopped with the stack, so they start again with it.
+The local stack's last word, `worker.stack_stop.stop_stack_jobs()`, stops every job the stack started and records
+them here as stopped with the stack, so they start again with it.
 
-Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services`, and
-which statuses want a job, or have one to watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
+Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services` (the runs'
+records and the restart policy: `webapp.pipelines.run_records`), and which statuses want a job, or have one to
+watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
 """
 
 from __future__ import annotations
@@ -270,8 +271,9 @@ STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its che
 
 
 def _ended_with_stack(pipeline: Pipeline, run: PipelineRun, exit_code: int | None) -> None:
-    """The stack stopped this job (`stop_stack_jobs`): not a failure, nothing to restart now. A stop that was
-    under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it again."""
+    """The stack stopped this job (`worker.stack_stop.stop_stack_jobs`): not a failure, nothing to restart now. A
+    stop that was under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it
+    again."""
     forced = run.killed_at is not None or exit_code is None
     if pipeline.status == S.STOP_REQUESTED:
         run_records.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
@@ -482,33 +484,3 @@ def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None
             jobs.remove_spec(job["run_dir"])
     if remove_checkpoint:
         jobs.remove_checkpoint(checkpoint_location(job_name))
-
-
-@dataclass(frozen=True)
-class StackStop:
-    jobs: int  # job processes stopped
-    forced: int  # of which killed after the timeout
-    recorded: bool  # their runs recorded (False: the database did not answer; the next start records them)
-
-
-def stop_stack_jobs(*, timeout: float) -> StackStop:
-    """The local stack stops (its worker and beat already have): stop every job started under its run root, all
-    at once (SIGTERM, SIGKILL after `timeout`), and record each run as stopped with the stack. Their pipelines stay
-    deployed: the next start runs them again from their checkpoints, and it is not counted as a failure."""
-    run_root = Path(settings.CLEARFLOW_RUN_ROOT)
-    handles = jobs.find_jobs(run_root)
-    for handle in handles:
-        jobs.mark_stopped_with_stack(handle.run_dir)  # first: a record written later finds it (also a later start)
-    standbys = {handle.run_dir for handle in handles if standby.is_waiting(handle.run_dir)}  # no pipeline's
-    results = jobs.stop_jobs(handles, timeout=timeout)
-    results = [result for result in results if result.handle.run_dir not in standbys]
-    recorded = True
-    try:
-        open_runs = PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
-        for pipeline_id, run_dir in open_runs.values_list("pipeline_id", "run_dir"):
-            if run_dir and Path(run_dir).resolve().is_relative_to(run_root.resolve()):
-                reconcile(pipeline_id)  # the job is gone: records how it ended (stopped with the stack)
-    except Exception:  # the database is down: the stack's next start records the runs (the marks stay)
-        log.exception("could not record the runs stopped with the stack")
-        recorded = False
-    return StackStop(jobs=len(results), forced=sum(result.forced for result in results), recorded=recorded)
