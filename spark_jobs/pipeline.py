@@ -25,6 +25,7 @@ from clearflow_spec.spec import (
     JOIN_SIDES,
     KAFKA_HEADERS,
     KAFKA_METADATA_FIELDS,
+    DedupSpec,
     PipelineSpec,
     SourceSpec,
     SpecError,
@@ -123,6 +124,15 @@ def parse_source(
     return transforms.parse_events(raw, fields)
 
 
+def _dedup_time_and_key(df: DataFrame, rules: DedupSpec, *, dead_letters_only: list[str]) -> DataFrame:
+    """The steps between the column checks and drop_duplicates, with or without a join: the dedup time, the key's
+    hash, and the dead letters split off (they keep `dead_letters_only`, which usable events drop)."""
+    time_field = rules.event_time_field if rules.time == "event" else None
+    df = dedup.dedup_time(df, time_field=time_field)
+    df = dedup.dedup_key(df, rules.keys)
+    return dedup.drop_unless_dead(df, dead_letters_only)
+
+
 def _side_columns(spec: PipelineSpec, side: str) -> list[column_mapping.SinkColumn]:
     """The sink columns mapping one side's fields, named as that side knows them (`left.n` -> `n`)."""
     prefix = f"{side}."
@@ -161,10 +171,7 @@ def _side_stream(
     field_types = {**{f.path: f.type for f in fields}, **KAFKA_METADATA_FIELDS}
     df = column_mapping.check_columns(df, _side_columns(spec, side), field_types)
     if rules is not None:
-        dedup_field = rules.event_time_field if rules.time == "event" else None
-        df = dedup.dedup_time(df, time_field=dedup_field)
-        df = dedup.dedup_key(df, rules.keys)
-        df = dedup.drop_unless_dead(df, ["_cf_value"])
+        df = _dedup_time_and_key(df, rules, dead_letters_only=["_cf_value"])
         observe = (DEDUP_IN_OBSERVATION, DEDUP_OUT_OBSERVATION) if left else RIGHT_DEDUP_OBSERVATIONS
         df = dedup.drop_duplicates(df, window_seconds=rules.window_seconds, observe=observe)
     return join.prepare_side(df, this), this
@@ -205,11 +212,7 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
             df = dedup.require_keys(df, spec.dedup.keys)
         df = column_mapping.check_columns(df, sink_columns(spec, only_fields=True), field_types, explode=spec.explode)
         if spec.dedup is not None:
-            rules = spec.dedup
-            time_field = rules.event_time_field if rules.time == "event" else None
-            df = dedup.dedup_time(df, time_field=time_field)
-            df = dedup.dedup_key(df, rules.keys)
-            df = dedup.drop_unless_dead(df, _unused_after_dedup(spec))
+            df = _dedup_time_and_key(df, spec.dedup, dead_letters_only=_unused_after_dedup(spec))
         return df
 
     def drop_duplicates(df: DataFrame) -> DataFrame:
