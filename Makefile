@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml localstack/jars.py $(JAVA_PROJECTS)
 	$(PY) -m pip install --quiet -e '.[local,dev]'
 	@bash localstack/system-deps.sh build
 	$(PY) -m localstack jars
-	@# Spark's classes archived for the jobs' JVMs (AppCDS, spark_jobs.cds): about a second off each start.
-	$(PY) -m spark_jobs.cds
+	@# Spark's classes archived for the jobs' JVMs (AppCDS, spark_jobs.cds_build): about a second off each start.
+	$(PY) -m spark_jobs.cds_build
 	@rm -f $(VENV)/.installed-* && touch $@
 
 system-deps:

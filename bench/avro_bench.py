@@ -133,8 +133,8 @@ def main() -> int:
 
     from clearflow_spec.avro_schema import WriterSchemas
     from spark_jobs.avro_decode import parse_avro
-    from spark_jobs.pipeline import build_session
     from spark_jobs.protobuf_decode import parse_protobuf
+    from spark_jobs.session import build_session
     from spark_jobs.transforms import Field, parse_events
 
     load_before = os.getloadavg()

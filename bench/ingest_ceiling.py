@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> int:
     sys.path.insert(0, str(REPO))
     from clearflow_spec.spec import parse_spec
-    from spark_jobs import pipeline, transforms
+    from spark_jobs import pipeline, session, transforms
     from spark_jobs.metrics import MetricsPublisher, ProgressRelay, SinkStats
     from spark_jobs.run import parse_args, spark_conf
 
@@ -35,7 +35,7 @@ def main() -> int:
 
     spec = parse_spec(Path(args.spec).read_text())
     conf = spark_conf(args)
-    spark = pipeline.build_session(app_name=f"ceiling-{spec.name}", master=args.master or "local[2]", conf=conf)
+    spark = session.build_session(app_name=f"ceiling-{spec.name}", master=args.master or "local[2]", conf=conf)
     spark.sparkContext.setLogLevel("WARN")
     query_name = f"ceiling-{spec.name}"
     ProgressRelay(spark, query_name, SinkStats(), MetricsPublisher(spec.name, None)).start()

@@ -296,7 +296,7 @@ def main() -> None:
         spec_file.write_text(json.dumps(spec))
         conf = list(args.conf)
         if not any(item.startswith(f"{ROCKSDB_MEMORY_CONF}=") for item in conf):
-            # RocksDB's bound as the worker sizes a join (webapp.pipelines.state_size.job_resources): each side's
+            # RocksDB's bound as the worker sizes a join (clearflow_spec.job_sizing.job_resources): each side's
             # dedup keys over its window (the join's here) and the join's state.
             window_seconds = parse_window(args.window)
             bound = join_rocksdb_memory_mb(

@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_jobs.join import JOIN_EXPIRY_CONF
-from spark_jobs.pipeline import build_session, state_store_conf
+from spark_jobs.session import build_session, state_store_conf
 
 SCHEMA = (
     "_cf_join_high long, _cf_join_low long, _cf_side int, _cf_join_time long, _cf_row_id long, _cf_arrival long, "

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 def query(seconds: float, in_process: bool) -> None:
     """The measured side: prints the JVM's pid, waits for the tracer, runs the query."""
     sys.path.insert(0, str(REPO))
-    from spark_jobs.pipeline import build_session, state_store_conf, use_in_process_local_files
+    from spark_jobs.session import build_session, state_store_conf, use_in_process_local_files
 
     spark = build_session(app_name="process-starts", master="local[2]")
     for key, value in state_store_conf().items():

@@ -120,7 +120,7 @@ def spark_cpu(services: set[int]) -> float:
 def run_prefix(
     spark: Any, spec: Any, stage: str, workdir: Path, label: str, services: dict[str, int]
 ) -> dict[str, Any]:
-    from spark_jobs import pipeline
+    from spark_jobs import query
     from spark_jobs import sink as ch
     from spark_jobs.metrics import SinkStats
 
@@ -131,7 +131,7 @@ def run_prefix(
         columns = tuple(c.column for c in spec.sink.columns)
         writer = writer.foreachBatch(lambda b, _i: b.mapInArrow(NoInsert(columns), ch.STATS_SCHEMA).collect())
     elif stage == "insert":
-        writer = writer.foreachBatch(pipeline.BatchWriter(spec, f"{spec.name}:{label}", stats))
+        writer = writer.foreachBatch(query.BatchWriter(spec, f"{spec.name}:{label}", stats))
     else:
         writer = writer.format("noop")
     service_trees = {pid for root in services.values() for pid in _descendants(root)}
@@ -178,7 +178,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     from clearflow_spec.connections import connection_dict
     from clearflow_spec.spec import parse_spec
-    from spark_jobs import pipeline
+    from spark_jobs import pipeline, session
     from spark_jobs import sink as ch
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
@@ -199,10 +199,10 @@ def main() -> int:
         conf = {
             "spark.sql.shuffle.partitions": str(args.partitions),
             "spark.driver.memory": "2g",
-            **pipeline.state_store_conf(),
+            **session.state_store_conf(),
             **dict(item.split("=", 1) for item in args.conf),
         }
-        spark = pipeline.build_session(app_name="stage-profile", master="local[2]", conf=conf)
+        spark = session.build_session(app_name="stage-profile", master="local[2]", conf=conf)
         spark.sparkContext.setLogLevel("WARN")
         results: list[dict[str, Any]] = []
         try:

@@ -270,7 +270,7 @@ def _nested_fits(typed: Any, shape: FieldShape, column: ClickHouseType, path: st
 
 
 def column_accepts(value: Any, field_type: str, column: ClickHouseType) -> bool:
-    """`transforms.to_clickhouse`'s validity for a non-NULL value of `field_type`."""
+    """`column_mapping.to_clickhouse`'s validity for a non-NULL value of `field_type`."""
     base = column.base()
     name = base.name
     if always_fits(field_type, base):  # the job writes these without a check
@@ -346,7 +346,7 @@ def _is_json(text: str) -> bool:
     return True
 
 
-# The column base types `transforms.to_clickhouse` writes.
+# The column base types `column_mapping.to_clickhouse` writes.
 _WRITABLE = (
     STRING_NAMES
     | INTEGER_NAMES

@@ -174,7 +174,7 @@ _CHECKPOINT = (
     "STATE_STORE_VALUE_SCHEMA_EVOLUTION_THRESHOLD_EXCEEDED",
     "STATE_STORE_STATE_SCHEMA_FILES_THRESHOLD_EXCEEDED",
     "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
-    "state of an earlier ClearFlow engine",  # spark_jobs.pipeline.CheckpointMismatch (dedup or join state)
+    "state of an earlier ClearFlow engine",  # spark_jobs.checkpoint_state.CheckpointMismatch (dedup or join state)
     "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
     "STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
     "INVALID_CHECKPOINT",

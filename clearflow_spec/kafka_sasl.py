@@ -1,5 +1,5 @@
 """The SASL mechanisms beyond a user name and a password: GSSAPI (Kerberos), OAUTHBEARER (OIDC client
-credentials) and AWS_MSK_IAM, for both Kafka clients (`clearflow_spec.connections` calls these).
+credentials) and AWS_MSK_IAM, for both Kafka clients (`clearflow_spec.client_config` calls these).
 
 - **GSSAPI.** Java's Kerberos reads the keytab and krb5.conf from files, and krb5.conf from one JVM-wide system
   property. `kerberos_files` writes both into a private directory of the process that asks (mode 0700, files
@@ -27,10 +27,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from clearflow_spec.connections import KafkaConnectionSpec
+from pydantic import SecretStr
 
 DEFAULT_SERVICE_NAME = "kafka"
 KRB5_CONF_PROPERTY = "java.security.krb5.conf"
@@ -47,6 +46,31 @@ GSSAPI_UNSUPPORTED = (
     "so the web app cannot test this connection, sample its topics or advise a key. Pipelines do reach the "
     "cluster: the job's Java client speaks GSSAPI."
 )
+
+
+class SaslConnection(Protocol):
+    """What these functions read of a Kafka connection (`clearflow_spec.connections.KafkaConnectionSpec` is one):
+    named here so that this module needs nothing of the connections module, whose validation calls it."""
+
+    sasl_mechanism: str | None
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: SecretStr | None
+    sasl_kerberos_krb5_conf: str | None
+    sasl_kerberos_realm: str | None
+    sasl_kerberos_kdc: str | None
+    sasl_kerberos_service_name: str | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_id: str | None
+    sasl_oauthbearer_client_secret: SecretStr | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | None
+    aws_region: str | None
+    aws_access_key_id: str | None
+    aws_secret_access_key: SecretStr | None
+    aws_role_arn: str | None
+
+    @property
+    def uses_sasl(self) -> bool: ...
 
 
 def jaas_quote(value: str) -> str:
@@ -81,7 +105,7 @@ def oauthbearer_extensions(text: str | None) -> dict[str, str]:
     return extensions
 
 
-def krb5_conf_text(kafka: KafkaConnectionSpec) -> str:
+def krb5_conf_text(kafka: SaslConnection) -> str:
     """The connection's krb5.conf: the one given, else one naming its realm and KDC (over TCP, which crosses
     firewalls and carries tickets of any size)."""
     if kafka.sasl_kerberos_krb5_conf:
@@ -115,7 +139,7 @@ def _files_dir() -> str:
     return _private_dir
 
 
-def kerberos_files(kafka: KafkaConnectionSpec) -> KerberosFiles:
+def kerberos_files(kafka: SaslConnection) -> KerberosFiles:
     """The connection's keytab and krb5.conf in this process's private directory (0600), written once per
     content: a second call with the same connection returns the same paths."""
     keytab = keytab_bytes(kafka.sasl_kerberos_keytab.get_secret_value() if kafka.sasl_kerberos_keytab else "")
@@ -135,7 +159,7 @@ def kerberos_files(kafka: KafkaConnectionSpec) -> KerberosFiles:
 # -- the Java client (Spark's connector) --------------------------------------------------------------------
 
 
-def connector_sasl_options(kafka: KafkaConnectionSpec) -> dict[str, str]:
+def connector_sasl_options(kafka: SaslConnection) -> dict[str, str]:
     """The connector's `kafka.sasl.*` options for GSSAPI, OAUTHBEARER and AWS_MSK_IAM (the JAAS line included)."""
     mechanism = kafka.sasl_mechanism
     if mechanism == "GSSAPI":
@@ -181,7 +205,7 @@ def connector_sasl_options(kafka: KafkaConnectionSpec) -> dict[str, str]:
     raise ValueError(f"not a mechanism of this module: {mechanism}")
 
 
-def jvm_system_properties(kafka: KafkaConnectionSpec) -> dict[str, str]:
+def jvm_system_properties(kafka: SaslConnection) -> dict[str, str]:
     """The JVM-wide settings the Java client needs for `kafka`, set by the job before its source starts (a
     pipeline reads one cluster). AWS keys without a role go to the SDK's own system properties: its default
     chain reads them there. Secrets included: never log the result."""
@@ -204,7 +228,7 @@ def jvm_system_properties(kafka: KafkaConnectionSpec) -> dict[str, str]:
 # -- librdkafka (the web app) ---------------------------------------------------------------------------
 
 
-def librdkafka_sasl_config(kafka: KafkaConnectionSpec) -> dict[str, object]:
+def librdkafka_sasl_config(kafka: SaslConnection) -> dict[str, object]:
     """librdkafka's settings for OAUTHBEARER (its OIDC mode) and AWS_MSK_IAM (a signed token from AWS's signer,
     sent as OAUTHBEARER). ValueError with `GSSAPI_UNSUPPORTED` for GSSAPI."""
     mechanism = kafka.sasl_mechanism
@@ -230,7 +254,7 @@ def librdkafka_sasl_config(kafka: KafkaConnectionSpec) -> dict[str, object]:
     raise ValueError(f"not a mechanism of this module: {mechanism}")
 
 
-def msk_iam_token(kafka: KafkaConnectionSpec) -> tuple[str, float]:
+def msk_iam_token(kafka: SaslConnection) -> tuple[str, float]:
     """A signed MSK IAM token and its expiry (epoch seconds), as librdkafka's `oauth_cb` returns them: from the
     connection's access key, its role, or AWS's default credential chain."""
     from aws_msk_iam_sasl_signer import MSKAuthTokenProvider

@@ -4,7 +4,7 @@ A spec is checked by the web app on every request and by the job before it start
 could hold the server for minutes (a 55,000-field spec) and one expression could ask a job for terabytes per row
 (`repeat` inside `repeat`). Every layer reads this table: the spec's checks (`clearflow_spec.spec`), the expression
 checks (`clearflow_spec.expressions`, `clearflow_spec.expression_bounds`), the engine's row check
-(`spark_jobs.transforms.map_columns`), the schema readers (`clearflow_spec.avro_schema`,
+(`spark_jobs.column_mapping.map_columns`), the schema readers (`clearflow_spec.avro_schema`,
 `clearflow_spec.protobuf_schema` and the web app's inference from sampled JSON, through `FlattenBudget`) and the
 documentation (docs/pipeline-spec.md lists each cap; a test keeps the two in step). No Spark and no Django here.
 

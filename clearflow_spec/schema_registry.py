@@ -2,7 +2,7 @@
 
 Subjects follow the topic name strategy (Confluent's default): the values of topic `orders` are registered
 under `orders-value`. The client is confluent-kafka's `SchemaRegistryClient`, built from the connection spec
-(`clearflow_spec.connections.schema_registry_client_conf`).
+(`clearflow_spec.client_config.schema_registry_client_conf`).
 
 - `subject_versions(connection, subject)`: every version of a subject with its schema id and text;
 - `writer_schemas(connection, topics, extra_ids=..., kind=...)`: the Avro (or Protobuf) schemas a run decodes with;
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from clearflow_spec import protobuf_schema
 from clearflow_spec.avro_schema import AvroSchemaError, SchemaField, WriterSchemas, fields_by_path
-from clearflow_spec.connections import SchemaRegistryConnectionSpec, schema_registry_client_conf, write_ca_file
+from clearflow_spec.client_config import schema_registry_client_conf, write_ca_file
+from clearflow_spec.connections import SchemaRegistryConnectionSpec
 from clearflow_spec.limits import LimitError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Sizing a pipeline's dedup state before it runs: keys, bytes on disk, RocksDB memory, the job's memory.
 
 Pure Python (no Spark, no Django): the web app shows it on the review step and in the API's validation, the
-worker gives the job its memory from it.
+worker gives the job its memory from it (`clearflow_spec.job_sizing`, the rule a job starts with).
 
 - `state_estimate(events_per_second=..., window_seconds=..., unique_share=...)`: the keys the dedup state holds
   once a window is full (rate x window x share of unique keys, capped by a known key space), their bytes on
@@ -412,24 +412,6 @@ def free_disk_bytes(path: str) -> int | None:
         return None
 
 
-def stored_state_bytes(checkpoint: str) -> int | None:
-    """Bytes of the dedup state a checkpoint holds now (its `state` directory: RocksDB's files and changelogs,
-    older versions included); None for a URI or a checkpoint without state yet."""
-    if "://" in checkpoint:
-        return None
-    root = Path(checkpoint) / "state"
-    if not root.is_dir():
-        return None
-    total = 0
-    for directory, _subdirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(directory, name)).st_size
-            except OSError:  # removed by a compaction or cleanup meanwhile
-                continue
-    return total
-
-
 def human_bytes(count: float) -> str:
     """1.2 GB, 340 MB, 12 KB (powers of 1024, as the state's figures are planned)."""
     for unit, size in (("TB", 1024 * GB), ("GB", GB), ("MB", MB), ("KB", 1024)):
@@ -497,7 +479,6 @@ __all__ = [
     "spark_memory",
     "state_estimate",
     "state_partitions",
-    "stored_state_bytes",
     "total_memory_bytes",
     "trigger_interval",
 ]

@@ -276,7 +276,7 @@ class DedupSpec(Windowed):
     # Deprecated, removed in ClearFlow 0.2.0: accepted for specs written by earlier versions, which chose a
     # memory or RocksDB store here, and never written again (`exclude`: not in `to_dict()`, the stored spec, the
     # API's answers nor `clearflow export`). The dedup state is always on RocksDB, with bounded memory
-    # (spark_jobs.pipeline.state_store_conf).
+    # (spark_jobs.session.state_store_conf).
     state_store: StateStore = Field(default="auto", exclude=True)
 
     @model_validator(mode="after")

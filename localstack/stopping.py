@@ -97,7 +97,7 @@ def job_grace(deadline: float) -> float:
 
 def stop_pipeline_jobs(run_root: Path, *, timeout: float) -> str:
     """Stop every pipeline job started under `run_root` (SIGKILL past `timeout` seconds), recorded as stopped with
-    the stack (`worker.reconciler.stop_stack_jobs`); what to tell the user ("" when none ran). Called once the
+    the stack (`worker.stack_stop.stop_stack_jobs`); what to tell the user ("" when none ran). Called once the
     worker is stopped."""
     kill_standby_jobs(run_root)
     try:
@@ -105,7 +105,7 @@ def stop_pipeline_jobs(run_root: Path, *, timeout: float) -> str:
 
         quiet_django_logs()
         django.setup()
-        from worker.reconciler import stop_stack_jobs
+        from worker.stack_stop import stop_stack_jobs
 
         result = stop_stack_jobs(timeout=timeout)
     except Exception as error:  # never leave jobs behind: stop the processes even without the web app's code

@@ -1,7 +1,7 @@
 """JVM class-data sharing (AppCDS) for the job's driver: Spark's classes mapped from an archive, not parsed anew.
 
 A job's JVM loads some 10,000 classes before its first batch; with an archive made once (`python -m
-spark_jobs.cds`, run by `make install`) it maps them instead. Java 17 has no -XX:+AutoCreateSharedArchive (JDK
+spark_jobs.cds_build`, run by `make install`) it maps them instead. Java 17 has no -XX:+AutoCreateSharedArchive (JDK
 19+), so the archive is written by a short training run under -XX:ArchiveClassesAtExit, then used through
 -XX:SharedArchiveFile. The JVM checks that the archive fits (same JDK, same class path prefix) and silently runs
 without it when it does not (-Xshare:auto, the default): a stale or missing archive only costs the time it saves.
@@ -11,16 +11,12 @@ The archive's name carries the JDK and the pyspark version, so an upgrade makes 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from spark_jobs.jars import jars_root
-
-log = logging.getLogger(__name__)
 
 CDS_ENV = "CLEARFLOW_CDS"  # "0": never use or build the archive
 
@@ -58,59 +54,3 @@ def java_options() -> str:
         return ""
     path = archive_path()
     return f"-XX:SharedArchiveFile={path} {MAP_AT_ITS_ADDRESS}" if path.is_file() else ""
-
-
-def _train(target: str) -> None:
-    """What a job's start loads: a session with the Kafka connector, a streaming query through foreachBatch."""
-    from spark_jobs.pipeline import build_session
-
-    spark = build_session(
-        app_name="clearflow-cds",
-        master="local[2]",
-        conf={"spark.driver.extraJavaOptions": f"-Xss32m -XX:ArchiveClassesAtExit={target}"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    batches: list[int] = []
-    query = (
-        spark.readStream.format("rate")
-        .option("rowsPerSecond", 10)
-        .load()
-        .selectExpr("CAST(value AS STRING) AS id", "timestamp")
-        .dropDuplicates(["id"])
-        .writeStream.foreachBatch(lambda df, batch_id: batches.append(df.count()))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    spark.createDataFrame([(1, "a")], "n INT, s STRING").groupBy("s").count().collect()
-    spark.stop()
-
-
-def build(*, force: bool = False) -> Path | None:
-    """Make the archive (about 30 s) unless it exists; returns its path, or None when it could not be made."""
-    path = archive_path()
-    if path.is_file() and not force:
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    env = {**os.environ, CDS_ENV: "0"}  # the training run must not map an older archive
-    code = f"from spark_jobs.cds import _train; _train({str(tmp)!r})"
-    # The JVM writes the archive when it exits, i.e. when this child process ends: wait for it, then rename.
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0 or not tmp.is_file():
-        log.warning("no class-data archive made: %s", result.stderr.strip()[-1000:])
-        tmp.unlink(missing_ok=True)
-        return None
-    os.replace(tmp, path)
-    return path
-
-
-def main() -> int:
-    logging.basicConfig(level="INFO", format="%(message)s")
-    path = build(force="--force" in sys.argv)
-    print(f"clearflow: class-data archive {path}" if path else "clearflow: no class-data archive (see above)")
-    return 0  # never fails an install: jobs run without the archive, only slower to start
-
-
-if __name__ == "__main__":
-    sys.exit(main())

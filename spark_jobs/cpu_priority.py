@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,24 @@ def local_jvm_pid(spark: Any) -> int | None:
         return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     except Exception:  # an odd gateway: the priority stays as it is
         return None
+
+
+def lower_after_first_batch(query: object, niceness: int | None, idle: bool, stop_requested: threading.Event) -> None:
+    """Once the query's first micro-batch is done, lower this job's processes to `niceness` (None: as they are):
+    a standby ran its first batch at the worker's priority, and runs from now on where a job started cold runs.
+    RocksDB's compaction threads then follow the JVM's niceness (lower_compaction_priority, at each heartbeat).
+    With `idle` (a light pipeline), then move them to the idle scheduling class, so that everything else on the
+    host, a new deploy's first batch included, goes first (the module's docstring says why)."""
+    while getattr(query, "lastProgress", None) is None:
+        if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
+            return
+    if niceness is not None:
+        lower_process_tree(niceness)
+        log.info("after its first micro-batch: CPU priority lowered to niceness %d", niceness)
+    if idle:
+        moved = idle_process_tree()
+        # Again a moment later: a thread started meanwhile by one not yet moved would have kept the old class.
+        if stop_requested.wait(2.0):
+            return
+        moved += idle_process_tree()
+        log.info("after its first micro-batch: %d threads in the idle CPU class (a light pipeline)", moved)

@@ -80,7 +80,7 @@ def drop_duplicates(
 ) -> DataFrame:
     """Keep the first event per key (by dedup time, then Kafka partition and offset) for `window_seconds` of
     processing time after the key was first kept; dead letters pass through. Needs `dedup_key`'s columns and
-    the RocksDB state store (`spark_jobs.pipeline.state_store_conf`); the helper columns are dropped after.
+    the RocksDB state store (`spark_jobs.session.state_store_conf`); the helper columns are dropped after.
     `observe`: the names the rows in and out are counted under for the metrics (a join's right side has its
     own, `metrics.RIGHT_DEDUP_OBSERVATIONS`: a query observes each name once); None: not counted.
     """

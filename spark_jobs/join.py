@@ -33,7 +33,7 @@ _SECOND_SEED = "clearflow-join-key"
 # side's value). Both are kept to be measured against each other (docs/performance-log.md, "Temporal join").
 JOIN_EXPIRY_CONF = "spark.clearflow.join.expiry"
 JOIN_EXPIRY_DEFAULT = "timers"
-# Top-level columns a dead letter keeps (`transforms.map_columns` writes them to the dead-letter table).
+# Top-level columns a dead letter keeps (`column_mapping.map_columns` writes them to the dead-letter table).
 DEAD_LETTER_COLUMNS = ("_cf_value", "_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp")
 
 

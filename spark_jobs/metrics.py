@@ -437,7 +437,7 @@ class ProgressRelay:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"progress-{publisher.pipeline}", daemon=True)
         # The newest batch whose progress reached the relay (progress comes after the batch):
-        # `spark_jobs.pipeline.stop_query` waits for the query's last one before stopping the relay.
+        # `spark_jobs.query.stop_query` waits for the query's last one before stopping the relay.
         self.last_batch_id = -1
 
     def start(self) -> ProgressRelay:

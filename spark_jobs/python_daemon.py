@@ -12,7 +12,7 @@ import pyarrow
 import pyarrow.compute  # noqa: F401
 from pyspark.daemon import manager
 
-import spark_jobs.pipeline  # noqa: F401 - the foreachBatch writer's module and its imports (spark_jobs.sink)
+import spark_jobs.query  # noqa: F401 - the foreachBatch writer's module and its imports (spark_jobs.sink)
 
 if __name__ == "__main__":
     manager()

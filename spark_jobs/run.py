@@ -19,9 +19,9 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clearflow_spec.protocol import STARTED_LINE, TIMING_LINE, ExitCode
 from clearflow_spec.sizing import LIGHT_TRIGGER
@@ -29,6 +29,7 @@ from spark_jobs import object_store
 from spark_jobs.jars import object_store_jars
 
 if TYPE_CHECKING:
+    from clearflow_spec.avro_schema import WriterSchemas
     from clearflow_spec.spec import PipelineSpec
 
 log = logging.getLogger("clearflow.run")
@@ -85,7 +86,53 @@ def default_checkpoint(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The job's steps: logging, the standby's wait for a pipeline (with --standby), the spec, the ClickHouse
+    tables and the schemas while the session starts, then the query, run again for an Avro schema new since the
+    start, until it ends or a stop is asked."""
     args = parse_args(argv)
+    _configure_logging(args)
+    stop_requested = threading.Event()
+    spark = None
+    # A standby's niceness after its pipeline's first batch (protocol.Handoff.niceness), fixed at the hand-off so
+    # that lowering it again (a query started again below) changes nothing.
+    niceness_after_first_batch: int | None = None
+    if args.standby:
+        taken = _take_handoff(args, stop_requested)
+        if isinstance(taken, int):
+            return taken
+        spark, niceness_after_first_batch = taken
+    spec_path = Path(args.spec).expanduser().resolve()
+    spec = _read_spec(spec_path)
+    if isinstance(spec, int):
+        return spec
+    if args.standby:
+        log.info("standby: runs pipeline %s from now on", spec.name)
+    checkpoint = _checkpoint_path(args, spec)
+    start = _start_early(spec)
+    if spark is None:
+        spark = _start_session(args, app_name=f"clearflow-{spec.name}", who=f"pipeline {spec.name}")
+        if spark is None:
+            return ExitCode.FAILED
+    _stop_on_signals(stop_requested)
+    try:
+        ended = _run_queries(
+            spark,
+            spec,
+            args=args,
+            spec_path=spec_path,
+            checkpoint=checkpoint,
+            start=start,
+            niceness_after_first_batch=niceness_after_first_batch,
+            stop_requested=stop_requested,
+        )
+    finally:
+        spark.stop()
+    if isinstance(ended, int):
+        return ended
+    return _exit_code(spec, ended, stopped=stop_requested.is_set())
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -95,135 +142,168 @@ def main(argv: list[str] | None = None) -> int:
     log.info("%s", TIMING_LINE.format(step="runner", at=time.time()))
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
-    stop_requested = threading.Event()
+
+def _stop_on_signals(stop_requested: threading.Event) -> None:
+    """SIGTERM and SIGINT ask for a stop after the current micro-batch."""
 
     def request_stop(signum: int, _frame: object) -> None:
         log.info("received %s: stopping after the current micro-batch", signal.Signals(signum).name)
         stop_requested.set()
 
-    spark = None
-    # A standby's niceness after its pipeline's first batch (protocol.Handoff.niceness), fixed at the hand-off so
-    # that lowering it again (a query started again below) changes nothing.
-    niceness_after_first_batch: int | None = None
-    if args.standby:
-        signal.signal(signal.SIGTERM, request_stop)
-        signal.signal(signal.SIGINT, request_stop)
-        spark = _start_session(args, app_name="clearflow-standby", who="standby")
-        if spark is None:
-            return ExitCode.FAILED
-        from spark_jobs.standby import rehearse, wait_for_handoff
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
 
-        rehearse(spark)
-        handoff = wait_for_handoff(spark, Path(args.standby), stop_requested)
-        if handoff is None:
-            log.info("standby stopped before it took a pipeline")
-            spark.stop()
-            return ExitCode.STOPPED
-        log.info("%s", TIMING_LINE.format(step="handoff", at=time.time()))
-        args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
-        if handoff.niceness:
-            niceness_after_first_batch = min(19, os.getpriority(os.PRIO_PROCESS, 0) + handoff.niceness)
-        args.idle_after_first_batch = handoff.idle_after_first_batch
 
+def _take_handoff(args: argparse.Namespace, stop_requested: threading.Event) -> tuple[Any, int | None] | int:
+    """A standby's start: the session first, then the wait on its channel for a pipeline, whose spec file,
+    checkpoint, trigger and first-batch settings go into `args`. The session and the niceness after the first
+    batch (None: as it is); an exit code when no pipeline came (stopped) or the session could not start."""
+    _stop_on_signals(stop_requested)
+    spark = _start_session(args, app_name="clearflow-standby", who="standby")
+    if spark is None:
+        return ExitCode.FAILED
+    from spark_jobs.standby import rehearse, wait_for_handoff
+
+    rehearse(spark)
+    handoff = wait_for_handoff(spark, Path(args.standby), stop_requested)
+    if handoff is None:
+        log.info("standby stopped before it took a pipeline")
+        spark.stop()
+        return ExitCode.STOPPED
+    log.info("%s", TIMING_LINE.format(step="handoff", at=time.time()))
+    args.spec, args.checkpoint, args.trigger_interval = handoff.spec, handoff.checkpoint, handoff.trigger_interval
+    niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + handoff.niceness) if handoff.niceness else None
+    args.idle_after_first_batch = handoff.idle_after_first_batch
+    return spark, niceness
+
+
+def _read_spec(spec_path: Path) -> PipelineSpec | int:
+    """The spec file's pipeline, or ExitCode.INVALID_SPEC (logged) when it cannot be read or is invalid."""
     from clearflow_spec.spec import SpecError, parse_spec
 
-    spec_path = Path(args.spec).expanduser().resolve()
     try:
-        spec = parse_spec(spec_path.read_text())
+        return parse_spec(spec_path.read_text())
     except OSError as exc:
         log.error("cannot read the spec %s: %s", spec_path, exc)
         return ExitCode.INVALID_SPEC
     except SpecError as exc:
         log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
         return ExitCode.INVALID_SPEC
-    if args.standby:
-        log.info("standby: runs pipeline %s from now on", spec.name)
 
+
+def _checkpoint_path(args: argparse.Namespace, spec: PipelineSpec) -> str:
     checkpoint = args.checkpoint or default_checkpoint(spec.name)
     if "://" not in checkpoint:
         checkpoint = str(Path(checkpoint).expanduser().resolve())
+    return checkpoint
 
-    from spark_jobs.pipeline import prepare_sink, source_schemas, start_query, stop_query
 
-    # What needs no Spark runs while the JVM and the session start (they take seconds): the ClickHouse tables'
-    # preparation and the registry's schemas. The query still starts only once both are done.
+class _EarlyStart(NamedTuple):
+    """What needs no Spark, started while the JVM and the session start (they take seconds)."""
+
+    prepared: Future[None]  # the ClickHouse tables' preparation
+    schemas: Future[WriterSchemas | None]  # the registry's schemas
+
+
+def _start_early(spec: PipelineSpec) -> _EarlyStart:
+    """The ClickHouse tables' preparation and the registry's schemas, in threads; the query still starts only once
+    both are done."""
+    from spark_jobs.pipeline import prepare_sink, source_schemas
+
     early = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clearflow-start")
-    prepared = early.submit(prepare_sink, spec)
-    first_schemas = early.submit(source_schemas, spec)
+    start = _EarlyStart(early.submit(prepare_sink, spec), early.submit(source_schemas, spec))
     early.shutdown(wait=False)
+    return start
 
-    if spark is None:
-        spark = _start_session(args, app_name=f"clearflow-{spec.name}", who=f"pipeline {spec.name}")
-        if spark is None:
-            return ExitCode.FAILED
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+def _run_queries(
+    spark: Any,
+    spec: PipelineSpec,
+    *,
+    args: argparse.Namespace,
+    spec_path: Path,
+    checkpoint: str,
+    start: _EarlyStart,
+    niceness_after_first_batch: int | None,
+    stop_requested: threading.Event,
+) -> BaseException | int | None:
+    """Start the query and run it until it ends or a stop is asked; again, from the checkpoint, when records carry
+    an Avro schema registered after the start. The last run's failure (None: none), or an exit code when the query
+    could not start (logged)."""
+    from clearflow_spec.schema_registry import RegistryError
+    from clearflow_spec.spec import SpecError
+    from spark_jobs.avro_decode import unloaded_schema_id
+    from spark_jobs.cpu_priority import lower_after_first_batch
+    from spark_jobs.pipeline import source_schemas
+    from spark_jobs.query import run_until_stopped, start_query, stop_query
 
     trigger = {"availableNow": True} if args.available_now else {"processingTime": args.trigger_interval}
-    from clearflow_spec.schema_registry import RegistryError
-    from spark_jobs.avro_decode import unloaded_schema_id
-
     extra_schema_ids: set[int] = set()
-    try:
-        while True:
-            try:
-                if extra_schema_ids:
-                    schemas = source_schemas(spec, extra_ids=extra_schema_ids)
-                else:
-                    schemas = first_schemas.result()
-                    prepared.result()  # its error, if any, is handled as start_query's was
-                query = start_query(
-                    spark,
-                    spec,
-                    checkpoint=checkpoint,
-                    redis_url=args.redis_url,
-                    trigger=trigger,
-                    schemas=schemas,
-                    prepare=False,
-                )
-            except SpecError as exc:
-                log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
-                return ExitCode.INVALID_SPEC
-            except RegistryError as exc:
-                log.error("pipeline %s could not start: %s", spec.name, exc)
-                return ExitCode.FAILED
-            except Exception as exc:
-                log.error("pipeline %s could not start: %s", spec.name, exc)
-                return ExitCode.FAILED
-            if not extra_schema_ids:
-                log.info("%s", TIMING_LINE.format(step="query", at=time.time()))
-                log.info(
-                    "%s",
-                    STARTED_LINE.format(
-                        name=spec.name,
-                        query=query.id,
-                        application=spark.sparkContext.applicationId,
-                        checkpoint=checkpoint,
-                        trigger=args.trigger_interval if not args.available_now else "available now",
-                    ),
-                )
-                _log_guarantee(spec)
-            # At each start: the query before may have ended before its first batch.
-            if niceness_after_first_batch is not None or args.idle_after_first_batch:
-                threading.Thread(
-                    target=_lower_priority_after_first_batch,
-                    args=(query, niceness_after_first_batch, args.idle_after_first_batch, stop_requested),
-                    name="clearflow-priority",
-                    daemon=True,
-                ).start()
-            failure = _run(query, stop_requested)
-            stop_query(spark, query)
-            new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
-            if new_id is None or new_id in extra_schema_ids:
-                break
-            # A schema registered after the run started: the failed batch was not committed, so the query
-            # starts again from the checkpoint with that schema loaded, and no record is lost or written twice.
-            log.info("pipeline %s: records carry Avro schema id %d, new since the start: loading it", spec.name, new_id)
-            extra_schema_ids.add(new_id)
-    finally:
-        spark.stop()
-    if failure is not None and stop_requested.is_set():
+    while True:
+        try:
+            if extra_schema_ids:
+                schemas = source_schemas(spec, extra_ids=extra_schema_ids)
+            else:
+                schemas = start.schemas.result()
+                start.prepared.result()  # its error, if any, is handled as start_query's was
+            query = start_query(
+                spark,
+                spec,
+                checkpoint=checkpoint,
+                redis_url=args.redis_url,
+                trigger=trigger,
+                schemas=schemas,
+                prepare=False,
+            )
+        except SpecError as exc:
+            log.error("invalid pipeline spec %s:\n%s", spec_path, exc)
+            return ExitCode.INVALID_SPEC
+        except RegistryError as exc:
+            log.error("pipeline %s could not start: %s", spec.name, exc)
+            return ExitCode.FAILED
+        except Exception as exc:
+            log.error("pipeline %s could not start: %s", spec.name, exc)
+            return ExitCode.FAILED
+        if not extra_schema_ids:
+            _log_started(spark, spec, query, args=args, checkpoint=checkpoint)
+        # At each start: the query before may have ended before its first batch.
+        if niceness_after_first_batch is not None or args.idle_after_first_batch:
+            threading.Thread(
+                target=lower_after_first_batch,
+                args=(query, niceness_after_first_batch, args.idle_after_first_batch, stop_requested),
+                name="clearflow-priority",
+                daemon=True,
+            ).start()
+        failure = run_until_stopped(query, stop_requested)
+        stop_query(spark, query)
+        new_id = None if stop_requested.is_set() else unloaded_schema_id(failure)
+        if new_id is None or new_id in extra_schema_ids:
+            return failure
+        # A schema registered after the run started: the failed batch was not committed, so the query
+        # starts again from the checkpoint with that schema loaded, and no record is lost or written twice.
+        log.info("pipeline %s: records carry Avro schema id %d, new since the start: loading it", spec.name, new_id)
+        extra_schema_ids.add(new_id)
+
+
+def _log_started(spark: Any, spec: PipelineSpec, query: Any, *, args: argparse.Namespace, checkpoint: str) -> None:
+    """The query's start, as the worker reads it (STARTED_LINE), and the delivery guarantee."""
+    log.info("%s", TIMING_LINE.format(step="query", at=time.time()))
+    log.info(
+        "%s",
+        STARTED_LINE.format(
+            name=spec.name,
+            query=query.id,
+            application=spark.sparkContext.applicationId,
+            checkpoint=checkpoint,
+            trigger=args.trigger_interval if not args.available_now else "available now",
+        ),
+    )
+    _log_guarantee(spec)
+
+
+def _exit_code(spec: PipelineSpec, failure: BaseException | None, *, stopped: bool) -> int:
+    """How the job ends once its query has: stopped (on request, or caught up), or failed (logged)."""
+    if failure is not None and stopped:
         # SIGTERM sent to the whole process group also reaches Spark's JVM, which then shuts down under the
         # running batch. Nothing is lost: the unfinished batch is replayed (idempotently) on restart.
         log.warning("pipeline %s stopped by signal during a micro-batch: %s", spec.name, _root_message(failure))
@@ -239,7 +319,7 @@ def _start_session(args: argparse.Namespace, *, app_name: str, who: str) -> Any:
     """The SparkSession the command line asks for, with the Python workers warming up; None when the connector's
     jars are missing (logged). `who` names the job in the log ("pipeline orders", "standby")."""
     from spark_jobs.jars import ConnectorJarsMissing
-    from spark_jobs.pipeline import build_session
+    from spark_jobs.session import build_session
 
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = args.master or (None if under_spark_submit else "local[*]")
@@ -306,45 +386,6 @@ def _jvm_start_time(spark: object) -> float:
         return 0.0
 
 
-def _run(query: object, stop_requested: threading.Event) -> BaseException | None:
-    """Wait until the query ends or a stop is requested (then stop between batches); its failure, if any."""
-    from pyspark.errors import StreamingQueryException
-
-    while query.isActive and not stop_requested.is_set():  # type: ignore[attr-defined]
-        try:
-            query.awaitTermination(0.5)  # type: ignore[attr-defined]
-        except StreamingQueryException:
-            break  # reported from query.exception()
-    if stop_requested.is_set() and query.isActive:  # type: ignore[attr-defined]
-        _stop_between_batches(query)
-    return query.exception()  # type: ignore[attr-defined]
-
-
-def _lower_priority_after_first_batch(
-    query: object, niceness: int | None, idle: bool, stop_requested: threading.Event
-) -> None:
-    """Once the query's first micro-batch is done, lower this job's processes to `niceness` (None: as they are):
-    a standby ran its first batch at the worker's priority, and runs from now on where a job started cold runs.
-    RocksDB's compaction threads then follow the JVM's niceness (spark_jobs.cpu_priority, at each heartbeat).
-    With `idle` (a light pipeline), then move them to the idle scheduling class, so that everything else on the
-    host, a new deploy's first batch included, goes first (spark_jobs.cpu_priority says why)."""
-    from spark_jobs.cpu_priority import idle_process_tree, lower_process_tree
-
-    while getattr(query, "lastProgress", None) is None:
-        if stop_requested.wait(0.5) or not query.isActive:  # type: ignore[attr-defined]
-            return
-    if niceness is not None:
-        lower_process_tree(niceness)
-        log.info("after its first micro-batch: CPU priority lowered to niceness %d", niceness)
-    if idle:
-        moved = idle_process_tree()
-        # Again a moment later: a thread started meanwhile by one not yet moved would have kept the old class.
-        if stop_requested.wait(2.0):
-            return
-        moved += idle_process_tree()
-        log.info("after its first micro-batch: %d threads in the idle CPU class (a light pipeline)", moved)
-
-
 def _log_guarantee(spec: PipelineSpec) -> None:
     """Say at start whether replays are dropped (exactly-once) or may be written twice (at-least-once)."""
     from clearflow_spec.connections import connection_dict
@@ -368,34 +409,6 @@ def _log_guarantee(spec: PipelineSpec) -> None:
     else:
         fix = f"; to drop replays run: {result.fix_sql}" if result.fix_sql else ""
         log.warning("pipeline %s: at-least-once: %s%s", spec.name, result.reason, fix)
-
-
-def _stop_between_batches(query: object, timeout: float = 600.0) -> None:
-    """Let the running micro-batch finish, then stop (a batch cut short is replayed anyway).
-
-    A job that is behind starts the next batch at once, so a gap between batches may never be seen: wait for
-    either a gap or the end of the batch that was running when the stop came (its id appears in the progress),
-    and stop then, interrupting at most a batch that just began. The worker forces the stop (SIGKILL) after its
-    own timeout in any case.
-    """
-    deadline = time.monotonic() + timeout
-    try:
-        running = _last_batch_id(query) + 1  # the batch in flight, if any
-        while (
-            time.monotonic() < deadline
-            and query.isActive  # type: ignore[attr-defined]
-            and query.status.get("isTriggerActive")  # type: ignore[attr-defined]
-            and _last_batch_id(query) < running
-        ):
-            time.sleep(0.1)
-        query.stop()  # type: ignore[attr-defined]
-    except Exception as exc:
-        log.warning("could not stop the query cleanly: %s", exc)
-
-
-def _last_batch_id(query: object) -> int:
-    progress = query.lastProgress  # type: ignore[attr-defined]
-    return int(progress.get("batchId", -1)) if progress else -1
 
 
 def _root_message(exc: BaseException) -> str:

@@ -22,12 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clearflow_spec.clickhouse_types import quote_ident
-from clearflow_spec.connections import (
-    ClickHouseConnectionSpec,
-    clickhouse_connect_kwargs,
-    connection_from_values,
-    write_ca_file,
-)
+from clearflow_spec.client_config import clickhouse_connect_kwargs, write_ca_file
+from clearflow_spec.connections import ClickHouseConnectionSpec, connection_from_values
 from clearflow_spec.exactly_once import TABLE_ENGINE_SQL, InsertDedup, insert_dedup_of_table
 
 log = logging.getLogger(__name__)

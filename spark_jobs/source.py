@@ -5,7 +5,7 @@
 - Admission control: at most `max_records_per_batch` records per micro-batch (`maxOffsetsPerTrigger`, shared
   between partitions by the connector); `Trigger.AvailableNow` stops at the offsets seen when the query started.
 - The spec's connection settings map onto the connector's `kafka.*` options
-  (`clearflow_spec.connections.kafka_connector_options`). Secret options are named in `SECRET_OPTIONS`;
+  (`clearflow_spec.client_config.kafka_connector_options`). Secret options are named in `SECRET_OPTIONS`;
   `REDACTION_REGEX` (set as `spark.redaction.regex`) keeps their values out of Spark's UI, event log and plan
   strings, and the Kafka client logs them as `[hidden]`.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from clearflow_spec.connections import KAFKA_SECRET_OPTIONS, kafka_connector_options
+from clearflow_spec.client_config import KAFKA_SECRET_OPTIONS, kafka_connector_options
 from clearflow_spec.kafka_sasl import KRB5_CONF_PROPERTY, jvm_system_properties
 from clearflow_spec.spec import KAFKA_HEADERS, KAFKA_KEY, PipelineSpec, SourceSpec
 

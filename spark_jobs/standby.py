@@ -169,7 +169,8 @@ def rehearse(spark: Any) -> None:
     from pyspark.sql import functions as F
 
     from clearflow_spec.spec import parse_spec
-    from spark_jobs.pipeline import ROCKSDB_MEMORY_CONF, build_stream, state_store_conf
+    from spark_jobs.pipeline import build_stream
+    from spark_jobs.session import ROCKSDB_MEMORY_CONF, state_store_conf
 
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-rehearsal-"))

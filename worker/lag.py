@@ -12,7 +12,7 @@ Every few seconds (`Task.PIPELINES_LAG`, beat) for every deploying or running pi
    `/metrics` and the alerts read them;
 3. a running job whose pace calls for another sizing (`pace.resize_for`: a light job that events outgrew, a
    state that outgrew its memory, a busy job that has been quiet for long) is re-sized: it stops and starts
-   again from its checkpoint (`services.pipeline_resize`), exactly once, nothing lost or doubled.
+   again from its checkpoint (`run_records.pipeline_resize`), exactly once, nothing lost or doubled.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from spark_jobs.checkpoint_offsets import committed_offsets, committed_offsets_o
 from spark_jobs.cpu_priority import leave_idle_class
 from spark_jobs.object_store import is_object_store
 from spark_jobs.s3_client import S3Error
-from webapp.connections.kafka_client import TopicOffsets, offsets_client, topic_offsets
+from webapp.connections.topic_offsets import TopicOffsets, offsets_client, topic_offsets
 from webapp.core.exceptions import ApplicationError
-from webapp.pipelines import services
+from webapp.pipelines import run_records
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus
 from worker import jobs, redis_state
 from worker.reconciler import checkpoint_location
@@ -230,7 +230,7 @@ def follow(pipeline: Pipeline) -> bool:
         quiet_seconds=(reading.t_ms - quiet[0].t_ms) / 1000 if quiet else 0.0,
         state_memory_needed_mb=needed_mb,
     )
-    if resize is not None and services.pipeline_resize(
+    if resize is not None and run_records.pipeline_resize(
         pipeline=pipeline, run=run, events_per_second=resize.events_per_second, reason=resize.reason
     ):
         log.info("pipeline %s: re-sizing: %s", pipeline.pk, resize.reason)

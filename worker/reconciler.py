@@ -7,11 +7,12 @@ the partial unique index on active runs backs that up). It never waits while hol
 long the caller may wait for a process to end before calling again. Any worker acts on any run: a job on this
 host through its process, a job on another host through its lease (`worker.job_control`).
 
-`stop_stack_jobs()` is the local stack's last word: it stops every job the stack started and records them as
-stopped with the stack, so they start again with it.
+The local stack's last word, `worker.stack_stop.stop_stack_jobs()`, stops every job the stack started and records
+them here as stopped with the stack, so they start again with it.
 
-Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services`, and
-which statuses want a job, or have one to watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
+Processes are `worker.jobs`' business; every state change is a service of `webapp.pipelines.services` (the runs'
+records and the restart policy: `webapp.pipelines.run_records`), and which statuses want a job, or have one to
+watch, is read from the lifecycle (`webapp.pipelines.lifecycle`).
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from clearflow_spec import failures
+from clearflow_spec.job_sizing import JobResources
 from clearflow_spec.protocol import ExitCode
 from clearflow_spec.sizing import LIGHT_TRIGGER
 from clearflow_spec.spec import PipelineSpec, SpecError
 from spark_jobs.s3_client import S3Error
 from webapp.core import queue
-from webapp.pipelines import services, state_size
+from webapp.pipelines import run_records, services
 from webapp.pipelines.lifecycle import JOB_ACTIVE, JOB_WANTED
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
-from worker import jobs, recovery, redis_state, standby
+from worker import job_sizing, jobs, recovery, redis_state, standby
 from worker.job_control import JobControl, control_for
 
 log = logging.getLogger(__name__)
@@ -118,15 +120,15 @@ def _reconcile_idle(pipeline: Pipeline) -> WaitFor | None:
     if status == S.DEPLOY_REQUESTED:
         _start(pipeline)
     elif status == S.STOP_REQUESTED:
-        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=False)
     elif status == S.RUNNING:
-        services.pipeline_job_failed(pipeline=pipeline, reason="The job is gone (no record of its process).")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="The job is gone (no record of its process).")
     elif (
         status == S.FAILED
         and pipeline.restart_at
         and pipeline.restart_at <= timezone.now()
         and not recovery.waiting_for_disk_space(pipeline)
-        and services.pipeline_restart(pipeline=pipeline)
+        and run_records.pipeline_restart(pipeline=pipeline)
     ):
         _start(pipeline)
     return None
@@ -152,14 +154,14 @@ def _reconcile_run(pipeline: Pipeline, run: PipelineRun) -> WaitFor | None:
     if run.running_at is None:
         app_id = job.started_application()
         if app_id:
-            services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
+            run_records.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=app_id)
             recovery.log_restart_steps(pipeline, run, standby=STANDBY_START in run.start)
             transaction.on_commit(lambda: queue.audit_pipeline(pipeline_id=pipeline.pk))
         elif _older_than(run.started_at, settings.PIPELINE_START_TIMEOUT_SECONDS, now):
             _kill(run, job, f"The job did not start within {settings.PIPELINE_START_TIMEOUT_SECONDS:.0f} s.")
         return None
     if pipeline.status == S.DEPLOY_REQUESTED:  # the same version deployed again while it ran: nothing to restart
-        services.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
+        run_records.pipeline_run_running(pipeline=pipeline, run=run, spark_app_id=run.spark_app_id)
         return None
     beat = redis_state.heartbeat_or_missing_since(pipeline.job_name)
     last = max(filter(None, [run.running_at, beat]))
@@ -178,21 +180,21 @@ def _stop(run: PipelineRun, job: JobControl) -> WaitFor:
     timeout = settings.PIPELINE_STOP_TIMEOUT_SECONDS
     if run.stop_requested_at is None:
         job.request_stop()
-        services.pipeline_run_mark(run=run, stop_requested_at=now)
+        run_records.pipeline_run_mark(run=run, stop_requested_at=now)
         return WaitFor(job, timeout)
     remaining = timeout - (now - run.stop_requested_at).total_seconds()
     if remaining > 0:
         return WaitFor(job, remaining)
     if run.killed_at is None:
         job.force_kill()
-        services.pipeline_run_mark(run=run, killed_at=now)
+        run_records.pipeline_run_mark(run=run, killed_at=now)
     return WaitFor(job, 10.0)
 
 
 def _kill(run: PipelineRun, job: JobControl, reason: str) -> None:
     log.warning("pipeline %s run %s: %s Killing it.", run.pipeline_id, run.pk, reason)
     job.force_kill()
-    services.pipeline_run_mark(run=run, killed_at=timezone.now(), reason=reason)
+    run_records.pipeline_run_mark(run=run, killed_at=timezone.now(), reason=reason)
 
 
 def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int | None) -> None:
@@ -212,15 +214,15 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
             outcome, reason = RunOutcome.RESIZED, f"Re-sized: {run.resize.get('reason', '')}."
         else:
             outcome, reason = RunOutcome.REPLACED, run.reason or "stopped"
-        services.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
+        run_records.pipeline_run_end(run=run, outcome=outcome, exit_code=exit_code, reason=reason)
         if pipeline.status == S.STOP_REQUESTED:
-            services.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
+            run_records.pipeline_job_stopped(pipeline=pipeline, forced=run.killed_at is not None)
         elif pipeline.status == S.DEPLOY_REQUESTED:
             _start(pipeline)  # the redeploy: the old version is down, start the new one
         return
     cause = _failure_cause(pipeline, run, job, tail, exit_code)
     last_lines = "\n".join(tail.splitlines()[-LOG_LINES_IN_REASON:])
-    services.pipeline_run_end(
+    run_records.pipeline_run_end(
         run=run,
         outcome=RunOutcome.FAILED,
         exit_code=exit_code,
@@ -229,7 +231,7 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         log_tail=last_lines,
     )
     if pipeline.status in JOB_WANTED:
-        services.pipeline_job_failed(
+        run_records.pipeline_job_failed(
             pipeline=pipeline,
             reason=f"Failed: {cause.words}",
             restartable=exit_code != ExitCode.INVALID_SPEC and cause.restart_helps,
@@ -246,7 +248,7 @@ def _ended(pipeline: Pipeline, run: PipelineRun, job: JobControl, exit_code: int
         )
         _reconcile_idle(pipeline)  # a restart due now starts in this same pass, not at the next tick
     elif pipeline.status == S.STOP_REQUESTED:
-        services.pipeline_job_stopped(pipeline=pipeline, forced=False)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=False)
 
 
 def _failure_cause(
@@ -269,32 +271,33 @@ STACK_STOP_REASON = "Stopped with the local stack; it starts again, from its che
 
 
 def _ended_with_stack(pipeline: Pipeline, run: PipelineRun, exit_code: int | None) -> None:
-    """The stack stopped this job (`stop_stack_jobs`): not a failure, nothing to restart now. A stop that was
-    under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it again."""
+    """The stack stopped this job (`worker.stack_stop.stop_stack_jobs`): not a failure, nothing to restart now. A
+    stop that was under way is done; otherwise the pipeline stays deployed and the next start of the stack runs it
+    again."""
     forced = run.killed_at is not None or exit_code is None
     if pipeline.status == S.STOP_REQUESTED:
-        services.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
-        services.pipeline_job_stopped(pipeline=pipeline, forced=forced)
+        run_records.pipeline_run_end(run=run, outcome=RunOutcome.STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON)
+        run_records.pipeline_job_stopped(pipeline=pipeline, forced=forced)
         return
     how = " (forced after the stop timeout: its last micro-batch is replayed)" if forced else ""
-    services.pipeline_run_end(
+    run_records.pipeline_run_end(
         run=run, outcome=RunOutcome.STACK_STOPPED, exit_code=exit_code, reason=STACK_STOP_REASON + how
     )
-    services.pipeline_job_interrupted(pipeline=pipeline, reason=STACK_STOP_REASON)
+    run_records.pipeline_job_interrupted(pipeline=pipeline, reason=STACK_STOP_REASON)
 
 
 def _start(pipeline: Pipeline) -> None:
     log.info("pipeline %s: starting its job at %.3f", pipeline.pk, time.time())  # deploy -> pickup, for the bench
     version = pipeline.deployed_version
     if version is None:
-        services.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="No version to run.", restartable=False)
         return
     since = pipeline.deploy_requested_at or pipeline.created_at
     attempt = PipelineRun.objects.filter(pipeline=pipeline, started_at__gte=since).count() + 1
     try:
         job_spec = services.pipeline_job_spec(pipeline=pipeline, version=version)
     except SpecError as exc:
-        services.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
+        run_records.pipeline_job_failed(pipeline=pipeline, reason=f"The spec is not valid: {exc}", restartable=False)
         return
     recovery.stop_unrecorded_jobs(pipeline.job_name, run_root=Path(settings.CLEARFLOW_RUN_ROOT))
     checkpoint = checkpoint_location(pipeline.job_name)
@@ -303,13 +306,13 @@ def _start(pipeline: Pipeline) -> None:
             jobs.remove_checkpoint(checkpoint)
         except S3Error as exc:
             reason = f"The checkpoint at {checkpoint} could not be reset: {exc}."
-            services.pipeline_job_failed(pipeline=pipeline, reason=reason, restartable=True)
+            run_records.pipeline_job_failed(pipeline=pipeline, reason=reason, restartable=True)
             return
     run_dir = Path(settings.CLEARFLOW_RUN_ROOT) / pipeline.job_name / f"{time.strftime('%Y%m%dT%H%M%S')}-{attempt}"
     # Sized from the expected dedup state (the topic's recent rate x the window, or the state the checkpoint
     # holds); the settings' --conf come after, so CLEARFLOW_SPARK_CONF still overrides the RocksDB bound.
     resized = _resized_from(pipeline)
-    resources = state_size.job_resources(
+    resources = job_sizing.job_resources(
         spec=job_spec,
         kafka_connection=pipeline.kafka_connection,
         checkpoint=checkpoint,
@@ -328,10 +331,10 @@ def _start(pipeline: Pipeline) -> None:
     try:
         handle, start_note = _start_job(launch)
     except (OSError, RuntimeError) as exc:
-        services.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason=f"The job could not be started: {exc}")
         return
     redis_state.remember_secrets(pipeline.job_name, jobs.secret_values(job_spec))
-    services.pipeline_run_create(
+    run_records.pipeline_run_create(
         pipeline=pipeline,
         version=version,
         attempt=attempt,
@@ -362,7 +365,7 @@ def _resized_from(pipeline: Pipeline) -> PipelineRun | None:
     return last if last is not None and last.outcome == RunOutcome.RESIZED and last.resize else None
 
 
-def _resize_note(resized: PipelineRun | None, resources: state_size.JobResources) -> str:
+def _resize_note(resized: PipelineRun | None, resources: JobResources) -> str:
     """How a re-sized run was sized, for its record: 'Re-sized (events arrive at 19.8k/s, sized for 0/s): restarted
     with a 1g heap, 512 MB of state memory, trigger 500 milliseconds. '"""
     if resized is None:
@@ -441,7 +444,7 @@ def keep_standby(*, niceness: int | None = None) -> list[standby.Standby]:
     if niceness is None:
         niceness = settings.PIPELINE_JOB_NICENESS if _a_job_is_starting() else 0
     template = _launch(
-        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=state_size.standby_driver_memory()
+        name="standby", run_dir=Path(), checkpoint="", spec=None, driver_memory=job_sizing.standby_driver_memory()
     )
     return standby.ensure(template, run_root=Path(settings.CLEARFLOW_RUN_ROOT), count=count, niceness=niceness)
 
@@ -481,33 +484,3 @@ def discard(*, job_name: str, job: dict | None, remove_checkpoint: bool) -> None
             jobs.remove_spec(job["run_dir"])
     if remove_checkpoint:
         jobs.remove_checkpoint(checkpoint_location(job_name))
-
-
-@dataclass(frozen=True)
-class StackStop:
-    jobs: int  # job processes stopped
-    forced: int  # of which killed after the timeout
-    recorded: bool  # their runs recorded (False: the database did not answer; the next start records them)
-
-
-def stop_stack_jobs(*, timeout: float) -> StackStop:
-    """The local stack stops (its worker and beat already have): stop every job started under its run root, all
-    at once (SIGTERM, SIGKILL after `timeout`), and record each run as stopped with the stack. Their pipelines stay
-    deployed: the next start runs them again from their checkpoints, and it is not counted as a failure."""
-    run_root = Path(settings.CLEARFLOW_RUN_ROOT)
-    handles = jobs.find_jobs(run_root)
-    for handle in handles:
-        jobs.mark_stopped_with_stack(handle.run_dir)  # first: a record written later finds it (also a later start)
-    standbys = {handle.run_dir for handle in handles if standby.is_waiting(handle.run_dir)}  # no pipeline's
-    results = jobs.stop_jobs(handles, timeout=timeout)
-    results = [result for result in results if result.handle.run_dir not in standbys]
-    recorded = True
-    try:
-        open_runs = PipelineRun.objects.filter(ended_at__isnull=True, host__in=["", jobs.this_host()])
-        for pipeline_id, run_dir in open_runs.values_list("pipeline_id", "run_dir"):
-            if run_dir and Path(run_dir).resolve().is_relative_to(run_root.resolve()):
-                reconcile(pipeline_id)  # the job is gone: records how it ended (stopped with the stack)
-    except Exception:  # the database is down: the stack's next start records the runs (the marks stay)
-        log.exception("could not record the runs stopped with the stack")
-        recorded = False
-    return StackStop(jobs=len(results), forced=sum(result.forced for result in results), recorded=recorded)

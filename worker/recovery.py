@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from clearflow_spec import failures
-from webapp.pipelines import services
+from webapp.pipelines import run_records
 from webapp.pipelines.models import Pipeline, PipelineRun, RunOutcome
 from worker import jobs, redis_state, standby
 
@@ -43,7 +43,7 @@ def waiting_for_disk_space(pipeline: Pipeline) -> bool:
     disk = checkpoint_disk()
     if disk.free_mb is None or disk.free_mb >= RESTART_FREE_MB:
         return False
-    services.pipeline_restart_wait(
+    run_records.pipeline_restart_wait(
         pipeline=pipeline,
         seconds=settings.PIPELINE_WATCH_INTERVAL_SECONDS,
         reason=(

@@ -86,7 +86,7 @@ def test_a_state_too_large_to_load_back_is_a_state_problem_with_its_way_out() ->
         runner_line("[STATE_STORE_INVALID_CONFIG_AFTER_RESTART] Cannot change providerClass between restarts."),
         runner_line("[STATE_STORE_COLUMN_FAMILY_SCHEMA_INCOMPATIBLE] Incompatible schema transformation"),
         runner_line("Provided schema doesn't match to the schema for existing state!"),
-        # spark_jobs.pipeline.CheckpointMismatch, logged by the runner before the query starts
+        # spark_jobs.checkpoint_state.CheckpointMismatch, logged by the runner before the query starts
         "2026-11-27 04:00:00,000 ERROR clearflow.run pipeline p could not start: the checkpoint /c holds dedup state "
         "of an earlier ClearFlow engine (dedupeWithinWatermark), which this version cannot read: reset the "
         "pipeline's checkpoint\n",

@@ -16,12 +16,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from clearflow_spec.connections import (
-    KafkaConnectionSpec,
-    connection_from_values,
-    kafka_connector_options,
-    librdkafka_config,
-)
+from clearflow_spec.client_config import kafka_connector_options, librdkafka_config
+from clearflow_spec.connections import KafkaConnectionSpec, connection_from_values
 from clearflow_spec.kafka_sasl import GSSAPI_UNSUPPORTED, jvm_system_properties, msk_iam_token
 
 pytestmark = pytest.mark.fast

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clearflow_spec import spec as S
-from clearflow_spec.connections import librdkafka_config
+from clearflow_spec.client_config import librdkafka_config
 
 pytestmark = pytest.mark.fast  # needs no service: `make test-fast`
 

@@ -16,7 +16,6 @@ from clearflow_spec.sizing import (
     standby_pool_size,
     state_estimate,
     state_partitions,
-    stored_state_bytes,
     trigger_interval,
 )
 
@@ -132,17 +131,6 @@ def test_memory_sizes_read_as_spark_writes_them(text, expected):
 def test_a_memory_size_without_a_number_is_refused():
     with pytest.raises(ValueError, match="invalid memory size"):
         parse_memory("lots")
-
-
-def test_the_state_a_checkpoint_holds_is_counted_from_its_files(tmp_path):
-    assert stored_state_bytes(str(tmp_path)) is None  # no state yet
-    (tmp_path / "state" / "0" / "0").mkdir(parents=True)
-    (tmp_path / "state" / "0" / "0" / "1.changelog").write_bytes(b"x" * 1000)
-    (tmp_path / "state" / "0" / "0" / "1.zip").write_bytes(b"x" * 500)
-    (tmp_path / "offsets").mkdir()
-    (tmp_path / "offsets" / "1").write_bytes(b"x" * 99)  # not state
-    assert stored_state_bytes(str(tmp_path)) == 1500
-    assert stored_state_bytes("s3a://bucket/checkpoints/p") is None
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ def spark() -> Iterator[Any]:
     """One local[2] SparkSession for all in-process Spark tests (it costs 7-15 s to start)."""
     import logging
 
-    from spark_jobs.pipeline import build_session
+    from spark_jobs.session import build_session
 
     logging.getLogger("py4j").setLevel(logging.WARNING)
 

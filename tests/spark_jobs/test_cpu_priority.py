@@ -76,7 +76,7 @@ def test_a_dedup_query_lowers_its_jvms_compaction_threads(
 
     from clearflow_spec.spec import parse_spec
     from spark_jobs.cpu_priority import local_jvm_pid
-    from spark_jobs.pipeline import start_query, stop_query
+    from spark_jobs.query import start_query, stop_query
 
     jvm_pid = local_jvm_pid(spark)
     assert jvm_pid is not None

@@ -20,8 +20,9 @@ from pyspark.sql.types import (
 )
 from pyspark.testing import assertDataFrameEqual, assertSchemaEqual
 
-from spark_jobs import dedup, transforms
-from spark_jobs.transforms import ERROR, Field, SinkColumn, Transform
+from spark_jobs import column_mapping, dedup, transforms
+from spark_jobs.column_mapping import SinkColumn
+from spark_jobs.transforms import ERROR, Field, Transform
 
 KAFKA_SCHEMA = StructType(
     [
@@ -279,7 +280,7 @@ def test_map_columns_casts_to_the_sink_columns_and_routes_what_does_not_fit_to_d
         ),
         [Field(path, kind) for path, kind in SINK_TYPES.items()],
     )
-    out = transforms.map_columns(df, SINK, SINK_TYPES)
+    out = column_mapping.map_columns(df, SINK, SINK_TYPES)
     assert out.columns == [
         "id",
         "small",
@@ -343,7 +344,7 @@ def test_check_columns_finds_the_same_dead_letters_before_dedup(spark):
     df = transforms.parse_events(
         records(spark, ['{"id": "a", "n": 255}', '{"id": "b", "n": 256}']), [Field("id", "string"), Field("n", "int")]
     )
-    actual = transforms.check_columns(df, [SinkColumn("n", "small", "UInt8")], {"n": "int"}).select("id", ERROR)
+    actual = column_mapping.check_columns(df, [SinkColumn("n", "small", "UInt8")], {"n": "int"}).select("id", ERROR)
     expected = spark.createDataFrame(
         [("a", None), ("b", "column 'small': cannot write '256' to UInt8")], f"id string, {ERROR} string"
     )
@@ -356,4 +357,4 @@ def test_check_columns_finds_the_same_dead_letters_before_dedup(spark):
     [("int", "Int64", False), ("int", "UInt8", True), ("uuid", "String", False), ("json", "JSON", True)],
 )
 def test_needs_check_follows_the_field_type_table(field_type, column_type, needs):
-    assert transforms.needs_check(field_type, column_type) is needs
+    assert column_mapping.needs_check(field_type, column_type) is needs

@@ -15,7 +15,7 @@ from engine_helpers import JOB_TIMEOUT, job_command, produce, wait_for
 
 from clearflow_spec.field_changes import field_changes
 from clearflow_spec.spec import SpecError, parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 from tests.specs import ORDER_COLUMNS, ORDER_FIELDS, spec_dict
 
 pytestmark = pytest.mark.spark

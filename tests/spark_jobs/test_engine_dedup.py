@@ -12,8 +12,9 @@ import pytest
 from engine_helpers import event, make_spec, produce, wait_for
 
 from clearflow_spec.spec import parse_spec
+from spark_jobs.checkpoint_state import CheckpointMismatch
 from spark_jobs.metrics import StateKeyCount
-from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 
 pytestmark = pytest.mark.spark
 

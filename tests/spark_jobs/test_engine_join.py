@@ -16,9 +16,10 @@ from engine_helpers import JOB_TIMEOUT, produce, wait_for
 from join_helpers import join_spec, order, payment
 
 from clearflow_spec.spec import parse_spec
+from spark_jobs.checkpoint_state import CheckpointMismatch
 from spark_jobs.join import JOIN_EXPIRY_CONF
 from spark_jobs.metrics import latest_key, totals_key
-from spark_jobs.pipeline import CheckpointMismatch, start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,8 @@ from engine_helpers import produce
 from protobuf_events import ORDER_PROTO, PAID_AT_SECONDS, framed, order_bytes, register_proto
 
 from clearflow_spec.spec import SpecError, parse_spec
-from spark_jobs.pipeline import source_schemas, start_query, stop_query
+from spark_jobs.pipeline import source_schemas
+from spark_jobs.query import start_query, stop_query
 from tests.specs import ORDER_COLUMNS, ORDER_FIELDS, spec_dict
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ from engine_helpers import event, make_spec, produce
 
 from clearflow_spec.limits import ROW_BYTES
 from clearflow_spec.spec import parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 
 pytestmark = pytest.mark.spark
 
@@ -49,8 +49,9 @@ def test_a_row_over_the_cap_is_a_dead_letter_with_its_reason(
 def test_the_cap_counts_text_bytes_and_is_checked_before_dedup_on_the_source_fields(spark):
     from test_dataframe_rules import records
 
-    from spark_jobs import transforms
-    from spark_jobs.transforms import ERROR, Field, SinkColumn
+    from spark_jobs import column_mapping, transforms
+    from spark_jobs.column_mapping import SinkColumn
+    from spark_jobs.transforms import ERROR, Field
 
     fields = [Field("id", "string"), Field("note", "string"), Field("n", "int")]
     columns = [
@@ -63,9 +64,9 @@ def test_the_cap_counts_text_bytes_and_is_checked_before_dedup_on_the_source_fie
     values = ['{"id": "a", "note": "short", "n": 1}', '{"id": "b", "note": "' + "é" * 30 + '", "n": 2}']
     df = transforms.parse_events(records(spark, values), fields)
     # Row "b": 1 + 60 + 60 bytes of text (é is two bytes in UTF-8) and 16 for the Int64: 137 > 100.
-    checked = transforms.check_columns(df, columns, field_types, max_row_bytes=100)
+    checked = column_mapping.check_columns(df, columns, field_types, max_row_bytes=100)
     reasons = {row["id"]: row[ERROR] for row in checked.select("id", ERROR).collect()}
     assert reasons == {"a": None, "b": "row too large: 137 bytes after conversion, at most 100 (cap: row_bytes)"}
-    mapped = transforms.map_columns(df, columns, field_types, max_row_bytes=100).collect()
+    mapped = column_mapping.map_columns(df, columns, field_types, max_row_bytes=100).collect()
     assert [(row["id"], row["note"]) for row in mapped] == [("a", "short"), (None, None)]  # no values past the cap
     assert mapped[1]["_cf_dlq_raw"] == values[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import event, make_spec, produce
 
-from clearflow_spec.connections import kafka_connector_options as kafka_options
+from clearflow_spec.client_config import kafka_connector_options as kafka_options
 from clearflow_spec.spec import parse_spec
 from spark_jobs.jars import CONNECTOR_BUNDLE, MSK_IAM_BUNDLE, PROTOBUF_BUNDLE, connector_jars
 from spark_jobs.source import REDACTION_REGEX, SECRET_OPTIONS

@@ -7,7 +7,7 @@ import pytest
 from engine_helpers import produce
 
 from clearflow_spec.spec import parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 from tests.clearflow_spec.test_join_spec import doc_example
 
 pytestmark = pytest.mark.spark

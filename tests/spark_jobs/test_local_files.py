@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spark_jobs.pipeline import use_in_process_local_files
+from spark_jobs.session import use_in_process_local_files
 
 pytestmark = pytest.mark.spark
 

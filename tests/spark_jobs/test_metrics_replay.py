@@ -15,7 +15,7 @@ from engine_helpers import event, make_spec, produce, wait_for
 
 from clearflow_spec.spec import parse_spec
 from spark_jobs.metrics import latest_key, totals_key
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 
 pytestmark = pytest.mark.spark
 

@@ -1,5 +1,5 @@
 """A deployed job gets the memory its dedup state needs: with CLEARFLOW_DRIVER_MEMORY=auto the worker starts it
-with the sized heap and RocksDB's memory bound (webapp.pipelines.state_size), and it runs with them (and with
+with the sized heap and RocksDB's memory bound (worker.job_sizing), and it runs with them (and with
 bounded malloc arenas, and a light heap's lean JVM) and writes every row."""
 
 from __future__ import annotations

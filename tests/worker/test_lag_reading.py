@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.connections.kafka_client import TopicOffsets
+from webapp.connections.topic_offsets import TopicOffsets
 from worker.lag import reading_from
 
 pytestmark = pytest.mark.fast

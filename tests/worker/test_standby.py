@@ -136,7 +136,7 @@ def test_a_deploy_runs_in_the_standby_job_and_a_new_standby_takes_its_place(
 def test_deploys_one_after_the_other_each_start_in_a_standby_of_the_pool_which_refills(
     api, kafka_conn, ch_conn, kafka_bootstrap, ch, celery_worker, worker_env, settings
 ):
-    from worker.reconciler import stop_stack_jobs
+    from worker.stack_stop import stop_stack_jobs
 
     pool = standby_pool_size(total_memory_bytes())
     if pool < 2:
@@ -221,7 +221,7 @@ def template(run_root: Path, **overrides) -> jobs.JobLaunch:
 @pytest.mark.timeout(1200)  # two standbys' starts
 @pytest.mark.django_db(transaction=True)
 def test_a_standby_refuses_what_it_cannot_honour_and_the_stacks_stop_ends_it_uncounted(tmp_path, settings):
-    from worker.reconciler import stop_stack_jobs
+    from worker.stack_stop import stop_stack_jobs
 
     run_root = tmp_path / "runs"
     [started] = standby.ensure(template(run_root), run_root=run_root, count=1)

@@ -74,7 +74,7 @@ def test_a_standby_killed_after_the_stop_timeout_leaves_no_process_not_even_spar
 @pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True)
 def test_the_stacks_stop_while_the_standby_still_starts_leaves_no_process(tmp_path, settings):
-    from worker.reconciler import stop_stack_jobs
+    from worker.stack_stop import stop_stack_jobs
 
     run_root = tmp_path / "runs"
     settings.CLEARFLOW_RUN_ROOT = str(run_root)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clearflow_spec.clickhouse_types import ClickHouseType, quote_ident
-from clearflow_spec.connections import ClickHouseConnectionSpec, clickhouse_connect_kwargs, write_ca_file
+from clearflow_spec.client_config import clickhouse_connect_kwargs, write_ca_file
+from clearflow_spec.connections import ClickHouseConnectionSpec
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
 logger = logging.getLogger(__name__)

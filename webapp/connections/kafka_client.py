@@ -1,9 +1,11 @@
 """Kafka access for the wizard and the API: test a connection, list topics, sample events.
 
-One module for everything the web app asks a Kafka cluster (confluent-kafka's AdminClient and Consumer).
+The web app's calls to a Kafka cluster (confluent-kafka's AdminClient and Consumer); a topic's recent rate and its
+offsets, read from offsets alone, are `webapp.connections.topic_rate` and `webapp.connections.topic_offsets`.
 Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
-`KafkaClientError`. Clients are created per call and closed before returning (but the one `offsets_client` makes
-for the worker, which reads every pipeline's offsets every few seconds and keeps it); none at import time.
+`KafkaClientError`. Clients are created per call and closed before returning (but the one
+`topic_offsets.offsets_client` makes for the worker, which reads every pipeline's offsets every few seconds and
+keeps it); none at import time.
 Every function takes the spec's connection model (`KafkaConnectionSpec`, from `connection.client_settings()`
 or built directly, as the health check does); `librdkafka_config` turns it into the client's settings.
 """
@@ -19,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from clearflow_spec.connections import KafkaConnectionSpec, librdkafka_config
+from clearflow_spec.client_config import librdkafka_config
+from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -475,44 +478,3 @@ def produce_values(
             else f"The broker did not acknowledge within {timeout:g} seconds."
         )
     return ProduceReport(delivered=sorted(delivered), failed=failed, first_error=first_error)
-
-
-@dataclass(frozen=True)
-class TopicOffsets:
-    """Each partition's earliest and end offsets (`{topic: {partition: offset}}`, partitions as text, as Spark's
-    offset log spells them)."""
-
-    earliest: dict[str, dict[str, int]]
-    end: dict[str, dict[str, int]]
-
-
-def offsets_client(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> Any:
-    """An admin client for `topic_offsets`, to keep and reuse (the worker asks every few seconds). Raises
-    KafkaSettingsError."""
-    return _admin(settings, timeout, ErrorCollector())
-
-
-def topic_offsets(admin: Any, *, topics: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> TopicOffsets:
-    """The earliest and end offsets of every partition of `topics`, in one request per broker (ListOffsets), with
-    an admin client from `offsets_client`. Raises KafkaClientError, or KafkaTopicNotFoundError naming the topics
-    that are not there."""
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-        names = list(dict.fromkeys(topics))
-        missing = [t for t in names if t not in metadata.topics or metadata.topics[t].error is not None]
-        if missing:
-            raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
-        partitions = [(name, pid) for name in names for pid in sorted(metadata.topics[name].partitions)]
-        found: dict[str, dict[str, dict[str, int]]] = {"earliest": {}, "end": {}}
-        for which, spec in (("earliest", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
-            futures = admin.list_offsets(
-                {TopicPartition(name, pid): spec for name, pid in partitions}, request_timeout=timeout
-            )
-            for tp, future in futures.items():
-                found[which].setdefault(tp.topic, {})[str(tp.partition)] = int(future.result().offset)
-    except KafkaException as exc:
-        raise KafkaClientError(f"Could not read the topics' offsets: {_kafka_error(exc)}") from None
-    return TopicOffsets(earliest=found["earliest"], end=found["end"])

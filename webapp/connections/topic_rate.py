@@ -8,9 +8,11 @@ the last minute counts, a pause in it does not hide the five minutes before. The
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
@@ -22,8 +24,16 @@ from webapp.connections.kafka_client import (
     watermark_offsets,
 )
 from webapp.connections.kafka_errors import ErrorCollector
+from webapp.core.exceptions import ApplicationError
+
+if TYPE_CHECKING:
+    from webapp.connections.models import KafkaConnection
+
+log = logging.getLogger(__name__)
 
 SPANS_SECONDS = (60, 300)
+# Asking the topic for its rate is a few offset look-ups: a slow broker must not hold a page or a job's start.
+RECENT_RATE_TIMEOUT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -70,3 +80,16 @@ def topic_rate(
     finally:
         consumer.close()
     return TopicRate(events_per_second=max(per_span.values(), default=0.0), per_span=per_span)
+
+
+def recent_rate(*, topics: list[str], kafka_connection: KafkaConnection | None) -> float | None:
+    """The topics' recent events per second, or None when it cannot be asked (no connection, unreachable)."""
+    if kafka_connection is None or not topics:
+        return None
+    try:
+        return topic_rate(
+            kafka_connection.client_settings(), topics=topics, timeout=RECENT_RATE_TIMEOUT_SECONDS
+        ).events_per_second
+    except ApplicationError as exc:
+        log.info("topic rate unavailable for %s: %s", topics, exc)
+        return None

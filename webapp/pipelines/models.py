@@ -204,8 +204,8 @@ class PipelineRun(models.Model):
     # A failed run's cause: a stable code of `clearflow_spec.failures` (out_of_memory, clickhouse_unreachable, ...).
     cause = models.CharField(max_length=40, blank=True, default="")
     log_tail = models.TextField(blank=True, default="", help_text="a failed run's last log lines")
-    # What the job was sized with (`state_size.JobResources.sizing_record`): the rate, light or not, heap, state
-    # memory and trigger; the worker's re-sizing (`worker.lag`) compares the pace it sees with it.
+    # What the job was sized with (`clearflow_spec.job_sizing.JobResources.sizing_record`): the rate, light or not,
+    # heap, state memory and trigger; the worker's re-sizing (`worker.lag`) compares the pace it sees with it.
     sizing = models.JSONField(default=dict, blank=True)
     # Set once when the worker re-sizes the running job: {"events_per_second": ..., "reason": "..."}; the job then
     # stops and the next run starts sized for that rate.

@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from spark_jobs.pipeline import build_session, start_query, stop_query
+from spark_jobs.query import start_query, stop_query
+from spark_jobs.session import build_session
 from tests.webapp.conftest import order, orders_spec, produce_records
 from webapp.pipelines import services
 

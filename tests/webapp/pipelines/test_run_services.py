@@ -12,7 +12,7 @@ from clearflow_spec import failures
 from tests.webapp.conftest import orders_spec
 from webapp.alerts import services as alert_services
 from webapp.alerts.models import AlertIncident, AlertNotification, RuleKind
-from webapp.pipelines import services
+from webapp.pipelines import run_records, services
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, RunOutcome
 
 S = PipelineStatus
@@ -98,17 +98,17 @@ def test_failures_restart_with_backoff_then_give_up(pipeline, settings):
     delays = []
     for attempt in range(3):
         run = running(pipeline, restart=attempt > 0)
-        services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason="boom")
+        run_records.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason="boom")
         before = timezone.now()
-        services.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
         assert pipeline.status == S.FAILED
         delays.append(round((pipeline.restart_at - before).total_seconds()) if pipeline.restart_at else None)
     assert delays == [5, 10, None]
     assert pipeline.status_message == "Failed: boom. Gave up after 3 failed attempts (limit: 2 restarts)."
-    assert services.restart_delay(1) == 5 and services.restart_delay(4) == 12
+    assert run_records.restart_delay(1) == 5 and run_records.restart_delay(4) == 12
     # A deploy by a person starts the count again.
     running(pipeline)
-    services.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
+    run_records.pipeline_job_failed(pipeline=pipeline, reason="Failed: boom.")
     assert pipeline.restart_at is not None
 
 
@@ -117,9 +117,9 @@ def test_a_job_that_ran_and_died_restarts_at_once_the_next_failure_waits(pipelin
     for attempt, expected in ((0, 0), (1, 10)):
         run = running(pipeline, restart=attempt > 0)
         PipelineRun.objects.filter(pk=run.pk).update(running_at=timezone.now())  # its query had started
-        services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=None, reason="killed")
+        run_records.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=None, reason="killed")
         before = timezone.now()
-        services.pipeline_job_failed(pipeline=pipeline, reason="Failed: killed.")
+        run_records.pipeline_job_failed(pipeline=pipeline, reason="Failed: killed.")
         assert round((pipeline.restart_at - before).total_seconds()) == expected
     assert pipeline.status_message == "Failed: killed. Restarting in 10 s (restart 2 of 5)."
     assert pipeline.transitions.filter(reason="Failed: killed. Restarting now (restart 1 of 5).").exists()
@@ -127,7 +127,7 @@ def test_a_job_that_ran_and_died_restarts_at_once_the_next_failure_waits(pipelin
 
 def test_an_invalid_spec_is_not_restarted(pipeline):
     running(pipeline)
-    services.pipeline_job_failed(pipeline=pipeline, reason="Failed: bad spec.", restartable=False)
+    run_records.pipeline_job_failed(pipeline=pipeline, reason="Failed: bad spec.", restartable=False)
     assert pipeline.status == S.FAILED and pipeline.restart_at is None
     assert "Not restarted" in pipeline.status_message
 
@@ -175,7 +175,7 @@ def test_start_over_removes_the_checkpoint_of_a_stopped_pipeline_once_confirmed(
 def fail_run(pipeline: Pipeline, cause: failures.Cause, *, restart: bool) -> None:
     """As the watcher records a run that died of `cause` (worker.reconciler._ended)."""
     run = running(pipeline, restart=restart)
-    services.pipeline_run_end(
+    run_records.pipeline_run_end(
         run=run,
         outcome=RunOutcome.FAILED,
         exit_code=1,
@@ -183,7 +183,7 @@ def fail_run(pipeline: Pipeline, cause: failures.Cause, *, restart: bool) -> Non
         cause=cause.code,
         log_tail="Traceback (most recent call last):\n  ...\njava.lang.OutOfMemoryError: Java heap space",
     )
-    services.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", cause=cause)
+    run_records.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", cause=cause)
 
 
 def test_restarts_stop_early_when_the_job_keeps_running_out_of_memory_and_every_surface_says_why(
@@ -245,6 +245,6 @@ def test_a_service_that_is_down_or_causes_that_change_keep_the_ordinary_restarts
 def test_a_checkpoint_that_no_longer_fits_is_not_restarted(pipeline):
     cause = failures.classify("[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match", 1)
     run = running(pipeline)
-    services.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason=cause.words, cause=cause.code)
-    services.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", restartable=cause.restart_helps)
+    run_records.pipeline_run_end(run=run, outcome=RunOutcome.FAILED, exit_code=1, reason=cause.words, cause=cause.code)
+    run_records.pipeline_job_failed(pipeline=pipeline, reason=f"Failed: {cause.words}", restartable=cause.restart_helps)
     assert pipeline.restart_at is None and "The checkpoint no longer fits the spec" in pipeline.status_message

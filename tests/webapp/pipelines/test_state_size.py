@@ -1,4 +1,4 @@
-"""What the worker starts a job with (webapp.pipelines.state_size.job_resources): the driver memory, RocksDB's
+"""What the worker starts a job with (worker.job_sizing.job_resources): the driver memory, RocksDB's
 memory bound and the micro-batch trigger sized from the topic's recent rate, or the configured ones."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.test import override_settings
 from clearflow_spec.sizing import rocksdb_memory_mb
 from clearflow_spec.spec import parse_spec
 from tests.webapp.conftest import order, orders_spec
-from webapp.pipelines.state_size import job_resources as sized_resources
-from webapp.pipelines.state_size import standby_driver_memory
+from worker.job_sizing import job_resources as sized_resources
+from worker.job_sizing import standby_driver_memory
 
 pytestmark = pytest.mark.django_db
 
