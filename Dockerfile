@@ -13,10 +13,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md manage.py ./
+COPY clearflow_spec ./clearflow_spec
 COPY spark_jobs ./spark_jobs
 COPY webapp ./webapp
 COPY worker ./worker
 COPY localstack ./localstack
+COPY clearflow ./clearflow
 COPY frontend ./frontend
 RUN python -m venv /opt/clearflow/venv \
  && /opt/clearflow/venv/bin/pip install . \

@@ -10,10 +10,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/clearflow
 COPY pyproject.toml README.md ./
+COPY clearflow_spec ./clearflow_spec
 COPY spark_jobs ./spark_jobs
 COPY webapp ./webapp
 COPY worker ./worker
 COPY localstack ./localstack
+COPY clearflow ./clearflow
 RUN pip install . && useradd --system --create-home spark
 ENV PYTHONPATH=/opt/clearflow
 USER spark

@@ -80,6 +80,23 @@ def base_images(dockerfile: Path) -> list[str]:
 
 
 @pytest.mark.fast
+def test_the_images_copy_every_package_the_install_includes() -> None:
+    """`pip install .` in an image installs only what was copied in: each top-level package pyproject.toml includes
+    is copied, or the image lacks it (the rules package, clearflow_spec, was once left out)."""
+    patterns = re.search(r"include = \[([^\]]*)\]", (REPO / "pyproject.toml").read_text()).group(1)
+    prefixes = [p.strip().strip('"').rstrip("*") for p in patterns.split(",")]
+    packages = sorted(
+        path.name
+        for path in REPO.iterdir()
+        if (path / "__init__.py").exists() and any(path.name.startswith(prefix) for prefix in prefixes)
+    )
+    assert "clearflow_spec" in packages and "spark_jobs" in packages
+    for dockerfile in DOCKERFILES:
+        copied = set(re.findall(r"^COPY (\S+) \./\1$", dockerfile.read_text(), re.M))
+        assert not set(packages) - copied, (dockerfile.name, sorted(set(packages) - copied))
+
+
+@pytest.mark.fast
 def test_the_images_have_the_spark_python_and_jars_that_make_install_builds(compose: dict) -> None:
     """One Spark version (the pyspark pin), one Python minor version (this install's) and the jars `make install`
     resolves, in both images and in compose."""
