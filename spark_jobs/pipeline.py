@@ -311,14 +311,21 @@ def source_schemas(
         return None
     if source.schema_registry is None:
         return WriterSchemas({avro_decode.PLAIN_SCHEMA_ID: source.avro_schema or ""}, confluent=False)
-    from clearflow_spec.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
+    from clearflow_spec.schema_registry import (
+        registered_topics,
+        registry_field_issues,
+        subject_versions,
+        value_subject,
+        writer_schemas,
+    )
 
-    versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in source.topics}
+    topics = source.topics or registered_topics(source.schema_registry, source.reads_topic)
+    versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in topics}
     kind = source.registry_schema_type
     issues = registry_field_issues(source.fields, versions, kind=kind)
     if issues:
         raise SpecError(issues)
-    return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or (), kind=kind)
+    return writer_schemas(source.schema_registry, topics, extra_ids=extra_ids or (), kind=kind)
 
 
 def parse_source(

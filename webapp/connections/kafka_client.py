@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from clearflow_spec.connections import KafkaConnectionSpec, librdkafka_config
+from clearflow_spec.spec_base import SourceSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -158,6 +159,14 @@ def list_topic_names(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_
     except KafkaException as exc:
         _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     return sorted(name for name in metadata.topics if not name.startswith("__"))
+
+
+def source_topics(settings: KafkaConnectionSpec, source: SourceSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """The topics a source reads now: the listed ones, or the cluster's topics its pattern matches (one metadata
+    request). Raises KafkaClientError when the cluster cannot be asked."""
+    if source.topic_pattern is None:
+        return list(source.topics)
+    return source.topics_read(list_topic_names(settings, timeout=timeout))
 
 
 def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:
@@ -492,16 +501,25 @@ def offsets_client(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TI
     return _admin(settings, timeout, ErrorCollector())
 
 
-def topic_offsets(admin: Any, *, topics: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> TopicOffsets:
-    """The earliest and end offsets of every partition of `topics`, in one request per broker (ListOffsets), with
-    an admin client from `offsets_client`. Raises KafkaClientError, or KafkaTopicNotFoundError naming the topics
-    that are not there."""
+def topic_offsets(
+    admin: Any,
+    *,
+    topics: Sequence[str],
+    matching: Callable[[str], bool] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> TopicOffsets:
+    """The earliest and end offsets of every partition of `topics`, and of the cluster's topics `matching`
+    accepts (a source's topic pattern: `SourceSpec.reads_topic`), in one request per broker (ListOffsets), with
+    an admin client from `offsets_client`. Raises KafkaClientError, or KafkaTopicNotFoundError naming the listed
+    topics that are not there."""
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     try:
         metadata = admin.list_topics(timeout=timeout)
         names = list(dict.fromkeys(topics))
+        if matching is not None:
+            names += sorted(t for t in metadata.topics if not t.startswith("__") and t not in names and matching(t))
         missing = [t for t in names if t not in metadata.topics or metadata.topics[t].error is not None]
         if missing:
             raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")

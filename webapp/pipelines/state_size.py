@@ -38,7 +38,8 @@ from clearflow_spec.sizing import (
     stored_state_bytes,
     trigger_interval,
 )
-from clearflow_spec.spec import DedupSpec, PipelineSpec
+from clearflow_spec.spec import DedupSpec, PipelineSpec, SourceSpec
+from webapp.connections.kafka_client import source_topics
 from webapp.connections.models import KafkaConnection
 from webapp.connections.topic_rate import topic_rate
 from webapp.core.exceptions import ApplicationError
@@ -54,6 +55,18 @@ def job_memory_limit_bytes() -> int | None:
     """What one job may take (CLEARFLOW_JOB_MEMORY_LIMIT, e.g. '4g'); None: the machine's memory."""
     limit = settings.JOB_MEMORY_LIMIT
     return parse_memory(limit) if limit else None
+
+
+def topics_now(source: SourceSpec, kafka_connection: KafkaConnection | None) -> list[str]:
+    """The topics a source reads now (a pattern's: those on the cluster it matches); [] when they cannot be
+    asked, so the sizing goes on without their rate."""
+    if source.topic_pattern is None or kafka_connection is None:
+        return list(source.topics)
+    try:
+        return source_topics(kafka_connection.client_settings(), source, timeout=TOPIC_RATE_TIMEOUT_SECONDS)
+    except ApplicationError as exc:
+        log.info("topics of pattern %r unavailable: %s", source.topic_pattern, exc)
+        return []
 
 
 def recent_rate(*, topics: list[str], kafka_connection: KafkaConnection | None) -> float | None:
@@ -168,7 +181,7 @@ def _join_bound_mb(
     left_rate = (
         left.events_per_second
         if left is not None
-        else recent_rate(topics=spec.source.topics, kafka_connection=kafka_connection)
+        else recent_rate(topics=topics_now(spec.source, kafka_connection), kafka_connection=kafka_connection)
     )
     right_rate = recent_rate(topics=right_topics, kafka_connection=kafka_connection)
     if left_rate is None or right_rate is None:
@@ -231,10 +244,11 @@ def job_resources(
     CLEARFLOW_TRIGGER_INTERVAL `auto` takes the trigger for the expected rate (`sizing.trigger_interval`), an
     interval overrides it. `events_per_second`: the rate the worker saw the running job take (a re-size): sized for
     it or the topic's recent rate, whichever is larger."""
-    estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, kafka_connection=kafka_connection)
+    topics = topics_now(spec.source, kafka_connection)
+    estimate = estimate_for(dedup=spec.dedup, topics=topics, kafka_connection=kafka_connection)
     seen_more = estimate is None or (events_per_second or 0) > estimate.events_per_second
     if events_per_second is not None and spec.dedup is not None and seen_more:
-        estimate = estimate_for(dedup=spec.dedup, topics=spec.source.topics, events_per_second=events_per_second)
+        estimate = estimate_for(dedup=spec.dedup, topics=topics, events_per_second=events_per_second)
     # The checkpoint keeps older versions beside the live state: its files count DISK_HEADROOM times over.
     stored = stored_state_bytes(checkpoint) if checkpoint and spec.dedup is not None else None
     live_stored = int(stored / DISK_HEADROOM) if stored else 0
