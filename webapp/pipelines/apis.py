@@ -25,7 +25,7 @@ from webapp.pipelines.exactly_once_apis import (
     validation_data,
 )
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.observe_apis import PaceOutput, pace_or_none
+from webapp.pipelines.observe_apis import PaceOutput, pace_or_none, topics_read_or_none
 from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
@@ -193,7 +193,7 @@ def _validated(
     parsed = services.pipeline_validate(check_live=check_live, **kwargs)
     estimate = state_size.estimate_for(
         dedup=parsed.dedup,
-        topics=parsed.source.topics,
+        topics=state_size.topics_now(parsed.source, kwargs.get("kafka_connection")),
         kafka_connection=kwargs.get("kafka_connection"),
         events_per_second=events_per_second,
         unique_share=unique_share,
@@ -317,8 +317,15 @@ class PipelineDetailOutput(PipelineOutput):
         "read, e.g. not deployed or the metrics store is down). The lag over time: `.../lag/`.",
     )
 
+    topics_read = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="The topics it reads now, as the brokers last listed them: the spec's topics, or those its "
+        "`source.topic_pattern` matches, including topics created since it started (null: not read yet).",
+    )
+
     class Meta(PipelineOutput.Meta):
-        fields = [*PipelineOutput.Meta.fields, "delivery", "pace"]
+        fields = [*PipelineOutput.Meta.fields, "delivery", "pace", "topics_read"]
 
 
 class PipelineDetailApi(APIView):
@@ -332,6 +339,7 @@ class PipelineDetailApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         pipeline.pace = pace_or_none(pipeline)
+        pipeline.topics_read = topics_read_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(

@@ -38,6 +38,7 @@ SPEC_KEY = "spec"
 _STEP_OF_PATH = (
     ("source.kafka", "kafka"),
     ("source.topics", "topics"),
+    ("source.topic_pattern", "topics"),
     ("source.fields", "sample"),
     ("source", "sample"),
     ("dedup", "dedup"),
