@@ -237,7 +237,8 @@ class SourceSpec(BaseModel):
     topics: list[str] = Field(default_factory=list)
     topic_pattern: TopicPattern | None = None
     # "earliest", "latest", or a time (ISO 8601, or unix milliseconds): each partition starts at its first record
-    # at or after it. Used on the first start only; afterwards the checkpoint decides.
+    # at or after it. Used on a start without a checkpoint only (the first, or after a reset); afterwards the
+    # checkpoint decides.
     starting_offsets: StartingOffsets = "earliest"
     format: SourceFormat = "json"
     # format avro, Confluent wire format: where the writer schemas are (subjects `<topic>-value`).

@@ -40,7 +40,7 @@ from clearflow_spec.spec import (
     SpecError,
     SpecIssue,
 )
-from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms
+from spark_jobs import avro_decode, cds, dedup, field_watch, join, protobuf_decode, transforms, written_keys
 from spark_jobs import sink as ch
 from spark_jobs.cpu_priority import local_jvm_pid, lower_compaction_priority
 from spark_jobs.jars import job_jars
@@ -407,10 +407,13 @@ def build_joined(
     return _after_dedup(join.unpack(joined, [left_side, right_side]), spec)
 
 
-def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> list[tuple[str, Any]]:
+def stream_steps(
+    spec: PipelineSpec, schemas: WriterSchemas | None = None, written: DataFrame | None = None
+) -> list[tuple[str, Any]]:
     """The transformation as named `DataFrame -> DataFrame` steps, in order (build_stream applies them all;
     bench/stage_profile.py times prefixes of the same list, so the profile measures the pipeline itself):
-    parse, checks (field watch, keys, column checks, dedup time and key, dead-letter split), dedup, output."""
+    parse, checks (field watch, keys, column checks, dedup time and key, dead-letter split), dedup, output.
+    `written`: the keys the table received within the window (`written_keys`), which the dedup drops too."""
     field_types = spec.field_types()
     if schemas is None and spec.source.format == "avro" and spec.source.schema_registry is None:
         schemas = source_schemas(spec)
@@ -437,7 +440,8 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     def drop_duplicates(df: DataFrame) -> DataFrame:
         if spec.dedup is None:
             return df
-        return dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
+        df = dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
+        return df if written is None else written_keys.drop_written(df, written, spec, spec.dedup.keys)
 
     def output(df: DataFrame) -> DataFrame:
         return _after_dedup(df, spec)
@@ -445,13 +449,15 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     return [("parse", parse), ("checks", checks), ("dedup", drop_duplicates), ("output", output)]
 
 
-def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
+def build_stream(
+    raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None, written: DataFrame | None = None
+) -> DataFrame:
     """The whole transformation, from the Kafka source's rows to the rows the sink writes (without a join;
-    `build_joined` with one)."""
+    `build_joined` with one). `written`: as for `stream_steps`."""
     if spec.join is not None:
         raise ValueError("a spec with a join reads two sources: use build_joined")
     df = raw
-    for _name, step in stream_steps(spec, schemas):
+    for _name, step in stream_steps(spec, schemas, written):
         df = step(df)
     return df
 
@@ -561,7 +567,10 @@ def start_query(
     if schemas is None:
         schemas = source_schemas(spec)
     if spec.join is None:
-        stream = build_stream(read_kafka(spark, spec), spec, schemas)
+        # A start without a committed batch re-reads under new insert tokens: the rows the table received
+        # within the dedup window keep their keys' first event (spark_jobs.written_keys).
+        written = written_keys.written_keys(spark, spec, checkpoint)
+        stream = build_stream(read_kafka(spark, spec), spec, schemas, written)
     else:
         right = spec.join.source
         right_raw = read_kafka(spark, spec, source=right)

@@ -488,7 +488,8 @@ class PipelineCheckpointResetApi(APIView):
         tags=TAG,
         operation_id="pipelines_checkpoint_reset",
         description="Start over: remove the checkpoint of a stopped pipeline (needs `confirm: true`). Its next "
-        "start reads again from the starting offsets; rows already in ClickHouse stay.",
+        "start reads again from the spec's `source.starting_offsets` (a time replays from it); an event whose "
+        "dedup key the table received within the dedup window is not written again.",
         request=ConfirmInput,
         responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
     )
