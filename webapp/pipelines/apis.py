@@ -17,7 +17,7 @@ from clearflow_spec.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import exactly_once, selectors, services, state_size, type_fit
+from webapp.pipelines import exactly_once, metrics_history, selectors, services, state_size, type_fit
 from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
@@ -25,7 +25,7 @@ from webapp.pipelines.exactly_once_apis import (
     validation_data,
 )
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
-from webapp.pipelines.observe_apis import PaceOutput, pace_or_none, topics_read_or_none
+from webapp.pipelines.observe_apis import PaceOutput, pace_or_none
 from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
 from webapp.pipelines.type_fit_outputs import SampleReportOutput, accept_dead_letters_field
 
@@ -339,7 +339,7 @@ class PipelineDetailApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         pipeline.pace = pace_or_none(pipeline)
-        pipeline.topics_read = topics_read_or_none(pipeline)
+        pipeline.topics_read = metrics_history.topics_read_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(

@@ -239,4 +239,12 @@ def topics_read(pipeline: Pipeline) -> list[str] | None:
     return sorted(readings[-1]["lag"])
 
 
+def topics_read_or_none(pipeline: Pipeline) -> list[str] | None:
+    """`topics_read` for a page or an answer that draws without it: None also when Redis does not answer."""
+    try:
+        return topics_read(pipeline)
+    except MetricsUnavailableError:
+        return None
+
+
 LAG_RETENTION_SECONDS = LAG_KEEP_SECONDS

@@ -194,14 +194,6 @@ def pace_or_none(pipeline: Any) -> dict[str, Any] | None:
         return None
 
 
-def topics_read_or_none(pipeline: Any) -> list[str] | None:
-    """The topics the pipeline reads now (`metrics_history.topics_read`), or None when unknown or Redis is down."""
-    try:
-        return metrics_history.topics_read(pipeline)
-    except MetricsUnavailableError:
-        return None
-
-
 class DeadLetterQuery(serializers.Serializer):
     page = serializers.IntegerField(required=False, min_value=1, default=1)
     page_size = serializers.IntegerField(

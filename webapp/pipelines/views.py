@@ -26,7 +26,6 @@ from webapp.pipelines import exactly_once, job_log, metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.pipelines import services as pipeline_services
 from webapp.pipelines.lifecycle import PipelineStatus
-from webapp.pipelines.metrics import MetricsUnavailableError
 from webapp.pipelines.models import Pipeline
 from webapp.pipelines.rollback import pipeline_rollback
 from webapp.workspaces import policy
@@ -121,15 +120,8 @@ def _page_parts(pipeline: Pipeline) -> dict[str, Any]:
         "spec": spec,
         "spec_json": json.dumps(spec, indent=2),
         "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
-        "topics_read": _topics_read(pipeline),
+        "topics_read": metrics_history.topics_read_or_none(pipeline),
     }
-
-
-def _topics_read(pipeline: Pipeline) -> list[str] | None:
-    try:
-        return metrics_history.topics_read(pipeline)
-    except MetricsUnavailableError:  # the page draws without it; the metrics card says the store is down
-        return None
 
 
 @login_required

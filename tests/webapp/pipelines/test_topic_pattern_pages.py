@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 import redis
+from django.urls import reverse
 
 from clearflow_spec.protocol import lag_key, pace_key
 from tests.pipeline_states import walk_to
@@ -90,3 +91,8 @@ def test_a_pattern_is_chosen_in_the_wizard_checked_by_the_api_and_its_topics_lis
     assert api.get(f"/api/v1/pipelines/{pipeline.pk}/").json()["topics_read"] == [eu, us]
     page = owner_client.get(f"/pipelines/{pipeline.pk}/").content.decode()
     assert f'<dd id="topics-read">{eu}, {us}</dd>' in page
+
+    # Edited: the wizard starts from the pattern and samples the topics it read last.
+    owner_client.get(reverse("wizard:wizard_edit", kwargs={"pk": pipeline.pk}))
+    edit = WizardDraft.objects.get(pipeline=pipeline)
+    assert f"Matches now: {eu}, {us}" in owner_client.get(step_url(edit, "topics")).content.decode()
