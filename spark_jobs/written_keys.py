@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # Key types whose text is the same in Spark and in ClickHouse (`toString`); a uuid in lower case.
 GUARDED_TYPES = ("string", "int", "uuid")
 # More keys than this within the window: the guard would cost the driver's memory; the job starts without it.
-MAX_KEYS = 2_000_000
+MAX_KEYS = 1_000_000
 WRITTEN_AT = "_cf_written_at"
 _KEY = "_cf_written_key_{}"
 
