@@ -60,6 +60,8 @@ class JoinSpec(Windowed):
 
     @model_validator(mode="after")
     def _event_time(self) -> JoinSpec:
+        if self.source.topic_pattern is not None:
+            raise ValueError("a join's right side lists its topics: topic_pattern is for the pipeline's source")
         if self.time == "event" and not (self.left_time_field and self.right_time_field):
             raise ValueError("time 'event' needs left_time_field and right_time_field")
         return self

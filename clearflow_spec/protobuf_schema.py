@@ -8,7 +8,10 @@ small: messages (nested), enums, `repeated`, `map<K, V>`, `oneof`, `optional`, w
 The record's message is the file's first message (what a Confluent serializer writes as message index 0):
 - a message-typed field nests (`customer.name`), like an Avro record; a field of a message type that recurses is
   `json`;
-- `repeated` fields and maps are `json` (their JSON text); enums are strings; bytes are `string` (base64 text);
+- `repeated` fields are `array<T>` and maps `map<string,T>` (a message inside them a `struct<...>` of its fields,
+  an enum its name, a Timestamp a `datetime`), as Avro's arrays and maps are; one whose elements have no field type
+  (a message inside itself, a wrapper or another well-known message) is `json`, its JSON text; enums are
+  strings; bytes are `string` (base64 text);
 - `google.protobuf.Timestamp` is `datetime` (`DateTime64(6, 'UTC')`); wrapper types (`StringValue`, ...) are their
   value, nullable; other well-known messages are `json`;
 - proto3 scalars read their default when absent (never NULL); `optional` ones, and those under a message, may be.
@@ -22,7 +25,10 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from clearflow_spec.avro_schema import SchemaField
+from clearflow_spec.clickhouse_types import MAX_TYPE_NESTING
+from clearflow_spec.field_types import default_clickhouse_type
 from clearflow_spec.limits import SCHEMA_DEPTH, FlattenBudget, LimitError
+from clearflow_spec.nested_types import FieldShape, array_of, map_of, scalar, struct_of
 
 _SCALARS: dict[str, tuple[str, str]] = {  # protobuf type -> (field type, proposed ClickHouse type)
     "double": ("float", "Float64"),
@@ -276,7 +282,11 @@ def _walk(
         optional = nullable or item.label == "optional"
         if item.label == "repeated":
             label = item.type if item.type.startswith("map<") else f"repeated {item.type}"
-            out.append(SchemaField(path, "json", label, False, "String"))
+            shape = _repeated_shape(proto, message.name, item, {*seen, message.name}, depth)
+            if shape is None:  # a recursive message, a wrapper or another well-known message inside: JSON text
+                out.append(SchemaField(path, "json", label, False, "String"))
+            else:
+                out.append(SchemaField(path, shape.ddl(), label, False, default_clickhouse_type(shape.ddl())))
             continue
         kind = _resolve(proto, message.name, item.type)
         if kind in _SCALARS:
@@ -294,6 +304,45 @@ def _walk(
             _walk(proto, proto.messages[kind], path + ".", True, out, {*seen, message.name}, budget, depth + 1)
         else:  # a recursive message, or a well-known message with no column of its own: its JSON text
             out.append(SchemaField(path, "json", kind.rsplit(".", 1)[-1], True, "String"))
+
+
+def _repeated_shape(proto: ProtoFile, scope: str, item: ProtoField, seen: set[str], depth: int) -> FieldShape | None:
+    """The field type of a repeated field (`array<T>`) or a map (`map<string,T>`: the decoder writes every key as
+    text), as the decoder's JSON text of it reads; None when an element has no field type."""
+    if item.type.startswith("map<"):
+        value_type = item.type.removeprefix("map<").removesuffix(">").split(",", 1)[1].strip()
+        element = _element_shape(proto, scope, value_type, seen, depth + 1)
+        return None if element is None else map_of(element)
+    element = _element_shape(proto, scope, item.type, seen, depth + 1)
+    return None if element is None else array_of(element)
+
+
+def _element_shape(proto: ProtoFile, scope: str, name: str, seen: set[str], depth: int) -> FieldShape | None:
+    """The field type of a value inside a repeated field or a map: a scalar, an enum (its name), a Timestamp, or
+    a message as `struct<...>` of its fields (the decoder writes the fields a message has set; an unset member
+    is NULL). None for a wrapper or another well-known message, a message inside itself, or nesting past the
+    limit (the field is then read as its JSON text)."""
+    if depth > MAX_TYPE_NESTING:
+        return None
+    if name in _SCALARS:
+        return scalar(_SCALARS[name][0])
+    kind = _resolve(proto, scope, name)
+    if kind in proto.enums:
+        return scalar("string")
+    if kind == TIMESTAMP:
+        return scalar("datetime")
+    if kind not in proto.messages or kind in seen:
+        return None
+    members = []
+    for member in proto.messages[kind].fields:
+        if member.label == "repeated":
+            shape = _repeated_shape(proto, kind, member, {*seen, kind}, depth)
+        else:
+            shape = _element_shape(proto, kind, member.type, {*seen, kind}, depth + 1)
+        if shape is None:
+            return None
+        members.append((member.name, shape))
+    return struct_of(members) if members else None
 
 
 def _nullable(column: str, nullable: bool) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -116,6 +116,23 @@ def _reason(status: int) -> str:
 def _short(text: str, limit: int = 160) -> str:
     line = text.splitlines()[0] if text else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def registered_topics(
+    connection: SchemaRegistryConnectionSpec, reads_topic: Callable[[str], bool], *, timeout: float | None = None
+) -> list[str]:
+    """The topics with a value subject in the registry that `reads_topic` accepts (a source's topic pattern), by
+    name: the subjects a pattern source's writer schemas come from. A topic created later with a new subject is
+    decoded through the schema ids its records carry."""
+    suffix = value_subject("")
+    with registry_client(connection, timeout=timeout) as client:
+        try:
+            subjects = client.get_subjects()
+        except Exception as exc:
+            raise explain(exc, connection, "the list of subjects") from None
+    return sorted(
+        s.removesuffix(suffix) for s in subjects if s.endswith(suffix) and reads_topic(s.removesuffix(suffix))
+    )
 
 
 def subject_versions(

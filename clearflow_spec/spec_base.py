@@ -200,6 +200,28 @@ def _starting_offsets(value: object) -> object:
 StartingOffsets = Annotated[str, BeforeValidator(_starting_offsets)]
 
 
+def check_topic_pattern(value: object) -> object:
+    """A source's `topic_pattern` is a regular expression (Python's and Java's syntax agree on the usual ones:
+    `orders\\..*`, `(eu|us)-clicks`). Raises ValueError saying what is wrong."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        raise ValueError("topic_pattern is empty: give a regular expression such as 'orders\\..*', or list topics")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"topic_pattern {value!r} is not a regular expression: {exc}") from None
+    return value
+
+
+TopicPattern = Annotated[str, BeforeValidator(check_topic_pattern)]
+
+
+def topic_matches(pattern: str, topic: str) -> bool:
+    """Whether a topic pattern takes `topic`: its whole name matches, as Kafka's consumer matches a pattern."""
+    return re.fullmatch(pattern, topic) is not None
+
+
 # How record values are encoded. avro: Confluent's wire format with `schema_registry`, or plain Avro bodies of
 # the one `avro_schema` given. protobuf: Confluent's wire format with `schema_registry`.
 SourceFormat = Literal["json", "avro", "protobuf"]
@@ -210,9 +232,13 @@ class SourceSpec(BaseModel):
     model_config = STRICT
 
     kafka: KafkaConnectionSpec
-    topics: list[str] = Field(min_length=1)
+    # The topics read: listed by name, or every topic whose whole name matches `topic_pattern` (a regular
+    # expression, Spark's `subscribePattern`), also topics created later. One of the two.
+    topics: list[str] = Field(default_factory=list)
+    topic_pattern: TopicPattern | None = None
     # "earliest", "latest", or a time (ISO 8601, or unix milliseconds): each partition starts at its first record
-    # at or after it. Used on the first start only; afterwards the checkpoint decides.
+    # at or after it. Used on a start without a checkpoint only (the first, or after a reset); afterwards the
+    # checkpoint decides.
     starting_offsets: StartingOffsets = "earliest"
     format: SourceFormat = "json"
     # format avro, Confluent wire format: where the writer schemas are (subjects `<topic>-value`).
@@ -232,6 +258,28 @@ class SourceSpec(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError("topics are listed twice")
         return value
+
+    @model_validator(mode="after")
+    def _topics_or_pattern(self) -> SourceSpec:
+        if self.topics and self.topic_pattern is not None:
+            raise ValueError("give topics or topic_pattern, not both")
+        if not self.topics and self.topic_pattern is None:
+            raise ValueError("give topics (a list of names) or topic_pattern (a regular expression)")
+        return self
+
+    def reads_topic(self, topic: str) -> bool:
+        """Whether this source reads `topic`: it is listed, or its whole name matches the pattern (as Kafka's
+        consumer matches a pattern subscription)."""
+        if self.topic_pattern is None:
+            return topic in self.topics
+        return topic_matches(self.topic_pattern, topic)
+
+    def topics_read(self, existing: Iterable[str]) -> list[str]:
+        """The topics this source reads among `existing` (the cluster's topics now): the listed ones, in their
+        order, or those the pattern matches, by name."""
+        if self.topic_pattern is None:
+            return list(self.topics)
+        return sorted(t for t in set(existing) if self.reads_topic(t))
 
     @property
     def starting_timestamp_ms(self) -> int | None:
@@ -428,6 +476,7 @@ __all__ = [
     "ValidationBudget",
     "Windowed",
     "check_ident",
+    "check_topic_pattern",
     "dedup_issues",
     "field_issues",
     "kafka_header_fields",
@@ -437,4 +486,5 @@ __all__ = [
     "source_issues",
     "starting_timestamp_ms",
     "time_field_issues",
+    "topic_matches",
 ]

@@ -31,7 +31,7 @@ from clearflow_spec.spec import (
     SpecError,
     SpecIssue,
 )
-from spark_jobs import avro_decode, column_mapping, dedup, field_watch, join, protobuf_decode, transforms
+from spark_jobs import avro_decode, column_mapping, dedup, field_watch, join, protobuf_decode, transforms, written_keys
 from spark_jobs import sink as ch
 from spark_jobs.metrics import (
     DEDUP_IN_OBSERVATION,
@@ -97,14 +97,21 @@ def source_schemas(
         return None
     if source.schema_registry is None:
         return WriterSchemas({avro_decode.PLAIN_SCHEMA_ID: source.avro_schema or ""}, confluent=False)
-    from clearflow_spec.schema_registry import registry_field_issues, subject_versions, value_subject, writer_schemas
+    from clearflow_spec.schema_registry import (
+        registered_topics,
+        registry_field_issues,
+        subject_versions,
+        value_subject,
+        writer_schemas,
+    )
 
-    versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in source.topics}
+    topics = source.topics or registered_topics(source.schema_registry, source.reads_topic)
+    versions = {value_subject(t): subject_versions(source.schema_registry, value_subject(t)) for t in topics}
     kind = source.registry_schema_type
     issues = registry_field_issues(source.fields, versions, kind=kind)
     if issues:
         raise SpecError(issues)
-    return writer_schemas(source.schema_registry, source.topics, extra_ids=extra_ids or (), kind=kind)
+    return writer_schemas(source.schema_registry, topics, extra_ids=extra_ids or (), kind=kind)
 
 
 def parse_source(
@@ -192,10 +199,13 @@ def build_joined(
     return _after_dedup(join.unpack(joined, [left_side, right_side]), spec)
 
 
-def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> list[tuple[str, Any]]:
+def stream_steps(
+    spec: PipelineSpec, schemas: WriterSchemas | None = None, written: DataFrame | None = None
+) -> list[tuple[str, Any]]:
     """The transformation as named `DataFrame -> DataFrame` steps, in order (build_stream applies them all;
     bench/stage_profile.py times prefixes of the same list, so the profile measures the pipeline itself):
-    parse, checks (field watch, keys, column checks, dedup time and key, dead-letter split), dedup, output."""
+    parse, checks (field watch, keys, column checks, dedup time and key, dead-letter split), dedup, output.
+    `written`: the keys the table received within the window (`written_keys`), which the dedup drops too."""
     field_types = spec.field_types()
     if schemas is None and spec.source.format == "avro" and spec.source.schema_registry is None:
         schemas = source_schemas(spec)
@@ -218,7 +228,8 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     def drop_duplicates(df: DataFrame) -> DataFrame:
         if spec.dedup is None:
             return df
-        return dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
+        df = dedup.drop_duplicates(df, window_seconds=spec.dedup.window_seconds)
+        return df if written is None else written_keys.drop_written(df, written, spec, spec.dedup.keys)
 
     def output(df: DataFrame) -> DataFrame:
         return _after_dedup(df, spec)
@@ -226,13 +237,15 @@ def stream_steps(spec: PipelineSpec, schemas: WriterSchemas | None = None) -> li
     return [("parse", parse), ("checks", checks), ("dedup", drop_duplicates), ("output", output)]
 
 
-def build_stream(raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None) -> DataFrame:
+def build_stream(
+    raw: DataFrame, spec: PipelineSpec, schemas: WriterSchemas | None = None, written: DataFrame | None = None
+) -> DataFrame:
     """The whole transformation, from the Kafka source's rows to the rows the sink writes (without a join;
-    `build_joined` with one)."""
+    `build_joined` with one). `written`: as for `stream_steps`."""
     if spec.join is not None:
         raise ValueError("a spec with a join reads two sources: use build_joined")
     df = raw
-    for _name, step in stream_steps(spec, schemas):
+    for _name, step in stream_steps(spec, schemas, written):
         df = step(df)
     return df
 

@@ -21,7 +21,7 @@ from clearflow_spec.avro_schema import WriterSchemas
 from clearflow_spec.connections import connection_dict
 from clearflow_spec.protocol import local_checkpoint_path
 from clearflow_spec.spec import PipelineSpec
-from spark_jobs import column_mapping
+from spark_jobs import column_mapping, written_keys
 from spark_jobs import sink as ch
 from spark_jobs.checkpoint_state import check_checkpoint_state
 from spark_jobs.cpu_priority import local_jvm_pid, lower_compaction_priority
@@ -113,7 +113,10 @@ def start_query(
     if schemas is None:
         schemas = source_schemas(spec)
     if spec.join is None:
-        stream = build_stream(read_kafka(spark, spec), spec, schemas)
+        # A start without a committed batch re-reads under new insert tokens: the rows the table received
+        # within the dedup window keep their keys' first event (spark_jobs.written_keys).
+        written = written_keys.written_keys(spark, spec, checkpoint)
+        stream = build_stream(read_kafka(spark, spec), spec, schemas, written)
     else:
         right = spec.join.source
         right_raw = read_kafka(spark, spec, source=right)

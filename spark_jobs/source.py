@@ -1,7 +1,8 @@
 """Kafka through Spark's own connector (`spark-sql-kafka-0-10`, jars from `spark_jobs.jars`).
 
 - Offsets live in Spark's checkpoint (`{topic: {partition: next offset}}`); nothing is committed to Kafka.
-- Every partition of every topic is read; partitions that appear later start at their earliest offset.
+- Every partition of every topic is read; partitions that appear later start at their earliest offset, and so
+  do topics created later that match the source's `topic_pattern`.
 - Admission control: at most `max_records_per_batch` records per micro-batch (`maxOffsetsPerTrigger`, shared
   between partitions by the connector); `Trigger.AvailableNow` stops at the offsets seen when the query started.
 - The spec's connection settings map onto the connector's `kafka.*` options
@@ -30,6 +31,9 @@ _FETCH_OPTIONS = {
     "kafka.fetch.max.bytes": str(64 * 1024 * 1024),
 }
 
+# How often a pattern's topics are looked up again (a metadata request to the brokers).
+TOPIC_DISCOVERY_MS = 15_000
+
 
 def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | None = None) -> DataFrame:
     """The spec's topics as rows `_cf_value` (bytes), `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
@@ -42,7 +46,7 @@ def read_kafka(spark: SparkSession, spec: PipelineSpec, *, source: SourceSpec | 
         spark.readStream.format("kafka")
         .options(**_FETCH_OPTIONS)
         .options(**kafka_connector_options(source.kafka))
-        .option("subscribe", ",".join(source.topics))
+        .options(**subscription_options(source))
         .options(**starting_options(source))
         .option("maxOffsetsPerTrigger", str(source.max_records_per_batch))
         .option("includeHeaders", "true")
@@ -75,6 +79,16 @@ def set_jvm_properties(spark: SparkSession, source: SourceSpec) -> None:
     if KRB5_CONF_PROPERTY in properties:
         # Java reads krb5.conf once; Spark opens sun.security.krb5 to unnamed modules, so it can be read again.
         spark._jvm.sun.security.krb5.Config.refresh()  # type: ignore[attr-defined]
+
+
+def subscription_options(source: SourceSpec) -> dict[str, str]:
+    """The topics read: the listed names, or a pattern (`subscribePattern`, a whole-name match). With a pattern
+    the connector asks the brokers for the topics again every `TOPIC_DISCOVERY_MS`, so a topic created later
+    that matches is read from its first record on the next micro-batch after that (Kafka's default is 5
+    minutes)."""
+    if source.topic_pattern is None:
+        return {"subscribe": ",".join(source.topics)}
+    return {"subscribePattern": source.topic_pattern, "kafka.metadata.max.age.ms": str(TOPIC_DISCOVERY_MS)}
 
 
 def starting_options(source: SourceSpec) -> dict[str, str]:

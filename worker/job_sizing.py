@@ -12,7 +12,7 @@ from clearflow_spec import job_sizing
 from clearflow_spec.job_sizing import JobResources
 from clearflow_spec.spec import PipelineSpec
 from webapp.connections.models import KafkaConnection
-from webapp.connections.topic_rate import recent_rate
+from webapp.connections.topic_rate import recent_rate, topics_now
 
 
 def job_resources(
@@ -27,7 +27,7 @@ def job_resources(
     CLEARFLOW_TRIGGER_INTERVAL. `events_per_second`: the rate the worker saw the running job take (a re-size)."""
     topic_rate = None
     if spec.dedup is not None or spec.join is not None:
-        topic_rate = recent_rate(topics=spec.source.topics, kafka_connection=kafka_connection)
+        topic_rate = recent_rate(topics=topics_now(spec.source, kafka_connection), kafka_connection=kafka_connection)
     right_topic_rate = None
     if spec.join is not None:
         right_topic_rate = recent_rate(topics=spec.join.source.topics, kafka_connection=kafka_connection)

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -80,12 +81,15 @@ def _admin(pipeline: Pipeline) -> Any:
     return admin
 
 
-def _topics(pipeline: Pipeline) -> tuple[list[str], str]:
+def _topics(pipeline: Pipeline) -> tuple[list[str], Callable[[str], bool] | None, str]:
+    """The listed topics, what else the source's topic pattern takes from the cluster (None: nothing), and where
+    the pipeline starts."""
     spec = pipeline.deployed_version.spec
     topics = list(spec.source.topics)
     if spec.join is not None:
         topics += [t for t in spec.join.source.topics if t not in topics]
-    return topics, spec.source.starting_offsets
+    matching = spec.source.reads_topic if spec.source.topic_pattern is not None else None
+    return topics, matching, spec.source.starting_offsets
 
 
 def _position(pipeline: Pipeline, run: PipelineRun | None) -> tuple[dict[str, dict[str, int]] | None, str]:
@@ -156,9 +160,9 @@ def _store(job: str, reading: LagReading) -> list[LagReading]:
 
 def read_lag(pipeline: Pipeline, run: PipelineRun | None) -> LagReading:
     """The pipeline's lag now. Raises ApplicationError (the broker could not be asked)."""
-    topics, starting = _topics(pipeline)
+    topics, matching, starting = _topics(pipeline)
     try:
-        offsets = topic_offsets(_admin(pipeline), topics=topics, timeout=OFFSETS_TIMEOUT_SECONDS)
+        offsets = topic_offsets(_admin(pipeline), topics=topics, matching=matching, timeout=OFFSETS_TIMEOUT_SECONDS)
     except ApplicationError:
         _clients.pop(pipeline.kafka_connection_id, None)
         raise

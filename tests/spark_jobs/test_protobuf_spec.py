@@ -81,8 +81,8 @@ def test_schema_fields_reads_nested_messages_enums_repeated_maps_oneofs_and_well
         SchemaField("status", "string", "enum", False, "LowCardinality(String)"),
         SchemaField("card.last4", "int", "fixed32", True, "Nullable(UInt32)"),
         SchemaField("card.parent", "json", "Payment", True, "String"),
-        SchemaField("labels", "json", "map<string, string>", False, "String"),
-        SchemaField("cards", "json", "repeated Card", False, "String"),
+        SchemaField("labels", "map<string,string>", "map<string, string>", False, "Map(String, Nullable(String))"),
+        SchemaField("cards", "json", "repeated Card", False, "String"),  # Card holds its Payment: no field type
         SchemaField("refunded", "bool", "bool", True, "Nullable(Bool)"),
         SchemaField("note", "string", "StringValue", True, "Nullable(String)"),
         SchemaField("iban", "string", "string", True, "Nullable(String)"),

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from clearflow_spec.client_config import librdkafka_config
 from clearflow_spec.connections import KafkaConnectionSpec
+from clearflow_spec.spec_base import SourceSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -161,6 +162,14 @@ def list_topic_names(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_
     except KafkaException as exc:
         _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
     return sorted(name for name in metadata.topics if not name.startswith("__"))
+
+
+def source_topics(settings: KafkaConnectionSpec, source: SourceSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """The topics a source reads now: the listed ones, or the cluster's topics its pattern matches (one metadata
+    request). Raises KafkaClientError when the cluster cannot be asked."""
+    if source.topic_pattern is None:
+        return list(source.topics)
+    return source.topics_read(list_topic_names(settings, timeout=timeout))
 
 
 def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[TopicInfo]:

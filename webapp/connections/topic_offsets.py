@@ -3,7 +3,7 @@ broker, with an admin client the worker keeps (it asks every few seconds). No ev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,16 +33,25 @@ def offsets_client(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TI
     return _admin(settings, timeout, ErrorCollector())
 
 
-def topic_offsets(admin: Any, *, topics: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> TopicOffsets:
-    """The earliest and end offsets of every partition of `topics`, in one request per broker (ListOffsets), with
-    an admin client from `offsets_client`. Raises KafkaClientError, or KafkaTopicNotFoundError naming the topics
-    that are not there."""
+def topic_offsets(
+    admin: Any,
+    *,
+    topics: Sequence[str],
+    matching: Callable[[str], bool] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> TopicOffsets:
+    """The earliest and end offsets of every partition of `topics`, and of the cluster's topics `matching`
+    accepts (a source's topic pattern: `SourceSpec.reads_topic`), in one request per broker (ListOffsets), with
+    an admin client from `offsets_client`. Raises KafkaClientError, or KafkaTopicNotFoundError naming the listed
+    topics that are not there."""
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     try:
         metadata = admin.list_topics(timeout=timeout)
         names = list(dict.fromkeys(topics))
+        if matching is not None:
+            names += sorted(t for t in metadata.topics if not t.startswith("__") and t not in names and matching(t))
         missing = [t for t in names if t not in metadata.topics or metadata.topics[t].error is not None]
         if missing:
             raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clearflow_spec.connections import KafkaConnectionSpec
+from clearflow_spec.spec_base import SourceSpec
 from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaTopicNotFoundError,
     _kafka_error,
     _raise,
     direct_consumer,
+    source_topics,
     watermark_offsets,
 )
 from webapp.connections.kafka_errors import ErrorCollector
@@ -80,6 +82,18 @@ def topic_rate(
     finally:
         consumer.close()
     return TopicRate(events_per_second=max(per_span.values(), default=0.0), per_span=per_span)
+
+
+def topics_now(source: SourceSpec, kafka_connection: KafkaConnection | None) -> list[str]:
+    """The topics a source reads now (a pattern's: those on the cluster it matches); [] when they cannot be
+    asked, so the sizing goes on without their rate."""
+    if source.topic_pattern is None or kafka_connection is None:
+        return list(source.topics)
+    try:
+        return source_topics(kafka_connection.client_settings(), source, timeout=RECENT_RATE_TIMEOUT_SECONDS)
+    except ApplicationError as exc:
+        log.info("topics of pattern %r unavailable: %s", source.topic_pattern, exc)
+        return []
 
 
 def recent_rate(*, topics: list[str], kafka_connection: KafkaConnection | None) -> float | None:

@@ -17,7 +17,8 @@ from clearflow_spec.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import selectors as connection_selectors
-from webapp.pipelines import exactly_once, selectors, services, state_size, type_fit
+from webapp.connections import topic_rate
+from webapp.pipelines import exactly_once, metrics_history, selectors, services, state_size, type_fit
 from webapp.pipelines.exactly_once_apis import (
     DeliveryGuaranteeOutput,
     ValidationWarningOutput,
@@ -193,7 +194,7 @@ def _validated(
     parsed = services.pipeline_validate(check_live=check_live, **kwargs)
     estimate = state_size.estimate_for(
         dedup=parsed.dedup,
-        topics=parsed.source.topics,
+        topics=topic_rate.topics_now(parsed.source, kwargs.get("kafka_connection")),
         kafka_connection=kwargs.get("kafka_connection"),
         events_per_second=events_per_second,
         unique_share=unique_share,
@@ -317,8 +318,15 @@ class PipelineDetailOutput(PipelineOutput):
         "read, e.g. not deployed or the metrics store is down). The lag over time: `.../lag/`.",
     )
 
+    topics_read = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="The topics it reads now, as the brokers last listed them: the spec's topics, or those its "
+        "`source.topic_pattern` matches, including topics created since it started (null: not read yet).",
+    )
+
     class Meta(PipelineOutput.Meta):
-        fields = [*PipelineOutput.Meta.fields, "delivery", "pace"]
+        fields = [*PipelineOutput.Meta.fields, "delivery", "pace", "topics_read"]
 
 
 class PipelineDetailApi(APIView):
@@ -332,6 +340,7 @@ class PipelineDetailApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         pipeline.pace = pace_or_none(pipeline)
+        pipeline.topics_read = metrics_history.topics_read_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
@@ -480,7 +489,8 @@ class PipelineCheckpointResetApi(APIView):
         tags=TAG,
         operation_id="pipelines_checkpoint_reset",
         description="Start over: remove the checkpoint of a stopped pipeline (needs `confirm: true`). Its next "
-        "start reads again from the starting offsets; rows already in ClickHouse stay.",
+        "start reads again from the spec's `source.starting_offsets` (a time replays from it); an event whose "
+        "dedup key the table received within the dedup window is not written again.",
         request=ConfirmInput,
         responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
     )

@@ -112,6 +112,7 @@ def pipeline_column_fill(
     """Set `column` on the rows written before it existed from their events read again (see the module's doc).
     Raises ApplicationError (Kafka, ClickHouse, the registry) with its words."""
     from webapp.connections import clickhouse_client
+    from webapp.connections.kafka_client import source_topics
     from webapp.connections.kafka_range import read_range
 
     spec = pipeline.spec
@@ -127,9 +128,10 @@ def pipeline_column_fill(
             f"The rows written before column `{column}` existed keep NULL: without a dedup key written to the "
             "table, a row cannot be matched to the event it came from.",
         )  # fmt: skip
+    kafka = pipeline.kafka_connection.client_settings()
     read = read_range(
-        pipeline.kafka_connection.client_settings(),
-        topics=list(spec.source.topics),
+        kafka,
+        topics=source_topics(kafka, spec.source),
         start=start,
         max_events=MAX_EVENTS,
         read_seconds=READ_SECONDS,

@@ -230,4 +230,21 @@ def lag_history(*, pipeline: Pipeline, since_ms: int | None = None, limit: int =
     return readings
 
 
+def topics_read(pipeline: Pipeline) -> list[str] | None:
+    """The topics the pipeline reads now, by name, as the last lag reading found them on the brokers (for a topic
+    pattern: the topics it matched then); None before the first reading. MetricsUnavailableError."""
+    readings = lag_history(pipeline=pipeline, limit=1)
+    if not readings or not isinstance(readings[-1].get("lag"), dict):
+        return None
+    return sorted(readings[-1]["lag"])
+
+
+def topics_read_or_none(pipeline: Pipeline) -> list[str] | None:
+    """`topics_read` for a page or an answer that draws without it: None also when Redis does not answer."""
+    try:
+        return topics_read(pipeline)
+    except MetricsUnavailableError:
+        return None
+
+
 LAG_RETENTION_SECONDS = LAG_KEEP_SECONDS

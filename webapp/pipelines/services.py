@@ -324,7 +324,8 @@ def pipeline_deploy(*, pipeline: Pipeline, user: AbstractBaseUser, checkpoint: s
             "This version cannot continue from the pipeline's checkpoint: "
             + "; ".join(problems)
             + ". Choose to keep the offsets (checkpoint=keep, Spark may refuse the old state) or to start fresh "
-            "(checkpoint=fresh: read again from the starting offsets; rows already in ClickHouse stay).",
+            "(checkpoint=fresh: read again from the starting offsets; an event whose key the table received within "
+            "the dedup window is not written again).",
             extra={"checkpoint_problems": problems, "checkpoint_choices": list(CHECKPOINT_CHOICES)},
         )
     version = pipeline.current_version
@@ -422,7 +423,8 @@ def pipeline_delete(*, pipeline: Pipeline, user: AbstractBaseUser, remove_checkp
 @transaction.atomic
 def pipeline_checkpoint_reset(*, pipeline: Pipeline, user: AbstractBaseUser) -> Pipeline:
     """Start over: remove the checkpoint of a pipeline that is not running (its next start reads again from the
-    spec's starting offsets, with empty dedup state). Rows already in ClickHouse stay."""
+    spec's starting offsets, with empty dedup state; the job keeps the keys the table received within the dedup
+    window, spark_jobs.written_keys). Rows already in ClickHouse stay."""
     pipeline = _locked(pipeline)
     if pipeline.status in JOB_ACTIVE or _active_run(pipeline) is not None:
         raise ConflictError("Stop the pipeline before removing its checkpoint.")

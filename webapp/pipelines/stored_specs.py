@@ -244,12 +244,21 @@ def check_live(
     for i, topic in enumerate(parsed.source.topics):
         if topic not in topics:
             issues.append(SpecIssue(f"source.topics[{i}]", f"topic '{topic}' does not exist on the cluster"))
+    pattern = parsed.source.topic_pattern
+    if pattern is not None and not parsed.source.topics_read(topics):
+        issues.append(
+            SpecIssue(
+                "source.topic_pattern",
+                f"no topic on the cluster matches {pattern!r} (the whole name must match): create a topic it "
+                "matches, or change the pattern",
+            )
+        )
     if parsed.join is not None:
         issues += join_live_issues(parsed, kafka_connection=kafka_connection, existing=topics)
     if schema_registry_connection is not None and parsed.source.uses_registry:
         registry = schema_registry_connection.client_settings()
         subjects = {}
-        for topic in parsed.source.topics:
+        for topic in parsed.source.topics_read(topics):
             found = registry_client.topic_schemas(registry, topic)
             subjects[found.subject] = found.versions
         issues += registry_field_issues(parsed.source.fields, subjects)
@@ -326,7 +335,7 @@ def join_live_issues(
 
 def _join_topics(parsed: PipelineSpec, existing: set[str]) -> list[str]:
     assert parsed.join is not None
-    return [t for t in [*parsed.source.topics, *parsed.join.source.topics] if t in existing]
+    return [t for t in [*parsed.source.topics_read(existing), *parsed.join.source.topics] if t in existing]
 
 
 def join_topic_issues(
@@ -343,7 +352,7 @@ def join_topic_issues(
         if topic not in existing
     ]
     window_ms = join.window_seconds * 1000
-    for side, topics in (("left", parsed.source.topics), ("right", join.source.topics)):
+    for side, topics in (("left", parsed.source.topics_read(existing)), ("right", join.source.topics)):
         for topic in topics:
             retention = retention_ms.get(topic)
             if retention is not None and 0 <= retention < window_ms:
@@ -374,6 +383,8 @@ def checkpoint_incompatibilities(old: PipelineSpec, new: PipelineSpec) -> list[s
     reasons = []
     if sorted(old.source.topics) != sorted(new.source.topics):
         reasons.append("the topics changed (the checkpoint keeps offsets per topic)")
+    elif old.source.topic_pattern != new.source.topic_pattern:
+        reasons.append("the topic pattern changed (the checkpoint keeps the subscription it started with)")
     if (old.join is None) != (new.join is None):
         reasons.append("the join was " + ("added" if new.join else "removed") + " (the checkpoint reads its sources)")
     elif old.join is not None and new.join is not None:

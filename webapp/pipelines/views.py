@@ -120,6 +120,7 @@ def _page_parts(pipeline: Pipeline) -> dict[str, Any]:
         "spec": spec,
         "spec_json": json.dumps(spec, indent=2),
         "checkpoint_problems": pipeline_services.pipeline_checkpoint_problems(pipeline=pipeline),
+        "topics_read": metrics_history.topics_read_or_none(pipeline),
     }
 
 

@@ -38,6 +38,7 @@ SPEC_KEY = "spec"
 _STEP_OF_PATH = (
     ("source.kafka", "kafka"),
     ("source.topics", "topics"),
+    ("source.topic_pattern", "topics"),
     ("source.fields", "sample"),
     ("source", "sample"),
     ("dedup", "dedup"),
@@ -160,10 +161,12 @@ def edit_draft_data(
     name: str,
     accept_dead_letters: Sequence[str] = (),
     schema_registry_connection_id: int | None = None,
+    topics_read: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The first draft data for editing a pipeline: its stored spec (`PipelineVersion.stored_spec`, read as a
-    draft, so that one today's rules refuse can be edited too) without the connection details, and the fields
-    whose dead letters were accepted (ticked again on the mapping step)."""
+    draft, so that one today's rules refuse can be edited too) without the connection details, the fields
+    whose dead letters were accepted (ticked again on the mapping step), and the topics it reads now (for a
+    topic pattern: what the steps that read events sample until the topics step is saved again)."""
     partial = load_draft_spec(stored)
     database = partial.sink.clickhouse.database or "default"
     partial.unset("version")
@@ -175,6 +178,7 @@ def edit_draft_data(
     return {
         SPEC_KEY: partial.to_dict(),
         "kafka": {"connection_id": kafka_connection_id},
+        "topics": {"matched": list(topics_read)},
         "schema-registry": {"connection_id": schema_registry_connection_id},
         "clickhouse": {
             "connection_id": clickhouse_connection_id,

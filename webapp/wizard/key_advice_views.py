@@ -26,7 +26,7 @@ from webapp.connections.throttle import count_connection_request
 from webapp.core.exceptions import ApplicationError
 from webapp.wizard.selectors import draft_get
 from webapp.wizard.services import draft_keep_advice
-from webapp.wizard.steps.common import kafka_connection_of
+from webapp.wizard.steps.common import draft_topics, kafka_connection_of
 
 
 def analysis_context(analysis: advice.KeyAdvice) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def key_advice(request: HttpRequest, draft_id: int) -> HttpResponse:
     """Measure the duplicates of the draft's topics by the posted key fields and time basis."""
     draft = draft_get(user=request.user, pk=draft_id)
     context: dict[str, Any] = {"enabled": request.POST.get("enabled", "on") == "on"}
-    topics = draft.spec.source.topics or []
+    topics = draft_topics(draft)
     connection = kafka_connection_of(request, draft)
     if not context["enabled"]:
         return _render(request, context)

@@ -37,7 +37,7 @@ def sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     keep = sample_step.parse_field_rows(request.POST)
     context = _context(form, keep, draft.section("sample").get("events", []))
     connection = step_common.kafka_connection_of(request, draft)
-    topics = draft.spec.source.topics or []
+    topics = step_common.draft_topics(draft)
     if not form.is_valid():
         context["error"] = "; ".join(f"{form.fields[n].label}: {e[0]}" for n, e in form.errors.items())
         return _area(request, context)

@@ -21,6 +21,7 @@ from webapp.connections import selectors as conn_selectors
 from webapp.connections.forms import connection_data
 from webapp.core.exceptions import ApplicationError
 from webapp.core.responses import json_attachment
+from webapp.pipelines import metrics_history
 from webapp.pipelines import selectors as pipeline_selectors
 from webapp.wizard import draft_spec
 from webapp.wizard.connection_kinds import CLICKHOUSE, KAFKA, ConnectionKind
@@ -69,6 +70,7 @@ def wizard_edit(request: HttpRequest, pk: int) -> HttpResponse:
         schema_registry_connection_id=pipeline.schema_registry_connection_id,
         name=pipeline.name,
         accept_dead_letters=pipeline.current_version.accept_dead_letters if pipeline.current_version else (),
+        topics_read=metrics_history.topics_read_or_none(pipeline) or [],
     )
     draft = draft_get_or_create(user=request.user, pipeline=pipeline, initial_data=initial)
     return redirect(step_url(draft, draft.step))

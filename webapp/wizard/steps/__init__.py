@@ -29,7 +29,7 @@ class Step:
 
 STEPS: tuple[Step, ...] = (
     Step("kafka", "Kafka connection", "Where the events come from: pick a saved connection or enter a new one."),
-    Step("topics", "Topics", "Choose the topic or topics to read."),
+    Step("topics", "Topics", "Choose the topic or topics to read, or a pattern that matches them."),
     Step("sample", "Sample and schema", "Look at real events and check the fields ClearFlow found in them."),
     Step("dedup", "Deduplication", "Which field(s) identify an event, and for how long to remember them."),
     Step(

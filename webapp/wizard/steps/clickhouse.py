@@ -19,7 +19,14 @@ from webapp.wizard import forms
 from webapp.wizard.connection_kinds import CLICKHOUSE
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
-from webapp.wizard.steps.common import clickhouse_connection_of, computed_fields, draft_join, initial_from, row_fields
+from webapp.wizard.steps.common import (
+    clickhouse_connection_of,
+    computed_fields,
+    draft_join,
+    draft_topics,
+    initial_from,
+    row_fields,
+)
 from webapp.wizard.steps.connection import SAVE_ANYWAY, connection_step_forms, submit_connection
 from webapp.wizard.steps.exactly_once import ACCEPT_FIELD, exactly_once_problem
 
@@ -100,7 +107,7 @@ def clickhouse_show(request, draft, source):
     initial = initial_from(source, forms.DestinationForm) if source else _destination_initial(request, draft)
     initial.setdefault("database", connection.database or "default")
     if not initial.get("new_table"):
-        topics = draft.spec.source.topics or []
+        topics = draft_topics(draft)
         initial["new_table"] = re.sub(r"[^A-Za-z0-9_]", "_", topics[0]) if topics else "events"
     context.update({"phase": "destination", "form": _destination_form(draft, initial=initial)})
     return context

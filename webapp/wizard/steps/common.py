@@ -32,6 +32,16 @@ def draft_workspace(request: HttpRequest, draft: WizardDraft) -> Workspace:
     return draft.pipeline.workspace if draft.pipeline_id else current_workspace(request)
 
 
+def draft_topics(draft: WizardDraft) -> list[str]:
+    """The topics the draft reads: those listed, or those its topic pattern matched when the topics step was
+    saved (the steps that read events, the sample, the key advice and the sizing, read these)."""
+    if draft.spec.source.topics:
+        return list(draft.spec.source.topics)
+    if draft.spec.source.topic_pattern:
+        return list(draft.section("topics").get("matched") or [])
+    return []
+
+
 def initial_from(source: MultiValueDict | None, form_class: type, prefix: str | None = None) -> dict[str, Any]:
     """Initial values for an unbound form from what was typed before (multi-value fields keep lists)."""
     if not source:

@@ -20,7 +20,7 @@ from webapp.pipelines import state_size
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step
-from webapp.wizard.steps.common import initial_from, schema_fields
+from webapp.wizard.steps.common import draft_topics, initial_from, schema_fields
 from webapp.wizard.steps.fit import dedup_blocking, dedup_presence
 
 CHOSEN_FIELDS = ("window",)  # what the advice preselects unless the user picked it
@@ -145,7 +145,7 @@ def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> 
         return None
     estimate = state_size.estimate_for(
         dedup=dedup,
-        topics=draft.spec.source.topics or [],
+        topics=draft_topics(draft),
         kafka_connection=kafka_connection,
         advice=_measured_advice(draft),
         ask_topic=live,

@@ -31,6 +31,7 @@ from webapp.wizard.steps import SLUGS, STEPS
 from webapp.wizard.steps.common import (
     clickhouse_connection_of,
     draft_join,
+    draft_topics,
     draft_workspace,
     initial_from,
     kafka_connection_of,
@@ -44,7 +45,7 @@ from webapp.workspaces import policy
 def _default_name(draft: WizardDraft) -> str:
     if draft.pipeline_id:
         return draft.pipeline.name
-    topics = draft.spec.source.topics or []
+    topics = draft_topics(draft)
     table = draft.spec.sink.table or "clickhouse"
     base = f"{topics[0] if topics else 'events'}-to-{table}"
     return re.sub(r"[^A-Za-z0-9_.-]", "-", base)[:100]
@@ -166,9 +167,10 @@ def edit_context(
                 for c in diff.changes
             ]
     base_sink = base.stored_spec.get("sink", {}) if base is not None else {}
-    same_table = base_sink.get("table") == draft.spec.sink.table and (base_sink.get("clickhouse") or {}).get(
-        "database"
-    ) == draft.spec.sink.clickhouse.database
+    same_table = (
+        base_sink.get("table") == draft.spec.sink.table
+        and (base_sink.get("clickhouse") or {}).get("database") == draft.spec.sink.clickhouse.database
+    )
     return {
         "pipeline": pipeline,
         "base": base,
@@ -182,7 +184,8 @@ def edit_context(
 def review_summary(draft: WizardDraft) -> dict[str, Any]:
     spec = draft.spec
     return {
-        "topics": spec.source.topics or [],
+        "topics": draft_topics(draft),
+        "topic_pattern": spec.source.topic_pattern or "",
         "field_count": len(schema_fields(draft)),
         "dedup": spec.dedup,
         "join": draft_join(draft),

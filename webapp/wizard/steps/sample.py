@@ -16,7 +16,14 @@ from webapp.wizard.connection_kinds import SCHEMA_REGISTRY
 from webapp.wizard.forms import REGISTRY_FORMATS
 from webapp.wizard.models import WizardDraft
 from webapp.wizard.services import draft_save_step, draft_update_section
-from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, sample_form, schema_fields
+from webapp.wizard.steps.common import (
+    FIELD_TYPE_CHOICES,
+    draft_topics,
+    form_rows,
+    initial_from,
+    sample_form,
+    schema_fields,
+)
 
 
 def field_rows_from(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -132,7 +139,7 @@ def _sample_context(draft: WizardDraft, form: forms.SampleForm, rows: list[dict[
         "schema_versions": section.get("schema_versions", []),
         "field_types": FIELD_TYPE_CHOICES,
         "fetched_at": section.get("fetched_at"),
-        "topics": draft.spec.source.topics or [],
+        "topics": draft_topics(draft),
     }
 
 
