@@ -29,7 +29,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from clearflow_spec.spec import SpecError
-from webapp.api.exception_handlers import SPEC_INVALID, spec_path
+from webapp.api.exception_handlers import SPEC_INVALID, flatten_errors, spec_path
 from webapp.connections import key_advice, selectors
 from webapp.connections.models import HeavyRequest, KafkaConnection
 from webapp.core import queue
@@ -164,8 +164,11 @@ def _error(exc: Exception) -> dict[str, Any]:
         return {"status_code": 400, "code": "invalid_spec", "message": SPEC_INVALID, "errors": errors, "extra": extra}
     if isinstance(exc, ApplicationError):
         return {"status_code": exc.status_code, "code": exc.code, "message": exc.message, "extra": exc.extra}
-    messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
-    return {"status_code": 400, "code": "invalid", "message": "; ".join(messages), "extra": {}}
+    if isinstance(exc, ValidationError):
+        errors = flatten_errors(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+        message = errors[0]["message"] if errors else "Invalid."
+        return {"status_code": 400, "code": "invalid", "message": message, "errors": errors, "extra": {}}
+    return {"status_code": 400, "code": "invalid", "message": str(exc), "extra": {}}
 
 
 def _prune() -> None:

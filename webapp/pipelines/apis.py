@@ -358,6 +358,7 @@ class PipelineSpecValidateApi(APIView):
         data = validated_input(PipelineValidateInput, request.data)
         data.update(connections_of(request, data))
         if live_check.reads_systems(check_live=data["check_live"], kafka_connection=data.get("kafka_connection")):
+            live_check.spec_check(**data)  # a spec that does not read is a 400 at once, before any system is asked
             heavy = live_check.live_check_start(user=request.user, data=data)
             return heavy_request_apis.accepted(request, heavy, "api:pipeline-spec-validate-result", url_kwargs={})
         return Response(ValidationOutput(live_check.pipeline_check(**data)).data)

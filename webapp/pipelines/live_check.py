@@ -59,6 +59,12 @@ def pipeline_check(
     return {**output, "estimated_state": estimated_state, "sample": report.to_dict() if report else None}
 
 
+def spec_check(*, spec: Any, name: str | None = None, **connections: Any) -> None:
+    """The spec checked on its own with the connections given (SpecError), as the live check's first step."""
+    given = {key: connections[key] for key in CONNECTION_FIELDS if connections.get(key) is not None}
+    services.pipeline_validate(spec=spec, name=name, check_live=False, **given)
+
+
 def reads_systems(*, check_live: bool, kafka_connection: Any) -> bool:
     """Whether the check asks the systems (and so goes to the worker): a live check with a Kafka connection."""
     return bool(check_live and kafka_connection is not None)

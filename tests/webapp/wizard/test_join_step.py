@@ -12,6 +12,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from tests.webapp.heavy import page_answered
 from tests.webapp.wizard.test_wizard_steps import alerts, mapping_post, sample_fields_post, step_url, submit
 from tests.webapp.wizard.test_wizard_steps import walk_to_dedup as walk_to_left_sample
 from webapp.pipelines.models import Pipeline
@@ -72,6 +73,9 @@ def walk_to_join(client, kafka_connection, join_topics) -> WizardDraft:
 def fetch_right(client, draft, topic: str) -> str:
     url = reverse("wizard:join_sample_fetch", kwargs={"draft_id": draft.pk})
     response = client.post(url, {"enabled": "on", "right_topic": topic, "count": 20, "position": "oldest"})
+    assert response.status_code == 200
+    assert 'id="right-sample-reading"' in response.content.decode()  # the worker reads the events
+    response = page_answered(client, response)
     assert response.status_code == 200
     return response.content.decode()
 
