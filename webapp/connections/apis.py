@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from clearflow_spec.connections import KAFKA_SECRET_FLAGS
 from clearflow_spec.field_types import FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import NameQuery, validated_input
+from webapp.api.inputs import ConnectionListQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.api.permissions import token_is_read_only
 from webapp.connections import heavy_request_apis, heavy_requests, kinds, selectors
@@ -243,8 +243,10 @@ class _ConnectionListCreateApi(APIView):
     workspace_actions = {"POST": "connection.create"}  # webapp.workspaces.permissions
 
     def get(self, request: Request) -> Response:
-        query = validated_input(NameQuery, request.query_params)
-        connections = self.kind.list(user=request.user, name=query.get("name"), workspace=request.workspace)
+        query = validated_input(ConnectionListQuery, request.query_params)
+        connections = self.kind.list(
+            user=request.user, name=query.get("name"), workspace=request.workspace, search=query.get("search")
+        )
         return Response(self.kind.output(connections, many=True).data)
 
     def post(self, request: Request) -> Response:
@@ -359,7 +361,7 @@ def _connection_apis(
             get=extend_schema(
                 tags=tag,
                 operation_id=f"{prefix}_list",
-                parameters=[NameQuery],
+                parameters=[ConnectionListQuery],
                 responses={200: kind.output(many=True), **documented},
             ),
             post=extend_schema(
