@@ -148,6 +148,12 @@ def test_the_right_topics_sample_gives_its_fields_and_the_preview_joins_the_two_
     html = owner_client.post(url, join_post(join_topics["payments"], kind="inner")).content.decode()
     assert "o-3" not in html and "o-1" in html
 
+    # Without the joined topic's dedup key, the preview names that piece, not a generic "choose the topic".
+    no_key = {k: v for k, v in join_post(join_topics["payments"]).items() if k != "right-keys"}
+    html = owner_client.post(url, no_key).content.decode()
+    missing = re.search(r'<ul id="join-preview-missing">(.*?)</ul>', html, flags=re.S)
+    assert missing and "Deduplication of the joined topic" in missing.group(1), html
+
 
 def test_keys_of_different_types_are_an_error_at_the_right_key(owner_client, kafka_connection, join_topics):
     draft = walk_to_join(owner_client, kafka_connection, join_topics)
