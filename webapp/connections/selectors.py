@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from clearflow_spec.avro_schema import AvroSchemaError
@@ -66,6 +66,12 @@ def kafka_connection_list(
 ) -> QuerySet[KafkaConnection]:
     """The Kafka connections of the user's workspaces, by name."""
     return _visible(KafkaConnection, user, workspace, name, search)
+
+
+def connections_by_use(connections: QuerySet[Connection]) -> QuerySet[Connection]:
+    """`connections` the most used first (by how many pipelines read or write through each), then by name: the
+    order the wizard offers them in."""
+    return connections.annotate(pipeline_uses=Count("pipelines")).order_by("-pipeline_uses", "name", "id")
 
 
 def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.connections.services import clickhouse_connection_create
+from webapp.wizard.models import WizardDraft
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +151,17 @@ def test_connections_are_found_by_name_or_address_on_the_page_and_in_the_api(own
     assert len(api.get("/api/v1/connections/clickhouse/", {"search": ""}).json()) == 2  # an empty search: all
     too_long = api.get("/api/v1/connections/kafka/", {"search": "x" * 101})
     assert too_long.status_code == 400 and too_long.json()["errors"][0]["path"] == "search"
+
+
+def test_the_wizard_offers_the_most_used_connections_first(owner_client, owner, create_pipeline, kafka_connection):
+    from webapp.connections.services import kafka_connection_create
+
+    for name in ("a spare", "b spare"):
+        kafka_connection_create(owner=owner, data={"name": name, "bootstrap_servers": "spare.internal:9092"})
+    create_pipeline("uses-it")  # through `kafka_connection`, named after the others alphabetically
+    owner_client.get(reverse("wizard:wizard_new"))
+    draft = WizardDraft.objects.get(pipeline__isnull=True)
+    html = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "kafka"})).content.decode()
+    select = re.search(r'<select name="connection".*?</select>', html, flags=re.S).group(0)
+    offered = re.findall(r'<option value="\d+"[^>]*>(.*?)</option>', select)
+    assert offered[0] == str(kafka_connection) and sorted(offered[1:]) == offered[1:]
