@@ -2,11 +2,17 @@
 
 The API answers errors in one JSON shape, `{"code", "message", "errors": [{"path", "message"}]}`; its paths
 (`spec.sink.columns[2].type`) are kept as they are, so a refused spec reads the same here as in the API.
+
+What reads many events (a sample, inferred fields, a spec's live check) is done by the server's worker: the API
+answers `202 Accepted` with the URL of the answer (`Location`), and `Api` asks it, every `Retry-After` seconds,
+until the answer (or its error) is there, so that callers see the answer as if it had come at once.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -23,7 +29,9 @@ from clearflow.errors import (
     ServerUnreachableError,
 )
 
-DEFAULT_TIMEOUT = 30.0  # seconds; a live check of a spec asks Kafka and ClickHouse, which may take a few
+DEFAULT_TIMEOUT = 30.0  # seconds, for one HTTP request
+# How long an accepted request's answer is waited for: the server's worker may first finish other requests.
+ACCEPTED_WAIT_SECONDS = 300.0
 
 
 class Api:
@@ -61,9 +69,33 @@ class Api:
         return self._request("DELETE", path, params=params)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        url = f"{self.settings.url}{API_PREFIX}{path}"
+        response = self._send(method, f"{self.settings.url}{API_PREFIX}{path}", **kwargs)
+        if response.status_code == 202 and response.headers.get("Location"):
+            response = self._follow(response)
+        if response.ok:
+            return response.json() if response.content else None
+        raise error_from_response(response, server=self.settings.url)
+
+    def _follow(self, accepted: requests.Response) -> requests.Response:
+        """The answer at the URL a `202 Accepted` names, asked until it is no longer 202."""
+        deadline = time.monotonic() + ACCEPTED_WAIT_SECONDS
+        response = accepted
+        while response.status_code == 202 and response.headers.get("Location"):
+            if time.monotonic() > deadline:
+                progress = _progress(response)
+                raise ServerUnreachableError(
+                    f"ClearFlow at {self.settings.url} accepted the request but had no answer after "
+                    f"{ACCEPTED_WAIT_SECONDS:.0f} s{f' ({progress})' if progress else ''}: is its worker running?"
+                )
+            time.sleep(_retry_after(response))
+            # Asked of the configured server whatever host the URL names: the token goes nowhere else.
+            server, location = urlsplit(self.settings.url), urlsplit(response.headers["Location"])
+            response = self._send("GET", location._replace(scheme=server.scheme, netloc=server.netloc).geturl())
+        return response
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         try:
-            response = self.session.request(method, url, timeout=self.timeout, **kwargs)
+            return self.session.request(method, url, timeout=self.timeout, **kwargs)
         except requests.Timeout:
             raise ServerUnreachableError(
                 f"ClearFlow at {self.settings.url} did not answer within {self.timeout:.0f} s."
@@ -73,9 +105,22 @@ class Api:
                 f"cannot reach ClearFlow at {self.settings.url} ({_reason(exc)}). Is the server running, and is "
                 "the URL right (CLEARFLOW_URL, or `clearflow login`)?"
             ) from None
-        if response.ok:
-            return response.json() if response.content else None
-        raise error_from_response(response, server=self.settings.url)
+
+
+def _retry_after(response: requests.Response) -> float:
+    """The seconds the server asks to wait (Retry-After), between 0.2 and 10."""
+    try:
+        return min(max(float(response.headers.get("Retry-After", "1")), 0.2), 10.0)
+    except ValueError:
+        return 1.0
+
+
+def _progress(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    return str(body.get("progress", "")) if isinstance(body, dict) else ""
 
 
 def _reason(exc: requests.RequestException) -> str:

@@ -211,7 +211,7 @@ BROKEN_SPECS = [
 def test_the_client_finds_what_the_server_finds_with_the_same_paths_and_messages(spec, db):
     """The server's check (`stored_specs.parse` with saved connections, errors as the API writes them) and the
     client's, for the same spec."""
-    from webapp.api.exception_handlers import _spec_path
+    from webapp.api.exception_handlers import spec_path
     from webapp.connections.models import ClickHouseConnection, KafkaConnection
     from webapp.pipelines import stored_specs
 
@@ -224,7 +224,7 @@ def test_the_client_finds_what_the_server_finds_with_the_same_paths_and_messages
             kafka_connection=KafkaConnection(name="k", bootstrap_servers="broker:9092"),
             clickhouse_connection=ClickHouseConnection(name="c", host="ch", password="x"),
         )
-    assert client and client == [(_spec_path(i.path), i.message) for i in server.value.errors]
+    assert client and client == [(spec_path(i.path), i.message) for i in server.value.errors]
 
 
 @pytest.mark.fast

@@ -64,7 +64,11 @@ def _response(status_code: int, code: str, message: str, errors: list[dict[str, 
     return Response(body, status=status_code)
 
 
-def _spec_path(path: str) -> str:
+SPEC_INVALID = "The pipeline spec is not valid."
+
+
+def spec_path(path: str) -> str:
+    """A spec problem's path as the API names it (`spec.sink.columns[2].type`)."""
     if not path:
         return SPEC_FIELD
     return f"{SPEC_FIELD}{path}" if path.startswith("[") else f"{SPEC_FIELD}.{path}"
@@ -78,12 +82,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
     if isinstance(exc, SpecError):
         set_rollback()
-        errors = [{"path": _spec_path(issue.path), "message": issue.message} for issue in exc.errors]
+        errors = [{"path": spec_path(issue.path), "message": issue.message} for issue in exc.errors]
         # A SpecError may carry a JSON-able report (the sample check's, `webapp.pipelines.type_fit`).
         extra = getattr(exc, "extra", None) or {}
-        return _response(
-            status.HTTP_400_BAD_REQUEST, "invalid_spec", "The pipeline spec is not valid.", errors, **extra
-        )
+        return _response(status.HTTP_400_BAD_REQUEST, "invalid_spec", SPEC_INVALID, errors, **extra)
 
     if isinstance(exc, DjangoValidationError):
         set_rollback()

@@ -50,3 +50,14 @@ class NameQuery(serializers.Serializer):
     name = serializers.CharField(
         max_length=100, required=False, allow_blank=True, help_text="Only the one of this name (unique per owner)."
     )
+
+
+class ConnectionListQuery(NameQuery):
+    """`?search=`: the connections whose name or address (bootstrap servers, host, URL) contains the words."""
+
+    search = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        help_text="Only those whose name or address (bootstrap servers, host, URL) contains this, in any case.",
+    )

@@ -15,6 +15,11 @@ urlpatterns = [
     path("kafka/<int:pk>/sample/<str:request_id>/", apis.KafkaSampleResultApi.as_view(), name="kafka-sample-result"),
     path("kafka/<int:pk>/infer-schema/", apis.KafkaInferSchemaApi.as_view(), name="kafka-infer-schema"),
     path(
+        "kafka/<int:pk>/infer-schema/<str:request_id>/",
+        apis.KafkaInferSchemaResultApi.as_view(),
+        name="kafka-infer-schema-result",
+    ),
+    path(
         "kafka/<int:pk>/dedup-analysis/", key_advice_apis.KafkaDedupAnalysisApi.as_view(), name="kafka-dedup-analysis"
     ),
     path(

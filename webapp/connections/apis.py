@@ -17,14 +17,13 @@ from rest_framework.views import APIView
 from clearflow_spec.connections import KAFKA_SECRET_FLAGS
 from clearflow_spec.field_types import FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
-from webapp.api.inputs import NameQuery, validated_input
+from webapp.api.inputs import ConnectionListQuery, validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.api.permissions import token_is_read_only
 from webapp.connections import heavy_request_apis, heavy_requests, kinds, selectors
 from webapp.connections.kinds import ConnectionKind
 from webapp.connections.models import ClickHouseConnection, HeavyRequest, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.services import secrets_changed
-from webapp.core.exceptions import NotFoundError
 from webapp.workspaces import policy
 from webapp.workspaces.services import workspace_for_new_objects
 
@@ -244,8 +243,10 @@ class _ConnectionListCreateApi(APIView):
     workspace_actions = {"POST": "connection.create"}  # webapp.workspaces.permissions
 
     def get(self, request: Request) -> Response:
-        query = validated_input(NameQuery, request.query_params)
-        connections = self.kind.list(user=request.user, name=query.get("name"), workspace=request.workspace)
+        query = validated_input(ConnectionListQuery, request.query_params)
+        connections = self.kind.list(
+            user=request.user, name=query.get("name"), workspace=request.workspace, search=query.get("search")
+        )
         return Response(self.kind.output(connections, many=True).data)
 
     def post(self, request: Request) -> Response:
@@ -360,7 +361,7 @@ def _connection_apis(
             get=extend_schema(
                 tags=tag,
                 operation_id=f"{prefix}_list",
-                parameters=[NameQuery],
+                parameters=[ConnectionListQuery],
                 responses={200: kind.output(many=True), **documented},
             ),
             post=extend_schema(
@@ -499,31 +500,36 @@ class KafkaInferSchemaApi(APIView):
         description=f"Sample the topics and infer fields: dotted paths; {', '.join(FIELD_TYPES)}; a list is "
         "an array<T> (objects in it struct<...>). With a schema "
         "registry connection the values are decoded from Avro and the fields come from the schema (the newest version "
-        "the sample used), the sample filling in examples.",
-        responses={200: InferSchemaOutput, **ERROR_RESPONSES},
+        "the sample used), the sample filling in examples. The worker reads the events: the answer is `202` with the "
+        "`url` to GET for the fields (`kafka_schema_infer_result`), capped with the samples.",
+        responses=heavy_request_apis.START_RESPONSES,
     )
     def post(self, request: Request, pk: int) -> Response:
         connection = selectors.kafka_connection_get(user=request.user, pk=pk)
         data = _with_registry(request, validated_input(SampleInput, request.data))
         registry = data.pop("schema_registry_connection", None)
-        if registry is None:
-            events = selectors.kafka_event_sample(connection=connection, **data)
-            fields = selectors.schema_infer(values=[event.value for event in events])
-            return Response(InferSchemaOutput({"sampled": len(events), "fields": fields}).data)
-        sample = selectors.avro_event_sample(connection=connection, schema_registry_connection=registry, **data)
-        if sample.schema is None:
-            raise NotFoundError(
-                f"The schema registry has no Avro schema for {', '.join(s.subject for s in sample.subjects)}, "
-                "and no sampled event could be decoded."
-            )
-        fields = selectors.schema_infer(values=sample.decoded_values, avro_schema=sample.schema)
-        output = {
-            "sampled": len(sample.events),
-            "fields": fields,
-            "schema_versions": sample.used,
-            "undecodable": sample.undecodable,
-        }
-        return Response(InferSchemaOutput(output).data)
+        params = {**data, "schema_registry_connection": registry.pk if registry is not None else None}
+        heavy = heavy_requests.heavy_request_start(
+            kind=HeavyRequest.Kind.INFER_SCHEMA, user=request.user, connection=connection, params=params
+        )
+        return heavy_request_apis.accepted(request, heavy, "api:kafka-infer-schema-result")
+
+
+class KafkaInferSchemaResultApi(APIView):
+    workspace_model = KafkaConnection
+
+    @extend_schema(
+        tags=KAFKA_TAG,
+        operation_id="kafka_schema_infer_result",
+        description="The fields asked for with `POST .../infer-schema/`: `202` while the worker reads the events "
+        "(ask again after `Retry-After` seconds), then the fields, or the error the sample met. Kept for 10 minutes "
+        "after it ends.",
+        responses=heavy_request_apis.accepted_responses(InferSchemaOutput, "The fields"),
+    )
+    def get(self, request: Request, pk: int, request_id: str) -> Response:
+        selectors.kafka_connection_get(user=request.user, pk=pk)
+        heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.INFER_SCHEMA)
+        return heavy_request_apis.answer(request, heavy, "api:kafka-infer-schema-result", InferSchemaOutput)
 
 
 def _with_registry(request: Request, data: dict) -> dict:

@@ -1,4 +1,4 @@
-"""What the key advice and sample endpoints answer now that the worker reads the events
+"""What the key advice, sample, schema inference and live check endpoints answer now that the worker reads the events
 (`webapp.connections.heavy_requests`): `202 Accepted` with the URL to poll, then, at that URL, 202 again while the
 events are read, the answer (200) once they are, or the error the request met (its status and JSON body).
 """
@@ -48,21 +48,31 @@ START_RESPONSES = {
 }
 
 
-def _pending(request: Request, heavy: HeavyRequest, url_name: str) -> Response:
-    url = reverse(url_name, kwargs={"pk": heavy.connection_id, "request_id": heavy.pk}, request=request)
+def _pending(request: Request, heavy: HeavyRequest, url_name: str, url_kwargs: dict[str, Any] | None) -> Response:
+    kwargs = {"pk": heavy.connection_id} if url_kwargs is None else url_kwargs
+    url = reverse(url_name, kwargs={**kwargs, "request_id": heavy.pk}, request=request)
     body = {"id": heavy.pk, "status": heavy.status, "progress": heavy.progress, "url": url}
     response = Response(HeavyRequestOutput(body).data, status=202, headers={"Location": url})
     response["Retry-After"] = str(POLL_AFTER_SECONDS)
     return response
 
 
-def accepted(request: Request, heavy: HeavyRequest, url_name: str) -> Response:
-    """202 with the URL to poll."""
-    return _pending(request, heavy, url_name)
+def accepted(
+    request: Request, heavy: HeavyRequest, url_name: str, *, url_kwargs: dict[str, Any] | None = None
+) -> Response:
+    """202 with the URL to poll: `url_name` with `url_kwargs` (by default the connection's `pk`) and the
+    request's id."""
+    return _pending(request, heavy, url_name, url_kwargs)
 
 
 def answer(
-    request: Request, heavy: HeavyRequest, url_name: str, output: type[serializers.Serializer], *, part: str = ""
+    request: Request,
+    heavy: HeavyRequest,
+    url_name: str,
+    output: type[serializers.Serializer],
+    *,
+    part: str = "",
+    url_kwargs: dict[str, Any] | None = None,
 ) -> Response:
     """The poll's answer: 202 while it runs, the error's status and body if it failed, else 200 with `output` of
     the result (of its `part` when named)."""
@@ -71,7 +81,7 @@ def answer(
         body: dict[str, Any] = {
             "code": error.get("code", "application_error"),
             "message": error.get("message", ""),
-            "errors": [{"path": "", "message": error.get("message", "")}],
+            "errors": error.get("errors") or [{"path": "", "message": error.get("message", "")}],
         }
         if error.get("extra"):
             body["extra"] = error["extra"]
@@ -80,6 +90,6 @@ def answer(
             response["Retry-After"] = str(error["extra"]["retry_after"])
         return response
     if heavy.status != HeavyRequest.Status.DONE:
-        return _pending(request, heavy, url_name)
+        return _pending(request, heavy, url_name, url_kwargs)
     result = heavy.result[part] if part else heavy.result
     return Response(output(result, many=isinstance(result, list)).data)

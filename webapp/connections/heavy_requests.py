@@ -1,15 +1,15 @@
-"""Key advice and samples off the web threads: the request is recorded, the worker reads the events, and the
-page or the API client asks for the answer until it is there.
+"""Key advice, samples, schema inference and the live check of a spec off the web threads: the request is
+recorded, the worker reads the events, and the page or the API client asks for the answer until it is there.
 
 Reading up to 50,000 events of a topic takes seconds to tens of seconds; on a web thread, a few such requests in
 parallel held every thread of the web app. `heavy_request_start` checks the caps on what runs at once
-(`HEAVY_REQUESTS_PER_USER` and `HEAVY_REQUESTS_PER_WORKSPACE`, each kind counted apart; 429 in words past
-either), records a `HeavyRequest` and, on commit, sends it to the worker (`queue.heavy_request_run`, the default
-queue). The worker's task calls `heavy_request_run`, which moves it queued -> running -> done (the answer kept as
-JSON) or failed (the error as the API would have answered it), each step a compare-and-set so that a task
-delivered twice reads the events once. `heavy_request_get` is what the poll reads; an ended request is kept for
-`HEAVY_REQUEST_KEEP_SECONDS`, and one the worker never finished stops counting against the caps after
-`HEAVY_REQUEST_STALE_SECONDS`.
+(`HEAVY_REQUESTS_PER_USER` and `HEAVY_REQUESTS_PER_WORKSPACE`; key advice counted apart from the requests that
+sample the topics, which count together; 429 in words past either), records a `HeavyRequest` and, on commit,
+sends it to the worker (`queue.heavy_request_run`, the default queue). The worker's task calls
+`heavy_request_run`, which moves it queued -> running -> done (the answer kept as JSON) or failed (the error as
+the API would have answered it), each step a compare-and-set so that a task delivered twice reads the events
+once. `heavy_request_get` is what the poll reads; an ended request is kept for `HEAVY_REQUEST_KEEP_SECONDS`, and
+one the worker never finished stops counting against the caps after `HEAVY_REQUEST_STALE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
+from clearflow_spec.spec import SpecError
+from webapp.api.exception_handlers import SPEC_INVALID, flatten_errors, spec_path
 from webapp.connections import key_advice, selectors
 from webapp.connections.models import HeavyRequest, KafkaConnection
 from webapp.core import queue
@@ -37,8 +39,14 @@ from webapp.workspaces.models import Workspace
 Kind = HeavyRequest.Kind
 Status = HeavyRequest.Status
 ENDED = (Status.DONE, Status.FAILED)
-# How the caps' messages name each kind.
-KIND_WORDS = {Kind.KEY_ADVICE: "key-advice requests", Kind.SAMPLE: "sample requests"}
+# The kinds counted together against the caps, and how the caps' messages name them: a sample, a schema inferred
+# from one and a spec's live check all read a sample of the topics.
+SAMPLING = (Kind.SAMPLE, Kind.INFER_SCHEMA, Kind.LIVE_CHECK)
+CAPPED_TOGETHER = {Kind.KEY_ADVICE: (Kind.KEY_ADVICE,), **{kind: SAMPLING for kind in SAMPLING}}
+KIND_WORDS = {
+    Kind.KEY_ADVICE: "key-advice requests",
+    **{kind: "sample requests (samples, schema inference, live checks)" for kind in SAMPLING},
+}
 
 
 def heavy_request_start(
@@ -62,7 +70,7 @@ def heavy_request_start(
                 finished=timezone.now(),
             )
         running = HeavyRequest.objects.filter(
-            kind=kind,
+            kind__in=CAPPED_TOGETHER[Kind(kind)],
             status__in=(Status.QUEUED, Status.RUNNING),
             created__gte=timezone.now() - timedelta(seconds=settings.HEAVY_REQUEST_STALE_SECONDS),
         )
@@ -129,7 +137,7 @@ def heavy_request_run(*, request_id: str) -> None:
     request = HeavyRequest.objects.select_related("connection").get(pk=request_id)
     try:
         result = RUNNERS[Kind(request.kind)](request)
-    except (ApplicationError, ValidationError) as exc:
+    except (ApplicationError, ValidationError, SpecError) as exc:
         _end(request, Status.RUNNING, error=_error(exc))
         return
     except Exception:
@@ -149,10 +157,18 @@ def _end(request: HeavyRequest, expected: str, *, result: Any = None, error: dic
 
 
 def _error(exc: Exception) -> dict[str, Any]:
+    """The failure as the API answers it (`webapp.api.exception_handlers`), to be answered at the poll."""
+    if isinstance(exc, SpecError):
+        errors = [{"path": spec_path(issue.path), "message": issue.message} for issue in exc.errors]
+        extra = getattr(exc, "extra", None) or {}
+        return {"status_code": 400, "code": "invalid_spec", "message": SPEC_INVALID, "errors": errors, "extra": extra}
     if isinstance(exc, ApplicationError):
         return {"status_code": exc.status_code, "code": exc.code, "message": exc.message, "extra": exc.extra}
-    messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
-    return {"status_code": 400, "code": "invalid", "message": "; ".join(messages), "extra": {}}
+    if isinstance(exc, ValidationError):
+        errors = flatten_errors(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+        message = errors[0]["message"] if errors else "Invalid."
+        return {"status_code": 400, "code": "invalid", "message": message, "errors": errors, "extra": {}}
+    return {"status_code": 400, "code": "invalid", "message": str(exc), "extra": {}}
 
 
 def _prune() -> None:
@@ -168,6 +184,8 @@ def _progress_words(request_id: str) -> str:
     if request.get("kind") == Kind.KEY_ADVICE:
         events = params.get("max_events", key_advice.DEFAULT_MAX_EVENTS)
         return f"Reading up to {events:,} recent events of {topics} and counting their duplicates."
+    if request.get("kind") == Kind.LIVE_CHECK:
+        return "Checking the topics and the target table, and sampling the newest events against the mapping."
     return f"Reading up to {params.get('count', 20)} {params.get('position', 'newest')} events of {topics}."
 
 
@@ -204,10 +222,7 @@ def _sample(request: HeavyRequest) -> dict[str, Any]:
     if registry_id is None:
         events = selectors.kafka_event_sample(connection=request.connection, **sampled)
     else:
-        try:
-            registry = selectors.schema_registry_connection_get(user=request.user, pk=registry_id)
-        except Http404:  # deleted since the request was made
-            raise NotFoundError(f"The schema registry connection {registry_id} no longer exists.") from None
+        registry = _registry_of(request, registry_id)
         sample = selectors.avro_event_sample(
             connection=request.connection, schema_registry_connection=registry, **sampled
         )
@@ -220,4 +235,51 @@ def _sample(request: HeavyRequest) -> dict[str, Any]:
     }
 
 
-RUNNERS = {Kind.KEY_ADVICE: _key_advice, Kind.SAMPLE: _sample}
+def _infer_schema(request: HeavyRequest) -> dict[str, Any]:
+    """The fields of a sample: from its values, or with a schema registry from the newest schema it used."""
+    params = request.params
+    sampled = {
+        "topics": params["topics"],
+        "count": params.get("count", 20),
+        "position": params.get("position", "newest"),
+    }
+    registry_id = params.get("schema_registry_connection")
+    if registry_id is None:
+        events = selectors.kafka_event_sample(connection=request.connection, **sampled)
+        fields = selectors.schema_infer(values=[event.value for event in events])
+        return {"sampled": len(events), "fields": [dataclasses.asdict(field) for field in fields]}
+    registry = _registry_of(request, registry_id)
+    sample = selectors.avro_event_sample(connection=request.connection, schema_registry_connection=registry, **sampled)
+    if sample.schema is None:
+        raise NotFoundError(
+            f"The schema registry has no Avro schema for {', '.join(s.subject for s in sample.subjects)}, "
+            "and no sampled event could be decoded."
+        )
+    fields = selectors.schema_infer(values=sample.decoded_values, avro_schema=sample.schema)
+    return {
+        "sampled": len(sample.events),
+        "fields": [dataclasses.asdict(field) for field in fields],
+        "schema_versions": [vars(used) for used in sample.used],
+        "undecodable": sample.undecodable,
+    }
+
+
+def _registry_of(request: HeavyRequest, registry_id: int) -> Any:
+    try:
+        return selectors.schema_registry_connection_get(user=request.user, pk=registry_id)
+    except Http404:  # deleted since the request was made
+        raise NotFoundError(f"The schema registry connection {registry_id} no longer exists.") from None
+
+
+def _live_check(request: HeavyRequest) -> dict[str, Any]:
+    from webapp.pipelines.live_check import live_check_run  # the pipelines app builds on the connections
+
+    return live_check_run(user=request.user, params=request.params)
+
+
+RUNNERS = {
+    Kind.KEY_ADVICE: _key_advice,
+    Kind.SAMPLE: _sample,
+    Kind.INFER_SCHEMA: _infer_schema,
+    Kind.LIVE_CHECK: _live_check,
+}

@@ -391,13 +391,16 @@ class SchemaRegistryConnection(SpecBackedConnection):
 
 
 class HeavyRequest(models.Model):
-    """One request that reads many events of a user's Kafka connection (key advice, a sample), run by the worker
-    rather than on a web thread: the page or the API client asks for its answer until it is there
-    (`webapp.connections.heavy_requests`). Kept for `HEAVY_REQUEST_KEEP_SECONDS` after it ends."""
+    """One request that reads many events of a user's Kafka connection (key advice, a sample, the fields inferred
+    from one, a spec's live check), run by the worker rather than on a web thread: the page or the API client asks
+    for its answer until it is there (`webapp.connections.heavy_requests`). Kept for `HEAVY_REQUEST_KEEP_SECONDS`
+    after it ends."""
 
     class Kind(models.TextChoices):
         KEY_ADVICE = "key_advice", "key advice"
         SAMPLE = "sample", "sample"
+        INFER_SCHEMA = "infer_schema", "schema inference"
+        LIVE_CHECK = "live_check", "live check of a spec"
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from clearflow_spec.avro_schema import AvroSchemaError
@@ -34,21 +34,44 @@ def _named(connections: QuerySet[Connection], name: str | None) -> QuerySet[Conn
     return connections if name is None else connections.filter(name=name)
 
 
+# What a search looks in besides the name: where each kind of connection points.
+SEARCHED_ADDRESS = {KafkaConnection: "bootstrap_servers", ClickHouseConnection: "host", SchemaRegistryConnection: "url"}
+
+
 def _visible(
-    model: type[Connection], user: AbstractBaseUser, workspace: Workspace | None, name: str | None
+    model: type[Connection],
+    user: AbstractBaseUser,
+    workspace: Workspace | None,
+    name: str | None,
+    search: str | None = None,
 ) -> QuerySet[Connection]:
-    """The connections of the caller's workspaces (only `workspace`'s, only the one called `name`, when given)."""
+    """The connections of the caller's workspaces (only `workspace`'s, only the one called `name`, only those
+    whose name or address contains `search` in any case, when given)."""
     connections = model.objects.filter(workspace__in=visible_workspaces(user))
     if workspace is not None:
         connections = connections.filter(workspace=workspace)
+    if search and search.strip():
+        words = search.strip()
+        address = SEARCHED_ADDRESS[model]
+        connections = connections.filter(Q(name__icontains=words) | Q(**{f"{address}__icontains": words}))
     return _named(connections, name).order_by("name", "id")
 
 
 def kafka_connection_list(
-    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str | None = None,
+    workspace: Workspace | None = None,
+    search: str | None = None,
 ) -> QuerySet[KafkaConnection]:
     """The Kafka connections of the user's workspaces, by name."""
-    return _visible(KafkaConnection, user, workspace, name)
+    return _visible(KafkaConnection, user, workspace, name, search)
+
+
+def connections_by_use(connections: QuerySet[Connection]) -> QuerySet[Connection]:
+    """`connections` the most used first (by how many pipelines read or write through each), then by name: the
+    order the wizard offers them in."""
+    return connections.annotate(pipeline_uses=Count("pipelines")).order_by("-pipeline_uses", "name", "id")
 
 
 def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:
@@ -57,10 +80,14 @@ def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:
 
 
 def clickhouse_connection_list(
-    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str | None = None,
+    workspace: Workspace | None = None,
+    search: str | None = None,
 ) -> QuerySet[ClickHouseConnection]:
     """The ClickHouse connections of the user's workspaces, by name."""
-    return _visible(ClickHouseConnection, user, workspace, name)
+    return _visible(ClickHouseConnection, user, workspace, name, search)
 
 
 def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseConnection:
@@ -68,10 +95,14 @@ def clickhouse_connection_get(*, user: AbstractBaseUser, pk: Any) -> ClickHouseC
 
 
 def schema_registry_connection_list(
-    *, user: AbstractBaseUser, name: str | None = None, workspace: Workspace | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str | None = None,
+    workspace: Workspace | None = None,
+    search: str | None = None,
 ) -> QuerySet[SchemaRegistryConnection]:
     """The schema registry connections of the user's workspaces, by name."""
-    return _visible(SchemaRegistryConnection, user, workspace, name)
+    return _visible(SchemaRegistryConnection, user, workspace, name, search)
 
 
 def schema_registry_connection_get(*, user: AbstractBaseUser, pk: Any) -> SchemaRegistryConnection:

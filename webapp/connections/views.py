@@ -29,16 +29,19 @@ from webapp.workspaces.current import current_workspace
 @login_required
 @require_GET
 def connection_list(request: HttpRequest) -> HttpResponse:
+    """The workspace's connections; `?search=` keeps those whose name or address contains the words (the box
+    above the lists asks as one types, and the lists alone are swapped)."""
     workspace = current_workspace(request)
+    search = request.GET.get("search", "").strip()[:100]
+    found = {"user": request.user, "workspace": workspace, "search": search}
     return render(
         request,
         "connections/connection_list.html",
         {
-            "kafka_connections": conn_selectors.kafka_connection_list(user=request.user, workspace=workspace),
-            "clickhouse_connections": conn_selectors.clickhouse_connection_list(user=request.user, workspace=workspace),
-            "schema_registry_connections": conn_selectors.schema_registry_connection_list(
-                user=request.user, workspace=workspace
-            ),
+            "search": search,
+            "kafka_connections": conn_selectors.kafka_connection_list(**found),
+            "clickhouse_connections": conn_selectors.clickhouse_connection_list(**found),
+            "schema_registry_connections": conn_selectors.schema_registry_connection_list(**found),
         },
     )
 

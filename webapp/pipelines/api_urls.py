@@ -16,11 +16,21 @@ from webapp.pipelines import (
 urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
     path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
+    path(
+        "validate/<uuid:request_id>/",
+        apis.PipelineSpecValidateResultApi.as_view(),
+        name="pipeline-spec-validate-result",
+    ),
     path("mapping/", mapping_apis.PipelineMappingApi.as_view(), name="pipeline-mapping"),
     path("<int:pk>/", apis.PipelineDetailApi.as_view(), name="pipeline"),
     path("<int:pk>/versions/", apis.PipelineVersionListApi.as_view(), name="pipeline-versions"),
     path("<int:pk>/diff/", diff_apis.PipelineDiffApi.as_view(), name="pipeline-diff"),
     path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
+    path(
+        "<int:pk>/validate/<uuid:request_id>/",
+        apis.PipelineValidateResultApi.as_view(),
+        name="pipeline-validate-result",
+    ),
     path("<int:pk>/table-dedup/", exactly_once_apis.TableDedupEnableApi.as_view(), name="pipeline-table-dedup"),
     path("<int:pk>/status/", apis.PipelineStatusApi.as_view(), name="pipeline-status"),
     path("<int:pk>/deploy/", apis.PipelineDeployApi.as_view(), name="pipeline-deploy"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -16,15 +17,11 @@ from clearflow_spec.limits import size_issues
 from clearflow_spec.spec import SpecError, SpecIssue
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import NameQuery, validated_input
+from webapp.connections import heavy_request_apis, heavy_requests
 from webapp.connections import selectors as connection_selectors
-from webapp.connections import topic_rate
-from webapp.pipelines import exactly_once, metrics_history, selectors, services, state_size, type_fit
-from webapp.pipelines.exactly_once_apis import (
-    DeliveryGuaranteeOutput,
-    ValidationWarningOutput,
-    delivery_data,
-    validation_data,
-)
+from webapp.connections.models import HeavyRequest
+from webapp.pipelines import exactly_once, live_check, selectors, services
+from webapp.pipelines.exactly_once_apis import DeliveryGuaranteeOutput, ValidationWarningOutput, delivery_data
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.observe_apis import PaceOutput, pace_or_none
 from webapp.pipelines.state_size_outputs import EstimatedStateOutput, PlannedRateInput
@@ -181,39 +178,6 @@ class ValidationOutput(serializers.Serializer):
     )
 
 
-def _validated(
-    *,
-    check_live: bool,
-    accept_dead_letters: list[str],
-    events_per_second: float | None = None,
-    unique_share: float | None = None,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    """Validate; with `check_live` (and both connections) also check a live sample of the topics. The expected
-    dedup state: at the rate given, else (with `check_live`) at the topics' recent rate."""
-    parsed = services.pipeline_validate(check_live=check_live, **kwargs)
-    estimate = state_size.estimate_for(
-        dedup=parsed.dedup,
-        topics=topic_rate.topics_now(parsed.source, kwargs.get("kafka_connection")),
-        kafka_connection=kwargs.get("kafka_connection"),
-        events_per_second=events_per_second,
-        unique_share=unique_share,
-        ask_topic=check_live,
-    )
-    estimated_state, state_warnings = state_size.estimated_state_data(estimate)
-    report = None
-    if check_live and kwargs.get("kafka_connection") and kwargs.get("clickhouse_connection"):
-        report = type_fit.sample_check_live(
-            spec=parsed,
-            kafka_connection=kwargs["kafka_connection"],
-            accept_dead_letters=accept_dead_letters,
-            schema_registry_connection=kwargs.get("schema_registry_connection"),
-        )
-    output = validation_data(parsed, clickhouse_connection=kwargs.get("clickhouse_connection"), check_live=check_live)
-    output["warnings"] = [*output["warnings"], *state_warnings]
-    return {**output, "estimated_state": estimated_state, "sample": report.to_dict() if report else None}
-
-
 class PipelineStatusOutput(serializers.ModelSerializer):
     current_version = serializers.IntegerField(source="current_version.number", allow_null=True, default=None)
     deployed_version = serializers.IntegerField(source="deployed_version.number", allow_null=True, default=None)
@@ -318,15 +282,8 @@ class PipelineDetailOutput(PipelineOutput):
         "read, e.g. not deployed or the metrics store is down). The lag over time: `.../lag/`.",
     )
 
-    topics_read = serializers.ListField(
-        child=serializers.CharField(),
-        allow_null=True,
-        help_text="The topics it reads now, as the brokers last listed them: the spec's topics, or those its "
-        "`source.topic_pattern` matches, including topics created since it started (null: not read yet).",
-    )
-
     class Meta(PipelineOutput.Meta):
-        fields = [*PipelineOutput.Meta.fields, "delivery", "pace", "topics_read"]
+        fields = [*PipelineOutput.Meta.fields, "delivery", "pace"]
 
 
 class PipelineDetailApi(APIView):
@@ -340,7 +297,6 @@ class PipelineDetailApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         pipeline.pace = pace_or_none(pipeline)
-        pipeline.topics_read = metrics_history.topics_read_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
@@ -391,14 +347,41 @@ class PipelineSpecValidateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate_spec",
-        description="Validate a spec without saving it. 400 lists every problem with its path (`spec.…`).",
+        description="Validate a spec without saving it. 400 lists every problem with its path (`spec.…`). With "
+        "`check_live` and a Kafka connection the worker asks the systems: the answer is `202` with the `url` to GET "
+        "for the validation (`pipelines_validate_spec_result`); such checks count with the samples against "
+        "`CLEARFLOW_HEAVY_REQUESTS_PER_USER` and `CLEARFLOW_HEAVY_REQUESTS_PER_WORKSPACE` (a 429 in words past them).",
         request=PipelineValidateInput,
-        responses={200: ValidationOutput, **ERROR_RESPONSES},
+        responses={200: ValidationOutput, **heavy_request_apis.START_RESPONSES},
     )
     def post(self, request: Request) -> Response:
         data = validated_input(PipelineValidateInput, request.data)
         data.update(connections_of(request, data))
-        return Response(ValidationOutput(_validated(**data)).data)
+        if live_check.reads_systems(check_live=data["check_live"], kafka_connection=data.get("kafka_connection")):
+            live_check.spec_check(**data)  # a spec that does not read is a 400 at once, before any system is asked
+            heavy = live_check.live_check_start(user=request.user, data=data)
+            return heavy_request_apis.accepted(request, heavy, "api:pipeline-spec-validate-result", url_kwargs={})
+        return Response(ValidationOutput(live_check.pipeline_check(**data)).data)
+
+
+class PipelineSpecValidateResultApi(APIView):
+    reads_only = True
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_validate_spec_result",
+        description="The live check asked for with `POST .../validate/` and `check_live`: `202` while the worker "
+        "asks the systems (ask again after `Retry-After` seconds), then the validation, or its error (a 400 "
+        "listing every problem with its path, 502 for a system that does not answer). Kept for 10 minutes.",
+        responses=heavy_request_apis.accepted_responses(ValidationOutput, "The validation"),
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.LIVE_CHECK)
+        if heavy.params.get("pipeline") is not None:
+            raise Http404("No such request: it was never made by you, or it ended long ago.")
+        return heavy_request_apis.answer(
+            request, heavy, "api:pipeline-spec-validate-result", ValidationOutput, url_kwargs={}
+        )
 
 
 class PipelineValidateApi(APIView):
@@ -408,14 +391,21 @@ class PipelineValidateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_validate",
-        description="Validate the pipeline's current spec, by default also against Kafka and ClickHouse.",
+        description="Validate the pipeline's current spec, by default also against Kafka and ClickHouse: then the "
+        "worker asks them and the answer is `202` with the `url` to GET for the validation "
+        "(`pipelines_validate_result`), capped as the samples are. With `check_live: false`, the validation at once.",
         request=PipelineCheckInput,
-        responses={200: ValidationOutput, **ERROR_RESPONSES},
+        responses={200: ValidationOutput, **heavy_request_apis.START_RESPONSES},
     )
     def post(self, request: Request, pk: int) -> Response:
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         data = validated_input(PipelineCheckInput, request.data)
-        result = _validated(
+        if live_check.reads_systems(check_live=data["check_live"], kafka_connection=pipeline.kafka_connection):
+            heavy = live_check.live_check_start(user=request.user, data=data, pipeline=pipeline)
+            return heavy_request_apis.accepted(
+                request, heavy, "api:pipeline-validate-result", url_kwargs={"pk": pipeline.pk}
+            )
+        result = live_check.pipeline_check(
             spec=pipeline.spec,
             kafka_connection=pipeline.kafka_connection,
             clickhouse_connection=pipeline.clickhouse_connection,
@@ -423,6 +413,27 @@ class PipelineValidateApi(APIView):
             **data,
         )
         return Response(ValidationOutput(result).data)
+
+
+class PipelineValidateResultApi(APIView):
+    workspace_model = Pipeline
+    reads_only = True
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="pipelines_validate_result",
+        description="The live check asked for with `POST .../validate/`: `202` while the worker asks the systems "
+        "(ask again after `Retry-After` seconds), then the validation, or its error. Kept for 10 minutes.",
+        responses=heavy_request_apis.accepted_responses(ValidationOutput, "The validation"),
+    )
+    def get(self, request: Request, pk: int, request_id: str) -> Response:
+        pipeline = selectors.pipeline_get(user=request.user, pk=pk)
+        heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.LIVE_CHECK)
+        if heavy.params.get("pipeline") != pipeline.pk:
+            raise Http404("No such request: it was never made by you, or it ended long ago.")
+        return heavy_request_apis.answer(
+            request, heavy, "api:pipeline-validate-result", ValidationOutput, url_kwargs={"pk": pipeline.pk}
+        )
 
 
 class PipelineStatusApi(APIView):
@@ -489,8 +500,7 @@ class PipelineCheckpointResetApi(APIView):
         tags=TAG,
         operation_id="pipelines_checkpoint_reset",
         description="Start over: remove the checkpoint of a stopped pipeline (needs `confirm: true`). Its next "
-        "start reads again from the spec's `source.starting_offsets` (a time replays from it); an event whose "
-        "dedup key the table received within the dedup window is not written again.",
+        "start reads again from the starting offsets; rows already in ClickHouse stay.",
         request=ConfirmInput,
         responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
     )

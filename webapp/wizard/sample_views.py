@@ -86,7 +86,7 @@ def sample_fetch_result(request: HttpRequest, draft_id: int, request_id: str) ->
     if heavy.status != HeavyRequest.Status.DONE:
         return _reading(request, draft_id, heavy, context)
     result = heavy.result
-    events = [SampledEvent(**_event(e)) for e in result["events"]]
+    events = [SampledEvent(**kept_event(e)) for e in result["events"]]
     avro_schema, versions = result.get("schema"), result.get("versions") or []
     stored, truncated = sample_step.events_to_store(events)
     decoded = [e["value"] for e in stored if not e["decode_error"]]
@@ -140,7 +140,7 @@ def _form_data(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _event(kept: dict[str, Any]) -> dict[str, Any]:
+def kept_event(kept: dict[str, Any]) -> dict[str, Any]:
     """A sampled event as the worker kept it (JSON), as `SampledEvent` takes it (its time parsed again)."""
     timestamp = kept.get("timestamp")
     return {**kept, "timestamp": datetime.fromisoformat(timestamp) if timestamp else None}

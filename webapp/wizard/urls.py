@@ -28,6 +28,11 @@ urlpatterns = [
     ),
     path("wizard/<int:draft_id>/dedup/presence/", fit_views.dedup_presence, name="dedup_presence"),
     path("wizard/<int:draft_id>/join/sample/", join_views.join_sample_fetch, name="join_sample_fetch"),
+    path(
+        "wizard/<int:draft_id>/join/sample/<str:request_id>/",
+        join_views.join_sample_fetch_result,
+        name="join_sample_fetch_result",
+    ),
     path("wizard/<int:draft_id>/join/preview/", join_views.join_preview, name="join_preview"),
     path("wizard/<int:draft_id>/transform/check/", views.transform_check, name="transform_check"),
     path("wizard/<int:draft_id>/clickhouse/test/", views.clickhouse_test, name="clickhouse_test"),

@@ -121,7 +121,9 @@ def test_topics_sample_and_infer(api, kafka_conn, topics):
     )
     assert [e["value"]["seq"] for e in oldest.json()] == [0, 1, 2]
 
-    inferred = api.post(f"{KAFKA}{kafka_conn.pk}/infer-schema/", {"topics": [topics.orders]}, format="json")
+    inferred = answered(
+        api, api.post(f"{KAFKA}{kafka_conn.pk}/infer-schema/", {"topics": [topics.orders]}, format="json")
+    )
     assert inferred.status_code == 200
     assert inferred.json()["sampled"] == 20
     types = {f["path"]: f["type"] for f in inferred.json()["fields"]}
@@ -136,7 +138,7 @@ def test_topics_sample_and_infer(api, kafka_conn, topics):
         "tags": "array<string>",
     }
 
-    empty = api.post(f"{KAFKA}{kafka_conn.pk}/infer-schema/", {"topics": [topics.empty]}, format="json")
+    empty = answered(api, api.post(f"{KAFKA}{kafka_conn.pk}/infer-schema/", {"topics": [topics.empty]}, format="json"))
     assert empty.json() == {"sampled": 0, "fields": [], "schema_versions": [], "undecodable": 0}
 
 

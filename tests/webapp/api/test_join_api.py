@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from tests.webapp.conftest import order, orders_spec
+from tests.webapp.heavy import answered
 from webapp.pipelines.models import Pipeline
 
 URL = "/api/v1/pipelines/"
@@ -61,7 +62,7 @@ def test_a_join_is_saved_with_the_right_side_on_the_pipelines_connection(
     api, kafka_conn, ch_conn, topics, clickhouse_target, payments_topics, kafka_bootstrap
 ):
     body = join_body(kafka_conn, ch_conn, topics, clickhouse_target, payments_topics["long"])
-    checked = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    checked = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert checked.status_code == 200, checked.json()
     response = api.post(URL, body, format="json")
     assert response.status_code == 201, response.json()
@@ -91,7 +92,7 @@ def test_a_window_longer_than_a_topics_retention_is_refused_at_the_window(
     api, kafka_conn, ch_conn, topics, clickhouse_target, payments_topics
 ):
     body = join_body(kafka_conn, ch_conn, topics, clickhouse_target, payments_topics["short"])
-    response = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    response = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert response.status_code == 400
     assert response.json()["errors"] == [
         {
@@ -101,12 +102,12 @@ def test_a_window_longer_than_a_topics_retention_is_refused_at_the_window(
         }
     ]
     body["spec"]["join"]["window"] = "5m"
-    assert api.post(f"{URL}validate/", {**body, "check_live": True}, format="json").status_code == 200
+    assert answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")).status_code == 200
 
 
 def test_a_missing_right_topic_is_refused_at_its_name(api, kafka_conn, ch_conn, topics, clickhouse_target):
     body = join_body(kafka_conn, ch_conn, topics, clickhouse_target, "no-such-payments")
-    response = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    response = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert response.status_code == 400
     assert response.json()["errors"] == [
         {"path": "spec.join.source.topics[0]", "message": "topic 'no-such-payments' does not exist on the cluster"}
@@ -117,7 +118,7 @@ def test_a_right_side_with_no_events_in_the_sample_is_refused_at_its_topics(
     api, kafka_conn, ch_conn, topics, clickhouse_target, payments_topics
 ):
     body = join_body(kafka_conn, ch_conn, topics, clickhouse_target, payments_topics["empty"])
-    response = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    response = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert response.status_code == 400, response.json()
     assert {
         "path": "spec.join.source.topics",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from tests.webapp.heavy import answered
+
 FIELDS = [
     {"path": "order_id", "type": "uuid"},
     {"path": "customer.name", "type": "string", "nullable": True},
@@ -69,10 +71,13 @@ def test_a_new_table_takes_the_column_types_the_avro_schema_proposes(api, kafka_
     registry = api.post(
         "/api/v1/connections/schema-registry/", {"name": "registry", "url": schema_registry_url}, format="json"
     ).json()
-    inferred = api.post(
-        f"/api/v1/connections/kafka/{kafka_conn.pk}/infer-schema/",
-        {"topics": [avro_topic], "position": "oldest", "schema_registry_connection": registry["id"]},
-        format="json",
+    inferred = answered(
+        api,
+        api.post(
+            f"/api/v1/connections/kafka/{kafka_conn.pk}/infer-schema/",
+            {"topics": [avro_topic], "position": "oldest", "schema_registry_connection": registry["id"]},
+            format="json",
+        ),
     ).json()["fields"]
     fields = [{k: f[k] for k in ("path", "type", "nullable", "clickhouse_type")} for f in inferred]
 

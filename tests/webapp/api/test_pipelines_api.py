@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.conftest import orders_spec
+from tests.webapp.heavy import answered
 from webapp.pipelines.models import Pipeline, PipelineVersion
 
 URL = "/api/v1/pipelines/"
@@ -66,13 +67,13 @@ def test_bad_fields_are_400_with_the_field(api, body, change, path):
 
 
 def test_validate_endpoint_without_saving(api, body, kafka_conn, ch_conn):
-    ok = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    ok = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert ok.status_code == 200, ok.json()
     assert ok.json()["valid"] is True
 
     body["spec"]["source"]["topics"] = ["missing-topic"]
     body["spec"]["sink"]["columns"].pop(1)  # `seq` is required in the table
-    live = api.post(f"{URL}validate/", {**body, "check_live": True}, format="json")
+    live = answered(api, api.post(f"{URL}validate/", {**body, "check_live": True}, format="json"))
     assert live.status_code == 400
     errors = live.json()["errors"]
     assert {"path": "spec.source.topics[0]", "message": "topic 'missing-topic' does not exist on the cluster"} in errors
@@ -91,7 +92,7 @@ def test_update_versions_and_actions(api, created, spec):
     assert versions[0]["note"] == "shorter"
     assert versions[0]["created_by"] == "owner"
 
-    assert api.post(f"{URL}{pk}/validate/").json()["valid"] is True
+    assert answered(api, api.post(f"{URL}{pk}/validate/")).json()["valid"] is True
     deployed = api.post(f"{URL}{pk}/deploy/")
     assert deployed.status_code == 200
     assert deployed.json()["status"] == "deploy_requested"

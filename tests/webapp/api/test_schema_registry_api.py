@@ -138,10 +138,13 @@ def test_avro_sample_is_decoded_with_the_registered_schemas(api, kafka_conn, reg
 
 
 def test_infer_schema_from_the_avro_schema(api, kafka_conn, registry_conn, avro_topic):
-    response = api.post(
-        f"{KAFKA}{kafka_conn.pk}/infer-schema/",
-        {"topics": [avro_topic], "count": 10, "schema_registry_connection": registry_conn["id"]},
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            f"{KAFKA}{kafka_conn.pk}/infer-schema/",
+            {"topics": [avro_topic], "count": 10, "schema_registry_connection": registry_conn["id"]},
+            format="json",
+        ),
     )
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -221,7 +224,7 @@ def test_pipeline_create_with_avro_and_a_registry_connection(
     assert pipeline.schema_registry_connection_id == registry_conn["id"]
 
     # Checked live: the fields are in the subject's versions and the newest events decode and fit.
-    checked = api.post(f"{PIPELINES}{pipeline.pk}/validate/", {"check_live": True}, format="json")
+    checked = answered(api, api.post(f"{PIPELINES}{pipeline.pk}/validate/", {"check_live": True}, format="json"))
     assert checked.status_code == 200, checked.json()
     assert checked.json()["valid"] is True
 
@@ -239,16 +242,19 @@ def test_a_field_the_schema_lacks_is_an_error_under_its_path(
         {"path": "qty", "type": "int"},
         {"path": "discount", "type": "float"},
     ]
-    response = api.post(
-        f"{PIPELINES}validate/",
-        {
-            "kafka_connection": kafka_conn.pk,
-            "clickhouse_connection": ch_conn.pk,
-            "schema_registry_connection": registry_conn["id"],
-            "spec": _avro_pipeline_spec(avro_topic, clickhouse_target.database, fields),
-            "check_live": True,
-        },
-        format="json",
+    response = answered(
+        api,
+        api.post(
+            f"{PIPELINES}validate/",
+            {
+                "kafka_connection": kafka_conn.pk,
+                "clickhouse_connection": ch_conn.pk,
+                "schema_registry_connection": registry_conn["id"],
+                "spec": _avro_pipeline_spec(avro_topic, clickhouse_target.database, fields),
+                "check_live": True,
+            },
+            format="json",
+        ),
     )
     assert response.status_code == 400, response.json()
     text = json.dumps(response.json())

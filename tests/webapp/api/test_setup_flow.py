@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.webapp.heavy import answered
 from webapp.pipelines.models import Pipeline
 
 
@@ -19,8 +20,9 @@ def test_from_topic_to_deploy_requested(api, kafka_bootstrap, clickhouse_server,
     names = [t["name"] for t in api.get(f"/api/v1/connections/kafka/{kafka['id']}/topics/").json()]
     assert topics.orders in names
 
-    inferred = api.post(
-        f"/api/v1/connections/kafka/{kafka['id']}/infer-schema/", {"topics": [topics.orders]}, format="json"
+    inferred = answered(
+        api,
+        api.post(f"/api/v1/connections/kafka/{kafka['id']}/infer-schema/", {"topics": [topics.orders]}, format="json"),
     ).json()
     fields = [{"path": f["path"], "type": f["type"], "nullable": f["nullable"]} for f in inferred["fields"]]
 
@@ -61,7 +63,7 @@ def test_from_topic_to_deploy_requested(api, kafka_bootstrap, clickhouse_server,
         },
     }
     body = {"name": "orders", "kafka_connection": kafka["id"], "clickhouse_connection": ch["id"], "spec": spec}
-    checked = api.post("/api/v1/pipelines/validate/", {**body, "check_live": True}, format="json")
+    checked = answered(api, api.post("/api/v1/pipelines/validate/", {**body, "check_live": True}, format="json"))
     assert checked.status_code == 200, checked.json()
     created = api.post("/api/v1/pipelines/", body, format="json")
     assert created.status_code == 201, created.json()
@@ -158,7 +160,7 @@ def test_computed_columns_are_never_mapped_and_validation_refuses_them(
         },
     }
     body = {"kafka_connection": kafka_conn.pk, "clickhouse_connection": ch_conn.pk, "spec": spec, "check_live": True}
-    checked = api.post("/api/v1/pipelines/validate/", body, format="json")
+    checked = answered(api, api.post("/api/v1/pipelines/validate/", body, format="json"))
     assert checked.status_code == 400
     errors = {e["path"]: e["message"] for e in checked.json()["errors"]}
     assert "MATERIALIZED" in errors["spec.sink.columns[1].column"]

@@ -10,6 +10,7 @@ import pytest
 from django.test import override_settings
 
 from tests.webapp.conftest import order, orders_spec
+from tests.webapp.heavy import answered
 
 URL = "/api/v1/pipelines/"
 
@@ -21,7 +22,7 @@ def body(kafka_conn, ch_conn, topics, clickhouse_target):
 
 
 def validate(api, body, **extra):
-    response = api.post(f"{URL}validate/", {**body, **extra}, format="json")
+    response = answered(api, api.post(f"{URL}validate/", {**body, **extra}, format="json"))
     assert response.status_code == 200, response.json()
     return response.json()
 
@@ -100,5 +101,7 @@ def test_a_live_check_sizes_the_state_from_the_topics_recent_rate(api, body, kaf
 def test_a_pipelines_validation_shows_its_state_too(api, body):
     created = api.post(URL, {**body, "name": "orders-sized"}, format="json")
     assert created.status_code == 201, created.json()
-    answer = api.post(f"{URL}{created.json()['id']}/validate/", {"events_per_second": 200}, format="json").json()
+    answer = answered(
+        api, api.post(f"{URL}{created.json()['id']}/validate/", {"events_per_second": 200}, format="json")
+    ).json()
     assert answer["estimated_state"]["keys"] == 720_000

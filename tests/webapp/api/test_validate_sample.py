@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.webapp.conftest import produce_records
+from tests.webapp.heavy import answered
 
 URL = "/api/v1/pipelines/validate/"
 EVENTS = 10
@@ -87,7 +88,7 @@ def body(kafka_conn, ch_conn, spec_: dict, **extra) -> dict:
 
 
 def test_a_string_field_into_int32_cannot_fit_and_the_answer_shows_examples(api, kafka_conn, ch_conn, topic, database):
-    response = api.post(URL, body(kafka_conn, ch_conn, spec(topic, database)), format="json")
+    response = answered(api, api.post(URL, body(kafka_conn, ch_conn, spec(topic, database)), format="json"))
 
     assert response.status_code == 400, response.json()
     answer = response.json()
@@ -105,7 +106,7 @@ def test_a_string_field_into_int32_cannot_fit_and_the_answer_shows_examples(api,
 
 def test_an_existing_int64_column_is_checked_against_the_sample_too(api, kafka_conn, ch_conn, topic, database):
     spec_ = spec(topic, database, user_id_type="Int64", table="users_existing")
-    response = api.post(URL, body(kafka_conn, ch_conn, spec_), format="json")
+    response = answered(api, api.post(URL, body(kafka_conn, ch_conn, spec_), format="json"))
 
     assert response.status_code == 400, response.json()
     assert response.json()["errors"][0]["path"] == "spec.sink.columns[1].field"
@@ -113,8 +114,9 @@ def test_an_existing_int64_column_is_checked_against_the_sample_too(api, kafka_c
 
 
 def test_accepting_dead_letters_for_the_field_lets_validation_pass(api, kafka_conn, ch_conn, topic, database):
-    response = api.post(
-        URL, body(kafka_conn, ch_conn, spec(topic, database), accept_dead_letters=["user_id"]), format="json"
+    response = answered(
+        api,
+        api.post(URL, body(kafka_conn, ch_conn, spec(topic, database), accept_dead_letters=["user_id"]), format="json"),
     )
 
     assert response.status_code == 200, response.json()
@@ -126,7 +128,7 @@ def test_accepting_dead_letters_for_the_field_lets_validation_pass(api, kafka_co
 def test_a_field_that_fits_some_values_is_a_warning(api, kafka_conn, ch_conn, topic, database):
     spec_ = spec(topic, database)
     spec_["sink"]["columns"][1] = {"field": "amount", "column": "amount", "type": "Decimal(10, 2)"}
-    response = api.post(URL, body(kafka_conn, ch_conn, spec_), format="json")
+    response = answered(api, api.post(URL, body(kafka_conn, ch_conn, spec_), format="json"))
 
     assert response.status_code == 200, response.json()
     amount = response.json()["sample"]["fields"][1]
@@ -136,8 +138,9 @@ def test_a_field_that_fits_some_values_is_a_warning(api, kafka_conn, ch_conn, to
 
 
 def test_accepting_dead_letters_for_a_field_that_is_not_mapped_is_refused(api, kafka_conn, ch_conn, topic, database):
-    response = api.post(
-        URL, body(kafka_conn, ch_conn, spec(topic, database), accept_dead_letters=["nope"]), format="json"
+    response = answered(
+        api,
+        api.post(URL, body(kafka_conn, ch_conn, spec(topic, database), accept_dead_letters=["nope"]), format="json"),
     )
 
     assert response.status_code == 400
@@ -146,7 +149,9 @@ def test_accepting_dead_letters_for_a_field_that_is_not_mapped_is_refused(api, k
 
 def test_a_dedup_key_that_no_event_has_blocks(api, kafka_conn, ch_conn, topic, database):
     spec_ = spec(topic, database, keys=["request_id"])
-    response = api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    response = answered(
+        api, api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    )
 
     assert response.status_code == 400, response.json()
     [error] = response.json()["errors"]
@@ -161,7 +166,9 @@ def test_a_dedup_key_that_no_event_has_blocks(api, kafka_conn, ch_conn, topic, d
 
 def test_an_event_time_the_engine_cannot_read_blocks(api, kafka_conn, ch_conn, topic, database):
     spec_ = spec(topic, database, time="event", event_time_field="ts")
-    response = api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    response = answered(
+        api, api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    )
 
     assert response.status_code == 400, response.json()
     [error] = response.json()["errors"]
@@ -176,7 +183,9 @@ def test_an_event_time_the_engine_cannot_read_blocks(api, kafka_conn, ch_conn, t
 def test_an_event_time_the_engine_reads_passes(api, kafka_conn, ch_conn, topic, database):
     spec_ = spec(topic, database, time="event", event_time_field="created_at")
     spec_["source"]["fields"].append({"path": "created_at", "type": "datetime"})
-    response = api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    response = answered(
+        api, api.post(URL, body(kafka_conn, ch_conn, spec_, accept_dead_letters=["user_id"]), format="json")
+    )
 
     assert response.status_code == 200, response.json()
     assert response.json()["sample"]["event_time"]["share"] == 0
@@ -200,6 +209,6 @@ def test_a_saved_pipelines_validate_checks_the_sample(api, kafka_conn, ch_conn, 
     assert created.status_code == 201, created.json()
     url = f"/api/v1/pipelines/{created.json()['id']}/validate/"
 
-    assert api.post(url, {}, format="json").status_code == 400
-    accepted = api.post(url, {"accept_dead_letters": ["user_id"]}, format="json")
+    assert answered(api, api.post(url, {}, format="json")).status_code == 400
+    accepted = answered(api, api.post(url, {"accept_dead_letters": ["user_id"]}, format="json"))
     assert accepted.status_code == 200 and accepted.json()["sample"]["fields"][1]["accepted"] is True

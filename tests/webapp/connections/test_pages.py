@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from webapp.connections.models import ClickHouseConnection, KafkaConnection
 from webapp.connections.services import clickhouse_connection_create
+from webapp.wizard.models import WizardDraft
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +119,49 @@ def test_a_connection_in_use_is_not_deleted(owner_client, kafka_connection, crea
     )
     assert "used by pipeline(s): p" in response.content.decode()
     assert KafkaConnection.objects.filter(pk=kafka_connection.pk).exists()
+
+
+@pytest.fixture
+def many_connections(owner):
+    from webapp.connections.services import kafka_connection_create
+
+    for name, servers in (("orders prod", "kafka-eu.internal:9092"), ("clicks", "kafka-us.internal:9092")):
+        kafka_connection_create(owner=owner, data={"name": name, "bootstrap_servers": servers})
+    for name, host in (("Orders warehouse", "ch-eu.internal"), ("archive", "ch-us.internal")):
+        clickhouse_connection_create(owner=owner, data={"name": name, "host": host, "port": 8123})
+
+
+def test_connections_are_found_by_name_or_address_on_the_page_and_in_the_api(owner_client, api, many_connections):
+    def names(html: str, table: str) -> list[str]:
+        found = re.search(rf'<table id="{table}">.*?</table>', html, flags=re.S)
+        return re.findall(r"<td><strong>(.*?)</strong></td>", found.group(0)) if found else []
+
+    html = owner_client.get(reverse("connections:list"), {"search": "ORDERS"}).content.decode()
+    assert names(html, "kafka-connections") == ["orders prod"]
+    assert names(html, "clickhouse-connections") == ["Orders warehouse"]
+    assert "Connections whose name or address contains “ORDERS”." in html
+    assert 'id="connection-search"' in html and 'value="ORDERS"' in html  # kept in the box as typed
+    html = owner_client.get(reverse("connections:list"), {"search": "-us."}).content.decode()  # by the address
+    assert (names(html, "kafka-connections"), names(html, "clickhouse-connections")) == (["clicks"], ["archive"])
+    html = owner_client.get(reverse("connections:list"), {"search": "nothing like it"}).content.decode()
+    assert "No Kafka connection matches “nothing like it”." in html
+
+    listed = api.get("/api/v1/connections/kafka/", {"search": "eu.internal"})
+    assert [c["name"] for c in listed.json()] == ["orders prod"]
+    assert len(api.get("/api/v1/connections/clickhouse/", {"search": ""}).json()) == 2  # an empty search: all
+    too_long = api.get("/api/v1/connections/kafka/", {"search": "x" * 101})
+    assert too_long.status_code == 400 and too_long.json()["errors"][0]["path"] == "search"
+
+
+def test_the_wizard_offers_the_most_used_connections_first(owner_client, owner, create_pipeline, kafka_connection):
+    from webapp.connections.services import kafka_connection_create
+
+    for name in ("a spare", "b spare"):
+        kafka_connection_create(owner=owner, data={"name": name, "bootstrap_servers": "spare.internal:9092"})
+    create_pipeline("uses-it")  # through `kafka_connection`, named after the others alphabetically
+    owner_client.get(reverse("wizard:wizard_new"))
+    draft = WizardDraft.objects.get(pipeline__isnull=True)
+    html = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "kafka"})).content.decode()
+    select = re.search(r'<select name="connection".*?</select>', html, flags=re.S).group(0)
+    offered = re.findall(r'<option value="\d+"[^>]*>(.*?)</option>', select)
+    assert offered[0] == str(kafka_connection) and sorted(offered[1:]) == offered[1:]

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from spark_jobs import run
 from tests.webapp.conftest import orders_spec
+from tests.webapp.heavy import answered
 from webapp.pipelines import stored_specs
 
 URL = "/api/v1/pipelines/"
@@ -77,7 +78,7 @@ def test_a_table_without_insert_dedup_is_at_least_once_until_the_alter_is_applie
     database = clickhouse_target.database
     alter = f"ALTER TABLE `{database}`.`{bare_table}` MODIFY SETTING non_replicated_deduplication_window = 1000"
 
-    validated = api.post(f"{URL}{pipeline_id}/validate/", {"check_live": True}, format="json")
+    validated = answered(api, api.post(f"{URL}{pipeline_id}/validate/", {"check_live": True}, format="json"))
     assert validated.status_code == 200, validated.json()
     body = validated.json()
     assert body["valid"] is True
@@ -106,7 +107,7 @@ def test_a_table_without_insert_dedup_is_at_least_once_until_the_alter_is_applie
     assert 'id="table-dedup-ok"' in applied and "exactly-once" in applied
     assert "non_replicated_deduplication_window = 1000" in engine_full(clickhouse_server, database, bare_table)
 
-    body = api.post(f"{URL}{pipeline_id}/validate/", {"check_live": True}, format="json").json()
+    body = answered(api, api.post(f"{URL}{pipeline_id}/validate/", {"check_live": True}, format="json")).json()
     assert body["delivery"]["guarantee"] == "exactly-once" and body["warnings"] == []
     assert api.get(f"{URL}{pipeline_id}/").json()["delivery"] == {
         "guarantee": "exactly-once",
@@ -135,7 +136,7 @@ def test_a_table_clearflow_creates_is_exactly_once(api, kafka_conn, ch_conn, top
     spec = orders_spec(topics.orders, clickhouse_target.database, create_table=True)
     spec["sink"]["table"] = f"new_{uuid.uuid4().hex[:8]}"
     body = {"kafka_connection": kafka_conn.pk, "clickhouse_connection": ch_conn.pk, "spec": spec, "check_live": True}
-    response = api.post(f"{URL}validate/", body, format="json")
+    response = answered(api, api.post(f"{URL}validate/", body, format="json"))
     assert response.status_code == 200, response.json()
     assert response.json()["delivery"]["guarantee"] == "exactly-once"
     assert re.search(r"will be created with non_replicated_deduplication_window", response.json()["delivery"]["reason"])

@@ -12,6 +12,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from tests.webapp.heavy import page_answered
 from tests.webapp.wizard.test_wizard_steps import alerts, mapping_post, sample_fields_post, step_url, submit
 from tests.webapp.wizard.test_wizard_steps import walk_to_dedup as walk_to_left_sample
 from webapp.pipelines.models import Pipeline
@@ -72,6 +73,9 @@ def walk_to_join(client, kafka_connection, join_topics) -> WizardDraft:
 def fetch_right(client, draft, topic: str) -> str:
     url = reverse("wizard:join_sample_fetch", kwargs={"draft_id": draft.pk})
     response = client.post(url, {"enabled": "on", "right_topic": topic, "count": 20, "position": "oldest"})
+    assert response.status_code == 200
+    assert 'id="right-sample-reading"' in response.content.decode()  # the worker reads the events
+    response = page_answered(client, response)
     assert response.status_code == 200
     return response.content.decode()
 
@@ -143,6 +147,12 @@ def test_the_right_topics_sample_gives_its_fields_and_the_preview_joins_the_two_
 
     html = owner_client.post(url, join_post(join_topics["payments"], kind="inner")).content.decode()
     assert "o-3" not in html and "o-1" in html
+
+    # Without the joined topic's dedup key, the preview names that piece, not a generic "choose the topic".
+    no_key = {k: v for k, v in join_post(join_topics["payments"]).items() if k != "right-keys"}
+    html = owner_client.post(url, no_key).content.decode()
+    missing = re.search(r'<ul id="join-preview-missing">(.*?)</ul>', html, flags=re.S)
+    assert missing and "Deduplication of the joined topic" in missing.group(1), html
 
 
 def test_keys_of_different_types_are_an_error_at_the_right_key(owner_client, kafka_connection, join_topics):

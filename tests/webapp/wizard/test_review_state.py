@@ -4,10 +4,12 @@ key advice measured, and warns before deploy when this machine cannot hold it.""
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from django.urls import reverse
 
+from tests.webapp.wizard.test_join_step import _create_topic as create_topic
 from webapp.wizard.models import WizardDraft
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +82,31 @@ def test_without_a_measured_rate_the_review_says_how_to_get_one(owner_client, ow
     draft = WizardDraft.objects.create(user=owner, data={"spec": spec}, step="review", reached="review")
     html = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "review"})).content.decode()
     assert "No rate known yet" in text_of(html, "state-basis")
+
+
+def test_the_state_is_sized_at_the_topics_live_rate_when_the_advice_averaged_a_quiet_past(
+    owner_client, owner, kafka_connection, kafka_bootstrap, a_machine_with_room
+):
+    # The advice's 0.5/s is its sample's average over hours; the topic took 600 events in the last minute.
+    events = [{"event_id": f"e{i}"} for i in range(600)]  # written now
+    topic = create_topic(kafka_bootstrap, f"busy_{uuid.uuid4().hex[:8]}", events, retention_ms=3_600_000)
+    advice = {"window": "1h", "lower_bound": False, "state_bytes": None, "events_per_second": 0.5, **MEASURED}
+    spec = {"source": {"topics": [topic]}, "dedup": {"keys": ["event_id"], "window": "1h"}}
+    draft = WizardDraft.objects.create(
+        user=owner,
+        data={
+            "spec": spec,
+            "kafka": {"connection_id": kafka_connection.pk},
+            "dedup": {"advice": {**advice, "unique_share": 0.5}},
+        },
+        step="review",
+        reached="review",
+    )
+    html = owner_client.get(reverse("wizard:step", kwargs={"draft_id": draft.pk, "step": "review"})).content.decode()
+    basis = text_of(html, "state-basis")
+    rate = float(re.search(r"at ([\d,.]+) events/s", basis).group(1).replace(",", ""))
+    assert rate >= 2, basis  # 600 events over the last 1 to 5 minutes, not the advice's 0.5/s
+    assert "the topic's rate over the last minutes, 50% of them new keys as the key advice measured" in basis
+    keys = int(text_of(html, "state-keys").replace(",", ""))
+    assert abs(keys - rate * 3600 * 0.5) <= 0.05 * keys  # the live rate, with the advice's share of new keys
+    assert "The memory is mostly the job's own, whatever the state" in text_of(html, "state-memory-note")

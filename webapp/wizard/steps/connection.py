@@ -14,6 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from webapp.connections.forms import SAVE_ANYWAY, connection_data
+from webapp.connections.selectors import connections_by_use
 from webapp.core.forms import add_validation_errors
 from webapp.wizard.connection_kinds import ConnectionKind
 from webapp.wizard.services import SAVED_HERE_KEY, draft_note_saved_connection
@@ -22,7 +23,7 @@ from webapp.workspaces import policy
 
 
 def connection_step_forms(request, draft, source, kind: ConnectionKind, post=None):
-    connections = kind.list(user=request.user, workspace=draft_workspace(request, draft))
+    connections = connections_by_use(kind.list(user=request.user, workspace=draft_workspace(request, draft)))
     stored = draft.section(kind.slug)
     if post is not None:
         choice = kind.choice_form(post, connections=connections)

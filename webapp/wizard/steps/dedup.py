@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from clearflow_spec import spec as specmod
-from clearflow_spec.sizing import human_bytes, parse_memory
+from clearflow_spec.sizing import StateEstimate, human_bytes, parse_memory, state_estimate
 from webapp.pipelines import state_size
 from webapp.wizard import forms
 from webapp.wizard.models import WizardDraft
@@ -136,20 +136,31 @@ def _measured_advice(draft: WizardDraft) -> dict[str, Any] | None:
     return advice if same_measure else None
 
 
+def _live_estimate(draft: WizardDraft, dedup: Any, kafka_connection: Any, *, live: bool) -> StateEstimate | None:
+    """The estimate at the topics' rate of the last minutes (`live`, as the job's sizing asks it) when it is the
+    higher, with the share of new keys the key advice measured; else at the advice's rate. The advice's rate is
+    its sample's average over the time the sample spans (hours or days for a quiet topic), which may be far
+    below what the topic carries now."""
+    topics = draft_topics(draft)
+    advice = _measured_advice(draft)
+    live_rate = state_size.recent_rate(topics=topics, kafka_connection=kafka_connection) if live else None
+    advised = advice.get("events_per_second") if advice else None
+    if live_rate is not None and (advised is None or live_rate >= float(advised)):
+        share = float(advice.get("unique_share") or 1.0) if advised is not None else 1.0
+        return state_estimate(
+            events_per_second=live_rate, window_seconds=dedup.window_seconds, unique_share=share, rate_source="topic"
+        )
+    return state_size.estimate_for(dedup=dedup, topics=topics, advice=advice, ask_topic=False)
+
+
 def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> dict[str, Any] | None:
-    """The chosen window's expected dedup state for the review step (`webapp.pipelines.state_size`): at the rate
-    the key advice measured, else (`live`) at the topics' recent rate; with what this machine cannot hold, in
-    words. None without deduplication; `estimate` None when no rate is known."""
+    """The chosen window's expected dedup state for the review step (`webapp.pipelines.state_size`): at the
+    topics' recent rate (`live`) or the rate the key advice measured, the higher; with what this machine cannot
+    hold, in words. None without deduplication; `estimate` None when no rate is known."""
     dedup = draft.spec.dedup if draft.spec.is_set("dedup") else None
     if dedup is None:
         return None
-    estimate = state_size.estimate_for(
-        dedup=dedup,
-        topics=draft_topics(draft),
-        kafka_connection=kafka_connection,
-        advice=_measured_advice(draft),
-        ask_topic=live,
-    )
+    estimate = _live_estimate(draft, dedup, kafka_connection, live=live)
     if estimate is None:
         return {"window": dedup.window, "estimate": None}
     check = state_size.check(estimate)
@@ -162,6 +173,7 @@ def expected_state(draft: WizardDraft, kafka_connection: Any, *, live: bool) -> 
         "heap": human_bytes(parse_memory(estimate.driver_memory)),
         "rocksdb_memory": human_bytes(estimate.rocksdb_memory_bytes),
         "unique_pct": 100 * estimate.unique_share,
+        "share_measured": _measured_advice(draft) is not None,
         "trigger": state_size.planned_trigger(estimate.events_per_second),
         "warnings": check.warnings,
     }

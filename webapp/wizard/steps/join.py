@@ -287,13 +287,33 @@ def join_submit(request, draft):
     return None
 
 
+def missing_pieces(read: JoinInput) -> list[str]:
+    """What keeps the posted join from being built, each part named as the step labels it (the joined topic's
+    dedup key, a join key's field, a field's type): what the preview says instead of the rows."""
+    pieces: list[str] = []
+    for form, where in ((read.form, ""), (read.dedup_form, "Deduplication of the joined topic")):
+        for name, errors in form.errors.items():
+            label = str(form.fields[name].label) if name in form.fields else ""
+            named = ": ".join(part for part in (where, label) if part)
+            pieces += [f"{named}: {error}" if named else str(error) for error in errors]
+    if read.rows_error:
+        pieces.append(read.rows_error)
+    for row in read.rows:
+        pieces += [f"Field {row.get('path') or '(no name)'}: {error}" for error in row["errors"].values()]
+    for number, key in enumerate(read.keys, start=1):
+        for side, error in key["errors"].items():
+            whose = "the joined topic's" if side == "right" else "this topic's"
+            pieces.append(f"Join key {number}, {whose} field: {error}")
+    return [*pieces, *read.problems]
+
+
 def preview_context(draft: WizardDraft, read: JoinInput) -> dict[str, Any]:
     """The preview partial: the joined rows of the two samples, or what keeps the join from being previewed."""
     context: dict[str, Any] = {"checked": True}
     if read.form.is_bound and read.form.is_valid() and read.form.cleaned_data["enabled"] == "off":
         return {**context, "off": True}
     if read.join is None:
-        return {**context, "blocked": True}
+        return {**context, "blocked": True, "missing": missing_pieces(read)}
     issues = join_issues(draft, read.join)
     if issues:
         return {**context, "issues": issues}

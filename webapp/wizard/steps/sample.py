@@ -4,7 +4,6 @@ See the package docstring of `webapp.wizard.steps` for the show/submit contract.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -90,24 +89,6 @@ def sample_examples(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {"path": f.path, "examples": [_example(e) for e in f.examples]}
         for f in conn_selectors.schema_infer(values=values)
     ]
-
-
-@dataclass
-class FetchedSample:
-    events: list[Any]  # SampledEvent
-    avro_schema: str | None = None  # the registry's schema the events were decoded with (Avro, Protobuf)
-    versions: list[dict[str, Any]] = field(default_factory=list)  # which schema versions decoded how many
-
-
-def fetch_sample(*, connection: Any, registry: Any, topics: list[str], count: int, position: str) -> FetchedSample:
-    """`count` events of `topics` (decoded with `registry`'s schemas when given). Raises ApplicationError."""
-    if registry is None:
-        events = conn_selectors.kafka_event_sample(connection=connection, topics=topics, count=count, position=position)
-        return FetchedSample(events)
-    sample = conn_selectors.avro_event_sample(
-        connection=connection, schema_registry_connection=registry, topics=topics, count=count, position=position
-    )
-    return FetchedSample(sample.events, sample.schema, [vars(used) for used in sample.used])
 
 
 def format_initial(draft: WizardDraft) -> dict[str, Any]:
