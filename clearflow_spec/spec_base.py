@@ -23,6 +23,7 @@ from clearflow_spec.avro_schema import AvroSchemaError, SchemaField, fields_by_p
 from clearflow_spec.connections import KafkaConnectionSpec, SchemaRegistryConnectionSpec
 from clearflow_spec.field_types import FieldType, is_nested
 from clearflow_spec.limits import VALIDATION_SECONDS
+from clearflow_spec.regex_safety import regex_problem
 
 # Kafka record metadata, usable as a column's `field` and in expressions (read from the record, not the JSON).
 # `_kafka_key`: the record's key as UTF-8 text (NULL when the record has none), also a dedup key.
@@ -211,6 +212,11 @@ def check_topic_pattern(value: object) -> object:
         re.compile(value)
     except re.error as exc:
         raise ValueError(f"topic_pattern {value!r} is not a regular expression: {exc}") from None
+    # The web app and the worker match it against every topic name of a cluster: no pattern that can backtrack
+    # without end on a crafted name (the rule the expressions' regular expressions follow).
+    problem = regex_problem(value)
+    if problem is not None:
+        raise ValueError(f"topic_pattern: {problem}")
     return value
 
 

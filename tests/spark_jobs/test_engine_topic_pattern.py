@@ -9,7 +9,7 @@ import pytest
 from engine_helpers import event, make_spec, produce, wait_for
 
 from clearflow_spec.spec import SpecError, parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 from spark_jobs.source import TOPIC_DISCOVERY_MS, subscription_options
 
 
@@ -56,6 +56,12 @@ def test_a_pattern_reads_the_topics_whose_whole_name_matches():
             {"topic_pattern": " "},
             r"source.topic_pattern: topic_pattern is empty: give a regular expression such as 'orders\..*', "
             "or list topics",
+        ),
+        (
+            {"topic_pattern": "(a+)+-events"},
+            "source.topic_pattern: topic_pattern: the pattern '(a+)+-events' repeats a part that itself repeats "
+            "(like '(a+)+'): Java's regex engine can take exponential time on it. Remove the inner or the outer "
+            "repetition, or make the inner one possessive ('a++')",
         ),
     ],
 )
