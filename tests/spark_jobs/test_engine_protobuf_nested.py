@@ -10,7 +10,7 @@ from protobuf_events import framed, register_proto
 
 from clearflow_spec.protobuf_schema import _message_types, schema_fields
 from clearflow_spec.spec import parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 from tests.specs import spec_dict
 
 BASKET_PROTO = """syntax = "proto3";

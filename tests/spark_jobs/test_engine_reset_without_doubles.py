@@ -10,7 +10,7 @@ import pytest
 from engine_helpers import event, make_spec, produce
 
 from clearflow_spec.spec import parse_spec
-from spark_jobs.pipeline import start_query, stop_query
+from spark_jobs.query import start_query, stop_query
 from spark_jobs.written_keys import guard_issue
 
 

@@ -20,7 +20,7 @@ from webapp.api.inputs import NameQuery, validated_input
 from webapp.connections import heavy_request_apis, heavy_requests
 from webapp.connections import selectors as connection_selectors
 from webapp.connections.models import HeavyRequest
-from webapp.pipelines import exactly_once, live_check, selectors, services
+from webapp.pipelines import exactly_once, live_check, metrics_history, selectors, services
 from webapp.pipelines.exactly_once_apis import DeliveryGuaranteeOutput, ValidationWarningOutput, delivery_data
 from webapp.pipelines.models import Pipeline, PipelineRun, PipelineStatus, PipelineTransition, PipelineVersion
 from webapp.pipelines.observe_apis import PaceOutput, pace_or_none
@@ -282,8 +282,15 @@ class PipelineDetailOutput(PipelineOutput):
         "read, e.g. not deployed or the metrics store is down). The lag over time: `.../lag/`.",
     )
 
+    topics_read = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="The topics it reads now, as the brokers last listed them: the spec's topics, or those its "
+        "`source.topic_pattern` matches, including topics created since it started (null: not read yet).",
+    )
+
     class Meta(PipelineOutput.Meta):
-        fields = [*PipelineOutput.Meta.fields, "delivery", "pace"]
+        fields = [*PipelineOutput.Meta.fields, "delivery", "pace", "topics_read"]
 
 
 class PipelineDetailApi(APIView):
@@ -297,6 +304,7 @@ class PipelineDetailApi(APIView):
         pipeline = selectors.pipeline_get(user=request.user, pk=pk)
         pipeline.delivery = delivery_data(*exactly_once.pipeline_insert_dedup(pipeline=pipeline))
         pipeline.pace = pace_or_none(pipeline)
+        pipeline.topics_read = metrics_history.topics_read_or_none(pipeline)
         return Response(PipelineDetailOutput(pipeline).data)
 
     @extend_schema(
@@ -500,7 +508,8 @@ class PipelineCheckpointResetApi(APIView):
         tags=TAG,
         operation_id="pipelines_checkpoint_reset",
         description="Start over: remove the checkpoint of a stopped pipeline (needs `confirm: true`). Its next "
-        "start reads again from the starting offsets; rows already in ClickHouse stay.",
+        "start reads again from the spec's `source.starting_offsets` (a time replays from it); an event whose "
+        "dedup key the table received within the dedup window is not written again.",
         request=ConfirmInput,
         responses={200: PipelineStatusOutput, **ERROR_RESPONSES},
     )

@@ -15,6 +15,7 @@ from django.urls import reverse
 from clearflow_spec.protocol import lag_key, pace_key
 from tests.pipeline_states import walk_to
 from tests.webapp.conftest import orders_spec, produce_records
+from tests.webapp.heavy import answered
 from tests.webapp.wizard.test_wizard_steps import alerts, start, step_url, submit
 from webapp.pipelines import services
 from webapp.pipelines.models import PipelineStatus
@@ -63,11 +64,15 @@ def test_a_pattern_is_chosen_in_the_wizard_checked_by_the_api_and_its_topics_lis
     del spec["source"]["topics"]
     body = {"name": "shards", "kafka_connection": kafka_conn.pk, "clickhouse_connection": ch_conn.pk}
     nothing = {**spec, "source": {**spec["source"], "topic_pattern": rf"{prefix}\.none"}}
-    checked = api.post("/api/v1/pipelines/validate/", {**body, "spec": nothing, "check_live": True}, format="json")
+    checked = answered(
+        api, api.post("/api/v1/pipelines/validate/", {**body, "spec": nothing, "check_live": True}, format="json")
+    )
     assert checked.status_code == 400
     assert rf"no topic on the cluster matches '{prefix}\\.none'" in json.dumps(checked.json()).replace("\\\\", "\\")
     spec["source"]["topic_pattern"] = pattern
-    checked = api.post("/api/v1/pipelines/validate/", {**body, "spec": spec, "check_live": True}, format="json")
+    checked = answered(
+        api, api.post("/api/v1/pipelines/validate/", {**body, "spec": spec, "check_live": True}, format="json")
+    )
     assert checked.status_code == 200, checked.json()
 
     # Deployed: the worker's lag reading lists the topics it matches; a topic created later joins them.
