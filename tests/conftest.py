@@ -46,6 +46,21 @@ def _fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail(f"marked fast but {'; '.join(reached)}: remove the fast mark", pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes() -> Iterator[None]:
+    """The tests' users get a cheap password hash: the product's PBKDF2 (a million rounds) costs 0.4-0.8 s of a
+    core per user made or logged in, and most service tests make one or two. The product's hashers stay listed
+    after it, so a hash made by the product's own settings still checks. A stack the tests start (`make up`) is
+    its own process with its own settings."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    with override_settings(
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    ):
+        yield
+
+
 @dataclass(frozen=True)
 class ClickHouseAddress:
     host: str

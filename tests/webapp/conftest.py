@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -22,6 +24,9 @@ from tests.specs import spec_dict
 from webapp.api.tokens import api_token_create
 from webapp.connections.services import clickhouse_connection_create, kafka_connection_create
 from webapp.pipelines.services import pipeline_create
+
+if TYPE_CHECKING:
+    from localstack.keycloak import Keycloak
 
 ORDER_COUNT = 30
 ORDER_PARTITIONS = 2
@@ -144,6 +149,37 @@ def a_machine_with_room(monkeypatch):
     of a state that fits must not turn red on a runner with a fuller disk."""
     monkeypatch.setattr(sizing, "free_disk_bytes", lambda path: 100 * 1024**3)
     monkeypatch.setattr(sizing, "total_memory_bytes", lambda: 16 * 1024**3)
+
+
+BRIEF_CLIENT = "clearflow-brief"  # client credentials, tokens that live one second (the expired-token test)
+
+
+@pytest.fixture(scope="session")
+def keycloak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keycloak]:
+    """A real Keycloak (localstack.keycloak), started once per session by the first test that asks for it: the
+    single sign-on tests (tests/webapp/sso/) and the OAUTHBEARER broker's (tests/webapp/api/) share it."""
+    from localstack.keycloak import WEB_CLIENT, start_keycloak
+
+    brief = {
+        "clientId": BRIEF_CLIENT,
+        "enabled": True,
+        "publicClient": False,
+        "secret": "brief-client-secret",
+        "standardFlowEnabled": False,
+        "serviceAccountsEnabled": True,
+        "attributes": {"access.token.lifespan": "1"},
+        "protocolMappers": [
+            {
+                "name": "audience",
+                "protocol": "openid-connect",
+                "protocolMapper": "oidc-audience-mapper",
+                "config": {"included.client.audience": WEB_CLIENT, "access.token.claim": "true"},
+            }
+        ],
+    }
+    provider = start_keycloak(tmp_path_factory.mktemp("keycloak"), extra_clients=[brief])
+    yield provider
+    provider.stop()
 
 
 @pytest.fixture

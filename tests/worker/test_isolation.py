@@ -1,7 +1,8 @@
 """Pipelines on one machine do not stop each other: while one pipeline's ClickHouse table is dropped and another
 gets a flood of bad events and its job is killed the way the kernel's OOM killer kills (SIGKILL to the whole
 process tree), a third one keeps running with one run, writes every event exactly once, and never leaves
-`running`. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
+`running`. The killed one restarts by itself, says why in its run and history, and drops the repeats of what it
+wrote before the kill. Real Celery worker, Spark jobs, Kafka and ClickHouse."""
 
 from __future__ import annotations
 
@@ -121,8 +122,27 @@ def test_a_dropped_table_a_bad_flood_and_a_killed_job_leave_the_other_pipeline_r
     dropped_runs = api.get(f"{URL}{ids['dropped']}/runs/").json()
     assert dropped_runs[-1]["outcome"] == "failed" and dropped_runs[-1]["cause"] == "clickhouse_table", dropped_runs
     wait_for(lambda: table_counts(ch, tables["dropped"]) == (100, 100), timeout=JOB_TIMEOUT)
-    flooded_runs = api.get(f"{URL}{ids['flooded']}/runs/").json()
-    assert flooded_runs[-1]["outcome"] == "failed" and flooded_runs[-1]["cause"] == "killed", flooded_runs
-    wait_for(lambda: table_counts(ch, tables["flooded"]) == (1_200, 1_200), timeout=JOB_TIMEOUT)
+    flooded_runs = api.get(f"{URL}{ids['flooded']}/runs/").json()  # newest first
+    killed, again = flooded_runs[-1], flooded_runs[-2]
+    assert killed["outcome"] == "failed" and killed["cause"] == "killed", flooded_runs
+    assert "killed or lost" in killed["reason"] and killed["log_tail"]  # in words, and the log's last lines
+    assert again["attempt"] == 2 and again["pid"] != killed["pid"]
+    flooded_history = [
+        (h["from_status"], h["to_status"], h["reason"])
+        for h in reversed(api.get(f"{URL}{ids['flooded']}/history/").json())
+    ]
+    assert [h[:2] for h in flooded_history] == [
+        ("draft", "deploy_requested"),
+        ("deploy_requested", "running"),
+        ("running", "failed"),
+        ("failed", "deploy_requested"),
+        ("deploy_requested", "running"),
+    ]
+    assert "killed or lost" in flooded_history[2][2] and "Restarting now" in flooded_history[2][2]
+    # Repeats of the events written before the kill, then a new one on each partition: the restarted job drops the
+    # repeats (its dedup state came back from the checkpoint) and writes the new ones once.
+    produce(kafka_bootstrap, topics["flooded"], events("f", 200, 20) + events("f-after", 2, 0))
+    wait_for(lambda: table_counts(ch, tables["flooded"])[0] >= 1_202, timeout=JOB_TIMEOUT)
+    assert table_counts(ch, tables["flooded"]) == (1_202, 1_202)
     dead = f"{tables['flooded']}_dlq"
     wait_for(lambda: ch.command(f"SELECT count() FROM `{dead}`") == 3_000, timeout=JOB_TIMEOUT)

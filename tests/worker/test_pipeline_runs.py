@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import uuid
 from pathlib import Path
 
@@ -89,58 +88,12 @@ def test_deploy_runs_writes_each_event_once_and_stop_then_resume_loses_nothing(
     assert health["celery"]["ok"], health["celery"]
 
 
+# A job SIGKILLed by the worker's watch: tests/worker/test_isolation.py (restarted, its run and history in words,
+# its dedup state back from the checkpoint) and test_control_plane_faults.py (under a steady load, exactly once).
 def kill_job(pid: int) -> None:
     """SIGKILL to the job's whole process group: supervisor, driver, JVM, Python workers (a crash of the host's
     processes, as far as one test can make one)."""
     os.killpg(pid, signal.SIGKILL)
-
-
-def test_sigkill_during_a_load_marks_failed_restarts_and_writes_each_event_once(
-    api, kafka_conn, ch_conn, kafka_bootstrap, topic, ch, celery_worker
-):
-    table = f"runs_{uuid.uuid4().hex[:8]}"
-    unique = 60_000
-    records = events("k", unique, unique // 10)
-    records.sort(key=lambda r: abs(r[1]["n"]))  # repeats spread over time
-    celery_worker.start()
-    spec = api_spec(topic, table)
-    spec["source"]["max_records_per_batch"] = 5_000
-    pk = create_pipeline(api, kafka_conn=kafka_conn, ch_conn=ch_conn, spec=spec)
-    api.post(f"{URL}{pk}/deploy/")
-    first = wait_status(api, pk, "running", worker=celery_worker)
-    assert first["status"] == "running"
-    loader = threading.Thread(
-        target=lambda: [produce(kafka_bootstrap, topic, records[i : i + 5_000]) for i in range(0, len(records), 5_000)]
-    )
-    loader.start()
-    try:
-        wait_for(lambda: table_counts(ch, table)[0] > 0, timeout=JOB_TIMEOUT)
-        crashed = active_run(api, pk)
-        kill_job(crashed["pid"])
-
-        def restarted() -> dict | None:
-            runs = api.get(f"{URL}{pk}/runs/").json()
-            return runs[0] if len(runs) == 2 and runs[0]["running_at"] else None
-
-        second = wait_for(restarted, timeout=JOB_TIMEOUT, interval=0.5)
-    finally:
-        loader.join(timeout=300)
-    assert second["attempt"] == 2 and second["pid"] != crashed["pid"]
-    [failed] = [run for run in api.get(f"{URL}{pk}/runs/").json() if run["id"] == crashed["id"]]
-    assert failed["outcome"] == "failed" and "killed or lost" in failed["reason"] and failed["cause"] == "killed"
-    assert failed["log_tail"]  # the log's last lines, apart from the words
-    history = [(h["from_status"], h["to_status"], h["reason"]) for h in reversed(api.get(f"{URL}{pk}/history/").json())]
-    assert [h[:2] for h in history] == [
-        ("draft", "deploy_requested"),
-        ("deploy_requested", "running"),
-        ("running", "failed"),
-        ("failed", "deploy_requested"),
-        ("deploy_requested", "running"),
-    ]
-    assert "killed or lost" in history[2][2] and "Restarting now" in history[2][2]
-
-    wait_for(lambda: table_counts(ch, table)[0] >= unique, timeout=JOB_TIMEOUT)
-    assert exactly(ch, table, unique)
 
 
 def test_restarting_the_worker_leaves_the_job_running_and_the_new_worker_adopts_it(

@@ -2,7 +2,8 @@
 against the JWKS of a real OpenID Connect provider (Keycloak, localstack.keycloak), and the web app's client
 (librdkafka's OIDC mode) fetching tokens from that provider with the client-credentials grant.
 
-Keycloak and this broker start for this module only (the session's broker starts before any provider would).
+The broker starts for this module only (the session's broker starts before any provider would); Keycloak is the
+session's (`keycloak`, tests/webapp/conftest.py), shared with the single sign-on tests.
 """
 
 from __future__ import annotations
@@ -21,33 +22,27 @@ ORDERS = 6
 
 
 @pytest.fixture(scope="module")
-def oauth_kafka(tmp_path_factory):
+def oauth_kafka(tmp_path_factory, keycloak):
     """(keycloak, PLAINTEXT bootstrap, OAUTHBEARER bootstrap) of a broker that trusts Keycloak's tokens."""
-    from localstack.keycloak import start_keycloak
-
-    keycloak = start_keycloak(tmp_path_factory.mktemp("keycloak"))
-    try:
-        with processes.ProcessGroup(tmp_path_factory.mktemp("oauth-kafka-logs")) as group:
-            port, oauth_port = processes.free_port(), processes.free_port()
-            listener = processes.KafkaListener(
-                name="SASL_OAUTH",
-                port=oauth_port,
-                security_protocol="SASL_PLAINTEXT",
-                sasl_mechanisms=("OAUTHBEARER",),
-                oauth_jwks_url=keycloak.jwks_url,
-                oauth_issuer=keycloak.issuer,
+    with processes.ProcessGroup(tmp_path_factory.mktemp("oauth-kafka-logs")) as group:
+        port, oauth_port = processes.free_port(), processes.free_port()
+        listener = processes.KafkaListener(
+            name="SASL_OAUTH",
+            port=oauth_port,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanisms=("OAUTHBEARER",),
+            oauth_jwks_url=keycloak.jwks_url,
+            oauth_issuer=keycloak.issuer,
+        )
+        group.start(
+            processes.kafka_broker(
+                port=port,
+                data_dir=tmp_path_factory.mktemp("oauth-kafka"),
+                listeners=[listener],
+                java_properties={"org.apache.kafka.sasl.oauthbearer.allowed.urls": keycloak.jwks_url},
             )
-            group.start(
-                processes.kafka_broker(
-                    port=port,
-                    data_dir=tmp_path_factory.mktemp("oauth-kafka"),
-                    listeners=[listener],
-                    java_properties={"org.apache.kafka.sasl.oauthbearer.allowed.urls": keycloak.jwks_url},
-                )
-            )
-            yield keycloak, f"127.0.0.1:{port}", f"127.0.0.1:{oauth_port}"
-    finally:
-        keycloak.stop()
+        )
+        yield keycloak, f"127.0.0.1:{port}", f"127.0.0.1:{oauth_port}"
 
 
 def test_oauthbearer_tests_and_samples_and_a_wrong_client_secret_is_named(api, oauth_kafka):

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from localstack.keycloak import Keycloak, OidcClient
-from tests.webapp.sso.conftest import BRIEF_CLIENT
+from tests.webapp.conftest import BRIEF_CLIENT
 from webapp.activity.models import ActivityEntry
 from webapp.sso.authentication import CLOCK_SKEW_SECONDS
 from webapp.workspaces.models import Membership
