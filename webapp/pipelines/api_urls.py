@@ -17,7 +17,7 @@ urlpatterns = [
     path("", apis.PipelineListCreateApi.as_view(), name="pipelines"),
     path("validate/", apis.PipelineSpecValidateApi.as_view(), name="pipeline-spec-validate"),
     path(
-        "validate/<uuid:request_id>/",
+        "validate/<str:request_id>/",
         apis.PipelineSpecValidateResultApi.as_view(),
         name="pipeline-spec-validate-result",
     ),
@@ -27,7 +27,7 @@ urlpatterns = [
     path("<int:pk>/diff/", diff_apis.PipelineDiffApi.as_view(), name="pipeline-diff"),
     path("<int:pk>/validate/", apis.PipelineValidateApi.as_view(), name="pipeline-validate"),
     path(
-        "<int:pk>/validate/<uuid:request_id>/",
+        "<int:pk>/validate/<str:request_id>/",
         apis.PipelineValidateResultApi.as_view(),
         name="pipeline-validate-result",
     ),
