@@ -122,6 +122,8 @@ def written_keys(spark: SparkSession, spec: PipelineSpec, checkpoint: str) -> Da
             MAX_KEYS,
         )
         return None
+    if not rows:  # a new table, or nothing written within the window: the stream keeps its plan without a join
+        return None
     log.info("pipeline %s: %d keys written within the dedup window guard this start", spec.name, len(rows))
     keys = spec.dedup.keys
     key_fields = [StructField(_KEY.format(i), StringType()) for i in range(len(keys))]
