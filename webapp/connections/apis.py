@@ -462,14 +462,7 @@ class KafkaSampleApi(APIView):
         responses=heavy_request_apis.START_RESPONSES,
     )
     def post(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = _with_registry(request, validated_input(SampleInput, request.data))
-        registry = data.pop("schema_registry_connection", None)
-        params = {**data, "schema_registry_connection": registry.pk if registry is not None else None}
-        heavy = heavy_requests.heavy_request_start(
-            kind=HeavyRequest.Kind.SAMPLE, user=request.user, connection=connection, params=params
-        )
-        return heavy_request_apis.accepted(request, heavy, "api:kafka-sample-result")
+        return _start_sample_request(request, pk, HeavyRequest.Kind.SAMPLE, "api:kafka-sample-result")
 
 
 class KafkaSampleResultApi(APIView):
@@ -505,14 +498,7 @@ class KafkaInferSchemaApi(APIView):
         responses=heavy_request_apis.START_RESPONSES,
     )
     def post(self, request: Request, pk: int) -> Response:
-        connection = selectors.kafka_connection_get(user=request.user, pk=pk)
-        data = _with_registry(request, validated_input(SampleInput, request.data))
-        registry = data.pop("schema_registry_connection", None)
-        params = {**data, "schema_registry_connection": registry.pk if registry is not None else None}
-        heavy = heavy_requests.heavy_request_start(
-            kind=HeavyRequest.Kind.INFER_SCHEMA, user=request.user, connection=connection, params=params
-        )
-        return heavy_request_apis.accepted(request, heavy, "api:kafka-infer-schema-result")
+        return _start_sample_request(request, pk, HeavyRequest.Kind.INFER_SCHEMA, "api:kafka-infer-schema-result")
 
 
 class KafkaInferSchemaResultApi(APIView):
@@ -530,6 +516,17 @@ class KafkaInferSchemaResultApi(APIView):
         selectors.kafka_connection_get(user=request.user, pk=pk)
         heavy = heavy_requests.heavy_request_get(user=request.user, pk=request_id, kind=HeavyRequest.Kind.INFER_SCHEMA)
         return heavy_request_apis.answer(request, heavy, "api:kafka-infer-schema-result", InferSchemaOutput)
+
+
+def _start_sample_request(request: Request, pk: int, kind: str, result_url: str) -> Response:
+    """A sample's request of `kind` (the events, or the fields inferred from them) for the worker: 202 with the
+    URL `result_url` names."""
+    connection = selectors.kafka_connection_get(user=request.user, pk=pk)
+    data = _with_registry(request, validated_input(SampleInput, request.data))
+    registry = data.pop("schema_registry_connection", None)
+    params = {**data, "schema_registry_connection": registry.pk if registry is not None else None}
+    heavy = heavy_requests.heavy_request_start(kind=kind, user=request.user, connection=connection, params=params)
+    return heavy_request_apis.accepted(request, heavy, result_url)
 
 
 def _with_registry(request: Request, data: dict) -> dict:
