@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.spark_jobs.engine_helpers import wait_for
-from tests.worker.conftest import CeleryWorker
+from tests.worker.conftest import CeleryWorker, _kill_jobs
 from tests.worker.helpers import JOB_TIMEOUT, URL, api_spec, create_pipeline, events, produce, table_counts, wait_status
 from webapp.pipelines.models import PipelineRun
 from webapp.pipelines.runtime import watcher_tick
@@ -115,5 +115,4 @@ def test_a_dead_hosts_pipeline_is_taken_over_by_the_other_host_from_its_checkpoi
         for worker in hosts.values():
             worker.stop()
         for worker in hosts.values():
-            for handle in jobs.find_jobs(Path(worker.env["CLEARFLOW_RUN_ROOT"])):
-                jobs.kill_session(handle.pid)
+            _kill_jobs(Path(worker.env["CLEARFLOW_RUN_ROOT"]))
