@@ -84,12 +84,15 @@ class KafkaConnectionAdmin(SecretsAdmin):
         "bootstrap_servers",
         "security_protocol",
         "sasl_password_set",
+        "is_default",
+        "last_tested_at",
+        "last_test_ok",
         "updated_at",
     )
     list_filter = ("security_protocol",)
     search_fields = ("name", "bootstrap_servers", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
 
     @admin.display(boolean=True, description="SASL password")
     def sasl_password_set(self, obj: KafkaConnection) -> bool:
@@ -99,11 +102,24 @@ class KafkaConnectionAdmin(SecretsAdmin):
 @admin.register(ClickHouseConnection)
 class ClickHouseConnectionAdmin(SecretsAdmin):
     form = ClickHouseConnectionForm
-    list_display = ("name", "workspace", "owner", "host", "port", "secure", "username", "password_set", "updated_at")
+    list_display = (
+        "name",
+        "workspace",
+        "owner",
+        "host",
+        "port",
+        "secure",
+        "username",
+        "password_set",
+        "is_default",
+        "last_tested_at",
+        "last_test_ok",
+        "updated_at",
+    )
     list_filter = ("secure",)
     search_fields = ("name", "host", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
 
     @admin.display(boolean=True, description="password")
     def password_set(self, obj: ClickHouseConnection) -> bool:
@@ -113,10 +129,21 @@ class ClickHouseConnectionAdmin(SecretsAdmin):
 @admin.register(SchemaRegistryConnection)
 class SchemaRegistryConnectionAdmin(SecretsAdmin):
     form = SchemaRegistryConnectionForm
-    list_display = ("name", "workspace", "owner", "url", "username", "password_set", "updated_at")
+    list_display = (
+        "name",
+        "workspace",
+        "owner",
+        "url",
+        "username",
+        "password_set",
+        "is_default",
+        "last_tested_at",
+        "last_test_ok",
+        "updated_at",
+    )
     search_fields = ("name", "url", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
 
     @admin.display(boolean=True, description="password")
     def password_set(self, obj: SchemaRegistryConnection) -> bool:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("kafka/diff/", apis.KAFKA_APIS.diff.as_view(), name="kafka-connection-diff"),
     path("kafka/<int:pk>/", apis.KAFKA_APIS.detail.as_view(), name="kafka-connection"),
     path("kafka/<int:pk>/test/", apis.KAFKA_APIS.test.as_view(), name="kafka-connection-test"),
+    path("kafka/<int:pk>/default/", apis.KAFKA_APIS.default.as_view(), name="kafka-connection-default"),
     path("kafka/<int:pk>/topics/", apis.KafkaTopicListApi.as_view(), name="kafka-topics"),
     path("kafka/<int:pk>/sample/", apis.KafkaSampleApi.as_view(), name="kafka-sample"),
     path("kafka/<int:pk>/sample/<str:request_id>/", apis.KafkaSampleResultApi.as_view(), name="kafka-sample-result"),
@@ -32,6 +33,7 @@ urlpatterns = [
     path("clickhouse/diff/", apis.CLICKHOUSE_APIS.diff.as_view(), name="clickhouse-connection-diff"),
     path("clickhouse/<int:pk>/", apis.CLICKHOUSE_APIS.detail.as_view(), name="clickhouse-connection"),
     path("clickhouse/<int:pk>/test/", apis.CLICKHOUSE_APIS.test.as_view(), name="clickhouse-connection-test"),
+    path("clickhouse/<int:pk>/default/", apis.CLICKHOUSE_APIS.default.as_view(), name="clickhouse-connection-default"),
     path("clickhouse/<int:pk>/databases/", apis.ClickHouseDatabaseListApi.as_view(), name="clickhouse-databases"),
     path(
         "clickhouse/<int:pk>/databases/<str:database>/tables/",
@@ -55,5 +57,10 @@ urlpatterns = [
         "schema-registry/<int:pk>/test/",
         apis.SCHEMA_REGISTRY_APIS.test.as_view(),
         name="schema-registry-connection-test",
+    ),
+    path(
+        "schema-registry/<int:pk>/default/",
+        apis.SCHEMA_REGISTRY_APIS.default.as_view(),
+        name="schema-registry-connection-default",
     ),
 ]

@@ -14,15 +14,32 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from clearflow_spec.connections import KAFKA_SECRET_FLAGS
 from clearflow_spec.field_types import FIELD_TYPES
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import ConnectionListQuery, validated_input
-from webapp.api.outputs import ChangeOutput
 from webapp.api.permissions import token_is_read_only
-from webapp.connections import heavy_request_apis, heavy_requests, kinds, selectors
+from webapp.connections import heavy_request_apis, heavy_requests, kinds, selectors, services
+from webapp.connections.api_serializers import (
+    ClickHouseConnectionInput,
+    ClickHouseConnectionOutput,
+    ClickHouseServerInfoOutput,
+    ColumnOutput,
+    ConnectionDiffOutput,
+    DatabaseOutput,
+    InferSchemaOutput,
+    KafkaClusterInfoOutput,
+    KafkaConnectionInput,
+    KafkaConnectionOutput,
+    SampledEventOutput,
+    SampleInput,
+    SchemaRegistryConnectionInput,
+    SchemaRegistryConnectionOutput,
+    SchemaRegistryInfoOutput,
+    TableOutput,
+    TopicOutput,
+)
 from webapp.connections.kinds import ConnectionKind
-from webapp.connections.models import ClickHouseConnection, HeavyRequest, KafkaConnection, SchemaRegistryConnection
+from webapp.connections.models import ClickHouseConnection, HeavyRequest, KafkaConnection
 from webapp.connections.services import secrets_changed
 from webapp.workspaces import policy
 from webapp.workspaces.services import workspace_for_new_objects
@@ -30,183 +47,6 @@ from webapp.workspaces.services import workspace_for_new_objects
 KAFKA_TAG = ["Kafka connections"]
 CLICKHOUSE_TAG = ["ClickHouse connections"]
 SCHEMA_REGISTRY_TAG = ["Schema registry connections"]
-ConnectionModel = type[KafkaConnection] | type[ClickHouseConnection] | type[SchemaRegistryConnection]
-
-
-# -- serializers ----------------------------------------------------------------------------------------
-
-
-def _input_meta(model: ConnectionModel) -> type:
-    """Input serializers' Meta: the fields a user sets (`EDITABLE_FIELDS`, read from the spec's connection model);
-    secrets write-only and taken as typed."""
-    return type(
-        "Meta",
-        (),
-        {
-            "model": model,
-            "fields": list(model.EDITABLE_FIELDS),
-            "extra_kwargs": {name: {"write_only": True, "trim_whitespace": False} for name in model.SECRET_FIELDS},
-        },
-    )
-
-
-def _output_fields(model: ConnectionModel, flags: dict[str, str]) -> list[str]:
-    """Outputs show every setting but the secrets; `flags` names the `has_…` field shown after each secret."""
-    fields = ["id"]
-    for name in model.EDITABLE_FIELDS:
-        fields.append(flags[name] if name in model.SECRET_FIELDS else name)
-    return [*fields, "workspace", "created_at", "updated_at"]
-
-
-class KafkaConnectionInput(serializers.ModelSerializer):
-    # The model's fields and validators; the services validate again (model.clean) and save.
-    Meta = _input_meta(KafkaConnection)
-
-
-class KafkaConnectionOutput(serializers.ModelSerializer):
-    has_sasl_password = serializers.BooleanField(read_only=True)
-    has_ssl_key = serializers.BooleanField(read_only=True)
-    has_sasl_kerberos_keytab = serializers.BooleanField(read_only=True)
-    has_sasl_oauthbearer_client_secret = serializers.BooleanField(read_only=True)
-    has_aws_secret_access_key = serializers.BooleanField(read_only=True)
-
-    class Meta:
-        model = KafkaConnection
-        fields = _output_fields(KafkaConnection, KAFKA_SECRET_FLAGS)
-
-
-class ConnectionDiffOutput(serializers.Serializer):
-    exists = serializers.BooleanField(help_text="You have a connection of this name: saving would change it.")
-    id = serializers.IntegerField(allow_null=True)
-    changes = ChangeOutput(many=True, help_text="Fields that would change; a secret's values are never shown.")
-    secrets_compared = serializers.BooleanField(
-        help_text="Whether the secrets given were compared with the stored ones: never for a read-only token."
-    )
-
-
-class KafkaClusterInfoOutput(serializers.Serializer):
-    ok = serializers.BooleanField()
-    brokers = serializers.ListField(child=serializers.CharField())
-    topic_count = serializers.IntegerField()
-    cluster_id = serializers.CharField(allow_null=True)
-
-
-class TopicOutput(serializers.Serializer):
-    name = serializers.CharField()
-    partitions = serializers.IntegerField()
-    message_count = serializers.IntegerField(allow_null=True, help_text="Estimate: high minus low watermark.")
-
-
-class SampleInput(serializers.Serializer):
-    topics = serializers.ListField(child=serializers.CharField(max_length=249), min_length=1, max_length=50)
-    count = serializers.IntegerField(min_value=1, max_value=500, default=20)
-    position = serializers.ChoiceField(["newest", "oldest"], default="newest")
-    schema_registry_connection = serializers.IntegerField(
-        required=False,
-        help_text="Id of one of your schema registry connections: the values are Avro in the Confluent wire format "
-        "(magic byte 0, schema id) and are decoded with the registered schemas.",
-    )
-
-
-class SampledEventOutput(serializers.Serializer):
-    topic = serializers.CharField()
-    partition = serializers.IntegerField()
-    offset = serializers.IntegerField()
-    timestamp = serializers.DateTimeField(allow_null=True)
-    key = serializers.CharField(allow_null=True)
-    value = serializers.JSONField()
-    is_json = serializers.BooleanField()
-    size = serializers.IntegerField()
-    schema_id = serializers.IntegerField(allow_null=True, help_text="Avro: the writer schema id the event carries.")
-    decode_error = serializers.CharField(
-        allow_null=True, help_text="Avro: why the value could not be decoded (it would go to the dead letters)."
-    )
-
-
-class InferredFieldOutput(serializers.Serializer):
-    path = serializers.CharField()
-    type = serializers.CharField(
-        help_text=f"One of {', '.join(FIELD_TYPES)}, or a nested type over them: array<T>, map<string,T>, "
-        "struct<name:T,...>."
-    )
-    nullable = serializers.BooleanField()
-    present = serializers.IntegerField()
-    examples = serializers.ListField(child=serializers.JSONField())
-    schema_type = serializers.CharField(allow_null=True, help_text="Avro: the type the schema gives.")
-    clickhouse_type = serializers.CharField(allow_null=True, help_text="Avro: the column type proposed.")
-
-
-class SchemaVersionUsedOutput(serializers.Serializer):
-    subject = serializers.CharField(allow_null=True)
-    version = serializers.IntegerField(allow_null=True)
-    schema_id = serializers.IntegerField()
-    events = serializers.IntegerField(help_text="Sampled events written with it.")
-
-
-class InferSchemaOutput(serializers.Serializer):
-    sampled = serializers.IntegerField()
-    fields = InferredFieldOutput(many=True)
-    schema_versions = SchemaVersionUsedOutput(
-        many=True, default=list, help_text="Avro: the subject versions the sampled events were written with."
-    )
-    undecodable = serializers.IntegerField(default=0, help_text="Avro: sampled events that could not be decoded.")
-
-
-class ClickHouseConnectionInput(serializers.ModelSerializer):
-    Meta = _input_meta(ClickHouseConnection)
-
-
-class ClickHouseConnectionOutput(serializers.ModelSerializer):
-    has_password = serializers.BooleanField(read_only=True)
-
-    class Meta:
-        model = ClickHouseConnection
-        fields = _output_fields(ClickHouseConnection, {"password": "has_password"})
-
-
-class ClickHouseServerInfoOutput(serializers.Serializer):
-    ok = serializers.BooleanField()
-    version = serializers.CharField()
-    database_count = serializers.IntegerField()
-
-
-class SchemaRegistryConnectionInput(serializers.ModelSerializer):
-    Meta = _input_meta(SchemaRegistryConnection)
-
-
-class SchemaRegistryConnectionOutput(serializers.ModelSerializer):
-    has_password = serializers.BooleanField(read_only=True)
-
-    class Meta:
-        model = SchemaRegistryConnection
-        fields = _output_fields(SchemaRegistryConnection, {"password": "has_password"})
-
-
-class SchemaRegistryInfoOutput(serializers.Serializer):
-    ok = serializers.BooleanField()
-    subject_count = serializers.IntegerField()
-    subjects = serializers.ListField(child=serializers.CharField(), help_text="The first 20, sorted.")
-
-
-class DatabaseOutput(serializers.Serializer):
-    name = serializers.CharField()
-
-
-class TableOutput(serializers.Serializer):
-    name = serializers.CharField()
-    engine = serializers.CharField()
-    total_rows = serializers.IntegerField(allow_null=True)
-
-
-class ColumnOutput(serializers.Serializer):
-    name = serializers.CharField()
-    type = serializers.CharField()
-    nullable = serializers.BooleanField()
-    default_kind = serializers.CharField(allow_blank=True)
-    default_expression = serializers.CharField(allow_blank=True)
-    in_sorting_key = serializers.BooleanField()
-    required = serializers.BooleanField(help_text="Not Nullable and no default: an insert must give a value.")
-    comment = serializers.CharField(allow_blank=True)
 
 
 # -- connections: the same views for every kind -----------------------------------------------------------
@@ -326,14 +166,29 @@ class _ConnectionTestUnsavedApi(APIView):
         return Response(self.kind.test_output({"ok": True, **info.__dict__}).data)
 
 
+class _ConnectionDefaultApi(APIView):
+    kind: _ApiKind
+    workspace_actions = {"POST": "connection.edit"}
+
+    @property
+    def workspace_model(self) -> type:
+        return self.kind.model
+
+    def post(self, request: Request, pk: int) -> Response:
+        connection = self.kind.get(user=request.user, pk=pk)
+        connection = services.connection_make_default(connection=connection, actor=request.user)
+        return Response(self.kind.output(connection).data)
+
+
 class ConnectionApis(NamedTuple):
-    """The five views of one kind of connection (`api_urls` routes them)."""
+    """The six views of one kind of connection (`api_urls` routes them)."""
 
     list_create: type[APIView]
     diff: type[APIView]
     detail: type[APIView]
     test: type[APIView]
     test_unsaved: type[APIView]
+    default: type[APIView]
 
 
 def _connection_apis(
@@ -419,6 +274,18 @@ def _connection_apis(
                 request=kind.input,
                 description="Test connection settings without saving them.",
                 responses={200: kind.test_output, **documented},
+            ),
+        ),
+        default=view(
+            _ConnectionDefaultApi,
+            "Default",
+            post=extend_schema(
+                tags=tag,
+                operation_id=f"{prefix}_make_default",
+                request=None,
+                description="Make this connection its workspace's default of its kind: the wizard preselects it and "
+                "offers it first. The one that was the default no longer is (`is_default`).",
+                responses={200: kind.output, **documented},
             ),
         ),
     )

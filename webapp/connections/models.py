@@ -82,10 +82,26 @@ def pem_key_error(text: str) -> str | None:
     return None
 
 
+def one_default(prefix: str) -> models.UniqueConstraint:
+    """At most one default connection of a kind per workspace."""
+    return models.UniqueConstraint(
+        fields=["workspace"], condition=models.Q(is_default=True), name=f"{prefix}_one_default_per_workspace"
+    )
+
+
 class SpecBackedConnection(TimeStampedModel):
     """A saved connection whose fields are those of `SPEC` (the spec's connection model), plus owner and name."""
 
     SPEC: type[pydantic.BaseModel]
+
+    # The workspace's default connection of its kind (at most one, a constraint on each model): the wizard
+    # preselects it and offers it first; the connections page and the API mark it.
+    is_default = models.BooleanField("default", default=False)
+    # The last test of this saved connection (the API's, a page's, the wizard's): when, whether it answered, and
+    # if not, why in the test's own words. Written by `services` without touching `updated_at`: a test is no edit.
+    last_tested_at = models.DateTimeField("last tested", null=True, blank=True)
+    last_test_ok = models.BooleanField("last test passed", null=True, blank=True)
+    last_test_message = models.CharField("last test's error", max_length=500, blank=True, default="")
 
     class Meta:
         abstract = True
@@ -192,7 +208,8 @@ class KafkaConnection(SpecBackedConnection):
         verbose_name = "Kafka connection"
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "name"], name="kafka_connection_unique_name_per_workspace")
+            models.UniqueConstraint(fields=["workspace", "name"], name="kafka_connection_unique_name_per_workspace"),
+            one_default("kafka_connection"),
         ]
 
     def __str__(self) -> str:
@@ -311,7 +328,8 @@ class ClickHouseConnection(SpecBackedConnection):
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "name"], name="clickhouse_connection_unique_name_per_workspace"
-            )
+            ),
+            one_default("clickhouse_connection"),
         ]
 
     def __str__(self) -> str:
@@ -360,7 +378,8 @@ class SchemaRegistryConnection(SpecBackedConnection):
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "name"], name="schema_registry_connection_unique_name_per_workspace"
-            )
+            ),
+            one_default("schema_registry_connection"),
         ]
 
     def __str__(self) -> str:

@@ -69,9 +69,11 @@ def kafka_connection_list(
 
 
 def connections_by_use(connections: QuerySet[Connection]) -> QuerySet[Connection]:
-    """`connections` the most used first (by how many pipelines read or write through each), then by name: the
-    order the wizard offers them in."""
-    return connections.annotate(pipeline_uses=Count("pipelines")).order_by("-pipeline_uses", "name", "id")
+    """`connections` with the workspace's default first, then the most used (by how many pipelines read or write
+    through each), then by name: the order the wizard offers them in."""
+    return connections.annotate(pipeline_uses=Count("pipelines")).order_by(
+        "-is_default", "-pipeline_uses", "name", "id"
+    )
 
 
 def kafka_connection_get(*, user: AbstractBaseUser, pk: Any) -> KafkaConnection:

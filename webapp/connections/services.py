@@ -13,18 +13,19 @@ name the model and call one private implementation (`_build`, `_create`, `_updat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from webapp.activity.services import activity_record, changed, secret_changes, snapshot
 from webapp.connections import clickhouse_client, kafka_client, registry_client
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.throttle import count_connection_request
-from webapp.core.exceptions import ConflictError
+from webapp.core.exceptions import ApplicationError, ConflictError
 from webapp.core.services import model_update
 from webapp.workspaces.models import Workspace
 from webapp.workspaces.services import workspace_for_new_objects
@@ -36,6 +37,8 @@ SCHEMA_REGISTRY_FIELDS = SchemaRegistryConnection.EDITABLE_FIELDS
 
 Connection = TypeVar("Connection", KafkaConnection, ClickHouseConnection, SchemaRegistryConnection)
 AnyConnection = KafkaConnection | ClickHouseConnection | SchemaRegistryConnection
+Info = TypeVar("Info")
+LAST_TEST_MESSAGE_CHARS = 500
 
 
 def _check_unique_name(model: type, *, workspace_id: int, name: str, exclude_pk: int | None) -> None:
@@ -127,6 +130,50 @@ def _delete(connection: AnyConnection, *, actor: Any) -> None:
     connection.delete()
 
 
+def _tested(connection: AnyConnection, test: Callable[[], Info]) -> Info:
+    """Run `test` (a client's check of `connection`); a saved connection keeps the outcome: when, whether it
+    answered, and the error in the client's words. A refused request (too many tests) is not the connection's."""
+    try:
+        info = test()
+    except ApplicationError as exc:
+        _record_test(connection, ok=False, message=exc.message)
+        raise
+    _record_test(connection, ok=True, message="")
+    return info
+
+
+def _record_test(connection: AnyConnection, *, ok: bool, message: str) -> None:
+    if connection.pk is None:  # "Test connection" before saving: nothing to keep it on
+        return
+    values = {
+        "last_tested_at": timezone.now(),
+        "last_test_ok": ok,
+        "last_test_message": message[:LAST_TEST_MESSAGE_CHARS],
+    }
+    type(connection).objects.filter(pk=connection.pk).update(**values)  # no save(): `updated_at` is for edits
+    for name, value in values.items():
+        setattr(connection, name, value)
+
+
+@transaction.atomic
+def connection_make_default(*, connection: AnyConnection, actor: Any = None) -> AnyConnection:
+    """Make `connection` its workspace's default of its kind (the one before it no longer is)."""
+    model = type(connection)
+    model.objects.select_for_update().filter(workspace_id=connection.workspace_id, is_default=True).exclude(
+        pk=connection.pk
+    ).update(is_default=False)
+    model.objects.filter(pk=connection.pk).update(is_default=True)
+    connection.is_default = True
+    activity_record(
+        actor=actor,
+        action="connection.edit",
+        target=connection,
+        before={"is_default": False},
+        after={"is_default": True},
+    )
+    return connection
+
+
 # -- Kafka ----------------------------------------------------------------------------------------------
 
 
@@ -162,7 +209,7 @@ def kafka_connection_test(
 ) -> kafka_client.KafkaClusterInfo:
     """Brokers and topic count of the cluster (saved or unsaved connection). Raises KafkaClientError."""
     count_connection_request(connection.owner)
-    return kafka_client.check_connection(connection.client_settings(), timeout=timeout)
+    return _tested(connection, lambda: kafka_client.check_connection(connection.client_settings(), timeout=timeout))
 
 
 # -- ClickHouse -----------------------------------------------------------------------------------------
@@ -200,7 +247,9 @@ def clickhouse_connection_test(
 ) -> clickhouse_client.ClickHouseServerInfo:
     """Server version and database count (saved or unsaved connection). Raises ClickHouseClientError."""
     count_connection_request(connection.owner)
-    return clickhouse_client.check_connection(connection.client_settings(), timeout=timeout)
+    return _tested(
+        connection, lambda: clickhouse_client.check_connection(connection.client_settings(), timeout=timeout)
+    )
 
 
 # -- Schema registry ------------------------------------------------------------------------------------
@@ -239,4 +288,4 @@ def schema_registry_connection_test(
 ) -> registry_client.SchemaRegistryInfo:
     """The registry's subjects (saved or unsaved connection). Raises SchemaRegistryClientError."""
     count_connection_request(connection.owner)
-    return registry_client.check_connection(connection.client_settings(), timeout=timeout)
+    return _tested(connection, lambda: registry_client.check_connection(connection.client_settings(), timeout=timeout))

@@ -12,4 +12,5 @@ urlpatterns = [
     path("connections/<str:kind>/<int:pk>/", views.connection_edit, name="edit"),
     path("connections/<str:kind>/<int:pk>/test/", views.connection_test, name="test"),
     path("connections/<str:kind>/<int:pk>/delete/", views.connection_delete, name="delete"),
+    path("connections/<str:kind>/<int:pk>/default/", views.connection_make_default, name="make_default"),
 ]

@@ -18,6 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.connections import selectors as conn_selectors
+from webapp.connections import services as conn_services
 from webapp.connections.forms import SAVE_ANYWAY, connection_data
 from webapp.connections.kinds import connection_kind
 from webapp.core.exceptions import ApplicationError
@@ -142,12 +143,22 @@ def connection_edit(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
 def connection_test(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     connection_type = connection_kind(kind)
     connection = connection_type.get(user=request.user, pk=pk)
-    context: dict[str, Any] = {"kind": kind}
+    context: dict[str, Any] = {"kind": kind, "c": connection}
     try:
         context["info"] = connection_type.test(connection=connection)
     except ApplicationError as exc:
         context["error"] = exc.message
     return render(request, "connections/partials/connection_test.html", context)
+
+
+@login_required
+@require_POST
+def connection_make_default(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    connection = connection_kind(kind).get(user=request.user, pk=pk)
+    policy.require(request.user, "connection.edit", connection.workspace_id)
+    conn_services.connection_make_default(connection=connection, actor=request.user)
+    messages.success(request, f"{connection.name} is now the default: the wizard preselects it.")
+    return redirect("connections:list")
 
 
 @login_required

@@ -34,8 +34,9 @@ def connection_step_forms(request, draft, source, kind: ConnectionKind, post=Non
             "connection": stored.get("connection_id"),
         }
         initial = {k: v for k, v in initial.items() if v is not None}
-        if "connection" not in initial and len(connections[:2]) == 1:
-            initial.update({"source": "saved", "connection": connections[0].pk})  # the only one: preselected
+        first = connections.first()
+        if "connection" not in initial and first is not None and (first.is_default or len(connections[:2]) == 1):
+            initial.update({"source": "saved", "connection": first.pk})  # the default, or the only one: preselected
         initial.update(initial_from(source, kind.choice_form))
         choice = kind.choice_form(initial=initial, connections=connections)
         new = kind.form(initial=initial_from(source, kind.form, prefix="new"))
