@@ -62,6 +62,11 @@ class SchemaRegistryConnectionForm(SecretFieldsForm):
         fields = ("workspace", "owner", *SchemaRegistryConnection.EDITABLE_FIELDS)
 
 
+# The default and the last test, as the connections page shows them; the tests' outcome is written by a test only.
+LISTED_STATE = ("is_default", "last_tested_at", "last_test_ok")
+READ_ONLY = ("created_at", "updated_at", *(name for name in KafkaConnection.STATE_FIELDS if name != "is_default"))
+
+
 class SecretsAdmin(WorkspaceScopedAdmin):
     """Keeps the secrets out of Django's error reports (they would otherwise list the POST data)."""
 
@@ -84,15 +89,13 @@ class KafkaConnectionAdmin(SecretsAdmin):
         "bootstrap_servers",
         "security_protocol",
         "sasl_password_set",
-        "is_default",
-        "last_tested_at",
-        "last_test_ok",
+        *LISTED_STATE,
         "updated_at",
     )
     list_filter = ("security_protocol",)
     search_fields = ("name", "bootstrap_servers", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
+    readonly_fields = READ_ONLY
 
     @admin.display(boolean=True, description="SASL password")
     def sasl_password_set(self, obj: KafkaConnection) -> bool:
@@ -111,15 +114,13 @@ class ClickHouseConnectionAdmin(SecretsAdmin):
         "secure",
         "username",
         "password_set",
-        "is_default",
-        "last_tested_at",
-        "last_test_ok",
+        *LISTED_STATE,
         "updated_at",
     )
     list_filter = ("secure",)
     search_fields = ("name", "host", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
+    readonly_fields = READ_ONLY
 
     @admin.display(boolean=True, description="password")
     def password_set(self, obj: ClickHouseConnection) -> bool:
@@ -136,14 +137,12 @@ class SchemaRegistryConnectionAdmin(SecretsAdmin):
         "url",
         "username",
         "password_set",
-        "is_default",
-        "last_tested_at",
-        "last_test_ok",
+        *LISTED_STATE,
         "updated_at",
     )
     search_fields = ("name", "url", "owner__username", "workspace__name")
     list_select_related = ("owner", "workspace")
-    readonly_fields = ("created_at", "updated_at", "last_tested_at", "last_test_ok", "last_test_message")
+    readonly_fields = READ_ONLY
 
     @admin.display(boolean=True, description="password")
     def password_set(self, obj: SchemaRegistryConnection) -> bool:

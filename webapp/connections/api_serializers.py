@@ -11,8 +11,6 @@ from webapp.api.outputs import ChangeOutput
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 
 ConnectionModel = type[KafkaConnection] | type[ClickHouseConnection] | type[SchemaRegistryConnection]
-# Shown after the settings in every connection's output (the default and the last test are the app's, not the spec's).
-STATE_FIELDS = ["is_default", "last_tested_at", "last_test_ok", "last_test_message"]
 
 
 def _input_meta(model: ConnectionModel) -> type:
@@ -34,7 +32,7 @@ def _output_fields(model: ConnectionModel, flags: dict[str, str]) -> list[str]:
     fields = ["id"]
     for name in model.EDITABLE_FIELDS:
         fields.append(flags[name] if name in model.SECRET_FIELDS else name)
-    return [*fields, *STATE_FIELDS, "workspace", "created_at", "updated_at"]
+    return [*fields, *model.STATE_FIELDS, "workspace", "created_at", "updated_at"]
 
 
 class KafkaConnectionInput(serializers.ModelSerializer):

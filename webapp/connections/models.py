@@ -93,6 +93,8 @@ class SpecBackedConnection(TimeStampedModel):
     """A saved connection whose fields are those of `SPEC` (the spec's connection model), plus owner and name."""
 
     SPEC: type[pydantic.BaseModel]
+    # The app's own state of a connection, not settings of it (the API shows them, the admin lists them).
+    STATE_FIELDS = ("is_default", "last_tested_at", "last_test_ok", "last_test_message")
 
     # The workspace's default connection of its kind (at most one, a constraint on each model): the wizard
     # preselects it and offers it first; the connections page and the API mark it.

@@ -158,10 +158,11 @@ def _record_test(connection: AnyConnection, *, ok: bool, message: str) -> None:
 @transaction.atomic
 def connection_make_default(*, connection: AnyConnection, actor: Any = None) -> AnyConnection:
     """Make `connection` its workspace's default of its kind (the one before it no longer is)."""
+    if connection.is_default:
+        return connection  # nothing changes, nothing to record
     model = type(connection)
-    model.objects.select_for_update().filter(workspace_id=connection.workspace_id, is_default=True).exclude(
-        pk=connection.pk
-    ).update(is_default=False)
+    # Two statements: the one-default constraint is checked per row, so the old default goes first.
+    model.objects.filter(workspace_id=connection.workspace_id, is_default=True).update(is_default=False)
     model.objects.filter(pk=connection.pk).update(is_default=True)
     connection.is_default = True
     activity_record(

@@ -34,9 +34,9 @@ def connection_step_forms(request, draft, source, kind: ConnectionKind, post=Non
             "connection": stored.get("connection_id"),
         }
         initial = {k: v for k, v in initial.items() if v is not None}
-        first = connections.first()
-        if "connection" not in initial and first is not None and (first.is_default or len(connections[:2]) == 1):
-            initial.update({"source": "saved", "connection": first.pk})  # the default, or the only one: preselected
+        first_two = list(connections[:2])  # one query: the default comes first
+        if "connection" not in initial and first_two and (first_two[0].is_default or len(first_two) == 1):
+            initial.update({"source": "saved", "connection": first_two[0].pk})  # the default, or the only one
         initial.update(initial_from(source, kind.choice_form))
         choice = kind.choice_form(initial=initial, connections=connections)
         new = kind.form(initial=initial_from(source, kind.form, prefix="new"))
