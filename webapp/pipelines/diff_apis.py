@@ -13,7 +13,8 @@ from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.api.outputs import ChangeOutput
 from webapp.pipelines import selectors
-from webapp.pipelines.apis import TAG, SpecField, connections_of
+from webapp.pipelines.api_serializers import SpecField
+from webapp.pipelines.apis import TAG, connections_of
 from webapp.pipelines.models import Pipeline
 
 

@@ -11,7 +11,8 @@ from rest_framework.views import APIView
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.pipelines import selectors
-from webapp.pipelines.apis import CHECKPOINT_HELP, TAG, PipelineStatusOutput
+from webapp.pipelines.api_serializers import CHECKPOINT_HELP, PipelineStatusOutput
+from webapp.pipelines.apis import TAG
 from webapp.pipelines.models import Pipeline
 from webapp.pipelines.rollback import pipeline_rollback
 
@@ -24,6 +25,7 @@ class PipelineRollbackInput(serializers.Serializer):
 class PipelineRollbackApi(APIView):
     workspace_model = Pipeline
     workspace_actions = {"POST": "pipeline.deploy"}  # a rollback deploys: an editor's right
+
     @extend_schema(
         tags=TAG,
         operation_id="pipelines_rollback",

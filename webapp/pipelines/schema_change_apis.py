@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from webapp.api.errors import ERROR_RESPONSES
 from webapp.api.inputs import validated_input
 from webapp.pipelines import column_fill, schema_changes, selectors
-from webapp.pipelines.apis import PipelineOutput
+from webapp.pipelines.api_serializers import PipelineOutput
 from webapp.pipelines.models import Pipeline
 
 TAG = ["Pipelines"]
