@@ -36,7 +36,7 @@ from pathlib import Path
 import clickhouse_connect
 from cpu_watch import _own_seconds
 
-from localstack import processes
+from localstack import processes, service_defs
 from spark_jobs.sink import TableSpec, create_table_sql
 from webapp.audits.queries import duplicate_sql
 
@@ -156,7 +156,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cf-audit-bench-"))
     with processes.ProcessGroup(work / "logs") as group:
         port = processes.free_port()
-        server = group.start(processes.clickhouse(port=port, data_dir=work / "data"))
+        server = group.start(service_defs.clickhouse(port=port, data_dir=work / "data"))
         client = clickhouse_connect.get_client(host="127.0.0.1", port=port, send_receive_timeout=600)
         database = "audit_bench"
         client.command(f"CREATE DATABASE IF NOT EXISTS {database}")

@@ -228,7 +228,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))
-    from localstack import processes
+    from localstack import processes, service_defs
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-bench-"))
     services: dict[str, int] = {}  # the services this run started: their CPU time is reported per job
@@ -237,14 +237,14 @@ def main() -> int:
         if not bootstrap:
             port = processes.free_port()
             services["broker"] = group.start(
-                patient(processes.kafka_broker(port=port, data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-"))))
+                patient(service_defs.kafka_broker(port=port, data_dir=Path(tempfile.mkdtemp(prefix="bench-kafka-"))))
             ).process.pid
             bootstrap = f"127.0.0.1:{port}"
         if args.clickhouse:
             ch_host, ch_port = args.clickhouse.rsplit(":", 1)
         else:
             ch_host, ch_port = "127.0.0.1", str(processes.free_port())
-            clickhouse = group.start(patient(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata")))
+            clickhouse = group.start(patient(service_defs.clickhouse(port=int(ch_port), data_dir=workdir / "chdata")))
             services["clickhouse"] = clickhouse.process.pid
         ch_address = (ch_host, int(ch_port))
 

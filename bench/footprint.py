@@ -261,15 +261,15 @@ def main() -> int:
     args = parse_args()
     # A kill ends the job and the services too (the `finally`s and the process group's exit run on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    from localstack import processes
+    from localstack import processes, service_defs
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-footprint-"))
     results = []
     with processes.ProcessGroup(workdir / "logs") as group:
         port = processes.free_port()
-        group.start(patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka")))
+        group.start(patient(service_defs.kafka_broker(port=port, data_dir=workdir / "kafka")))
         ch_port = processes.free_port()
-        group.start(patient(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
+        group.start(patient(service_defs.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
         for name in args.variant or ["launch"]:
             try:
                 results.append(measure(name, args, f"127.0.0.1:{port}", ("127.0.0.1", ch_port), workdir))

@@ -261,7 +261,7 @@ def main() -> None:
 
     from clearflow_spec.sizing import ROCKSDB_MEMORY_CONF, join_rocksdb_memory_mb
     from clearflow_spec.spec_base import parse_window
-    from localstack import processes
+    from localstack import processes, service_defs
 
     load_before = round(os.getloadavg()[0], 1)
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-join-bench-"))
@@ -273,14 +273,14 @@ def main() -> None:
         bootstrap = args.bootstrap
         if not bootstrap:
             port = processes.free_port()
-            broker = patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka"))
+            broker = patient(service_defs.kafka_broker(port=port, data_dir=workdir / "kafka"))
             services["broker"] = group.start(broker).process.pid
             bootstrap = f"127.0.0.1:{port}"
         if args.clickhouse:
             host, ch_port = args.clickhouse.rsplit(":", 1)
         else:
             host, ch_port = "127.0.0.1", str(processes.free_port())
-            server = patient(processes.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
+            server = patient(service_defs.clickhouse(port=int(ch_port), data_dir=workdir / "chdata"))
             services["clickhouse"] = group.start(server).process.pid
         client = clickhouse_connect.get_client(host=host, port=int(ch_port))
         suffix = uuid.uuid4().hex[:6]

@@ -122,7 +122,7 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     django.setup()
     from clearflow_spec.connections import KafkaConnectionSpec
-    from localstack import processes
+    from localstack import processes, service_defs
     from webapp.connections.key_advice import analyze_duplicates
 
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-advisor-bench-"))
@@ -130,7 +130,7 @@ def main() -> int:
         bootstrap = args.bootstrap
         if not bootstrap:
             port = processes.free_port()
-            group.start(processes.kafka_broker(port=port, data_dir=workdir / "kafka"))
+            group.start(service_defs.kafka_broker(port=port, data_dir=workdir / "kafka"))
             bootstrap = f"127.0.0.1:{port}"
         topic = f"advisor-bench-{uuid.uuid4().hex[:8]}"
         started = time.monotonic()

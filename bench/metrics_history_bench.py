@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-from localstack import processes
+from localstack import processes, service_defs
 from spark_jobs.metrics import HISTORY_MAX_RECORDS, BatchMetrics, MetricsPublisher, history_key
 
 PUBLISHES = 2_000
@@ -56,7 +56,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cf-bench-"))
     with processes.ProcessGroup(work / "logs") as group:
         port = processes.free_port()
-        group.start(processes.redis(port=port, data_dir=work))
+        group.start(service_defs.redis(port=port, data_dir=work))
         url = f"redis://127.0.0.1:{port}/0"
         runs: dict[bool, list[float]] = {False: [], True: []}
         for round_ in range(2):

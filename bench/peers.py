@@ -268,7 +268,7 @@ def main() -> int:
     systems = [s for s in SYSTEMS if s in args.systems.split(",")] + (["clearflow_vs"] if args.vs_code else [])
 
     sys.path.insert(0, str(REPO))
-    from localstack import processes
+    from localstack import processes, service_defs
 
     # SIGTERM unwinds like Ctrl-C, so the broker and ClickHouse started below are stopped too.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -276,9 +276,9 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-peers-"))
     with processes.ProcessGroup(workdir / "logs") as group:
         port, ch_port, redis_port = processes.free_port(), processes.free_port(), processes.free_port()
-        broker = group.start(patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka")))
-        clickhouse = group.start(patient(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
-        redis = group.start(patient(processes.redis(port=redis_port, data_dir=workdir / "redis")))
+        broker = group.start(patient(service_defs.kafka_broker(port=port, data_dir=workdir / "kafka")))
+        clickhouse = group.start(patient(service_defs.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
+        redis = group.start(patient(service_defs.redis(port=redis_port, data_dir=workdir / "redis")))
         services = {"broker": broker.process.pid, "clickhouse": clickhouse.process.pid, "redis": redis.process.pid}
         bootstrap = f"127.0.0.1:{port}"
         peers = Peers(bootstrap, ("127.0.0.1", ch_port), f"redis://127.0.0.1:{redis_port}/0", services, args.vs_code)

@@ -70,15 +70,15 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="1g")
     args = parser.parse_args()
 
-    from localstack import processes
+    from localstack import processes, service_defs
 
     work = Path(tempfile.mkdtemp(prefix="runner-bench-"))
     db_name = f"clearflow_bench_{os.getpid()}"
     with processes.ProcessGroup(work / "logs") as group:
         kafka_port, ch_port, redis_port = processes.free_port(), processes.free_port(), processes.free_port()
-        group.start(processes.kafka_broker(port=kafka_port, data_dir=work / "kafka"))
-        group.start(processes.clickhouse(port=ch_port, data_dir=work / "clickhouse"))
-        group.start(processes.redis(port=redis_port, data_dir=work / "redis"))
+        group.start(service_defs.kafka_broker(port=kafka_port, data_dir=work / "kafka"))
+        group.start(service_defs.clickhouse(port=ch_port, data_dir=work / "clickhouse"))
+        group.start(service_defs.redis(port=redis_port, data_dir=work / "redis"))
         bootstrap, redis_url = f"127.0.0.1:{kafka_port}", f"redis://127.0.0.1:{redis_port}/0"
         base_db = os.environ.get("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow")
         env = {

@@ -172,7 +172,7 @@ def main() -> int:
     stages = [s for s in (*STAGES, *EXTRA) if s in args.stages.split(",")]
 
     sys.path.insert(0, str(REPO))
-    from localstack import processes
+    from localstack import processes, service_defs
 
     # SIGTERM unwinds like Ctrl-C, so the broker and ClickHouse started below are stopped too.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -184,11 +184,11 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="clearflow-profile-"))
     with processes.ProcessGroup(workdir / "logs") as group:
         port = processes.free_port()
-        broker = group.start(patient(processes.kafka_broker(port=port, data_dir=workdir / "kafka")))
+        broker = group.start(patient(service_defs.kafka_broker(port=port, data_dir=workdir / "kafka")))
         services = {"broker": broker.process.pid}
         bootstrap = f"127.0.0.1:{port}"
         ch_port = processes.free_port()
-        clickhouse = group.start(patient(processes.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
+        clickhouse = group.start(patient(service_defs.clickhouse(port=ch_port, data_dir=workdir / "chdata")))
         services["clickhouse"] = clickhouse.process.pid
 
         events = make_events(args.events, args.dup_ratio)

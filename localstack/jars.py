@@ -1,7 +1,7 @@
 """Java artifacts from Maven Central, resolved once by `make install` into the Python environment.
 
 Bundles of pinned Maven coordinates, each resolved with its runtime dependencies:
-- `kafka-broker`: Apache Kafka's broker (KRaft), run with `java` directly by `localstack.processes`;
+- `kafka-broker`: Apache Kafka's broker (KRaft), run with `java` directly by `localstack.service_defs`;
 - `spark-kafka`: Spark's own Kafka connector and Avro functions (`from_avro`) for the engine, at the pinned
   pyspark's version. Jars the pyspark wheel already ships (Scala, Hadoop client, Avro, compression codecs) are
   left out, so Spark never sees two copies.
@@ -9,7 +9,7 @@ Bundles of pinned Maven coordinates, each resolved with its runtime dependencies
   class path beside the connector's kafka-clients (left out here, as pyspark's jars are);
 - `hadoop-aws`: Hadoop's S3A file system at the version of the Hadoop client in the pyspark wheel, with the AWS
   SDK bundle it depends on, for checkpoints on object storage (`spark_jobs.object_store`);
-- `s3proxy`: S3Proxy, an S3-compatible server on a filesystem backend, run by `localstack.processes`.
+- `s3proxy`: S3Proxy, an S3-compatible server on a filesystem backend, run by `localstack.service_defs`.
 
 Built from this repository:
 - `schema-registry`: Apicurio Registry, a Confluent-compatible schema registry, packaged by Quarkus from its

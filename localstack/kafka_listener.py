@@ -1,4 +1,4 @@
-"""A secured client listener of the local Kafka broker (`localstack.processes.kafka_broker`): its security
+"""A secured client listener of the local Kafka broker (`localstack.service_defs.kafka_broker`): its security
 settings as the broker's `listener.name.<name>.*` properties."""
 
 from __future__ import annotations

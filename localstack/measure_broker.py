@@ -1,6 +1,6 @@
 """Start time and memory of the local Apache Kafka broker: `python -m localstack.measure_broker [starts]`.
 
-Starts the broker as `make up` and the tests do (`processes.kafka_broker`) on a fresh data directory
+Starts the broker as `make up` and the tests do (`service_defs.kafka_broker`) on a fresh data directory
 (storage formatted first) and again on the same directory, `starts` times each, and prints every run and the
 medians: storage format time, time until the port opens and until it answers a metadata request, the RSS of
 the JVM 3 s after that, and the time SIGTERM takes to stop it. Figures are in docs/local-stack.md.
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from localstack import processes
+from localstack import processes, service_defs
 
 
 def _rss_mb(pid: int) -> float:
@@ -37,7 +37,7 @@ def _answers_metadata(bootstrap: str) -> bool:
 def measure(data_dir: Path, log_dir: Path) -> dict[str, float]:
     port = processes.free_port()
     started = time.monotonic()
-    definition = processes.kafka_broker(port=port, data_dir=data_dir)
+    definition = service_defs.kafka_broker(port=port, data_dir=data_dir)
     figures = {"format_s": time.monotonic() - started}
     with processes.ProcessGroup(log_dir) as group:
         service = group.start(definition)

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from localstack import leftovers, processes, run_state, stopping
+from localstack import leftovers, processes, run_state, service_defs, stopping
 from spark_jobs import object_store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ class StackConfig:
         kafka_host, kafka_port = _host_port(env.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092").split(",")[0])
         redis = urlsplit(env.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
         web_host, web_port = _host_port(env.get("WEB_BIND", "127.0.0.1:8000"))
-        registry = urlsplit(env.get("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:8081{processes.REGISTRY_API_PATH}"))
+        registry = urlsplit(env.get("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:8081{service_defs.REGISTRY_API_PATH}"))
         return cls(
             var_dir=Path(env.get("CLEARFLOW_VAR_DIR", str(REPO_ROOT / "var"))).resolve(),
             kafka_host=kafka_host,
@@ -92,7 +92,7 @@ class StackConfig:
 
     @property
     def registry_url(self) -> str:
-        return f"http://{self.registry_host}:{self.registry_port}{processes.REGISTRY_API_PATH}"
+        return f"http://{self.registry_host}:{self.registry_port}{service_defs.REGISTRY_API_PATH}"
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -195,12 +195,12 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     # Redis first (it is up in a moment): the first standby job starts beside the other services (`up`).
     if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
         definitions.append(
-            processes.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
+            service_defs.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
         )
     if config.kafka_host in LOCAL_HOSTS:
         ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
         definitions.append(
-            processes.kafka_broker(
+            service_defs.kafka_broker(
                 host=config.kafka_host,
                 port=config.kafka_port,
                 controller_port=config.kafka_port + 1,
@@ -210,7 +210,7 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     if config.clickhouse_host in LOCAL_HOSTS:
         ensure_port_free("ClickHouse", config.clickhouse_host, config.clickhouse_port, "CLICKHOUSE_PORT")
         definitions.append(
-            processes.clickhouse(
+            service_defs.clickhouse(
                 host=config.clickhouse_host, port=config.clickhouse_port, data_dir=config.var_dir / "clickhouse"
             )
         )
@@ -219,7 +219,7 @@ def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
     if config.registry_host in LOCAL_HOSTS:
         ensure_port_free("the schema registry", config.registry_host, config.registry_port, "SCHEMA_REGISTRY_URL")
         definitions.append(
-            processes.schema_registry(
+            service_defs.schema_registry(
                 host=config.registry_host, port=config.registry_port, data_dir=config.var_dir / "schema-registry"
             )
         )
@@ -317,13 +317,13 @@ def local_object_store(var_dir: Path) -> processes.ServiceDef:
         os.environ["AWS_SECRET_ACCESS_KEY"] = secret_file.read_text().strip()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "clearflow")
     bucket = object_store.bucket_of(os.environ["CLEARFLOW_CHECKPOINT_ROOT"])
-    return processes.s3proxy(
+    return service_defs.s3proxy(
         host=host,
         port=port,
         data_dir=var_dir / "s3proxy",
         identity=os.environ["AWS_ACCESS_KEY_ID"],
         credential=os.environ["AWS_SECRET_ACCESS_KEY"],
-        buckets=sorted({bucket, processes.S3_BUCKET}),
+        buckets=sorted({bucket, service_defs.S3_BUCKET}),
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from localstack import processes
+from localstack import processes, service_defs
 from tests.kafka_security import BrokerSecurity, create_scram_users
 from tests.kerberos_kdc import kdc_installed, make_realm
 from tests.tiers import no_services, services_asked
@@ -114,7 +114,7 @@ def kafka_bootstrap(
     The same broker also listens with SASL PLAIN, SCRAM, TLS and mutual TLS (see `secured_kafka`): one JVM
     for every mode instead of one broker each."""
     port = processes.free_port()
-    definition = processes.kafka_broker(
+    definition = service_defs.kafka_broker(
         port=port,
         data_dir=tmp_path_factory.mktemp("kafka"),
         listeners=kafka_security.listeners(),
@@ -140,7 +140,7 @@ def clickhouse_server(
     """A real ClickHouse 26.9 HTTP server (user `default`, no password)."""
     port = processes.free_port()
     data_dir = tmp_path_factory.mktemp("clickhouse") / "data"
-    server = service_group.start(processes.clickhouse(port=port, data_dir=data_dir))
+    server = service_group.start(service_defs.clickhouse(port=port, data_dir=data_dir))
     return ClickHouseAddress("127.0.0.1", port, server.process.pid)
 
 
@@ -157,8 +157,8 @@ def schema_registry_url(service_group: processes.ProcessGroup, tmp_path_factory:
     """The Confluent-compatible API of a real schema registry (Apicurio, no authentication), e.g.
     "http://127.0.0.1:40125/apis/ccompat/v7"."""
     port = processes.free_port()
-    service_group.start(processes.schema_registry(port=port, data_dir=tmp_path_factory.mktemp("schema-registry")))
-    return f"http://127.0.0.1:{port}{processes.REGISTRY_API_PATH}"
+    service_group.start(service_defs.schema_registry(port=port, data_dir=tmp_path_factory.mktemp("schema-registry")))
+    return f"http://127.0.0.1:{port}{service_defs.REGISTRY_API_PATH}"
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class ObjectStore:
     endpoint: str
     access_key: str
     secret_key: str
-    bucket: str = processes.S3_BUCKET
+    bucket: str = service_defs.S3_BUCKET
 
     def env(self, *, secret_key: str | None = None) -> dict[str, str]:
         """What a worker needs to keep its checkpoints there (`secret_key`: another one, which S3 refuses)."""
@@ -191,7 +191,7 @@ def s3_store(service_group: processes.ProcessGroup, tmp_path_factory: pytest.Tem
     store = ObjectStore(endpoint=f"http://127.0.0.1:{port}", access_key="clearflow-test", secret_key=uuid.uuid4().hex)
     data_dir = tmp_path_factory.mktemp("s3proxy")
     service_group.start(
-        processes.s3proxy(port=port, data_dir=data_dir, identity=store.access_key, credential=store.secret_key)
+        service_defs.s3proxy(port=port, data_dir=data_dir, identity=store.access_key, credential=store.secret_key)
     )
     return store
 
@@ -202,7 +202,7 @@ def redis_url(service_group: processes.ProcessGroup, tmp_path_factory: pytest.Te
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server is not installed: apt-get install -y redis-server (make test does this)")
     port = processes.free_port()
-    service_group.start(processes.redis(port=port, data_dir=Path(tmp_path_factory.mktemp("redis"))))
+    service_group.start(service_defs.redis(port=port, data_dir=Path(tmp_path_factory.mktemp("redis"))))
     return f"redis://127.0.0.1:{port}/0"
 
 

@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from localstack.processes import KafkaListener, free_port, wait_until
+from localstack.kafka_listener import KafkaListener
+from localstack.processes import free_port, wait_until
 from tests.kerberos_kdc import BROKER_PRINCIPAL, CLIENT_PRINCIPAL, TestRealm
 
 PLAIN_USER, PLAIN_PASSWORD = "plain-alice", "plain-alice-secret"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from localstack import processes
+from localstack import processes, service_defs
 from localstack.demo_data import run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_demo_data_stops_with_a_clear_message_when_the_broker_goes_away(tmp_path
     port = processes.free_port()
     bootstrap = f"127.0.0.1:{port}"
     with processes.ProcessGroup(tmp_path / "logs") as group:
-        group.start(processes.kafka_broker(port=port, data_dir=tmp_path / "kafka"))
+        group.start(service_defs.kafka_broker(port=port, data_dir=tmp_path / "kafka"))
         demo = _demo_data(bootstrap, "--rate", "400", "--give-up-after", "5")
         try:
             assert demo.stdout is not None

@@ -5,7 +5,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from localstack import processes
+from localstack import processes, service_defs
 
 
 @contextlib.contextmanager
@@ -27,7 +27,7 @@ def test_the_broker_starts_when_its_preferred_controller_port_is_taken(tmp_path:
         client_port = taken - 1
         data_dir = tmp_path / "kafka"
         with processes.ProcessGroup(tmp_path / "logs") as group:
-            group.start(processes.kafka_broker(port=client_port, controller_port=taken, data_dir=data_dir))
+            group.start(service_defs.kafka_broker(port=client_port, controller_port=taken, data_dir=data_dir))
             assert processes.tcp_open("127.0.0.1", client_port), "the broker answers on its client port"
             controller_port = int((data_dir / "controller.port").read_text())
             assert controller_port != taken
@@ -35,5 +35,5 @@ def test_the_broker_starts_when_its_preferred_controller_port_is_taken(tmp_path:
 
         # Started again on the same storage, it listens where its storage was formatted, whatever is asked.
         with processes.ProcessGroup(tmp_path / "logs-again") as group:
-            group.start(processes.kafka_broker(port=client_port, controller_port=taken, data_dir=data_dir))
+            group.start(service_defs.kafka_broker(port=client_port, controller_port=taken, data_dir=data_dir))
             assert processes.tcp_open("127.0.0.1", controller_port)

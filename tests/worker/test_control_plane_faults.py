@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from django.utils.dateparse import parse_datetime
 
-from localstack import processes
+from localstack import processes, service_defs
 from tests.conftest import _drop_connections
 from tests.worker.helpers import (
     JOB_TIMEOUT,
@@ -120,7 +120,7 @@ def test_the_control_planes_faults_under_load_lose_nothing_double_nothing_and_le
     redis_group = processes.ProcessGroup(tmp_path / "redis-logs")
 
     def start_redis() -> None:
-        redis_group.start(processes.redis(port=redis_port, data_dir=tmp_path / "redis"))
+        redis_group.start(service_defs.redis(port=redis_port, data_dir=tmp_path / "redis"))
 
     start_redis()
     redis_url = f"redis://127.0.0.1:{redis_port}/0"

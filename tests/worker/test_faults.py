@@ -14,7 +14,7 @@ from pathlib import Path
 import clickhouse_connect
 import pytest
 
-from localstack import processes
+from localstack import processes, service_defs
 from tests.worker.helpers import (
     JOB_TIMEOUT,
     URL,
@@ -35,7 +35,7 @@ OUTAGE_SECONDS = 60
 
 def start_clickhouse(port: int, data_dir: Path, log_dir: Path) -> processes.ProcessGroup:
     group = processes.ProcessGroup(log_dir)
-    group.start(processes.clickhouse(port=port, data_dir=data_dir))
+    group.start(service_defs.clickhouse(port=port, data_dir=data_dir))
     return group
 
 
@@ -76,7 +76,7 @@ def test_broker_restart_loses_nothing_and_doubles_nothing(api, owner, ch_conn, c
 
     def start_broker(log_dir: Path) -> processes.ProcessGroup:
         group = processes.ProcessGroup(log_dir)
-        group.start(processes.kafka_broker(port=port, controller_port=controller_port, data_dir=data_dir))
+        group.start(service_defs.kafka_broker(port=port, controller_port=controller_port, data_dir=data_dir))
         return group
 
     group = start_broker(tmp_path / "kafka-logs-1")

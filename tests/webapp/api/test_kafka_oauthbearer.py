@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-from localstack import processes
+from localstack import processes, service_defs
+from localstack.kafka_listener import KafkaListener
 from tests.webapp.conftest import order, produce_records
 from tests.webapp.heavy import answered
 
@@ -26,7 +27,7 @@ def oauth_kafka(tmp_path_factory, keycloak):
     """(keycloak, PLAINTEXT bootstrap, OAUTHBEARER bootstrap) of a broker that trusts Keycloak's tokens."""
     with processes.ProcessGroup(tmp_path_factory.mktemp("oauth-kafka-logs")) as group:
         port, oauth_port = processes.free_port(), processes.free_port()
-        listener = processes.KafkaListener(
+        listener = KafkaListener(
             name="SASL_OAUTH",
             port=oauth_port,
             security_protocol="SASL_PLAINTEXT",
@@ -35,7 +36,7 @@ def oauth_kafka(tmp_path_factory, keycloak):
             oauth_issuer=keycloak.issuer,
         )
         group.start(
-            processes.kafka_broker(
+            service_defs.kafka_broker(
                 port=port,
                 data_dir=tmp_path_factory.mktemp("oauth-kafka"),
                 listeners=[listener],

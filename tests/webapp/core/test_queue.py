@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 
 from clearflow_spec.protocol import Task
-from localstack import processes
+from localstack import processes, service_defs
 from tests.conftest import _drop_connections
 from webapp.core import queue
 
@@ -18,7 +18,7 @@ def test_after_redis_restarts_the_web_app_sends_the_next_task(celery_app, tmp_pa
     url = f"redis://127.0.0.1:{port}/0"
     name = "queue-test-sends"
     with processes.ProcessGroup(tmp_path / "logs") as group:
-        group.start(processes.redis(port=port, data_dir=tmp_path / "redis"))
+        group.start(service_defs.redis(port=port, data_dir=tmp_path / "redis"))
         celery_app.conf.broker_url = celery_app.conf.result_backend = url
         _drop_connections(celery_app)
         assert queue.send(Task.PIPELINE_RECONCILE, queue=name, pipeline_id=1)
@@ -26,7 +26,7 @@ def test_after_redis_restarts_the_web_app_sends_the_next_task(celery_app, tmp_pa
         group.stop_all()
         assert not queue.send(Task.PIPELINE_RECONCILE, queue=name, pipeline_id=2)  # down: said, not raised
 
-        group.start(processes.redis(port=port, data_dir=tmp_path / "redis"))
+        group.start(service_defs.redis(port=port, data_dir=tmp_path / "redis"))
         assert queue.send(Task.PIPELINE_RECONCILE, queue=name, pipeline_id=3)
         assert redis.Redis.from_url(url).llen(name) == 1  # the one sent since it came back (it keeps no data)
 
