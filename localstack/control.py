@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from localstack import leftovers, run_state
+from localstack.stack_config import DETACHED_VARIABLE, REPO_ROOT, StackConfig
 from localstack.stopping import run_root_of
-from localstack.up import DETACHED_VARIABLE, REPO_ROOT, StackConfig
 
 DOWN_TIMEOUT_SECONDS = 120
 DETACHED_START_TIMEOUT_SECONDS = 900  # a first start installs nothing here (make did), but migrates and formats
@@ -115,8 +115,8 @@ def down() -> int:
 def _stop_earlier_stack(config: StackConfig) -> int:
     """No `make up` runs here: stop what an earlier one left running, under the lock a `make up` takes (so none
     starts meanwhile)."""
+    from localstack.preflight import StackError, acquire_lock
     from localstack.stopping import stop_earlier_stack
-    from localstack.up import StackError, acquire_lock
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
     os.environ.setdefault("CLEARFLOW_VAR_DIR", str(config.var_dir))

@@ -16,327 +16,33 @@ A stack that could not stop (SIGKILL, the OOM killer) takes its services with it
 kernel when this process dies (the parent-death signal). Its pipeline jobs run detached by design (a worker's
 restart must not stop them): the next `make up`, or `make down`, finds them and whatever else the dead stack
 recorded in `var/run/stack.json` and still runs (`localstack.leftovers`), stops it the same way, and says so.
+
+Its steps: the addresses (`localstack.stack_config`), what comes before any service (`localstack.preflight`: the
+lock, the prerequisites, the database), the services in order (`localstack.stack_services`), then this module
+starts them, starts again one that exits, records what runs and prints the banner.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import secrets
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
 
-from localstack import leftovers, processes, run_state, service_defs, stopping
-from spark_jobs import object_store
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-# Set for the stack `make up DETACH=1` starts in the background (its banner says how to stop it).
-DETACHED_VARIABLE = "CLEARFLOW_UP_DETACHED"
-
-
-class StackError(RuntimeError):
-    """A problem the user can fix; its message says how."""
-
-
-@dataclass(frozen=True)
-class StackConfig:
-    var_dir: Path
-    kafka_host: str
-    kafka_port: int
-    clickhouse_host: str
-    clickhouse_port: int
-    redis_host: str
-    redis_port: int
-    web_host: str
-    web_port: int
-    database_url: str
-    registry_host: str = "127.0.0.1"
-    registry_port: int = 8081
-
-    @classmethod
-    def from_env(cls) -> StackConfig:
-        env = os.environ
-        kafka_host, kafka_port = _host_port(env.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092").split(",")[0])
-        redis = urlsplit(env.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
-        web_host, web_port = _host_port(env.get("WEB_BIND", "127.0.0.1:8000"))
-        registry = urlsplit(env.get("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:8081{service_defs.REGISTRY_API_PATH}"))
-        return cls(
-            var_dir=Path(env.get("CLEARFLOW_VAR_DIR", str(REPO_ROOT / "var"))).resolve(),
-            kafka_host=kafka_host,
-            kafka_port=kafka_port,
-            clickhouse_host=env.get("CLICKHOUSE_HOST", "127.0.0.1"),
-            clickhouse_port=int(env.get("CLICKHOUSE_PORT", "8123")),
-            redis_host=redis.hostname or "127.0.0.1",
-            redis_port=redis.port or 6379,
-            web_host=web_host,
-            web_port=web_port,
-            database_url=env.get("DATABASE_URL", "postgres://clearflow@127.0.0.1:5432/clearflow"),
-            registry_host=registry.hostname or "127.0.0.1",
-            registry_port=registry.port or 8081,
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.web_host}:{self.web_port}"
-
-    @property
-    def registry_url(self) -> str:
-        return f"http://{self.registry_host}:{self.registry_port}{service_defs.REGISTRY_API_PATH}"
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.strip().rpartition(":")
-    return host or "127.0.0.1", int(port)
+from localstack import leftovers, processes, run_state, stopping
+from localstack.preflight import StackError, acquire_lock, check_prerequisites, ensure_database, manage
+from localstack.stack_config import DETACHED_VARIABLE, StackConfig
+from localstack.stack_services import service_definitions
 
 
 def _say(message: str) -> None:
     print(f"clearflow: {message}", flush=True)
-
-
-# --- before starting -----------------------------------------------------------------------------------------
-
-
-def acquire_lock(var_dir: Path) -> int:
-    """One `make up` per var/ directory; a second one says who holds it."""
-    run_dir = var_dir / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lock_path = run_dir / "up.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 64).decode().strip() or "unknown"
-        os.close(fd)
-        raise StackError(
-            f"ClearFlow is already running here (pid {holder}, lock {lock_path}). "
-            f"Use that one, or stop it with Ctrl-C in its terminal or `kill {holder}`."
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
-    return fd
-
-
-def check_prerequisites(config: StackConfig) -> None:
-    missing = []
-    if shutil.which("java") is None:
-        missing.append("Java 17 for Spark: apt-get install -y openjdk-17-jre-headless")
-    needs_redis_server = config.redis_host in LOCAL_HOSTS and not processes.tcp_open(
-        config.redis_host, config.redis_port
-    )
-    if needs_redis_server and shutil.which("redis-server") is None:
-        missing.append("Redis: apt-get install -y redis-server (or set REDIS_URL to a running Redis)")
-    if missing:
-        raise StackError("missing prerequisites:\n  - " + "\n  - ".join(missing))
-
-
-def ensure_port_free(name: str, host: str, port: int, variable: str) -> None:
-    """Refuse a port another program listens on, naming it (the stack's own leftovers are stopped before)."""
-    if processes.tcp_open(host, port):
-        holder = processes.port_holder(port)
-        raise StackError(
-            f"port {port} for {name} is already in use by another program ({holder or 'of another user'}). "
-            f"Stop it, or choose another address with {variable}."
-        )
-
-
-def ensure_database(database_url: str) -> None:
-    """Create the PostgreSQL database if the server answers and the database is missing."""
-    import psycopg
-
-    parts = urlsplit(database_url)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        return
-    name = parts.path.lstrip("/")
-    admin_url = parts._replace(path="/postgres").geturl()
-    try:
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-            if not exists:
-                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
-                _say(f"created PostgreSQL database {name}")
-    except psycopg.OperationalError as error:
-        hint = (
-            "start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
-            if shutil.which("pg_ctlcluster")
-            else "install it with: apt-get install -y postgresql (or set DATABASE_URL)"
-        )
-        raise StackError(f"PostgreSQL does not answer ({error.args[0].strip()}); {hint}") from None
-
-
-def manage(*args: str, log_path: Path) -> None:
-    with open(log_path, "ab") as log:
-        result = subprocess.run(
-            [sys.executable, str(REPO_ROOT / "manage.py"), *args],
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if result.returncode != 0:
-        raise StackError(f"manage.py {' '.join(args)} failed; see {log_path}")
-
-
-# --- the services --------------------------------------------------------------------------------------------
-
-
-def service_definitions(config: StackConfig) -> list[processes.ServiceDef]:
-    definitions = []
-    # Redis first (it is up in a moment): the first standby job starts beside the other services (`up`).
-    if config.redis_host in LOCAL_HOSTS and not processes.tcp_open(config.redis_host, config.redis_port):
-        definitions.append(
-            service_defs.redis(host=config.redis_host, port=config.redis_port, data_dir=config.var_dir / "redis")
-        )
-    if config.kafka_host in LOCAL_HOSTS:
-        ensure_port_free("Kafka", config.kafka_host, config.kafka_port, "KAFKA_BOOTSTRAP_SERVERS")
-        definitions.append(
-            service_defs.kafka_broker(
-                host=config.kafka_host,
-                port=config.kafka_port,
-                controller_port=config.kafka_port + 1,
-                data_dir=config.var_dir / "kafka",
-            )
-        )
-    if config.clickhouse_host in LOCAL_HOSTS:
-        ensure_port_free("ClickHouse", config.clickhouse_host, config.clickhouse_port, "CLICKHOUSE_PORT")
-        definitions.append(
-            service_defs.clickhouse(
-                host=config.clickhouse_host, port=config.clickhouse_port, data_dir=config.var_dir / "clickhouse"
-            )
-        )
-    if object_store_is_local():
-        definitions.append(local_object_store(config.var_dir))
-    if config.registry_host in LOCAL_HOSTS:
-        ensure_port_free("the schema registry", config.registry_host, config.registry_port, "SCHEMA_REGISTRY_URL")
-        definitions.append(
-            service_defs.schema_registry(
-                host=config.registry_host, port=config.registry_port, data_dir=config.var_dir / "schema-registry"
-            )
-        )
-    ensure_port_free("the web app", config.web_host, config.web_port, "WEB_BIND")
-    bin_dir = Path(sys.executable).parent
-    definitions += [
-        processes.ServiceDef(
-            name="web",
-            argv=[
-                str(bin_dir / "gunicorn"),
-                "webapp.config.wsgi:application",
-                "--bind",
-                f"{config.web_host}:{config.web_port}",
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-                # A client that sends part of a request and waits is cut off, not left holding a thread.
-                "--worker-class",
-                "localstack.web_worker.ReadTimeoutThreadWorker",
-                "--timeout",
-                "60",
-                "--graceful-timeout",
-                "10",
-                "--access-logfile",
-                "-",
-            ],
-            cwd=REPO_ROOT,
-            ready=lambda: processes.tcp_open(config.web_host, config.web_port),
-        ),
-        processes.ServiceDef(
-            name="worker",
-            argv=[
-                str(bin_dir / "celery"),
-                "-A",
-                "worker.celery",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "2",
-                "--hostname",
-                "clearflow@%h",
-                "-Q",
-                "pipelines,celery",
-            ],
-            cwd=REPO_ROOT,
-            ready=_celery_answers,
-            ready_timeout=60,
-        ),
-        processes.ServiceDef(
-            name="beat",
-            argv=[
-                str(bin_dir / "celery"),
-                "-A",
-                "worker.celery",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                str(config.var_dir / "run" / "celerybeat-schedule"),
-            ],
-            cwd=REPO_ROOT,
-            ready=lambda: True,
-        ),
-    ]
-    return definitions
-
-
-LOCAL_S3_ENDPOINT = "http://127.0.0.1:9000"
-
-
-def object_store_is_local() -> bool:
-    """Whether the checkpoints go to S3 (CLEARFLOW_CHECKPOINT_ROOT=s3a://...) on this stack's own S3Proxy (no
-    CLEARFLOW_S3_ENDPOINT, or one on this machine)."""
-    if not object_store.is_object_store(os.environ.get("CLEARFLOW_CHECKPOINT_ROOT", "")):
-        return False
-    host = urlsplit(os.environ.get(object_store.ENDPOINT_ENV) or LOCAL_S3_ENDPOINT).hostname or ""
-    return host in LOCAL_HOSTS
-
-
-def local_object_store(var_dir: Path) -> processes.ServiceDef:
-    """S3Proxy for the checkpoints, with the checkpoint root's bucket. Its keys: the environment's
-    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), else made once and kept in var/secrets/s3proxy (0600); the worker
-    and its jobs inherit them through the environment."""
-    endpoint = urlsplit(os.environ.setdefault(object_store.ENDPOINT_ENV, LOCAL_S3_ENDPOINT))
-    host, port = endpoint.hostname or "127.0.0.1", endpoint.port or 9000
-    ensure_port_free("the S3 server (S3Proxy)", host, port, object_store.ENDPOINT_ENV)
-    secret_file = var_dir / "secrets" / "s3proxy"
-    if not os.environ.get("AWS_SECRET_ACCESS_KEY"):
-        secret_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not secret_file.exists():
-            secret_file.touch(mode=0o600)
-            secret_file.write_text(secrets.token_urlsafe(24))
-        os.environ["AWS_SECRET_ACCESS_KEY"] = secret_file.read_text().strip()
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "clearflow")
-    bucket = object_store.bucket_of(os.environ["CLEARFLOW_CHECKPOINT_ROOT"])
-    return service_defs.s3proxy(
-        host=host,
-        port=port,
-        data_dir=var_dir / "s3proxy",
-        identity=os.environ["AWS_ACCESS_KEY_ID"],
-        credential=os.environ["AWS_SECRET_ACCESS_KEY"],
-        buckets=sorted({bucket, service_defs.S3_BUCKET}),
-    )
-
-
-def _celery_answers() -> bool:
-    from worker.celery import app
-
-    try:
-        return bool(app.control.ping(timeout=0.5))
-    except Exception:  # the broker not answering yet is "not ready", not an error
-        return False
-
-
-# --- main ----------------------------------------------------------------------------------------------------
 
 
 class _Stop(Exception):

@@ -49,7 +49,8 @@ def test_every_variable_the_settings_read_is_set_for_every_app_service(compose: 
 
 @pytest.mark.fast
 def test_the_local_stack_uses_the_same_variable_names(compose: dict) -> None:
-    read_by_make_up = set(re.findall(r'env\.get\("([A-Z0-9_]+)"', (REPO / "localstack" / "up.py").read_text()))
+    stack_config = (REPO / "localstack" / "stack_config.py").read_text()  # StackConfig.from_env
+    read_by_make_up = set(re.findall(r'env\.get\("([A-Z0-9_]+)"', stack_config))
     local_only = {"WEB_BIND"}  # gunicorn's bind address is the command line in compose
     assert read_by_make_up - local_only <= set(compose["services"]["web"]["environment"])
 

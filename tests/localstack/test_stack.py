@@ -24,7 +24,8 @@ import psycopg
 import pytest
 
 from localstack.processes import ProcessGroup, ServiceDef, tcp_open, wait_until
-from localstack.up import StackConfig, service_definitions
+from localstack.stack_config import StackConfig
+from localstack.stack_services import service_definitions
 from tests.localstack.stack_env import stack_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
