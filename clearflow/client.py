@@ -14,6 +14,7 @@ from clearflow import documents as files
 from clearflow import export, plan
 from clearflow.api import DEFAULT_TIMEOUT, Api
 from clearflow.config import load_settings
+from clearflow.document_files import RawDocument, read_documents
 from clearflow.errors import NotFoundError, PipelineFailedError, ServerError
 from clearflow.models import (
     ApplyResult,
@@ -77,8 +78,8 @@ class Client:
         stdin: TextIO | None = None,
     ) -> files.Documents:
         """The documents of files, directories, `-` (stdin) and/or given as dicts, checked (DocumentError)."""
-        raws = files.read_documents([str(p) for p in paths], stdin=stdin) if paths else []
-        raws += [files.RawDocument(f"document {i}", dict(d)) for i, d in enumerate(documents, 1)]
+        raws = read_documents([str(p) for p in paths], stdin=stdin) if paths else []
+        raws += [RawDocument(f"document {i}", dict(d)) for i, d in enumerate(documents, 1)]
         if not raws:
             raise files.DocumentError("no documents given: name files or directories, or pass documents")
         return files.parse_documents(raws, env=self.env)

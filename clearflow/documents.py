@@ -1,4 +1,5 @@
-"""Pipeline files: YAML or JSON documents of four kinds, read, checked and turned into API requests.
+"""Pipeline files: YAML or JSON documents of four kinds, read (`clearflow.document_files`), checked and turned
+into API requests.
 
     kind: kafka-connection          kind: clickhouse-connection        kind: pipeline
     name: local-kafka               name: local-clickhouse             name: signups
@@ -17,24 +18,21 @@ whose variable is not set (or empty) keeps the value the server has. In every va
 pull request therefore cannot copy a CI runner's variables into a URL, a user name or a server list, where they
 would be stored in plain text, printed by `diff` and contacted by the server. A pipeline document's `spec` is the
 pipeline spec (`clearflow_spec.spec`) without what its connections give (`source.kafka`, `source.schema_registry`,
-`sink.clickhouse` but its `database`): it is checked here with the server's own model, and its problems carry
-the API's paths.
+`sink.clickhouse` but its `database`): it is checked with the server's own model (`clearflow.spec_check`), and
+its problems carry the API's paths. The `${ENV_VAR}` references are read by `clearflow.env_references`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from clearflow.document_files import RawDocument
+from clearflow.env_references import ENV_KEY, declared_variables, interpolate, references, unescape
 from clearflow.errors import DocumentError, ErrorItem
 from clearflow_spec.connections import (
     KAFKA_SECRET_FLAGS,
@@ -46,16 +44,7 @@ from clearflow_spec.connections import (
     connection_dict,
     connection_from_values,
     secret_fields,
-    spec_with_connections,
 )
-from clearflow_spec.spec import SpecError, parse_spec, version_for
-
-FILE_SUFFIXES = (".yaml", ".yml", ".json")
-# ${VAR}, ${VAR:-default} (used when VAR is unset or empty), and $$ for a literal $.
-_REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The key of a connection document that declares the environment variables its secrets may read.
-ENV_KEY = "env"
 
 
 @dataclass(frozen=True)
@@ -103,87 +92,6 @@ SCHEMA_REGISTRY = ConnectionKind(
 CONNECTION_KINDS = {KAFKA.kind: KAFKA, CLICKHOUSE.kind: CLICKHOUSE, SCHEMA_REGISTRY.kind: SCHEMA_REGISTRY}
 PIPELINE = "pipeline"
 KINDS = (KAFKA.kind, CLICKHOUSE.kind, SCHEMA_REGISTRY.kind, PIPELINE)
-
-
-# -- reading files --------------------------------------------------------------------------------------------
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML without surprises for a config file: a key given twice is an error, and dates stay text."""
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen and key != "<<":
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-@dataclass(frozen=True)
-class RawDocument:
-    where: str  # "pipelines/signups.yaml" or "pipelines/all.yaml, document 2"
-    data: Any
-
-
-def _parse_text(text: str, name: str) -> list[RawDocument]:
-    if name.endswith(".json"):
-        try:
-            loaded = [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            raise DocumentError(
-                f"{name} is not valid JSON", errors=[ErrorItem("", f"line {exc.lineno}, column {exc.colno}: {exc.msg}")]
-            ) from None
-    else:
-        try:
-            loaded = [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise DocumentError(f"{name} is not valid YAML", errors=[ErrorItem("", f"{at}{problem}")]) from None
-    flat: list[Any] = []
-    for doc in loaded:
-        flat.extend(doc if isinstance(doc, list) else [doc])  # a JSON array of documents
-    if len(flat) == 1:
-        return [RawDocument(name, flat[0])]
-    return [RawDocument(f"{name}, document {i}", doc) for i, doc in enumerate(flat, 1)]
-
-
-def read_documents(paths: Sequence[str], *, stdin: TextIO | None = None) -> list[RawDocument]:
-    """The documents of files, directories (their .yaml/.yml/.json files, by name) and `-` (standard input)."""
-    documents: list[RawDocument] = []
-    for given in paths:
-        if given == "-":
-            documents += _parse_text((stdin or sys.stdin).read(), "<stdin>")
-            continue
-        path = Path(given)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in FILE_SUFFIXES and p.is_file())
-            if not files:
-                raise DocumentError(f"{given}: no {', '.join(FILE_SUFFIXES)} files in this directory")
-        elif path.is_file():
-            files = [path]
-        else:
-            raise DocumentError(f"{given}: no such file or directory")
-        for file in files:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise DocumentError(f"cannot read {file}: {exc}") from None
-            documents += _parse_text(text, str(file))
-    if not documents:
-        raise DocumentError("no documents to apply: the files are empty")
-    return documents
 
 
 # -- the documents -----------------------------------------------------------------------------------------------
@@ -260,35 +168,6 @@ def _pydantic_issues(exc: ValidationError, prefix: str = "") -> list[ErrorItem]:
     return issues
 
 
-def references(value: str) -> list[str]:
-    """The names of the variables `value` refers to (`${VAR}`, `${VAR:-default}`; `$$` is no reference)."""
-    return [match.group(1) for match in _REFERENCE.finditer(value) if match.group(0) != "$$"]
-
-
-def unescape(value: str) -> str:
-    """`value` with `$$` read as `$` (a value that may not read the environment)."""
-    return _REFERENCE.sub(lambda match: "$" if match.group(0) == "$$" else match.group(0), value)
-
-
-def _interpolate(value: str, env: Mapping[str, str]) -> tuple[str | None, list[str]]:
-    """`value` with ${VAR} replaced: (text, []) or (None, the names of the variables that are not set)."""
-    missing: list[str] = []
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name, default = match.group(1), match.group(2)
-        if env.get(name):
-            return env[name]
-        if default is not None:
-            return default.replace("$$", "$")
-        missing.append(name)  # unset, or set to nothing (an empty secret by accident would clear the saved one)
-        return ""
-
-    text = _REFERENCE.sub(replace, value)
-    return (None, missing) if missing else (text, [])
-
-
 def _where(raw: RawDocument, kind: str, name: str) -> str:
     return f"{raw.where} ({kind} {name!r})"
 
@@ -308,7 +187,7 @@ def _connection_document(
     secrets: dict[str, str | None] = {}
     notes: list[str] = []
     found: list[ErrorItem] = []
-    declared = _declared(data.pop(ENV_KEY, []), where, found)
+    declared = declared_variables(data.pop(ENV_KEY, []), where, found)
     for key, value in data.items():
         if isinstance(value, str) and key not in kind.secrets:
             if names := references(value):
@@ -323,7 +202,7 @@ def _connection_document(
                 )
                 found.append(ErrorItem(str(key), message, where))
                 continue
-            text, missing = _interpolate(value, env)
+            text, missing = interpolate(value, env)
             if missing and key in kind.secrets and value.strip() == f"${{{missing[0]}}}":
                 secrets[key] = None  # its variable is not set: the server keeps the secret it has
                 notes.append(f"{key}: ${{{missing[0]}}} is not set, so the saved {key} is kept")
@@ -350,20 +229,6 @@ def _connection_document(
         issues += [ErrorItem(i.path, i.message, where) for i in _pydantic_issues(exc)]
         return None
     return ConnectionDocument(kind, name, where, _api_settings(spec, kind), secrets, raw.data, notes)
-
-
-def _declared(given: Any, where: str, found: list[ErrorItem]) -> set[str]:
-    """The variable names of a document's `env` list; an item that is not a variable's name is an error."""
-    if not isinstance(given, list):
-        found.append(ErrorItem(ENV_KEY, "a list of environment variable names: env: [CLICKHOUSE_PASSWORD]", where))
-        return set()
-    names = set()
-    for item in given:
-        if isinstance(item, str) and _VARIABLE_NAME.fullmatch(item):
-            names.add(item)
-        else:
-            found.append(ErrorItem(ENV_KEY, f"{item!r} is not an environment variable's name", where))
-    return names
 
 
 def _not_a_secret(kind: ConnectionKind, name: str) -> str:
@@ -464,43 +329,6 @@ def _repeated(connections: list[ConnectionDocument], pipelines: list[PipelineDoc
 def _nothing_applied(issues: list[ErrorItem]) -> str:
     count = len(issues)
     return f"{count} problem{'s' if count != 1 else ''} in the files; nothing was applied."
-
-
-# -- checking a pipeline's spec with the server's model --------------------------------------------------------
-
-
-def api_path(spec_path: str) -> str:
-    """A spec issue's path as the API writes it: under `spec`, except the name (the document's own)."""
-    if spec_path == "name":
-        return "name"
-    if not spec_path:
-        return "spec"
-    return f"spec{spec_path}" if spec_path.startswith("[") else f"spec.{spec_path}"
-
-
-def full_spec(
-    pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
-) -> dict[str, Any]:
-    """The spec as the server would check it: version, name and the connections' sections (secrets masked)."""
-    data = {**pipeline.spec, "version": pipeline.spec.get("version", version_for(pipeline.spec)), "name": pipeline.name}
-    registry = connection_dict(schema_registry, reveal_secrets=False) if schema_registry is not None else None
-    return spec_with_connections(
-        data,
-        kafka=connection_dict(kafka, reveal_secrets=False),
-        clickhouse=connection_dict(clickhouse, reveal_secrets=False),
-        schema_registry=registry,
-    )
-
-
-def spec_issues(
-    pipeline: PipelineDocument, *, kafka: BaseModel, clickhouse: BaseModel, schema_registry: BaseModel | None = None
-) -> list[ErrorItem]:
-    """Every problem `clearflow_spec.spec` finds in the pipeline's spec, with the API's paths ([] when valid)."""
-    try:
-        parse_spec(full_spec(pipeline, kafka=kafka, clickhouse=clickhouse, schema_registry=schema_registry))
-    except SpecError as exc:
-        return [ErrorItem(api_path(issue.path), issue.message, pipeline.where) for issue in exc.errors]
-    return []
 
 
 def connection_spec_from_api(kind: ConnectionKind, output: Mapping[str, Any]) -> BaseModel:

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from clearflow.documents import CLICKHOUSE, ENV_KEY, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
+from clearflow.documents import CLICKHOUSE, KAFKA, PIPELINE, SCHEMA_REGISTRY, ConnectionKind
+from clearflow.env_references import ENV_KEY
 from clearflow_spec.connections import spec_without_connections
 from clearflow_spec.spec import SpecError, parse_spec
 

@@ -25,10 +25,10 @@ from clearflow.documents import (
     Documents,
     PipelineDocument,
     connection_spec_from_api,
-    spec_issues,
 )
 from clearflow.errors import ApplyInterruptedError, ClearFlowError, DocumentError, ErrorItem, RefusedError
 from clearflow.models import Action, ApplyResult, Change, DocumentOutcome, DocumentPlan, Plan
+from clearflow.spec_check import spec_issues
 from clearflow_spec.connections import (
     ClickHouseConnectionSpec,
     KafkaConnectionSpec,

@@ -11,9 +11,11 @@ from pydantic import SecretStr
 from clearflow import DocumentError
 from clearflow.client import _new_lines
 from clearflow.config import load_settings, normalize_url, save_settings
-from clearflow.documents import RawDocument, full_spec, parse_documents, read_documents, spec_issues
+from clearflow.document_files import RawDocument, read_documents
+from clearflow.documents import parse_documents
 from clearflow.errors import NotConfiguredError
 from clearflow.export import connection_document, env_name, pipeline_document
+from clearflow.spec_check import full_spec, spec_issues
 from clearflow_spec.connections import ClickHouseConnectionSpec, KafkaConnectionSpec
 from clearflow_spec.spec import SpecError, parse_spec
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from clearflow import DocumentError
-from clearflow.documents import SCHEMA_REGISTRY, RawDocument, full_spec, parse_documents, spec_issues
+from clearflow.document_files import RawDocument
+from clearflow.documents import SCHEMA_REGISTRY, parse_documents
 from clearflow.export import connection_document, export_documents
+from clearflow.spec_check import full_spec, spec_issues
 from clearflow_spec.connections import ClickHouseConnectionSpec, KafkaConnectionSpec, SchemaRegistryConnectionSpec
 
 pytestmark = pytest.mark.fast
