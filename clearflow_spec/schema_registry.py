@@ -23,6 +23,7 @@ from clearflow_spec.avro_schema import AvroSchemaError, SchemaField, WriterSchem
 from clearflow_spec.client_config import schema_registry_client_conf, write_ca_file
 from clearflow_spec.connections import SchemaRegistryConnectionSpec
 from clearflow_spec.limits import LimitError
+from clearflow_spec.proto_parser import ProtobufSchemaError
 
 if TYPE_CHECKING:
     from clearflow_spec.spec import FieldSpec, SpecIssue
@@ -52,7 +53,7 @@ class SubjectVersion:
             return fields_by_path(self.schema) if self.schema_type == "AVRO" else {}
         except LimitError:
             raise
-        except (AvroSchemaError, protobuf_schema.ProtobufSchemaError):
+        except (AvroSchemaError, ProtobufSchemaError):
             return {}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from clearflow_spec import limits
 from clearflow_spec.avro_schema import AvroSchemaError, schema_fields
-from clearflow_spec.protobuf_schema import ProtobufSchemaError
+from clearflow_spec.proto_parser import ProtobufSchemaError
 from clearflow_spec.protobuf_schema import schema_fields as proto_fields
 
 pytestmark = pytest.mark.fast

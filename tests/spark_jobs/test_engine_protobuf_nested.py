@@ -8,7 +8,8 @@ import pytest
 from engine_helpers import produce
 from protobuf_events import framed, register_proto
 
-from clearflow_spec.protobuf_schema import _message_types, schema_fields
+from clearflow_spec.protobuf_record import _message_types
+from clearflow_spec.protobuf_schema import schema_fields
 from clearflow_spec.spec import parse_spec
 from spark_jobs.query import start_query, stop_query
 from tests.specs import spec_dict

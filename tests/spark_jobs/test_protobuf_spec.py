@@ -7,7 +7,8 @@ import pytest
 
 from clearflow_spec import spec as S
 from clearflow_spec.avro_schema import SchemaField
-from clearflow_spec.protobuf_schema import ProtobufSchemaError, schema_fields
+from clearflow_spec.proto_parser import ProtobufSchemaError
+from clearflow_spec.protobuf_schema import schema_fields
 from clearflow_spec.schema_registry import SubjectVersion, registry_field_issues
 from tests.clearflow_spec.test_pipeline_spec import errors_of, valid_spec
 from tests.spark_jobs.protobuf_events import ORDER_PROTO

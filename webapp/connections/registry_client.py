@@ -8,8 +8,8 @@ connection model (`SchemaRegistryConnectionSpec`, from `connection.client_settin
 
 Decoding a sampled event: Confluent's wire format (magic byte 0, a 4-byte big-endian schema id, the Avro
 body, or Protobuf's message indexes and message), the body read with fastavro (confluent-kafka's own Avro
-dependency) or the `protobuf` package (`clearflow_spec.protobuf_schema.decode_record`) against the writer schema, the
-values made JSON-able the way the job writes them (timestamps and dates as ISO text, decimals and UUIDs as
+dependency) or the `protobuf` package (`clearflow_spec.protobuf_record.decode_record`) against the writer schema,
+the values made JSON-able the way the job writes them (timestamps and dates as ISO text, decimals and UUIDs as
 text, bytes as base64).
 """
 
@@ -27,7 +27,8 @@ from typing import Any
 
 from clearflow_spec.avro_schema import split_wire_format
 from clearflow_spec.connections import SchemaRegistryConnectionSpec
-from clearflow_spec.protobuf_schema import decode_record, is_protobuf
+from clearflow_spec.protobuf_record import decode_record
+from clearflow_spec.protobuf_schema import is_protobuf
 from clearflow_spec.schema_registry import RegistryError, SubjectVersion, explain, registry_client, value_subject
 from webapp.core.exceptions import ExternalServiceError
 

@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404
 
 from clearflow_spec.avro_schema import AvroSchemaError
 from clearflow_spec.limits import LimitError
-from clearflow_spec.protobuf_schema import ProtobufSchemaError
+from clearflow_spec.proto_parser import ProtobufSchemaError
 from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.throttle import count_connection_request

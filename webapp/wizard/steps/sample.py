@@ -252,7 +252,8 @@ def schema_column_types(avro_schema: str | None) -> dict[str, str]:
     DateTime64(3, 'UTC'), Date, UUID, LowCardinality(String), Nullable for a union with null); kept with the sample
     so that the mapping step proposes them for a new table. {} without a schema, or for one that does not read."""
     from clearflow_spec.avro_schema import AvroSchemaError
-    from clearflow_spec.protobuf_schema import ProtobufSchemaError, registered_schema_fields
+    from clearflow_spec.proto_parser import ProtobufSchemaError
+    from clearflow_spec.protobuf_schema import registered_schema_fields
 
     if not avro_schema:
         return {}
