@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
@@ -29,13 +28,6 @@ from webapp.connections.kafka_client import (
 from webapp.connections.kafka_errors import ErrorCollector
 
 
-@dataclass(frozen=True)
-class SpanSample:
-    events: list[SampledEvent] = field(default_factory=list)  # oldest first
-    # False: the span holds more than `count` events (these are its first ones) or the deadline came first.
-    complete: bool = True
-
-
 def sample_span(
     settings: KafkaConnectionSpec,
     *,
@@ -44,7 +36,7 @@ def sample_span(
     end_ms: int,
     count: int = 20,
     timeout: float = DEFAULT_TIMEOUT,
-) -> SpanSample:
+) -> list[SampledEvent]:
     """The first `count` events of `topics` written within [start_ms, end_ms] (Kafka timestamps, ms since the
     epoch), oldest first. A span before, between or after the topic's events answers none, at once. Raises
     KafkaClientError or KafkaTopicNotFoundError as `sample_events` does."""
@@ -60,7 +52,7 @@ def sample_span(
         watermarks = partition_watermarks(consumer, collector, settings, topics, deadline=deadline, timeout=timeout)
         asked = [TopicPartition(name, pid, start_ms) for (name, pid), (low, high) in watermarks.items() if low < high]
         if end_ms < start_ms or not asked:  # librdkafka refuses an empty list (_INVALID_ARG)
-            return SpanSample()
+            return []
         try:
             found = consumer.offsets_for_times(asked, timeout=max(0.5, deadline - time.monotonic()))
         except KafkaException as exc:
@@ -74,11 +66,10 @@ def sample_span(
                 assignment.append(TopicPartition(tp.topic, tp.partition, max(low, tp.offset)))
                 ends[(tp.topic, tp.partition)] = high
         if not assignment:
-            return SpanSample()
+            return []
         consumer.assign(assignment)
         per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
         pending = set(ends)
-        capped = False
         fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
         for message in read_to_ends(consumer, ends, pending, deadline=deadline, poll_seconds=0.1, fail=fail):
             key = (message.topic(), message.partition())
@@ -87,13 +78,9 @@ def sample_span(
                 pending.discard(key)
                 continue
             events = per_partition[key]
-            if len(events) == count:  # one more than the sample takes: the span holds more than it shows
-                capped = True
-                pending.discard(key)
-                continue
             events.append(_decode(message))
-        events = _pick(per_partition.values(), count=count, position="oldest")
-        total = sum(len(group) for group in per_partition.values())
-        return SpanSample(events=events, complete=not pending and not capped and total <= count)
+            if len(events) >= count:
+                pending.discard(key)
+        return _pick(per_partition.values(), count=count, position="oldest")
     finally:
         consumer.close()
