@@ -186,6 +186,8 @@ def _progress_words(request_id: str) -> str:
         return f"Reading up to {events:,} recent events of {topics} and counting their duplicates."
     if request.get("kind") == Kind.LIVE_CHECK:
         return "Checking the topics and the target table, and sampling the newest events against the mapping."
+    if params.get("span"):
+        return f"Reading up to {params.get('count', 20)} events of {topics} written at the time of the first sample."
     return f"Reading up to {params.get('count', 20)} {params.get('position', 'newest')} events of {topics}."
 
 
@@ -208,30 +210,39 @@ def _key_advice(request: HeavyRequest) -> dict[str, Any]:
 
 def _sample(request: HeavyRequest) -> dict[str, Any]:
     """The events (without their bytes), and with a schema registry the schema the fields come from and the
-    versions the sample used; `framed`: how many values are in the Confluent wire format (Avro read as JSON)."""
+    versions the sample used; `framed`: how many values are in the Confluent wire format (Avro read as JSON).
+    Asked for a `span` ({"start_ms", "end_ms"}), the events written within it, or when it holds none the
+    `position` ones instead; the answer's `span` says how many it held (`found`)."""
     from clearflow_spec.avro_schema import wire_schema_id
 
     params = request.params
     registry_id = params.get("schema_registry_connection")
+    registry = _registry_of(request, registry_id) if registry_id is not None else None
     sampled = {
         "topics": params["topics"],
         "count": params.get("count", 20),
         "position": params.get("position", "newest"),
     }
-    schema, versions = None, []
-    if registry_id is None:
-        events = selectors.kafka_event_sample(connection=request.connection, **sampled)
-    else:
-        registry = _registry_of(request, registry_id)
+
+    def read(span: tuple[int, int] | None) -> tuple[list[Any], str | None, list[dict[str, Any]]]:
+        if registry is None:
+            return selectors.kafka_event_sample(connection=request.connection, **sampled, span=span), None, []
         sample = selectors.avro_event_sample(
-            connection=request.connection, schema_registry_connection=registry, **sampled
+            connection=request.connection, schema_registry_connection=registry, **sampled, span=span
         )
-        events, schema, versions = sample.events, sample.schema, [vars(used) for used in sample.used]
+        return sample.events, sample.schema, [vars(used) for used in sample.used]
+
+    span = params.get("span")
+    events, schema, versions = read((span["start_ms"], span["end_ms"]) if span else None)
+    found = None if span is None else {**span, "found": len(events)}
+    if span is not None and not events:
+        events, schema, versions = read(None)
     return {
         "events": [{k: v for k, v in dataclasses.asdict(event).items() if k != "raw"} for event in events],
         "schema": schema,
         "versions": versions,
         "framed": sum(1 for event in events if wire_schema_id(event.raw) is not None),
+        "span": found,
     }
 
 

@@ -280,6 +280,40 @@ def watermark_offsets(consumer: Any, partition: Any, *, deadline: float) -> tupl
             time.sleep(0.2)
 
 
+def partition_watermarks(
+    consumer: Any,
+    collector: ErrorCollector,
+    settings: KafkaConnectionSpec,
+    topics: Sequence[str],
+    *,
+    deadline: float,
+    timeout: float,
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(low, high) offsets of each partition of `topics`, in order; KafkaTopicNotFoundError names the topics the
+    cluster lacks, KafkaClientError says it did not answer by `deadline` (time.monotonic())."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    names = list(dict.fromkeys(topics))
+    try:
+        metadata = wait_for_metadata(consumer, collector, timeout)
+    except KafkaException as exc:
+        _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
+    missing = [t for t in names if t not in metadata.topics or metadata.topics[t].error is not None]
+    if missing:
+        raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
+    found: dict[tuple[str, int], tuple[int, int]] = {}
+    for name in names:
+        for partition in sorted(metadata.topics[name].partitions):
+            if deadline - time.monotonic() <= 0.05:
+                raise KafkaClientError(f"The broker did not answer within {timeout:g} seconds.")
+            try:
+                asked = TopicPartition(name, partition)
+                found[(name, partition)] = watermark_offsets(consumer, asked, deadline=deadline)
+            except KafkaException as exc:
+                _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
+    return found
+
+
 def sample_events(
     settings: KafkaConnectionSpec,
     *,
@@ -295,36 +329,21 @@ def sample_events(
     meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
     topic answers an empty list.
     """
-    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka import TopicPartition
 
     count = max(1, min(int(count), MAX_SAMPLE))
-    topics = list(dict.fromkeys(topics))
     collector = ErrorCollector()
     deadline = time.monotonic() + timeout
     consumer = direct_consumer(settings, timeout, collector, purpose="sample")
     try:
-        try:
-            metadata = wait_for_metadata(consumer, collector, timeout)
-        except KafkaException as exc:
-            _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
-        missing = [t for t in topics if t not in metadata.topics or metadata.topics[t].error is not None]
-        if missing:
-            raise KafkaTopicNotFoundError(f"No such topic: {', '.join(missing)}.")
         assignment: list[TopicPartition] = []
         ends: dict[tuple[str, int], int] = {}
-        for name in topics:
-            for partition in sorted(metadata.topics[name].partitions):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.05:
-                    raise KafkaClientError(f"The broker did not answer within {timeout:g} seconds.")
-                try:
-                    low, high = watermark_offsets(consumer, TopicPartition(name, partition), deadline=deadline)
-                except KafkaException as exc:
-                    _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
-                start = low if position == "oldest" else max(low, high - count)
-                if start < high:
-                    assignment.append(TopicPartition(name, partition, start))
-                    ends[(name, partition)] = high
+        watermarks = partition_watermarks(consumer, collector, settings, topics, deadline=deadline, timeout=timeout)
+        for (name, partition), (low, high) in watermarks.items():
+            start = low if position == "oldest" else max(low, high - count)
+            if start < high:
+                assignment.append(TopicPartition(name, partition, start))
+                ends[(name, partition)] = high
         if not assignment:
             return []
         consumer.assign(assignment)

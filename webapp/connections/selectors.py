@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404
 from clearflow_spec.avro_schema import AvroSchemaError
 from clearflow_spec.limits import LimitError
 from clearflow_spec.proto_parser import ProtobufSchemaError
-from webapp.connections import clickhouse_client, kafka_client, registry_client, schema
+from webapp.connections import clickhouse_client, kafka_client, kafka_span, registry_client, schema
 from webapp.connections.models import ClickHouseConnection, KafkaConnection, SchemaRegistryConnection
 from webapp.connections.throttle import count_connection_request
 from webapp.core.changes import Change
@@ -177,9 +177,11 @@ def kafka_event_sample(
     count: int = 20,
     position: Literal["newest", "oldest"] = "newest",
     schema_registry_connection: SchemaRegistryConnection | None = None,
+    span: tuple[int, int] | None = None,
 ) -> list[kafka_client.SampledEvent]:
-    """Up to `count` (1..500) newest or oldest events across `topics`, oldest first; with a schema registry,
-    their values decoded from Avro in the Confluent wire format (`avro_event_sample`)."""
+    """Up to `count` (1..500) newest or oldest events across `topics`, oldest first (given a `span`, (start, end)
+    in ms since the epoch: its first events written within it instead); with a schema registry, their values
+    decoded from Avro in the Confluent wire format (`avro_event_sample`)."""
     if schema_registry_connection is not None:
         return avro_event_sample(
             connection=connection,
@@ -187,9 +189,24 @@ def kafka_event_sample(
             topics=topics,
             count=count,
             position=position,
+            span=span,
         ).events
     count_connection_request(connection.owner)
-    return kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
+    return _sampled(connection, topics=topics, count=count, position=position, span=span)
+
+
+def _sampled(
+    connection: KafkaConnection,
+    *,
+    topics: Sequence[str],
+    count: int,
+    position: Literal["newest", "oldest"],
+    span: tuple[int, int] | None,
+) -> list[kafka_client.SampledEvent]:
+    settings = connection.client_settings()
+    if span is None:
+        return kafka_client.sample_events(settings, topics=topics, count=count, position=position)
+    return kafka_span.sample_span(settings, topics=topics, start_ms=span[0], end_ms=span[1], count=count)
 
 
 @dataclass(frozen=True)
@@ -222,12 +239,14 @@ def avro_event_sample(
     topics: Sequence[str],
     count: int = 20,
     position: Literal["newest", "oldest"] = "newest",
+    span: tuple[int, int] | None = None,
 ) -> AvroSample:
-    """Sampled events decoded with the registry's schemas (magic byte 0, schema id, Avro body); which subject
-    version each schema id is; and the schema the pipeline's fields come from."""
+    """Sampled events (as `kafka_event_sample` reads them) decoded with the registry's schemas (magic byte 0,
+    schema id, Avro body); which subject version each schema id is; and the schema the pipeline's fields come
+    from."""
     count_connection_request(connection.owner)
     registry = schema_registry_connection.client_settings()
-    events = kafka_client.sample_events(connection.client_settings(), topics=topics, count=count, position=position)
+    events = _sampled(connection, topics=topics, count=count, position=position, span=span)
     subjects = [registry_client.topic_schemas(registry, topic) for topic in topics]
     decoded = registry_client.decode_events(registry, events)
     counts: dict[int, int] = {}

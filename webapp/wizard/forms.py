@@ -166,10 +166,12 @@ class JoinForm(forms.Form):
     )
     right_topic = forms.ChoiceField(label="Topic to join", required=False)
     count = forms.IntegerField(label="Events", min_value=1, max_value=500, initial=20, required=False)
+    # "span": over the time of this topic's sample, so that events which join meet in the preview
+    # (`webapp.wizard.steps.join_sample`).
     position = forms.ChoiceField(
         label="From",
-        choices=[("newest", "Newest"), ("oldest", "Oldest")],
-        initial="newest",
+        choices=[("span", "Same time"), ("newest", "Newest"), ("oldest", "Oldest")],
+        initial="span",
         widget=forms.RadioSelect,
         required=False,
     )

@@ -26,6 +26,7 @@ from webapp.wizard.steps import join as join_step
 from webapp.wizard.steps import sample as sample_step
 from webapp.wizard.steps.common import initial_from, kafka_connection_of, schema_registry_connection_of
 from webapp.wizard.steps.join_checks import JOIN_SECTION
+from webapp.wizard.steps.join_sample import SPAN, sample_span
 
 
 @login_required
@@ -48,15 +49,19 @@ def join_sample_fetch(request: HttpRequest, draft_id: int) -> HttpResponse:
     if form.errors.get("count"):
         context["error"] = f"{form.fields['count'].label}: {form.errors['count'][0]}"
         return _area(request, context)
-    position = request.POST.get("position") if request.POST.get("position") in ("newest", "oldest") else "newest"
+    position = request.POST.get("position") if request.POST.get("position") in ("newest", "oldest") else SPAN
     registry = schema_registry_connection_of(request, draft)  # the right side is read as the left one
     params = {
         "topics": [topic],
         "count": count or 20,
-        "position": position,
+        "position": "newest" if position == SPAN else position,  # a span holding no event: the newest instead
         "schema_registry_connection": registry.pk if registry is not None else None,
         "form": {key: request.POST.getlist(key) for key in request.POST if key != "csrfmiddlewaretoken"},
     }
+    if position == SPAN:
+        span = sample_span(draft)
+        params["span"] = span and {"start_ms": span["start_ms"], "end_ms": span["end_ms"]}
+        params["sampled_over"] = span or {"untimed": True}  # what the step says of the read, with what it found
     try:
         heavy = heavy_requests.heavy_request_start(
             kind=HeavyRequest.Kind.SAMPLE,
@@ -107,7 +112,11 @@ def join_sample_fetch_result(request: HttpRequest, draft_id: int, request_id: st
         return _area(request, context)
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     changes = {"events": stored, "fetched_at": fetched_at, "topic": topic, "count": params["count"]}
-    draft_update_section(draft=draft, step=JOIN_SECTION, changes={**changes, "position": params["position"]})
+    span = params.get("sampled_over")
+    if span is not None and result.get("span"):
+        span = {**span, "found": result["span"]["found"]}
+    position = SPAN if "sampled_over" in params else params["position"]
+    draft_update_section(draft=draft, step=JOIN_SECTION, changes={**changes, "position": position, "span": span})
     read.rows, read.rows_error = rows, ""  # the rows are what the sample gave: nothing to say about them yet
     read.dedup_form = join_step.right_dedup_form(rows, initial=_dedup_initial(post))
     context = join_step.join_context(draft, read, topics_error)

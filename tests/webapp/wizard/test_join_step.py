@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 
 import pytest
@@ -30,7 +31,10 @@ PAYMENTS = [
 WEEK_MS = 7 * 86400 * 1000
 
 
-def _create_topic(bootstrap: str, name: str, events: list[dict], retention_ms: int) -> str:
+def _create_topic(
+    bootstrap: str, name: str, events: list[dict], retention_ms: int, *, at_ms: list[int] | None = None
+) -> str:
+    """`name` with `events`, written now or each at its time of `at_ms` (the Kafka timestamps)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -39,8 +43,8 @@ def _create_topic(bootstrap: str, name: str, events: list[dict], retention_ms: i
         future.result(timeout=30)
     if events:
         producer = Producer({"bootstrap.servers": bootstrap})
-        for event in events:
-            producer.produce(name, json.dumps(event).encode())
+        for i, event in enumerate(events):
+            producer.produce(name, json.dumps(event).encode(), **({"timestamp": at_ms[i]} if at_ms else {}))
         assert producer.flush(10) == 0
     return name
 
@@ -70,9 +74,9 @@ def walk_to_join(client, kafka_connection, join_topics) -> WizardDraft:
     return draft
 
 
-def fetch_right(client, draft, topic: str) -> str:
+def fetch_right(client, draft, topic: str, *, position: str = "oldest") -> str:
     url = reverse("wizard:join_sample_fetch", kwargs={"draft_id": draft.pk})
-    response = client.post(url, {"enabled": "on", "right_topic": topic, "count": 20, "position": "oldest"})
+    response = client.post(url, {"enabled": "on", "right_topic": topic, "count": 20, "position": position})
     assert response.status_code == 200
     assert 'id="right-sample-reading"' in response.content.decode()  # the worker reads the events
     response = page_answered(client, response)
@@ -153,6 +157,61 @@ def test_the_right_topics_sample_gives_its_fields_and_the_preview_joins_the_two_
     html = owner_client.post(url, no_key).content.decode()
     missing = re.search(r'<ul id="join-preview-missing">(.*?)</ul>', html, flags=re.S)
     assert missing and "Deduplication of the joined topic" in missing.group(1), html
+
+
+def preview_pairs(html: str) -> list[tuple[str, str]]:
+    """The preview's joined rows as (left.order_id, right.payment_id), in order."""
+    table = re.search(r'<table id="join-preview-table">.*?</table>', html, flags=re.S)
+    assert table, html
+    header = re.findall(r"<th><code>(.*?)</code></th>", table.group(0))
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", table.group(0), flags=re.S)]
+    return [(row[header.index("left.order_id")], row[header.index("right.payment_id")]) for row in rows[1:]]
+
+
+def test_the_joined_topic_is_sampled_over_the_time_of_the_first_sample_so_joining_events_meet(
+    owner_client, kafka_connection, kafka_bootstrap
+):
+    """The orders were written an hour ago, their payments a few seconds after each; since then the payments topic
+    has had 30 newer payments of other orders. Its newest 20 join none of the orders; read over the orders' time,
+    the sample holds the payments that join, and the step says how it read it."""
+    suffix = uuid.uuid4().hex[:8]
+    hour_ago = int(time.time() * 1000) - 3600 * 1000
+    orders = _create_topic(
+        kafka_bootstrap, f"orders_{suffix}", ORDERS, WEEK_MS, at_ms=[hour_ago + i * 1000 for i in range(len(ORDERS))]
+    )
+    newer = [{"payment_id": f"p-new-{i}", "order_id": f"o-new-{i}", "paid": 1.0} for i in range(30)]
+    payments = _create_topic(
+        kafka_bootstrap,
+        f"payments_{suffix}",
+        PAYMENTS + newer,
+        WEEK_MS,
+        at_ms=[hour_ago + 10_000 + i * 1000 for i in range(len(PAYMENTS))] + [int(time.time() * 1000)] * len(newer),
+    )
+    late = _create_topic(kafka_bootstrap, f"payments_late_{suffix}", newer, WEEK_MS)
+    draft = walk_to_join(owner_client, kafka_connection, {"orders": orders})
+    preview = reverse("wizard:join_preview", kwargs={"draft_id": draft.pk})
+    page = owner_client.get(step_url(draft, "join")).content.decode()
+    assert re.search(r'<input type="radio" name="position" value="span"[^>]*checked', page)  # the default
+
+    html = fetch_right(owner_client, draft, payments, position="newest")  # as the step read it before
+    assert html.count('class="sample"') == 20 and "p-1" not in html and 'id="right-sample-time"' not in html
+    assert 'id="join-preview-none"' in owner_client.post(preview, join_post(payments, kind="inner")).content.decode()
+
+    html = fetch_right(owner_client, draft, payments, position="span")
+    words = f"Joined topic sampled over the same 3 s as {orders}: 3 events."
+    assert f'<p class="small" id="right-sample-time">{words}</p>' in html
+    assert html.count('class="sample"') == 3 and "p-new-" not in html
+    post = {**join_post(payments, kind="inner"), "position": "span"}
+    html = owner_client.post(preview, post).content.decode()
+    assert f'<p class="small" id="join-preview-sample">{words}</p>' in html
+    assert preview_pairs(html) == [("o-1", "p-1"), ("o-2", "p-2"), ("o-2", "p-2")]  # o-2 with each of its two
+
+    html = fetch_right(owner_client, draft, late, position="span")
+    words = f"No events of {late} in the time of the {orders} sample; showing its newest 20."
+    assert f'<p class="small" id="right-sample-time">{words}</p>' in html
+    assert html.count('class="sample"') == 20
+    html = owner_client.post(preview, {**join_post(late, kind="inner"), "position": "span"}).content.decode()
+    assert f'<p class="small" id="join-preview-sample">{words}</p>' in html and 'id="join-preview-none"' in html
 
 
 def test_keys_of_different_types_are_an_error_at_the_right_key(owner_client, kafka_connection, join_topics):

@@ -28,6 +28,7 @@ from webapp.wizard.services import draft_save_step
 from webapp.wizard.steps.common import FIELD_TYPE_CHOICES, form_rows, initial_from, kafka_connection_of, schema_fields
 from webapp.wizard.steps.dedup import dedup_initial_of
 from webapp.wizard.steps.join_checks import JOIN_SECTION, join_issues, place_issues, preview_rows
+from webapp.wizard.steps.join_sample import SPAN, sample_words
 from webapp.wizard.steps.sample import field_rows_from, parse_field_rows, sample_examples, validate_field_rows
 
 RIGHT_ROWS = "r"  # the right side's schema rows: r<n>-path, r<n>-type, ...
@@ -114,7 +115,7 @@ def _initial(draft: WizardDraft) -> dict[str, Any]:
     """The join form's values from the draft's spec (off when the step was never saved)."""
     section = draft.section(JOIN_SECTION)
     join = draft.spec.join if draft.spec.is_set("join") else None
-    initial: dict[str, Any] = {"count": section.get("count", 20), "position": section.get("position", "newest")}
+    initial: dict[str, Any] = {"count": section.get("count", 20), "position": section.get("position", SPAN)}
     if join is None:
         return {**initial, "enabled": "off", "window": "30m", "type": "inner", "time": "ingestion"}
     presets = {value for value, _ in forms.JOIN_WINDOW_PRESETS}
@@ -243,6 +244,7 @@ def join_context(draft: WizardDraft, read: JoinInput, topics_error: str = "") ->
         "events": section.get("events", []),
         "fetched_at": section.get("fetched_at"),
         "sampled_topic": section.get("topic"),
+        "sample_words": sample_words(section),
         "field_types": FIELD_TYPE_CHOICES,
         "prefix": RIGHT_ROWS,
         "topics_error": topics_error,
@@ -278,7 +280,7 @@ def join_submit(request, draft):
     values = {
         **draft.section(JOIN_SECTION),
         "count": data.get("count") or 20,
-        "position": data.get("position") or "newest",
+        "position": data.get("position") or SPAN,
         "notes": {
             r["path"]: {"nullable": r["nullable"], "manual": r["manual"], "examples": r["examples"]} for r in read.rows
         },
@@ -309,7 +311,7 @@ def missing_pieces(read: JoinInput) -> list[str]:
 
 def preview_context(draft: WizardDraft, read: JoinInput) -> dict[str, Any]:
     """The preview partial: the joined rows of the two samples, or what keeps the join from being previewed."""
-    context: dict[str, Any] = {"checked": True}
+    context: dict[str, Any] = {"checked": True, "sample_words": sample_words(draft.section(JOIN_SECTION))}
     if read.form.is_bound and read.form.is_valid() and read.form.cleaned_data["enabled"] == "off":
         return {**context, "off": True}
     if read.join is None:
