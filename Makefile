@@ -47,7 +47,7 @@ test-fast: install
 test: PURPOSE = test
 test: system-deps install lint
 	bash .ci/timed "fast tier" $(PY) -m pytest -m fast $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	bash .ci/timed "service tier" $(PY) -m pytest -m "not fast" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	bash .ci/service-tiers $(PY) $(PYTEST_ARGS)
 
 lint: install
 	bash .ci/timed lint $(PY) -m ruff check .

@@ -22,7 +22,10 @@ FOLDERS = (
     "spark_jobs", "webapp", "worker", "clearflow", "clients", "localstack",
     "tests", "docs", "bench", "frontend", "nginx", "docker",
 )  # fmt: skip
-FILES = ("README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", ".ci/run", ".ci/timed")
+FILES = (
+    "README.md", "Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml",
+    ".ci/run", ".ci/timed", ".ci/service-tiers",
+)  # fmt: skip
 SUFFIXES = {".py", ".md", ".html", ".js", ".css", ".sh", ".toml", ".yml", ".yaml", ".conf", ".json", ".txt"}
 
 
