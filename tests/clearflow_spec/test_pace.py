@@ -28,9 +28,7 @@ def test_a_lag_that_grows_is_behind_and_says_by_how_much_in_words():
     assert judged.arriving_per_second == pytest.approx(20_000, rel=0.01)
     assert judged.reading_per_second == pytest.approx(2_600, rel=0.01)
     assert judged.growing_per_second == pytest.approx(17_400, rel=0.01)
-    assert judged.summary() == (
-        "Behind: lag 2.19M events, growing 17.4k/s (events arrive at 20k/s, read at 2.6k/s)."
-    )
+    assert judged.summary() == ("Behind: lag 2.19M events, growing 17.4k/s (events arrive at 20k/s, read at 2.6k/s).")
 
 
 def test_a_stuck_job_on_a_quiet_topic_with_a_backlog_is_behind():
