@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from clearflow_spec.client_config import librdkafka_config
 from clearflow_spec.connections import KafkaConnectionSpec
 from clearflow_spec.spec_base import SourceSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
+from webapp.connections.kafka_read import read_partitions
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
 logger = logging.getLogger(__name__)
@@ -329,77 +330,30 @@ def sample_events(
     meanwhile are left for the next sample); stops there, or when `timeout` seconds have passed. An empty
     topic answers an empty list.
     """
-    from confluent_kafka import TopicPartition
-
     count = max(1, min(int(count), MAX_SAMPLE))
     collector = ErrorCollector()
     deadline = time.monotonic() + timeout
     consumer = direct_consumer(settings, timeout, collector, purpose="sample")
     try:
-        assignment: list[TopicPartition] = []
+        starts: dict[tuple[str, int], int] = {}
         ends: dict[tuple[str, int], int] = {}
         watermarks = partition_watermarks(consumer, collector, settings, topics, deadline=deadline, timeout=timeout)
-        for (name, partition), (low, high) in watermarks.items():
+        for key, (low, high) in watermarks.items():
             start = low if position == "oldest" else max(low, high - count)
             if start < high:
-                assignment.append(TopicPartition(name, partition, start))
-                ends[(name, partition)] = high
-        if not assignment:
-            return []
-        consumer.assign(assignment)
-        per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
-        # Partitions still to read: done at the end offset, or with `count` events when reading the oldest.
-        pending = set(ends)
-        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
-        for message in read_to_ends(consumer, ends, pending, deadline=deadline, poll_seconds=0.1, fail=fail):
-            key = (message.topic(), message.partition())
-            events = per_partition[key]
+                starts[key], ends[key] = start, high
+
+        def add(events: list[SampledEvent], message: Any) -> bool:
             events.append(_decode(message))
             if position == "newest" and len(events) > count:
                 del events[0]
-            if position == "oldest" and len(events) >= count:
-                pending.discard(key)
-        return _pick(per_partition.values(), count=count, position=position)
+            return position == "oldest" and len(events) >= count  # done with `count` events when reading the oldest
+
+        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
+        per_partition = read_partitions(consumer, starts, ends, deadline=deadline, fail=fail, add=add)
+        return _pick(per_partition, count=count, position=position)
     finally:
         consumer.close()
-
-
-def read_to_ends(
-    consumer: Any,
-    ends: dict[tuple[str, int], int],
-    pending: set[tuple[str, int]],
-    *,
-    deadline: float,
-    poll_seconds: float,
-    fail: Callable[[Any], None],
-) -> Iterator[Any]:
-    """The assigned partitions' messages below the end offsets seen at the start (`ends`), until every partition in
-    `pending` is done (the caller may take one out early) or the deadline passes. A fatal or lasting error goes to
-    `fail`, which raises."""
-    from confluent_kafka import KafkaError
-
-    while pending and time.monotonic() < deadline:
-        message = consumer.poll(timeout=min(poll_seconds, max(0.0, deadline - time.monotonic())))
-        if message is None:
-            continue
-        key = (message.topic(), message.partition())
-        if message.error() is not None:
-            if message.error().code() == KafkaError._PARTITION_EOF:
-                # At the end offset seen at the start (past transaction markers, which are never
-                # delivered); an earlier end (an open transaction) waits for the deadline.
-                if key in ends and message.offset() >= ends[key]:
-                    pending.discard(key)
-                continue
-            if message.error().fatal() or not message.error().retriable():
-                fail(message.error())
-            continue
-        if key not in pending:
-            continue
-        if message.offset() >= ends[key] - 1:
-            pending.discard(key)
-        if message.offset() >= ends[key]:
-            continue
-        yield message
 
 
 def _pick(groups: Iterable[list[SampledEvent]], *, count: int, position: str) -> list[SampledEvent]:

@@ -21,10 +21,10 @@ from webapp.connections.kafka_client import (
     _kafka_error,
     _raise,
     direct_consumer,
-    read_to_ends,
     watermark_offsets,
 )
 from webapp.connections.kafka_errors import ErrorCollector
+from webapp.connections.kafka_read import read_to_ends
 
 Offsets = Mapping[str, Mapping[str, int]]  # topic -> partition (as text, as Spark spells it) -> offset
 

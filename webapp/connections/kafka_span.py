@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from clearflow_spec.connections import KafkaConnectionSpec
 from webapp.connections.kafka_client import (
@@ -23,9 +24,9 @@ from webapp.connections.kafka_client import (
     _raise,
     direct_consumer,
     partition_watermarks,
-    read_to_ends,
 )
 from webapp.connections.kafka_errors import ErrorCollector
+from webapp.connections.kafka_read import read_partitions
 
 
 def sample_span(
@@ -57,30 +58,24 @@ def sample_span(
             found = consumer.offsets_for_times(asked, timeout=max(0.5, deadline - time.monotonic()))
         except KafkaException as exc:
             _raise(_kafka_error(exc), collector, settings, timeout, client=consumer)
-        assignment: list[TopicPartition] = []
+        starts: dict[tuple[str, int], int] = {}
         ends: dict[tuple[str, int], int] = {}
         for tp in found:
             low, high = watermarks[(tp.topic, tp.partition)]
             # -1: no event at or after start_ms; at or past `high`: only events written since the read began.
             if tp.error is None and 0 <= tp.offset < high:
-                assignment.append(TopicPartition(tp.topic, tp.partition, max(low, tp.offset)))
+                starts[(tp.topic, tp.partition)] = max(low, tp.offset)
                 ends[(tp.topic, tp.partition)] = high
-        if not assignment:
-            return []
-        consumer.assign(assignment)
-        per_partition: dict[tuple[str, int], list[SampledEvent]] = {key: [] for key in ends}
-        pending = set(ends)
-        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
-        for message in read_to_ends(consumer, ends, pending, deadline=deadline, poll_seconds=0.1, fail=fail):
-            key = (message.topic(), message.partition())
+
+        def add(events: list[SampledEvent], message: Any) -> bool:
             kind, millis = message.timestamp()
             if kind != 0 and millis > end_ms:  # past the span: this partition is done
-                pending.discard(key)
-                continue
-            events = per_partition[key]
+                return True
             events.append(_decode(message))
-            if len(events) >= count:
-                pending.discard(key)
-        return _pick(per_partition.values(), count=count, position="oldest")
+            return len(events) >= count
+
+        fail = lambda error: _raise(error, collector, settings, timeout)  # noqa: E731
+        per_partition = read_partitions(consumer, starts, ends, deadline=deadline, fail=fail, add=add)
+        return _pick(per_partition, count=count, position="oldest")
     finally:
         consumer.close()
