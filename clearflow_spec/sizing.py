@@ -385,9 +385,11 @@ def total_memory_bytes() -> int | None:
 
 # Standby jobs (worker.standby) wait with their JVM and Spark session up, each about 0.7-1.0 GB resident (measured
 # 2026-12-01: 1.05 GB with a 1g heap). A pool of them serves deploys made one after the other, each in a JVM that
-# is already up, while the pool refills. One standby per STANDBY_MEMORY_PER_JOB of the host's memory (2 on a 24 GiB
+# is already up, while the pool refills. One standby per STANDBY_MEMORY_PER_JOB of the host's memory (4 on a 24 GiB
 # machine, which reports 23.5), at least 1 and at most STANDBY_POOL_MAX: the rest of the memory is for pipelines.
-STANDBY_MEMORY_PER_JOB = 10 * GB
+# Four cover five deploys made one after the other right after `make up`: the pool refills one standby in about
+# 15-20 s while the first four deploys take theirs (with two, the third deploy started cold: 21-28 s to a row).
+STANDBY_MEMORY_PER_JOB = 5 * GB
 STANDBY_POOL_MAX = 4
 
 

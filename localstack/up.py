@@ -99,7 +99,8 @@ def up() -> int:
             _say(f"{service.name} is up (pid {service.process.pid}, log {service.log_path})")
             if processes.tcp_open(config.redis_host, config.redis_port):
                 keep_standby_jobs()
-        _print_banner(config, seconds=time.time() - started, since=command)
+        jobs_line = fill_standby_pool()
+        _print_banner(config, seconds=time.time() - started, since=command, jobs=jobs_line)
         stopping.prepare()
         restarts: dict[str, int] = {}
         while True:
@@ -184,10 +185,11 @@ def _address_of(config: StackConfig, name: str) -> str:
     }.get(name, "")
 
 
-def keep_standby_jobs() -> None:
+def keep_standby_jobs() -> bool:
     """Fill the worker's pool of standby jobs while the other services start (one at a time, from when Redis
     answers; `worker.reconciler.keep_standby`), so that a deploy right after the banner finds a job's JVM and
-    Spark session up. Then the worker's watcher keeps it full. The stack's stop stops them with the jobs."""
+    Spark session up. Then the worker's watcher keeps it full. The stack's stop stops them with the jobs.
+    False when it could not (said in words): the watcher starts them on its first tick."""
     try:
         import django
 
@@ -198,6 +200,43 @@ def keep_standby_jobs() -> None:
         keep_standby(niceness=0)
     except Exception as error:  # the watcher starts them on its first tick: the first deploy may start cold
         _say(f"could not start a standby job ({error}); the worker starts them")
+        return False
+    return True
+
+
+# How long `make up` waits for its pool of standby jobs before it prints the banner anyway (one JVM start is
+# about 10-20 s on 2 idle cores; 4 standbys one after the other about a minute).
+STANDBY_POOL_WAIT_SECONDS = 90.0
+
+
+def fill_standby_pool(*, wait_seconds: float = STANDBY_POOL_WAIT_SECONDS) -> str:
+    """Keep starting standbys until the pool is full and every one is ready, up to `wait_seconds`: a person
+    deploys right after the banner, often several pipelines one after the other, and each deploy that finds a
+    standby ready reaches its first row in seconds instead of a cold JVM start. Returns the banner's words."""
+    from django.conf import settings
+
+    from worker import jobs, standby
+
+    wanted = settings.PIPELINE_STANDBY_JOBS
+    if wanted <= 0:
+        return "standby jobs are off (CLEARFLOW_STANDBY=0): each deploy starts its job's JVM"
+    if jobs.is_cluster(settings.SPARK_MASTER):
+        return f"jobs run on {settings.SPARK_MASTER}"
+    run_root = Path(settings.CLEARFLOW_RUN_ROOT)
+    deadline = time.monotonic() + wait_seconds
+    ready = 0
+    while time.monotonic() < deadline:
+        if not keep_standby_jobs():
+            break
+        ready = sum(found.ready for found in standby.waiting(run_root))
+        if ready >= wanted:
+            return f"{ready} standby jobs ready: a deploy starts in a JVM that is up"
+        time.sleep(0.5)
+    if standby.failed_lately(run_root):
+        why = f"a standby job failed to start: see the newest {standby.root(run_root)}/*/job.log"
+    else:
+        why = f"the rest were still starting after {wait_seconds:.0f} s (a busy machine); the worker goes on"
+    return f"{ready} of {wanted} standby jobs ready: {why}"
 
 
 def login_words(var_dir: Path, *, to_terminal: bool) -> str:
@@ -211,7 +250,7 @@ def login_words(var_dir: Path, *, to_terminal: bool) -> str:
     return f"admin / {password}"
 
 
-def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
+def _print_banner(config: StackConfig, *, seconds: float, since: str, jobs: str) -> None:
     login = login_words(config.var_dir, to_terminal=sys.stdout.isatty())
     stop = (
         "Stop: `make down`. What runs: `make status`."
@@ -229,6 +268,7 @@ def _print_banner(config: StackConfig, *, seconds: float, since: str) -> None:
     Kafka       {config.kafka_host}:{config.kafka_port}      ClickHouse  http://{config.clickhouse_host}:{config.clickhouse_port}
     Schemas     {config.registry_url}  (Confluent-compatible schema registry)
     Logs        {config.var_dir / "log"}/
+    Jobs        {jobs}
 
   Demo events: `make demo-data` in another terminal. {stop}
 """,

@@ -189,7 +189,7 @@ def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int, niceness: in
                 stopped.add(standby.directory)
         if len(fitting) >= count or _starting(run_root, besides=stopped):
             return []
-        if _failed_lately(run_root):
+        if failed_lately(run_root):
             return []  # a standby that cannot start would otherwise take a core every watcher tick
         launch = dataclasses.replace(
             template, name="standby", run_dir=new_directory(run_root), spec=None, checkpoint=""
@@ -200,7 +200,7 @@ def ensure(template: jobs.JobLaunch, *, run_root: Path, count: int, niceness: in
 FAILED_STANDBY_PAUSE_SECONDS = 120.0
 
 
-def _failed_lately(run_root: Path) -> bool:
+def failed_lately(run_root: Path) -> bool:
     """The newest standby that ended without a pipeline failed (exit code not 0) less than a pause ago."""
     base = root(run_root)
     ended = [d for d in base.iterdir() if (d / RunFiles.EXIT_CODE).exists()] if base.is_dir() else []

@@ -73,6 +73,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     var_dir = tmp_path_factory.mktemp("stack-var")
     made = stack_env(var_dir, database_prefix="clearflow_stack")
     env, ports, database = made.env, made.ports, made.database
+    env["CLEARFLOW_STANDBY"] = "2"  # a pool, as on a person's machine, that the banner waits for
     # As the Makefile exports it: `make up` began 30 s before (installing), so the banner counts those too.
     launched_at = time.time()
     env["CLEARFLOW_UP_STARTED_AT"] = f"{launched_at - 30:.3f}"
@@ -88,8 +89,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         )
     stack = Stack(process, env, ports, output_path, launched_at)
     try:
-        # The schema registry (Quarkus) takes 25-60 s of the start on two busy cores.
-        assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=240), (
+        # The schema registry (Quarkus) takes 25-60 s of the start on two busy cores, the standby pool up to 90 more.
+        assert wait_until(lambda: "ClearFlow is up" in stack.output() or process.poll() is not None, timeout=300), (
             stack.output()
         )
         stack.up_at = time.time()
@@ -132,6 +133,21 @@ def test_make_up_starts_the_first_standby_job_before_its_worker(stack: Stack) ->
     first = min(standby.waiting(run_root), key=lambda found: found.handle.process_started)
     assert first.handle.process_started < psutil.Process(stack.child_pids()["worker"]).create_time()
     assert first.niceness == 0  # nothing to give way to: the next deploy's first batch runs at the worker's priority
+
+
+def test_the_banner_comes_once_the_pool_of_standby_jobs_is_ready(stack: Stack) -> None:
+    # A person deploys right after the banner, often several pipelines one after the other: each should find a
+    # job's JVM and Spark session up. The banner says how many are ready.
+    from worker import standby
+
+    run_root = Path(stack.env["CLEARFLOW_VAR_DIR"]) / "runs"
+    match = re.search(r"Jobs        (\d+) standby jobs ready: a deploy starts in a JVM that is up", stack.output())
+    assert match, stack.output()
+    assert match.group(1) == "2"
+    # Ready when the banner came: none was started after it.
+    ready = [found for found in standby.waiting(run_root) if found.ready]
+    assert len(ready) == 2
+    assert all(found.handle.process_started < stack.up_at for found in ready)
 
 
 def test_the_banner_counts_from_the_start_of_make_up(stack: Stack) -> None:

@@ -92,7 +92,7 @@ SPARK_TRIGGER_INTERVAL = env_str("CLEARFLOW_TRIGGER_INTERVAL", "auto")
 SPARK_UI_ENABLED = env_bool("CLEARFLOW_SPARK_UI", False)
 # Standby jobs (worker.standby): a pool of job processes per worker host that wait with their JVM and Spark
 # session up, so a deploy skips their start (seconds to the first row); about 0.7-1.0 GB of memory each while they
-# wait. "auto": sized from the host's memory (clearflow_spec.sizing.standby_pool_size: 2 on 24 GiB); a number sets it;
+# wait. "auto": sized from the host's memory (clearflow_spec.sizing.standby_pool_size: 4 on 24 GiB); a number sets it;
 # 0: none. A deploy that finds every standby still starting waits for one (up to CLEARFLOW_STANDBY_WAIT seconds).
 PIPELINE_STANDBY_JOBS = (
     standby_pool_size(total_memory_bytes())
