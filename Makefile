@@ -7,13 +7,13 @@ PY := $(VENV)/bin/python
 # Java built at install (the local schema registry, the Protobuf decoder, the engine's spark_jobs/jvm): a
 # change to one rebuilds it.
 JAVA_PROJECTS := $(shell find localstack/schema-registry spark_jobs/protobuf-jvm spark_jobs/jvm -type f -not -path '*/target/*' | sort)
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py $(JAVA_PROJECTS) | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml localstack/jars.py spark_jobs/cds_build.py $(JAVA_PROJECTS) | sha1sum | cut -c1-12)
 
 .PHONY: up down status test test-fast lint demo-data install system-deps clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml localstack/jars.py $(JAVA_PROJECTS)
+$(STAMP): pyproject.toml localstack/jars.py spark_jobs/cds_build.py $(JAVA_PROJECTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[local,dev]'

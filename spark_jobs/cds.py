@@ -31,10 +31,16 @@ def _java() -> str:
     return os.path.realpath(java)
 
 
+# Raised when `spark_jobs.cds_build`'s training run changes: the archive's name changes with it, so the next
+# `make install` (whose stamp covers cds_build.py) makes the new one instead of keeping the old.
+TRAINING_VERSION = 2
+
+
 def archive_path() -> Path:
     import pyspark
 
-    key = hashlib.sha1(f"{_java()}|{pyspark.__version__}|{sys.prefix}".encode()).hexdigest()[:12]  # noqa: S324
+    made_by = f"{_java()}|{pyspark.__version__}|{sys.prefix}|{TRAINING_VERSION}"
+    key = hashlib.sha1(made_by.encode()).hexdigest()[:12]  # noqa: S324
     return jars_root().parent / "cds" / f"spark-driver-{key}.jsa"
 
 
