@@ -42,6 +42,9 @@ def run_in_terminal(
         cwd=cwd,
         start_new_session=True,
         close_fds=True,
+        # As a terminal's shell starts a program: Ctrl-C interrupts it. A test run started in the background by a
+        # shell without job control (`make test &`) inherits SIGINT ignored, and so would the command.
+        preexec_fn=_interrupt_as_in_a_terminal,
     )
     os.close(follower)
     chunks: list[bytes] = []
@@ -78,3 +81,7 @@ def run_in_terminal(
     finally:
         os.close(leader)
     return TerminalRun(b"".join(chunks).decode(errors="replace"), returncode)
+
+
+def _interrupt_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
