@@ -101,7 +101,8 @@ class Stack:
     def __init__(self, keep: bool) -> None:
         self.keep = keep
         self.var_dir = Path(tempfile.mkdtemp(prefix="clearflow-soak-"))
-        made = stack_env(self.var_dir, database_prefix="clearflow_soak")
+        # The product's pool of standby jobs, as a person's `make up` has it (an --env or --compare may set another).
+        made = stack_env(self.var_dir, database_prefix="clearflow_soak", standby_jobs="auto")
         self.env, self.ports, self.database = made.env, made.ports, made.database
         self.token = ""
         self.process: subprocess.Popen[bytes] | None = None

@@ -18,7 +18,8 @@ class StackEnv:
     database: str
 
 
-def stack_env(var_dir: Path, *, database_prefix: str) -> StackEnv:
+def stack_env(var_dir: Path, *, database_prefix: str, standby_jobs: str = "1") -> StackEnv:
+    """`standby_jobs`: CLEARFLOW_STANDBY for the stack; "auto" is the product's pool, as the benches measure it."""
     ports = {name: free_port() for name in ("kafka", "clickhouse", "redis", "web", "registry")}
     database = f"{database_prefix}_{uuid.uuid4().hex[:8]}"
     env = {
@@ -31,9 +32,9 @@ def stack_env(var_dir: Path, *, database_prefix: str) -> StackEnv:
         "WEB_BIND": f"127.0.0.1:{ports['web']}",
         "SCHEMA_REGISTRY_URL": f"http://127.0.0.1:{ports['registry']}/apis/ccompat/v7",
         "DATABASE_URL": f"postgres://clearflow@127.0.0.1:5432/{database}",
-        # One standby, not the host's pool of 4: `make up` waits for its pool before the banner, and these tests
-        # deploy one pipeline at a time (each JVM start is CPU the other tests of the run wait for).
-        "CLEARFLOW_STANDBY": "1",
+        # Tests: one standby, not the host's pool of 4: `make up` waits for its pool before the banner, and these
+        # tests deploy one pipeline at a time (each JVM start is CPU the other tests of the run wait for).
+        "CLEARFLOW_STANDBY": standby_jobs,
     }
     # Not inherited from a `make test` that runs the tests: a nested make would take itself for a sub-make.
     for name in ("DJANGO_SETTINGS_MODULE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
