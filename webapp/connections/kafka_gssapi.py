@@ -1,6 +1,7 @@
 """The web app's Kafka reads over Kerberos (GSSAPI): kafka-python with MIT Kerberos (the `gssapi` package), behind
 the part of confluent-kafka's Consumer and AdminClient that `kafka_client` and the reads built on it use
-(`list_topics`, `get_watermark_offsets`, `list_offsets`, `assign`, `poll`, `consume`, `close`), so that no caller
+(`list_topics`, `get_watermark_offsets`, `list_offsets`, `offsets_for_times`, `assign`, `poll`, `consume`,
+`close`), so that no caller
 branches on the mechanism. confluent-kafka's wheel bundles a librdkafka without Cyrus SASL (GSSAPI), hence this
 second client, for this mechanism only.
 
@@ -174,6 +175,14 @@ class _Metadata:
 
 
 @dataclass(frozen=True)
+class _PartitionOffset:
+    topic: str
+    partition: int
+    offset: int
+    error: None = None
+
+
+@dataclass(frozen=True)
 class _Offset:
     offset: int
 
@@ -285,6 +294,22 @@ class GssapiConsumer:
         latest = [tp for tp in specs if tp not in earliest]
         found = {**self._offsets(earliest, True), **self._offsets(latest, False)}
         return {tp: _Offset(found[(tp.topic, tp.partition)]) for tp in specs}
+
+    def offsets_for_times(self, partitions: list[Any], timeout: float | None = None) -> list[_PartitionOffset]:
+        """Each partition's first offset at or after its timestamp (given as the offset, as confluent-kafka
+        takes it); -1 where there is none."""
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError
+
+        asked = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in partitions}
+        try:
+            found = self._consumer.offsets_for_times(asked, timeout_ms=max(1000, int(self.timeout * 1000)))
+        except KafkaError as exc:
+            raise self._fail(exc, "find the topics' offsets by time") from None
+        return [
+            _PartitionOffset(tp.topic, tp.partition, found[tp].offset if found.get(tp) is not None else -1)
+            for tp in asked
+        ]
 
     def assign(self, partitions: list[Any]) -> None:
         from kafka import TopicPartition

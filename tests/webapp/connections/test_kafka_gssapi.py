@@ -1,21 +1,25 @@
 """A Kerberos (GSSAPI) connection through the REST API, against the real KDC (tests.kerberos_kdc) and the broker's
-GSSAPI listener (tests.kafka_security): the connection test, the topic list, a sample and the key advice read
-the events written through the PLAINTEXT listener; a principal the keytab lacks, another principal's keytab and
-an unreachable KDC fail the test in words naming the KDC step, without the keytab in the answer."""
+GSSAPI listener (tests.kafka_security): the connection test, the topic list, a sample, the join step's span sample
+(its service) and the key advice read the events written through the PLAINTEXT listener; a principal the keytab
+lacks, another principal's keytab and an unreachable KDC fail the test in words naming the KDC step, without the
+keytab in the answer."""
 
 from __future__ import annotations
 
 import base64
 import json
 import uuid
+from datetime import datetime
 
 import pytest
 
+from clearflow_spec.connections import KafkaConnectionSpec
 from localstack.processes import free_port
 from tests.kafka_security import BrokerSecurity
 from tests.kerberos_kdc import CLIENT_PRINCIPAL
 from tests.webapp.conftest import order, produce_records
 from tests.webapp.heavy import answered
+from webapp.connections.kafka_span import sample_span
 
 KAFKA = "/api/v1/connections/kafka/"
 ORDERS = 12
@@ -48,11 +52,23 @@ def test_a_kerberos_connection_tests_lists_samples_and_advises_a_key(api, secure
     assert sample.status_code == 200, sample.json()
     assert sorted(e["value"]["seq"] for e in sample.json()) == sorted([*range(ORDERS), *range(RESENT)])
 
+    # The join step's sample of a time span: the second to the fourth event written.
+    stamps = sorted(datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")) for e in sample.json())
+    start_ms, end_ms = (int(stamps[i].timestamp() * 1000) for i in (1, 3))
+    span = sample_span(
+        KafkaConnectionSpec.model_validate(connection), topics=[kerberos_topic], **_span(start_ms, end_ms)
+    )
+    assert [int(e.timestamp.timestamp() * 1000) for e in span] == [int(t.timestamp() * 1000) for t in stamps[1:4]]
+
     advice = answered(
         api, api.post(f"{KAFKA}{pk}/dedup-analysis/", {"topics": [kerberos_topic], "keys": ["order_id"]}, "json")
     )
     assert advice.status_code == 200, advice.json()
     assert (advice.json()["scanned"], advice.json()["duplicates"]) == (ORDERS + RESENT, RESENT)
+
+
+def _span(start_ms: int, end_ms: int) -> dict:
+    return {"start_ms": start_ms, "end_ms": end_ms, "count": 20}
 
 
 def _failed_test(api, connection: dict) -> str:
