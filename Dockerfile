@@ -2,14 +2,15 @@
 # Built by the same install steps as `make install`: a build stage with a JDK and Maven installs the Python
 # packages (pyspark at the pin in pyproject.toml) into a venv and resolves and builds the engine's jars into it
 # (`python -m localstack jars`: the Kafka connector, the Protobuf decoder, clearflow-engine, hadoop-aws); the
-# runtime stage has a JRE and that venv. PYTHON_IMAGE is the one base of both stages and of docker/spark.Dockerfile
-# (a build argument, so a check can build on a local base).
+# runtime stage has a JRE and that venv (gcc and libkrb5-dev build the gssapi package, libgssapi-krb5-2 runs it).
+# PYTHON_IMAGE is the one base of both stages and of docker/spark.Dockerfile (a build argument, so a check can
+# build on a local base).
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven gcc libkrb5-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md manage.py ./
@@ -28,7 +29,7 @@ FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     CLEARFLOW_VAR_DIR=/var/lib/clearflow DJANGO_STATIC_ROOT=/srv/static PATH=/opt/clearflow/venv/bin:$PATH
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps libgssapi-krb5-2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/clearflow/venv /opt/clearflow/venv
 WORKDIR /app

@@ -15,9 +15,10 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml localstack/jars.py spark_jobs/cds_build.py $(JAVA_PROJECTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# Before pip: the gssapi package builds against MIT Kerberos's headers (libkrb5-dev).
+	@bash localstack/system-deps.sh build
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[local,dev]'
-	@bash localstack/system-deps.sh build
 	$(PY) -m localstack jars
 	@# Spark's classes archived for the jobs' JVMs (AppCDS, spark_jobs.cds_build): about a second off each start.
 	$(PY) -m spark_jobs.cds_build

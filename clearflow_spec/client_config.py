@@ -31,7 +31,7 @@ _TOKEN_MECHANISMS = ("GSSAPI", "OAUTHBEARER", "AWS_MSK_IAM")
 
 def librdkafka_config(kafka: KafkaConnectionSpec) -> dict[str, Any]:
     """librdkafka properties for `kafka`, secrets included (never log the result). ValueError in words for a
-    mechanism the bundled librdkafka lacks (GSSAPI)."""
+    mechanism the bundled librdkafka lacks (GSSAPI: the web app's reads take `webapp.connections.kafka_gssapi`)."""
     config: dict[str, Any] = {
         "bootstrap.servers": kafka.bootstrap_servers,
         "security.protocol": kafka.security_protocol,

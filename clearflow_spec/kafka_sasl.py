@@ -4,8 +4,9 @@ credentials) and AWS_MSK_IAM, for both Kafka clients (`clearflow_spec.client_con
 - **GSSAPI.** Java's Kerberos reads the keytab and krb5.conf from files, and krb5.conf from one JVM-wide system
   property. `kerberos_files` writes both into a private directory of the process that asks (mode 0700, files
   0600, removed when it exits): the job writes its own, from the spec file, and nothing of it goes on a command
-  line. The web app's client (librdkafka as confluent-kafka's wheel bundles it) has no GSSAPI:
-  `GSSAPI_UNSUPPORTED` says so in words.
+  line. The web app tests a GSSAPI connection, lists and samples its topics and advises a key through MIT
+  Kerberos and kafka-python (`webapp.connections.kafka_gssapi`, with the same files); its librdkafka (as
+  confluent-kafka's wheel bundles it) has no GSSAPI, so what needs librdkafka says so (`GSSAPI_UNSUPPORTED`).
 - **OAUTHBEARER.** The Java client fetches tokens with Kafka's `OAuthBearerLoginCallbackHandler`; librdkafka with
   its OIDC mode (`sasl.oauthbearer.method=oidc`). Kafka 4 only calls token endpoints a JVM-wide system property
   allows (`OAUTH_ALLOWED_URLS`).
@@ -21,10 +22,14 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -42,9 +47,9 @@ IAM_CALLBACK_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 # A keytab file starts with its format version: 0x05 0x02 (MIT, Heimdal and Java write this one).
 _KEYTAB_MAGIC = b"\x05\x02"
 GSSAPI_UNSUPPORTED = (
-    "The web app's Kafka client (librdkafka, as bundled with confluent-kafka) has no Kerberos (GSSAPI) support, "
-    "so the web app cannot test this connection, sample its topics or advise a key. Pipelines do reach the "
-    "cluster: the job's Java client speaks GSSAPI."
+    "The web app tests, lists, samples and advises a key over Kerberos (GSSAPI), but its client for reading a "
+    "pipeline's lag and replaying dead letters (librdkafka, as bundled with confluent-kafka) has no Kerberos "
+    "(GSSAPI) support. Pipelines do reach the cluster: the job's Java client speaks GSSAPI."
 )
 
 
@@ -154,6 +159,35 @@ def kerberos_files(kafka: SaslConnection) -> KerberosFiles:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
     return paths
+
+
+# MIT Kerberos (the web app's GSSAPI client) reads these from the process's environment, at each call.
+MIT_KERBEROS_VARIABLES = ("KRB5_CONFIG", "KRB5CCNAME")
+_environment_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def mit_kerberos_environment(kafka: SaslConnection) -> Iterator[tuple[KerberosFiles, str]]:
+    """MIT Kerberos's environment for `kafka` for the duration of the block: its krb5.conf (`kerberos_files`) and
+    a credential cache of its own (a file beside the keytab, removed after the block, so no block reuses another's
+    tickets). Yields the files and the cache's name. One block at a time per process (a lock): the environment is
+    the process's."""
+    files = kerberos_files(kafka)
+    cache_file = os.path.join(os.path.dirname(files.keytab), f"{uuid.uuid4().hex}.ccache")
+    with _environment_lock:
+        saved = {name: os.environ.get(name) for name in MIT_KERBEROS_VARIABLES}
+        os.environ["KRB5_CONFIG"] = files.krb5_conf
+        os.environ["KRB5CCNAME"] = f"FILE:{cache_file}"
+        try:
+            yield files, f"FILE:{cache_file}"
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(cache_file)
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 # -- the Java client (Spark's connector) --------------------------------------------------------------------

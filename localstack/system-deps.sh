@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What pip cannot install: Java and Maven (Spark, Kafka), PostgreSQL and Redis (`make up` and the tests),
-# Chromium (browser tests) and MIT Kerberos (the tests' KDC). Installs what is missing with apt-get as root, or
+# Chromium (browser tests) and MIT Kerberos (the web app's GSSAPI client, the tests' KDC). Installs what is missing with apt-get as root, or
 # with `sudo -n` when sudo needs no password; otherwise it stops at once and names the commands to run.
 # It never waits for an answer, also when run from a terminal: no password prompt (psql -w, sudo -n), no
 # question from apt or dpkg, and stdin is closed for everything below.
-# Usage: system-deps.sh build|up|test  (build: only what `make install` needs, Java and Maven)
+# Usage: system-deps.sh build|up|test  (build: only what `make install` needs, Java, Maven, Kerberos headers)
 set -euo pipefail
 exec </dev/null
 purpose="${1:-up}"
@@ -60,6 +60,9 @@ report_missing() {  # exits 1, naming the commands to run, when something could 
 
 install_pkg java openjdk-17-jre-headless
 install_pkg mvn maven  # resolves the Java bundles (Apache Kafka, Spark's Kafka connector) at install time
+# MIT Kerberos's headers and krb5-config: pip builds the `gssapi` package (the web app's GSSAPI Kafka client,
+# webapp/connections/kafka_gssapi.py) against them; they bring libgssapi-krb5, which it loads at run time.
+install_pkg krb5-config.mit libkrb5-dev
 if [ "$purpose" = build ]; then report_missing; exit 0; fi
 # `make up` starts its own redis-server when none answers at REDIS_URL; the tests start theirs on free ports.
 install_pkg redis-server redis-server

@@ -3,20 +3,22 @@
 The web app's calls to a Kafka cluster (confluent-kafka's AdminClient and Consumer); a topic's recent rate and its
 offsets, read from offsets alone, are `webapp.connections.topic_rate` and `webapp.connections.topic_offsets`.
 Every call is bounded by a timeout of a few seconds and turns librdkafka's errors into one plain-words
-`KafkaClientError`. Clients are created per call and closed before returning (but the one
-`topic_offsets.offsets_client` makes for the worker, which reads every pipeline's offsets every few seconds and
-keeps it); none at import time.
+`KafkaClientError`. A GSSAPI connection is read through `webapp.connections.kafka_gssapi` (kafka-python with
+MIT Kerberos), whose client answers the same calls. Clients are created per call and closed before returning
+(but the one `topic_offsets.offsets_client` makes for the worker, which reads every pipeline's offsets every few
+seconds and keeps it); none at import time.
 Every function takes the spec's connection model (`KafkaConnectionSpec`, from `connection.client_settings()`
 or built directly, as the health check does); `librdkafka_config` turns it into the client's settings.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -25,6 +27,7 @@ from clearflow_spec.client_config import librdkafka_config
 from clearflow_spec.connections import KafkaConnectionSpec
 from clearflow_spec.spec_base import SourceSpec
 from webapp.connections.kafka_errors import ErrorCollector, explain, plain_words, wait_for_metadata
+from webapp.connections.kafka_gssapi import gssapi_consumer
 from webapp.connections.kafka_read import read_partitions
 from webapp.core.exceptions import ExternalServiceError, NotFoundError
 
@@ -124,7 +127,13 @@ def _kafka_error(exc: Exception) -> Any:
     return exc.args[0] if exc.args else exc
 
 
-def _admin(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> Any:
+def _uses_gssapi(settings: KafkaConnectionSpec) -> bool:
+    return settings.uses_sasl and settings.sasl_mechanism == "GSSAPI"
+
+
+def admin_client(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> Any:
+    """confluent-kafka's AdminClient for `settings`, to keep (the worker's `topic_offsets.offsets_client`); a
+    GSSAPI connection raises KafkaSettingsError in words (its librdkafka has no GSSAPI)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -132,6 +141,20 @@ def _admin(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollec
         return AdminClient(_client_config(settings, timeout, collector))
     except (ValueError, TypeError, KafkaException) as exc:  # bad configuration, e.g. an unreadable PEM
         raise _settings_error(exc) from None
+
+
+@contextlib.contextmanager
+def _admin(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector) -> Iterator[Any]:
+    """An admin client for one call; for GSSAPI, the Kerberos client (the metadata and offsets an admin client
+    answers), closed after the call."""
+    if not _uses_gssapi(settings):
+        yield admin_client(settings, timeout, collector)
+        return
+    consumer = gssapi_consumer(settings, timeout)
+    try:
+        yield consumer
+    finally:
+        consumer.close()
 
 
 # -- operations -----------------------------------------------------------------------------------------
@@ -142,14 +165,14 @@ def check_connection(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_
     from confluent_kafka import KafkaException
 
     collector = ErrorCollector()
-    admin = _admin(settings, timeout, collector)
-    try:
-        metadata = wait_for_metadata(admin, collector, timeout)
-    except KafkaException as exc:
-        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
-    brokers = sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values())
-    topics = [name for name in metadata.topics if not name.startswith("__")]
-    return KafkaClusterInfo(brokers=brokers, topic_count=len(topics), cluster_id=metadata.cluster_id)
+    with _admin(settings, timeout, collector) as admin:
+        try:
+            metadata = wait_for_metadata(admin, collector, timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
+        brokers = sorted(f"{b.host}:{b.port}" for b in metadata.brokers.values())
+        topics = [name for name in metadata.topics if not name.startswith("__")]
+        return KafkaClusterInfo(brokers=brokers, topic_count=len(topics), cluster_id=metadata.cluster_id)
 
 
 def list_topic_names(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
@@ -157,12 +180,12 @@ def list_topic_names(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_
     from confluent_kafka import KafkaException
 
     collector = ErrorCollector()
-    admin = _admin(settings, timeout, collector)
-    try:
-        metadata = wait_for_metadata(admin, collector, timeout)
-    except KafkaException as exc:
-        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
-    return sorted(name for name in metadata.topics if not name.startswith("__"))
+    with _admin(settings, timeout, collector) as admin:
+        try:
+            metadata = wait_for_metadata(admin, collector, timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
+        return sorted(name for name in metadata.topics if not name.startswith("__"))
 
 
 def source_topics(settings: KafkaConnectionSpec, source: SourceSpec, *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
@@ -184,32 +207,34 @@ def list_topics(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEO
 
     collector = ErrorCollector()
     deadline = time.monotonic() + timeout
-    admin = _admin(settings, timeout, collector)
-    try:
-        metadata = wait_for_metadata(admin, collector, timeout)
-    except KafkaException as exc:
-        _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
-    names = sorted(name for name in metadata.topics if not name.startswith("__"))
-    partitions = [TopicPartition(name, pid) for name in names for pid in sorted(metadata.topics[name].partitions)]
-    counts: dict[str, int | None] = dict.fromkeys(names, 0)
-    if partitions:
+    with _admin(settings, timeout, collector) as admin:
         try:
-            remaining = max(0.5, deadline - time.monotonic())
-            earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, request_timeout=remaining)
-            latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions}, request_timeout=remaining)
-            for tp in partitions:
-                remaining = max(0.1, deadline - time.monotonic())
-                low = earliest[tp].result(timeout=remaining).offset
-                high = latest[tp].result(timeout=remaining).offset
-                if counts[tp.topic] is not None:
-                    counts[tp.topic] = counts[tp.topic] + max(0, high - low)
-        except (KafkaException, TimeoutError, ValueError) as exc:
-            logger.info("message counts unavailable: %s", exc)
-            counts = dict.fromkeys(names)
-    return [
-        TopicInfo(name=name, partitions=len(metadata.topics[name].partitions), message_count=counts[name])
-        for name in names
-    ]
+            metadata = wait_for_metadata(admin, collector, timeout)
+        except KafkaException as exc:
+            _raise(_kafka_error(exc), collector, settings, timeout, client=admin)
+        names = sorted(name for name in metadata.topics if not name.startswith("__"))
+        partitions = [TopicPartition(name, pid) for name in names for pid in sorted(metadata.topics[name].partitions)]
+        counts: dict[str, int | None] = dict.fromkeys(names, 0)
+        if partitions:
+            try:
+                remaining = max(0.5, deadline - time.monotonic())
+                earliest = admin.list_offsets(
+                    {tp: OffsetSpec.earliest() for tp in partitions}, request_timeout=remaining
+                )
+                latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions}, request_timeout=remaining)
+                for tp in partitions:
+                    remaining = max(0.1, deadline - time.monotonic())
+                    low = earliest[tp].result(timeout=remaining).offset
+                    high = latest[tp].result(timeout=remaining).offset
+                    if counts[tp.topic] is not None:
+                        counts[tp.topic] = counts[tp.topic] + max(0, high - low)
+            except (KafkaException, TimeoutError, ValueError) as exc:
+                logger.info("message counts unavailable: %s", exc)
+                counts = dict.fromkeys(names)
+        return [
+            TopicInfo(name=name, partitions=len(metadata.topics[name].partitions), message_count=counts[name])
+            for name in names
+        ]
 
 
 def topic_retention_ms(
@@ -222,19 +247,21 @@ def topic_retention_ms(
     names = sorted(set(topics))
     if not names:
         return {}
-    collector = ErrorCollector()
-    admin = _admin(settings, timeout, collector)
     found: dict[str, int | None] = dict.fromkeys(names)
-    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name) for name in names])
-    for resource, future in futures.items():
-        try:
-            entry = future.result(timeout=timeout).get("retention.ms")
-        except (KafkaException, TimeoutError) as exc:
-            logger.info("retention of topic %s unavailable: %s", resource.name, exc)
-            continue
-        if entry is not None and entry.value is not None:
-            found[resource.name] = int(entry.value)
-    return found
+    if _uses_gssapi(settings):  # the Kerberos client reads topics, not their configs
+        return found
+    collector = ErrorCollector()
+    with _admin(settings, timeout, collector) as admin:
+        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name) for name in names])
+        for resource, future in futures.items():
+            try:
+                entry = future.result(timeout=timeout).get("retention.ms")
+            except (KafkaException, TimeoutError) as exc:
+                logger.info("retention of topic %s unavailable: %s", resource.name, exc)
+                continue
+            if entry is not None and entry.value is not None:
+                found[resource.name] = int(entry.value)
+        return found
 
 
 def direct_consumer(settings: KafkaConnectionSpec, timeout: float, collector: ErrorCollector, *, purpose: str) -> Any:
@@ -242,6 +269,8 @@ def direct_consumer(settings: KafkaConnectionSpec, timeout: float, collector: Er
     reported (so a reader knows when it has seen everything). Unusable settings raise KafkaSettingsError."""
     from confluent_kafka import Consumer, KafkaException
 
+    if _uses_gssapi(settings):
+        return gssapi_consumer(settings, timeout)
     try:
         return Consumer(
             {

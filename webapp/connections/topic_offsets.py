@@ -12,8 +12,8 @@ from webapp.connections.kafka_client import (
     DEFAULT_TIMEOUT,
     KafkaClientError,
     KafkaTopicNotFoundError,
-    _admin,
     _kafka_error,
+    admin_client,
 )
 from webapp.connections.kafka_errors import ErrorCollector
 
@@ -30,7 +30,7 @@ class TopicOffsets:
 def offsets_client(settings: KafkaConnectionSpec, *, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """An admin client for `topic_offsets`, to keep and reuse (the worker asks every few seconds). Raises
     KafkaSettingsError."""
-    return _admin(settings, timeout, ErrorCollector())
+    return admin_client(settings, timeout, ErrorCollector())
 
 
 def topic_offsets(
