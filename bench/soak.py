@@ -68,11 +68,14 @@ from bench_pipeline import REPO, log, sample_tree
 from cpu_watch import CpuWatch, cores_in_words
 from soak_series import (
     LATENCY_BUCKET_MS,
+    STATE_COMMIT_PHASE,
+    STATE_UPLOAD_PHASE,
     MinuteSample,
     heap_used_bytes,
     histogram_percentile,
     minute_line,
     percentile,
+    phase_per_batch,
     rows_verdict,
     slowest_phases,
     state_disk_bytes,
@@ -84,7 +87,10 @@ from soak_series import (
 sys.path.insert(0, str(REPO))
 
 from clearflow_spec.protocol import history_key, latest_key
-from localstack.processes import wait_until
+from localstack.processes import free_port, wait_until
+from localstack.service_defs import S3_BUCKET
+from spark_jobs import object_store
+from spark_jobs.s3_client import S3Client
 from tests.localstack.stack_env import stack_env
 
 START_TIMEOUT = 600  # a cold start on a loaded machine: migrations, Kafka, ClickHouse, registry, web, Celery
@@ -95,15 +101,29 @@ RECENT_EVENTS = 100_000  # re-sends pick among the last this many unique events
 # --- the stack -----------------------------------------------------------------------------------------------
 
 
-class Stack:
-    """`python -m localstack up` on free ports, its state in a temporary directory, a database of its own."""
+S3_CHECKPOINT_ROOT = f"s3a://{S3_BUCKET}/checkpoints"  # as docs/deployment.md's `make up` example has it
 
-    def __init__(self, keep: bool) -> None:
+
+class Stack:
+    """`python -m localstack up` on free ports, its state in a temporary directory, a database of its own.
+    `checkpoint="s3"`: the checkpoints on S3 (CLEARFLOW_CHECKPOINT_ROOT=s3a://clearflow/checkpoints), which makes
+    `make up` start its own S3Proxy (localstack.stack_services.local_object_store), here on a free port."""
+
+    def __init__(self, keep: bool, *, checkpoint: str = "local") -> None:
         self.keep = keep
         self.var_dir = Path(tempfile.mkdtemp(prefix="clearflow-soak-"))
         # The product's pool of standby jobs, as a person's `make up` has it (an --env or --compare may set another).
         made = stack_env(self.var_dir, database_prefix="clearflow_soak", standby_jobs="auto")
         self.env, self.ports, self.database = made.env, made.ports, made.database
+        self.checkpoint = checkpoint
+        if checkpoint == "s3":
+            self.ports["s3"] = free_port()
+            self.env.update(
+                CLEARFLOW_CHECKPOINT_ROOT=S3_CHECKPOINT_ROOT,
+                **{object_store.ENDPOINT_ENV: f"http://127.0.0.1:{self.ports['s3']}"},
+            )
+            for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+                self.env.pop(name, None)  # the stack makes its S3Proxy's keys (var/secrets/s3proxy)
         self.token = ""
         self.process: subprocess.Popen[bytes] | None = None
         self.output = self.var_dir / "make-up.log"
@@ -135,6 +155,28 @@ class Stack:
             text=True,
             check=True,
         ).stdout.strip()
+
+    def s3(self) -> S3Client:
+        """A client of the stack's S3Proxy, with the keys `make up` made for it."""
+        secret = (self.var_dir / "secrets" / "s3proxy").read_text().strip()
+        return S3Client.from_env({**self.env, "AWS_ACCESS_KEY_ID": "clearflow", "AWS_SECRET_ACCESS_KEY": secret})
+
+    def checkpoint_where(self, pipeline_id: int) -> dict[str, Any]:
+        """Where the pipeline's checkpoint is: its objects in the bucket (s3) and the files under the local
+        checkpoint directory. With --checkpoint s3 the first must hold its offsets, commits and state, the second
+        nothing."""
+        local = self.var_dir / "checkpoints"
+        local_files = sorted(str(p.relative_to(local)) for p in local.rglob("*") if p.is_file())
+        where: dict[str, Any] = {"local_files": len(local_files), "local_examples": local_files[:5]}
+        if self.checkpoint == "s3":
+            prefix = f"{S3_CHECKPOINT_ROOT.removeprefix(f's3a://{S3_BUCKET}/')}/pipeline-{pipeline_id}/"
+            keys = list(self.s3().keys(S3_BUCKET, prefix))
+            parts = sorted({key.removeprefix(prefix).split("/")[0] for key in keys})
+            where |= {"s3_prefix": f"s3a://{S3_BUCKET}/{prefix}", "s3_objects": len(keys), "s3_parts": parts}
+            where["ok"] = {"offsets", "commits", "state"} <= set(parts) and not local_files
+        else:
+            where["ok"] = bool(local_files)
+        return where
 
     def api(self, method: str, path: str, body: dict | None = None) -> Any:
         request = urllib.request.Request(
@@ -339,6 +381,8 @@ class Sampler:
         histogram = self.latency_histogram(int(start * 1000), int(end * 1000))
         batches = self.batches(int(start * 1000), int(end * 1000))
         durations = [b["batch_duration_ms"] for b in batches]
+        commit_total, commit_p95 = phase_per_batch(batches, STATE_COMMIT_PHASE)
+        upload_total, upload_p95 = phase_per_batch(batches, STATE_UPLOAD_PHASE)
         latest = self.latest()
         pace = self.pace()
         runs = self.runs()
@@ -371,6 +415,10 @@ class Sampler:
             load_avg_1m=round(os.getloadavg()[0], 2),
             slowest_batch_phases=slowest_phases(batches),
             cpu_cores=cores_in_words(self.cpu.take(pid)),
+            state_commit_total_ms=commit_total,
+            state_commit_p95_ms=commit_p95,
+            state_upload_total_ms=upload_total,
+            state_upload_p95_ms=upload_p95,
             histogram=histogram,
         )
 
@@ -426,6 +474,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup-minutes", type=float, default=3, help="backlog: minutes run before the stop")
     parser.add_argument("--backlog-minutes", type=float, default=30, help="backlog: minutes stopped under load")
     parser.add_argument("--drain-timeout", type=int, default=900, help="seconds to wait for the job to catch up")
+    parser.add_argument(
+        "--checkpoint",
+        choices=["local", "s3"],
+        default="local",
+        help="where the checkpoints go: the stack's directory, or S3 (the stack's own S3Proxy)",
+    )
     parser.add_argument("--out", type=Path, help="where summary.json, minutes.csv, soak.png go")
     parser.add_argument("--keep", action="store_true", help="keep the stack's state directory and database")
     return parser.parse_args(argv)
@@ -435,7 +489,7 @@ def main() -> int:
     args = parse_args()
     out = args.out or REPO / "var" / "soak" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()} | {"out": str(out)}
-    stack = Stack(keep=args.keep)
+    stack = Stack(keep=args.keep, checkpoint=args.checkpoint)
     producer: multiprocessing.process.BaseProcess | None = None
     try:
         log(f"starting the stack in {stack.var_dir}")
@@ -536,14 +590,19 @@ def main() -> int:
         count, distinct = sampler.clickhouse.query(f"SELECT count(), uniqExact(id) FROM `{table}`").result_rows[0]
         verdict = rows_verdict(rows=int(count), distinct_ids=int(distinct), unique_produced=total_unique)
         log(verdict.words)
+        checkpoint = stack.checkpoint_where(pipeline["id"])
+        log(f"the checkpoint ({args.checkpoint}): {json.dumps(checkpoint)}")
         summary = summarize(samples, verdict, settings)
+        summary["checkpoint"] = checkpoint
+        summary["checks"]["checkpoint_where_asked"] = checkpoint["ok"]
+        summary["targets_met"] = summary["targets_met"] and checkpoint["ok"]
         runs = sampler.runs()
         run_fields = ("attempt", "driver_memory", "outcome", "cause", "reason", "log_path")
         summary["runs"] = [{k: r.get(k) for k in run_fields} for r in runs]  # oldest last; why each ended
         paths = write_outputs(out, samples, summary)
         print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
         log("wrote " + ", ".join(str(p) for p in paths))
-        return 0 if verdict.exact else 1
+        return 0 if verdict.exact and checkpoint["ok"] else 1
     finally:
         if producer is not None and producer.is_alive():
             producer.terminate()
