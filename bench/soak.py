@@ -2,6 +2,7 @@
 
     nice -n 19 .venv/bin/python bench/soak.py --rate 2000 --minutes 3              # a smoke run
     .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --out var/soak/20k-1h
+    .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --checkpoint s3 --out var/soak/20k-1h-s3
 
 Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema registry,
 Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and a
@@ -26,8 +27,15 @@ restarts. How each is measured:
   dedup operator's numRowsTotal);
 - state bytes on disk: the size of every `state` directory in the stack's checkpoints;
 - heap: `jstat -gc` of the job's JVM (S0U+S1U+EU+OU); RSS: the job's process tree (supervisor, Python driver,
-  JVM, Python workers); restarts: the pipeline's runs in the API, less one.
+  JVM, Python workers); restarts: the pipeline's runs in the API, less one;
+- the state store's commit per batch: the job's metrics (`phases_ms`): `state_commit` (Spark's commitTimeMs, the
+  whole commit) and, of it, `rocksdb_file_sync` (RocksDB's files synced to the checkpoint's storage: the upload),
+  as the mean over the minute's batches and their p95.
 --kill-every N sends SIGKILL to the job's whole process group every N minutes (recovery under load).
+--checkpoint s3 puts the checkpoints on S3 as `CLEARFLOW_CHECKPOINT_ROOT=s3a://clearflow/checkpoints make up` does
+(the stack's own S3Proxy, here on a free port; its objects in its memory), and at the end checks that the
+pipeline's offsets, commits and state are in the bucket and nothing is under the stack's local checkpoint directory
+(summary.json's `checkpoint`). The state's bytes on disk are then not measured (no local state directory).
 
 --mode says in what order a person meets the load:
 - `steady` (the default): the load runs --lead-seconds before the deploy, so the product sizes from the topic;
