@@ -23,8 +23,8 @@ restarts. How each is measured:
   (the same machine's) when the insert carrying the row arrived. The minute's rows are those whose
   `_cf_ingested_at` falls in it, counted by ClickHouse into 10 ms buckets (`soak_series`), read 5 s after the
   minute ends so that its last inserts are committed;
-- batches, lag, state keys: the job's metrics in Redis (`clearflow_spec.protocol.history_key` / `latest_key`: the
-  dedup operator's numRowsTotal);
+- batches (those that ended in the minute), lag, state keys: the job's metrics in Redis
+  (`clearflow_spec.protocol.history_key` / `latest_key`: the dedup operator's numRowsTotal);
 - state bytes on disk: the size of every `state` directory in the stack's checkpoints;
 - heap: `jstat -gc` of the job's JVM (S0U+S1U+EU+OU); RSS: the job's process tree (supervisor, Python driver,
   JVM, Python workers); restarts: the pipeline's runs in the API, less one;
@@ -76,9 +76,11 @@ from bench_pipeline import REPO, log, sample_tree
 from cpu_watch import CpuWatch, cores_in_words
 from soak_series import (
     LATENCY_BUCKET_MS,
+    LONGEST_BATCH_MS,
     STATE_COMMIT_PHASE,
     STATE_UPLOAD_PHASE,
     MinuteSample,
+    ended_within,
     heap_used_bytes,
     histogram_percentile,
     minute_line,
@@ -374,8 +376,11 @@ class Sampler:
         return {int(bucket): int(count) for bucket, count in result.result_rows}
 
     def batches(self, start_ms: int, end_ms: int) -> list[dict]:
-        records = self.redis.zrangebyscore(history_key(self.job), start_ms, end_ms - 1)
-        return [json.loads(r) for r in records]
+        """The batches that ended in [start_ms, end_ms) (the history scores them by their start)."""
+        records = self.redis.zrangebyscore(
+            history_key(self.job), start_ms - LONGEST_BATCH_MS, end_ms - 1, withscores=True
+        )
+        return ended_within([(json.loads(r), score) for r, score in records], start_ms, end_ms)
 
     def latest(self) -> dict:
         raw = self.redis.get(latest_key(self.job))

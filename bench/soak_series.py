@@ -133,6 +133,20 @@ def heap_used_bytes(jstat_output: str) -> int | None:
 CSV_FIELDS = [f.name for f in fields(MinuteSample) if f.name != "histogram"]
 
 
+LONGEST_BATCH_MS = 15 * 60_000  # a minute's batches are looked for among those that started this long before it
+
+
+def ended_within(batches: Iterable[tuple[Mapping[str, Any], float]], start_ms: int, end_ms: int) -> list[Mapping]:
+    """The batches (a metrics record and its start, unix ms, as the history scores it) that ended in [start_ms,
+    end_ms): a record is written when its batch ends, so a batch longer than the wait after its minute (a job
+    behind, a first batch) is counted in the minute it ended in, not missed in the one it started in."""
+    return [
+        record
+        for record, started_ms in batches
+        if start_ms <= started_ms + int(record.get("batch_duration_ms") or 0) < end_ms
+    ]
+
+
 STATE_COMMIT_PHASE, STATE_UPLOAD_PHASE = "state_commit", "rocksdb_file_sync"  # spark_jobs.metrics' names
 
 

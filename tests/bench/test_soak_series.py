@@ -189,3 +189,12 @@ def test_the_summary_gives_the_state_commit_per_batch_over_the_last_third():
     assert last_third["state_commit_ms_per_batch"] == 640.0
     assert last_third["state_commit_p95_ms_worst_minute"] == 900
     assert last_third["state_upload_ms_per_batch"] is None  # not reported: no file sync in these batches
+
+
+def test_a_minutes_batches_are_those_that_ended_in_it():
+    short, long_one, later = {"batch_duration_ms": 800}, {"batch_duration_ms": 178_000}, {"batch_duration_ms": 900}
+    batches = [(short, 60_100), (long_one, 1_000), (later, 119_500)]
+    # The long batch started in the first minute and ended in the third; the last one ends after the second.
+    assert soak_series.ended_within(batches, 60_000, 120_000) == [short]
+    assert soak_series.ended_within(batches, 120_000, 180_000) == [long_one, later]
+    assert soak_series.ended_within(batches, 0, 60_000) == []
