@@ -2,6 +2,7 @@
 
     nice -n 19 .venv/bin/python bench/soak.py --rate 2000 --minutes 3              # a smoke run
     .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --out var/soak/20k-1h
+    .venv/bin/python bench/soak.py --rate 20000 --minutes 30 --window 1h --checkpoint s3 --out var/soak/20k-1h-s3
 
 Starts the whole local stack as `make up` does (`python -m localstack up`: Kafka, ClickHouse, the schema registry,
 Redis, the web app, a Celery worker and beat) on free ports, with its state in a temporary directory and a
@@ -22,12 +23,19 @@ restarts. How each is measured:
   (the same machine's) when the insert carrying the row arrived. The minute's rows are those whose
   `_cf_ingested_at` falls in it, counted by ClickHouse into 10 ms buckets (`soak_series`), read 5 s after the
   minute ends so that its last inserts are committed;
-- batches, lag, state keys: the job's metrics in Redis (`clearflow_spec.protocol.history_key` / `latest_key`: the
-  dedup operator's numRowsTotal);
+- batches (those that ended in the minute), lag, state keys: the job's metrics in Redis
+  (`clearflow_spec.protocol.history_key` / `latest_key`: the dedup operator's numRowsTotal);
 - state bytes on disk: the size of every `state` directory in the stack's checkpoints;
 - heap: `jstat -gc` of the job's JVM (S0U+S1U+EU+OU); RSS: the job's process tree (supervisor, Python driver,
-  JVM, Python workers); restarts: the pipeline's runs in the API, less one.
+  JVM, Python workers); restarts: the pipeline's runs in the API, less one;
+- the state store's commit per batch: the job's metrics (`phases_ms`): `state_commit` (Spark's commitTimeMs, the
+  whole commit) and, of it, `rocksdb_file_sync` (RocksDB's files synced to the checkpoint's storage: the upload),
+  as the mean over the minute's batches and their p95.
 --kill-every N sends SIGKILL to the job's whole process group every N minutes (recovery under load).
+--checkpoint s3 puts the checkpoints on S3 as `CLEARFLOW_CHECKPOINT_ROOT=s3a://clearflow/checkpoints make up` does
+(the stack's own S3Proxy, here on a free port; its objects in its memory), and at the end checks that the
+pipeline's offsets, commits and state are in the bucket and nothing is under the stack's local checkpoint directory
+(summary.json's `checkpoint`). The state's bytes on disk are then not measured (no local state directory).
 
 --mode says in what order a person meets the load:
 - `steady` (the default): the load runs --lead-seconds before the deploy, so the product sizes from the topic;
@@ -68,11 +76,16 @@ from bench_pipeline import REPO, log, sample_tree
 from cpu_watch import CpuWatch, cores_in_words
 from soak_series import (
     LATENCY_BUCKET_MS,
+    LONGEST_BATCH_MS,
+    STATE_COMMIT_PHASE,
+    STATE_UPLOAD_PHASE,
     MinuteSample,
+    ended_within,
     heap_used_bytes,
     histogram_percentile,
     minute_line,
     percentile,
+    phase_per_batch,
     rows_verdict,
     slowest_phases,
     state_disk_bytes,
@@ -84,7 +97,10 @@ from soak_series import (
 sys.path.insert(0, str(REPO))
 
 from clearflow_spec.protocol import history_key, latest_key
-from localstack.processes import wait_until
+from localstack.processes import free_port, wait_until
+from localstack.service_defs import S3_BUCKET
+from spark_jobs import object_store
+from spark_jobs.s3_client import S3Client
 from tests.localstack.stack_env import stack_env
 
 START_TIMEOUT = 600  # a cold start on a loaded machine: migrations, Kafka, ClickHouse, registry, web, Celery
@@ -95,15 +111,29 @@ RECENT_EVENTS = 100_000  # re-sends pick among the last this many unique events
 # --- the stack -----------------------------------------------------------------------------------------------
 
 
-class Stack:
-    """`python -m localstack up` on free ports, its state in a temporary directory, a database of its own."""
+S3_CHECKPOINT_ROOT = f"s3a://{S3_BUCKET}/checkpoints"  # as docs/deployment.md's `make up` example has it
 
-    def __init__(self, keep: bool) -> None:
+
+class Stack:
+    """`python -m localstack up` on free ports, its state in a temporary directory, a database of its own.
+    `checkpoint="s3"`: the checkpoints on S3 (CLEARFLOW_CHECKPOINT_ROOT=s3a://clearflow/checkpoints), which makes
+    `make up` start its own S3Proxy (localstack.stack_services.local_object_store), here on a free port."""
+
+    def __init__(self, keep: bool, *, checkpoint: str = "local") -> None:
         self.keep = keep
         self.var_dir = Path(tempfile.mkdtemp(prefix="clearflow-soak-"))
         # The product's pool of standby jobs, as a person's `make up` has it (an --env or --compare may set another).
         made = stack_env(self.var_dir, database_prefix="clearflow_soak", standby_jobs="auto")
         self.env, self.ports, self.database = made.env, made.ports, made.database
+        self.checkpoint = checkpoint
+        if checkpoint == "s3":
+            self.ports["s3"] = free_port()
+            self.env.update(
+                CLEARFLOW_CHECKPOINT_ROOT=S3_CHECKPOINT_ROOT,
+                **{object_store.ENDPOINT_ENV: f"http://127.0.0.1:{self.ports['s3']}"},
+            )
+            for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+                self.env.pop(name, None)  # the stack makes its S3Proxy's keys (var/secrets/s3proxy)
         self.token = ""
         self.process: subprocess.Popen[bytes] | None = None
         self.output = self.var_dir / "make-up.log"
@@ -135,6 +165,28 @@ class Stack:
             text=True,
             check=True,
         ).stdout.strip()
+
+    def s3(self) -> S3Client:
+        """A client of the stack's S3Proxy, with the keys `make up` made for it."""
+        secret = (self.var_dir / "secrets" / "s3proxy").read_text().strip()
+        return S3Client.from_env({**self.env, "AWS_ACCESS_KEY_ID": "clearflow", "AWS_SECRET_ACCESS_KEY": secret})
+
+    def checkpoint_where(self, pipeline_id: int) -> dict[str, Any]:
+        """Where the pipeline's checkpoint is: its objects in the bucket (s3) and the files under the local
+        checkpoint directory. With --checkpoint s3 the first must hold its offsets, commits and state, the second
+        nothing."""
+        local = self.var_dir / "checkpoints"
+        local_files = sorted(str(p.relative_to(local)) for p in local.rglob("*") if p.is_file())
+        where: dict[str, Any] = {"local_files": len(local_files), "local_examples": local_files[:5]}
+        if self.checkpoint == "s3":
+            prefix = f"{S3_CHECKPOINT_ROOT.removeprefix(f's3a://{S3_BUCKET}/')}/pipeline-{pipeline_id}/"
+            keys = list(self.s3().keys(S3_BUCKET, prefix))
+            parts = sorted({key.removeprefix(prefix).split("/")[0] for key in keys})
+            where |= {"s3_prefix": f"s3a://{S3_BUCKET}/{prefix}", "s3_objects": len(keys), "s3_parts": parts}
+            where["ok"] = {"offsets", "commits", "state"} <= set(parts) and not local_files
+        else:
+            where["ok"] = bool(local_files)
+        return where
 
     def api(self, method: str, path: str, body: dict | None = None) -> Any:
         request = urllib.request.Request(
@@ -324,8 +376,11 @@ class Sampler:
         return {int(bucket): int(count) for bucket, count in result.result_rows}
 
     def batches(self, start_ms: int, end_ms: int) -> list[dict]:
-        records = self.redis.zrangebyscore(history_key(self.job), start_ms, end_ms - 1)
-        return [json.loads(r) for r in records]
+        """The batches that ended in [start_ms, end_ms) (the history scores them by their start)."""
+        records = self.redis.zrangebyscore(
+            history_key(self.job), start_ms - LONGEST_BATCH_MS, end_ms - 1, withscores=True
+        )
+        return ended_within([(json.loads(r), score) for r, score in records], start_ms, end_ms)
 
     def latest(self) -> dict:
         raw = self.redis.get(latest_key(self.job))
@@ -339,6 +394,8 @@ class Sampler:
         histogram = self.latency_histogram(int(start * 1000), int(end * 1000))
         batches = self.batches(int(start * 1000), int(end * 1000))
         durations = [b["batch_duration_ms"] for b in batches]
+        commit_total, commit_p95 = phase_per_batch(batches, STATE_COMMIT_PHASE)
+        upload_total, upload_p95 = phase_per_batch(batches, STATE_UPLOAD_PHASE)
         latest = self.latest()
         pace = self.pace()
         runs = self.runs()
@@ -371,6 +428,10 @@ class Sampler:
             load_avg_1m=round(os.getloadavg()[0], 2),
             slowest_batch_phases=slowest_phases(batches),
             cpu_cores=cores_in_words(self.cpu.take(pid)),
+            state_commit_total_ms=commit_total,
+            state_commit_p95_ms=commit_p95,
+            state_upload_total_ms=upload_total,
+            state_upload_p95_ms=upload_p95,
             histogram=histogram,
         )
 
@@ -426,6 +487,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup-minutes", type=float, default=3, help="backlog: minutes run before the stop")
     parser.add_argument("--backlog-minutes", type=float, default=30, help="backlog: minutes stopped under load")
     parser.add_argument("--drain-timeout", type=int, default=900, help="seconds to wait for the job to catch up")
+    parser.add_argument(
+        "--checkpoint",
+        choices=["local", "s3"],
+        default="local",
+        help="where the checkpoints go: the stack's directory, or S3 (the stack's own S3Proxy)",
+    )
     parser.add_argument("--out", type=Path, help="where summary.json, minutes.csv, soak.png go")
     parser.add_argument("--keep", action="store_true", help="keep the stack's state directory and database")
     return parser.parse_args(argv)
@@ -435,7 +502,7 @@ def main() -> int:
     args = parse_args()
     out = args.out or REPO / "var" / "soak" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()} | {"out": str(out)}
-    stack = Stack(keep=args.keep)
+    stack = Stack(keep=args.keep, checkpoint=args.checkpoint)
     producer: multiprocessing.process.BaseProcess | None = None
     try:
         log(f"starting the stack in {stack.var_dir}")
@@ -536,14 +603,19 @@ def main() -> int:
         count, distinct = sampler.clickhouse.query(f"SELECT count(), uniqExact(id) FROM `{table}`").result_rows[0]
         verdict = rows_verdict(rows=int(count), distinct_ids=int(distinct), unique_produced=total_unique)
         log(verdict.words)
+        checkpoint = stack.checkpoint_where(pipeline["id"])
+        log(f"the checkpoint ({args.checkpoint}): {json.dumps(checkpoint)}")
         summary = summarize(samples, verdict, settings)
+        summary["checkpoint"] = checkpoint
+        summary["checks"]["checkpoint_where_asked"] = checkpoint["ok"]
+        summary["targets_met"] = summary["targets_met"] and checkpoint["ok"]
         runs = sampler.runs()
         run_fields = ("attempt", "driver_memory", "outcome", "cause", "reason", "log_path")
         summary["runs"] = [{k: r.get(k) for k in run_fields} for r in runs]  # oldest last; why each ended
         paths = write_outputs(out, samples, summary)
         print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
         log("wrote " + ", ".join(str(p) for p in paths))
-        return 0 if verdict.exact else 1
+        return 0 if verdict.exact and checkpoint["ok"] else 1
     finally:
         if producer is not None and producer.is_alive():
             producer.terminate()

@@ -95,11 +95,26 @@ class MinuteSample:
     # behind; and its re-sizes so far (runs that ended "resized").
     pace: str = ""
     resizes: int = 0
+    # The state store's commit per batch (the job's phases_ms, summed over the minute's batches, and the slowest
+    # but 5%): `state_commit` is the whole commit (Spark's commitTimeMs), `state_upload` its part that syncs
+    # RocksDB's files to the checkpoint's storage (rocksdb_file_sync: to S3 when the checkpoint is there).
+    state_commit_total_ms: int | None = None
+    state_commit_p95_ms: float | None = None
+    state_upload_total_ms: int | None = None
+    state_upload_p95_ms: float | None = None
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 
     @property
     def rate(self) -> float:
         return self.produced / 60
+
+    @property
+    def state_commit_mean_ms(self) -> float | None:
+        return self.state_commit_total_ms / self.batches if self.state_commit_total_ms is not None else None
+
+    @property
+    def state_upload_mean_ms(self) -> float | None:
+        return self.state_upload_total_ms / self.batches if self.state_upload_total_ms is not None else None
 
 
 def heap_used_bytes(jstat_output: str) -> int | None:
@@ -116,6 +131,31 @@ def heap_used_bytes(jstat_output: str) -> int | None:
 
 # The CSV's columns: every field but the histogram (kept in the JSON).
 CSV_FIELDS = [f.name for f in fields(MinuteSample) if f.name != "histogram"]
+
+
+LONGEST_BATCH_MS = 15 * 60_000  # a minute's batches are looked for among those that started this long before it
+
+
+def ended_within(batches: Iterable[tuple[Mapping[str, Any], float]], start_ms: int, end_ms: int) -> list[Mapping]:
+    """The batches (a metrics record and its start, unix ms, as the history scores it) that ended in [start_ms,
+    end_ms): a record is written when its batch ends, so a batch longer than the wait after its minute (a job
+    behind, a first batch) is counted in the minute it ended in, not missed in the one it started in."""
+    return [
+        record
+        for record, started_ms in batches
+        if start_ms <= started_ms + int(record.get("batch_duration_ms") or 0) < end_ms
+    ]
+
+
+STATE_COMMIT_PHASE, STATE_UPLOAD_PHASE = "state_commit", "rocksdb_file_sync"  # spark_jobs.metrics' names
+
+
+def phase_per_batch(batches: Sequence[Mapping[str, Any]], phase: str) -> tuple[int | None, float | None]:
+    """(total ms, nearest-rank p95 ms) of one of the batches' phases_ms; (None, None) when no batch has it."""
+    times = [int(b["phases_ms"][phase]) for b in batches if phase in (b.get("phases_ms") or {})]
+    if not times:
+        return None, None
+    return sum(times), percentile(times, 0.95)
 
 
 def slowest_phases(batches: Sequence[Mapping[str, Any]], top: int = 3) -> str:
@@ -148,7 +188,17 @@ def minute_line(sample: MinuteSample) -> str:
         + (f" | {sample.pace}" if sample.pace else "")
         + (f" | re-sized {sample.resizes}" if sample.resizes else "")
         + (f" | cores: {sample.cpu_cores}" if sample.cpu_cores else "")
+        + _state_commit_words(sample)
     )
+
+
+def _state_commit_words(sample: MinuteSample) -> str:
+    if sample.state_commit_mean_ms is None:
+        return ""
+    words = f" | state commit {_num(sample.state_commit_mean_ms)} ms/batch (p95 {_num(sample.state_commit_p95_ms)})"
+    if sample.state_upload_mean_ms is not None:
+        words += f", upload {_num(sample.state_upload_mean_ms)} ms (p95 {_num(sample.state_upload_p95_ms)})"
+    return words
 
 
 @dataclass(frozen=True)
@@ -240,6 +290,7 @@ def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: M
             "p95_slope_ms_per_min": _rounded(slope_per_minute(p95s)),
             "rss_slope_mb_per_min": _rounded(_scaled(slope_per_minute(rss), 2**20)),
             "rss_max_mb": round(max(rss) / 2**20) if rss else None,
+            **state_commit_summary(tail),
         },
         "peak": {
             "rss_mb": _max_mb(s.rss_bytes for s in samples),
@@ -250,6 +301,26 @@ def summarize(samples: Sequence[MinuteSample], verdict: RowsVerdict, settings: M
         },
         "checks": checks,  # None: not measurable (a last third of one minute has no trend)
         "targets_met": all(value is True for value in checks.values()),
+    }
+
+
+def state_commit_summary(samples: Sequence[MinuteSample]) -> dict[str, float | None]:
+    """The state store's commit and upload per batch over `samples`: the mean (every batch's time over the batches
+    that had it) and the worst minute's p95."""
+
+    def mean(totals: list[tuple[int | None, int]]) -> float | None:
+        had = [(total, batches) for total, batches in totals if total is not None]
+        batches = sum(b for _, b in had)
+        return round(sum(t for t, _ in had) / batches, 1) if batches else None
+
+    def worst(values: Iterable[float | None]) -> float | None:
+        return max((v for v in values if v is not None), default=None)
+
+    return {
+        "state_commit_ms_per_batch": mean([(s.state_commit_total_ms, s.batches) for s in samples]),
+        "state_commit_p95_ms_worst_minute": worst(s.state_commit_p95_ms for s in samples),
+        "state_upload_ms_per_batch": mean([(s.state_upload_total_ms, s.batches) for s in samples]),
+        "state_upload_p95_ms_worst_minute": worst(s.state_upload_p95_ms for s in samples),
     }
 
 
@@ -330,7 +401,16 @@ def plot(path: Path, samples: Sequence[MinuteSample], *, title: str) -> Path:
     panels = [
         ("Rows in ClickHouse (millions)", [("rows", "rows", 1e6), ("unique produced", "expected_unique", 1e6)], []),
         ("Produced -> visible (ms)", [("p50", "latency_p50_ms", 1), ("p95", "latency_p95_ms", 1)], []),
-        ("Micro-batch duration (ms)", [("p50", "batch_p50_ms", 1), ("max", "batch_max_ms", 1)], []),
+        (
+            "Micro-batch duration, state commit per batch (ms)",
+            [
+                ("batch p50", "batch_p50_ms", 1),
+                ("batch max", "batch_max_ms", 1),
+                ("state commit (mean)", "state_commit_mean_ms", 1),
+                ("of it, upload (mean)", "state_upload_mean_ms", 1),
+            ],
+            [],
+        ),
         ("Dedup state", [("keys (millions)", "state_keys", 1e6)], [("on disk (MB)", "state_disk_bytes", mib)]),
         (
             "Job memory (MB)",

@@ -265,7 +265,8 @@ class BatchMetrics:
     insert_ms_max: int = 0
     # Where the batch's time went (ms): Spark's phases (`durationMs` less the whole, `triggerExecution`) and the
     # state store's, summed over the stateful operators: state_commit, state_updates, state_removals and RocksDB's
-    # rocksdb_flush, rocksdb_checkpoint, rocksdb_write_stall, rocksdb_compaction. What a slow batch waited for.
+    # rocksdb_flush, rocksdb_checkpoint, rocksdb_file_sync (its files' upload to the checkpoint's storage),
+    # rocksdb_write_stall, rocksdb_compaction. What a slow batch waited for.
     phases_ms: dict[str, int] = field(default_factory=dict)
     query_id: str = ""  # Spark's query id: the same across restarts from one checkpoint, new after a reset
     # What the events carried (`spark_jobs.metrics.FIELDS_OBSERVATION`): Avro events per writer schema id; for

@@ -193,7 +193,8 @@ def metrics_from_progress(
 
 
 # The state store's share of a batch, as BatchMetrics.phases_ms names it: the operator's own timings and, for
-# RocksDB, its commit's flush and checkpoint, the time writes were stalled and compactions ran.
+# RocksDB, its commit's flush, local checkpoint and sync of its files to the checkpoint's storage (the upload, to S3
+# when the checkpoint is there), the time writes were stalled and compactions ran.
 _STATE_PHASES = {
     "commitTimeMs": "state_commit",
     "allUpdatesTimeMs": "state_updates",
@@ -202,6 +203,7 @@ _STATE_PHASES = {
 _ROCKSDB_PHASES = {
     "rocksdbCommitFlushLatency": "rocksdb_flush",
     "rocksdbCommitCheckpointLatency": "rocksdb_checkpoint",
+    "rocksdbCommitFileSyncLatencyMs": "rocksdb_file_sync",
     "rocksdbWriterStallLatencyMs": "rocksdb_write_stall",
     "rocksdbTotalCompactionLatencyMs": "rocksdb_compaction",
 }

@@ -157,3 +157,44 @@ def test_the_minute_from_which_a_ramp_kept_up_to_the_end():
     paces = ["keeping_up", "behind", "catching_up", "keeping_up", "keeping_up"]
     assert caught_up_minute([minute(i + 1, p) for i, p in enumerate(paces)]) == 4
     assert caught_up_minute([minute(1, "keeping_up"), minute(2, "behind")]) is None
+
+
+def test_the_state_stores_commit_and_upload_per_batch_come_from_the_batches_phases():
+    batches = [
+        {"phases_ms": {"addBatch": 900, "state_commit": 300, "rocksdb_file_sync": 200}},
+        {"phases_ms": {"addBatch": 800, "state_commit": 100, "rocksdb_file_sync": 40}},
+        {"phases_ms": {"addBatch": 700}},  # a batch before the state store reported (or a job without one)
+    ]
+    assert soak_series.phase_per_batch(batches, "state_commit") == (400, 300)
+    assert soak_series.phase_per_batch(batches, "rocksdb_file_sync") == (240, 200)
+    assert soak_series.phase_per_batch(batches[2:], "state_commit") == (None, None)
+    minute = sample(
+        1, batches=2, state_commit_total_ms=400, state_commit_p95_ms=300, state_upload_total_ms=240,
+        state_upload_p95_ms=200,
+    )  # fmt: skip
+    assert minute.state_commit_mean_ms == 200 and minute.state_upload_mean_ms == 120
+    assert soak_series.minute_line(minute).endswith("| state commit 200 ms/batch (p95 300), upload 120 ms (p95 200)")
+    assert "state commit" not in soak_series.minute_line(sample(1))
+
+
+def test_the_summary_gives_the_state_commit_per_batch_over_the_last_third():
+    samples = [
+        sample(m, batches=60, state_commit_total_ms=60 * 100 * m, state_commit_p95_ms=150 * m) for m in range(1, 7)
+    ]
+    samples.append(sample(7, batches=40, state_commit_total_ms=40 * 700, state_commit_p95_ms=900))
+    verdict = soak_series.rows_verdict(rows=1, distinct_ids=1, unique_produced=1)
+    last_third = soak_series.summarize(samples, verdict, {})["last_third"]
+    assert last_third["minutes"] == [6, 7]
+    # Every batch of the last third counts once: (60 x 600 + 40 x 700) / 100 ms, not the minutes' mean.
+    assert last_third["state_commit_ms_per_batch"] == 640.0
+    assert last_third["state_commit_p95_ms_worst_minute"] == 900
+    assert last_third["state_upload_ms_per_batch"] is None  # not reported: no file sync in these batches
+
+
+def test_a_minutes_batches_are_those_that_ended_in_it():
+    short, long_one, later = {"batch_duration_ms": 800}, {"batch_duration_ms": 178_000}, {"batch_duration_ms": 900}
+    batches = [(short, 60_100), (long_one, 1_000), (later, 119_500)]
+    # The long batch started in the first minute and ended in the third; the last one ends after the second.
+    assert soak_series.ended_within(batches, 60_000, 120_000) == [short]
+    assert soak_series.ended_within(batches, 120_000, 180_000) == [long_one, later]
+    assert soak_series.ended_within(batches, 0, 60_000) == []

@@ -60,7 +60,11 @@ def test_a_slow_batch_says_where_its_time_went():
                 "commitTimeMs": 4200,
                 "allUpdatesTimeMs": 300,
                 "allRemovalsTimeMs": 90,
-                "customMetrics": {"rocksdbWriterStallLatencyMs": 3900, "rocksdbCommitFlushLatency": 150},
+                "customMetrics": {
+                    "rocksdbWriterStallLatencyMs": 3900,
+                    "rocksdbCommitFlushLatency": 150,
+                    "rocksdbCommitFileSyncLatencyMs": 2700,
+                },
             }
         ],
     }
@@ -73,6 +77,7 @@ def test_a_slow_batch_says_where_its_time_went():
         "state_updates": 300,
         "state_removals": 90,
         "rocksdb_flush": 150,
+        "rocksdb_file_sync": 2700,
         "rocksdb_write_stall": 3900,
     }
     assert latest_key("p1") == "clearflow:metrics:p1"
