@@ -137,6 +137,13 @@ for _ in $(seq 120); do
   sleep 1
 done
 curl -s -o /dev/null "http://127.0.0.1:$WEB_PORT/api/v1/health" || { say "the web app does not answer on :$WEB_PORT"; exit 1; }
+# The Spark worker is up once the master lists it (its UI's JSON): a worker that exits at start is seen here.
+for _ in $(seq 90); do
+  curl -s "http://127.0.0.1:$(port spark_ui)/json/" | grep -q '"aliveworkers" *: *[1-9]' && break
+  sleep 1
+done
+curl -s "http://127.0.0.1:$(port spark_ui)/json/" | grep -q '"aliveworkers" *: *[1-9]' ||
+  { say "no Spark worker registered with the master"; exit 1; }
 for name in spark-master spark-worker web worker beat; do
   [[ $(podman inspect -f '{{.State.Running}}' "$RUN_ID-$name") == true ]] || { say "$name stopped"; exit 1; }
 done

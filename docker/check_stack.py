@@ -139,7 +139,8 @@ def produce(bootstrap: str, topic: str) -> list[str]:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the topic exists: its handle serves the call
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     payloads, ids = [], []
     for number in range(EVENTS):

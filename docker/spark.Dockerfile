@@ -19,8 +19,12 @@ COPY webapp ./webapp
 COPY worker ./worker
 COPY localstack ./localstack
 COPY clearflow ./clearflow
+# A worker keeps its executors' files in SPARK_WORKER_DIR (by default inside pyspark's package, which the user
+# cannot write: the worker exited at start).
 RUN python -m venv /opt/clearflow/venv \
  && /opt/clearflow/venv/bin/pip install . \
  && useradd --system --uid 10001 --create-home spark \
- && mkdir -p /var/lib/clearflow-checkpoints && chown spark /var/lib/clearflow-checkpoints
+ && mkdir -p /var/lib/clearflow-checkpoints /var/lib/spark/work \
+ && chown spark /var/lib/clearflow-checkpoints /var/lib/spark/work
+ENV SPARK_WORKER_DIR=/var/lib/spark/work
 USER spark

@@ -194,3 +194,5 @@ def test_both_images_run_python_from_the_same_venv_path_as_one_user_id() -> None
         assert "python -m venv /opt/clearflow/venv" in text and "/opt/clearflow/venv/bin/pip install ." in text
         assert "--uid 10001" in text and "/var/lib/clearflow-checkpoints" in text
     assert "APP_UID=10001" in (REPO / "docker" / "check.sh").read_text()
+    # A Spark worker writes its executors' files there; pyspark's own directory belongs to root.
+    assert re.search(r"^ENV SPARK_WORKER_DIR=/var/lib/spark/work$", spark, re.M) and "chown spark" in spark
