@@ -34,8 +34,11 @@ RUN apt-get update \
 COPY --from=build /opt/clearflow/venv /opt/clearflow/venv
 WORKDIR /app
 COPY --from=build /app ./
-RUN useradd --system --home /var/lib/clearflow clearflow \
- && mkdir -p /var/lib/clearflow /srv/static \
+# The uid is the Spark image's (docker/spark.Dockerfile): the driver here and the executors there write the same
+# checkpoint directory (a volume both mount, owned by this user from the image's mount point).
+RUN useradd --system --uid 10001 --home /var/lib/clearflow clearflow \
+ && mkdir -p /var/lib/clearflow /srv/static /var/lib/clearflow-checkpoints \
+ && chown clearflow /var/lib/clearflow-checkpoints \
  && DJANGO_SECRET_KEY=build CLEARFLOW_ENCRYPTION_KEY=bm90LWEtcmVhbC1rZXktb25seS1mb3ItYnVpbGRpbmc9 \
     python manage.py collectstatic --noinput \
  && chown -R clearflow /var/lib/clearflow

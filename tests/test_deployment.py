@@ -170,3 +170,29 @@ def test_check_deploy_has_no_warnings_with_compose_settings(compose: dict, tmp_p
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+@pytest.mark.fast
+def test_the_image_check_builds_both_images_on_a_local_base_and_checks_rows() -> None:
+    """docker/check.sh (run by hand: it needs podman and minutes) builds every Dockerfile with the official base
+    replaced through PYTHON_IMAGE, the one argument each Dockerfile declares for it, and ends on the rows check."""
+    check = (REPO / "docker" / "check.sh").read_text()
+    assert '--build-arg "PYTHON_IMAGE=$BASE_IMAGE"' in check
+    for dockerfile in DOCKERFILES:
+        assert re.search(r"^ARG PYTHON_IMAGE=", dockerfile.read_text(), re.M), dockerfile
+        assert f'-f "$REPO/{dockerfile.relative_to(REPO)}"' in check, dockerfile
+    assert "trap cleanup EXIT" in check and "nice -n 19 podman build" in check
+    assert 'check_stack.py" pipeline' in check
+
+
+@pytest.mark.fast
+def test_both_images_run_python_from_the_same_venv_path_as_one_user_id() -> None:
+    """The driver (app image) names its own interpreter for the executors (spark.pyspark.python), and the driver and
+    the executors write the same checkpoints: the Spark image has the venv at the same path, the user the same uid."""
+    app, spark = (REPO / "Dockerfile").read_text(), (REPO / "docker" / "spark.Dockerfile").read_text()
+    for text in (app, spark):
+        assert "python -m venv /opt/clearflow/venv" in text and "/opt/clearflow/venv/bin/pip install ." in text
+        assert "--uid 10001" in text and "/var/lib/clearflow-checkpoints" in text
+    assert "APP_UID=10001" in (REPO / "docker" / "check.sh").read_text()
+    # A Spark worker writes its executors' files there; pyspark's own directory belongs to root.
+    assert re.search(r"^ENV SPARK_WORKER_DIR=/var/lib/spark/work$", spark, re.M) and "chown spark" in spark

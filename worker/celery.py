@@ -7,9 +7,13 @@ import os
 
 from celery import Celery
 
+# Before the app exists: Celery sets Django up in its worker and beat (its Django fixup) only when this is in the
+# environment as the app is made. A process started without it (`celery -A worker.celery worker` in the image)
+# otherwise failed every task with "Apps aren't loaded yet".
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
+
 from webapp.core.queue import app
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.config.settings")
 app.autodiscover_tasks(["worker"])
 
 import worker.monitoring  # noqa: E402, F401 - connects the task outcome counters
