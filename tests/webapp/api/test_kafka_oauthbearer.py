@@ -77,3 +77,78 @@ def test_oauthbearer_tests_and_samples_and_a_wrong_client_secret_is_named(api, o
     message = refused.json()["message"]
     assert message.startswith("Token endpoint failed: The OAuth token endpoint gave no token"), message
     assert "not-the-secret" not in message
+
+
+@pytest.mark.spark
+def test_a_pipeline_reads_over_oauthbearer_with_tokens_from_the_provider_every_row_once(
+    api, oauth_kafka, clickhouse_server, tmp_path
+):
+    """The job's own client (kafka-clients' OAuthBearerLoginCallbackHandler) fetches its tokens from Keycloak and
+    reads the OAUTHBEARER listener: every event once in ClickHouse, the client secret only in the spec file."""
+    import subprocess
+
+    import clickhouse_connect
+
+    from tests.spark_jobs.engine_helpers import JOB_TIMEOUT, job_command
+    from tests.specs import spec_dict
+    from webapp.connections.models import KafkaConnection
+    from webapp.pipelines.services import pipeline_create, pipeline_job_spec
+    from worker.jobs import write_spec
+
+    keycloak, plaintext, bootstrap = oauth_kafka
+    topic, table = f"oauth_job_{uuid.uuid4().hex[:8]}", f"oauth_{uuid.uuid4().hex[:8]}"
+    unique = [order(i) for i in range(ORDERS)]
+    produce_records(plaintext, topic, [json.dumps(o).encode() for o in unique + unique[:2]])  # two re-sent
+    created = api.post(
+        KAFKA,
+        {
+            "name": "oauth job",
+            "bootstrap_servers": bootstrap,
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "OAUTHBEARER",
+            "sasl_oauthbearer_token_endpoint_url": keycloak.token_url,
+            "sasl_oauthbearer_client_id": keycloak.machine_client.client_id,
+            "sasl_oauthbearer_client_secret": keycloak.machine_client.client_secret,
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    saved = KafkaConnection.objects.get(pk=created.json()["id"])
+    warehouse = api.post(
+        "/api/v1/connections/clickhouse/",
+        {"name": "warehouse", "host": clickhouse_server.host, "port": clickhouse_server.port},
+        format="json",
+    )
+    assert warehouse.status_code == 201, warehouse.json()
+    spec = spec_dict(
+        topics=[topic],
+        starting_offsets="earliest",
+        fields=[("order_id", "string"), ("seq", "int")],
+        dedup={"keys": ["order_id"], "window": "1h", "time": "ingestion"},
+        database="default",
+        table=table,
+        create_table=True,
+        engine="MergeTree",
+        columns=[("order_id", "order_id", "String"), ("seq", "seq", "Nullable(Int64)")],
+    )
+    pipeline = pipeline_create(
+        owner=saved.owner,
+        name="oauth-job",
+        kafka_connection=saved,
+        clickhouse_connection=saved.workspace.clickhouse_connections.get(pk=warehouse.json()["id"]),
+        spec=spec,
+    )
+    spec_file = write_spec(tmp_path, pipeline_job_spec(pipeline=pipeline))
+    finished = subprocess.run(
+        job_command(spec_file, tmp_path / "checkpoint", "--driver-memory", "1g", "--available-now"),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT,
+    )
+
+    assert finished.returncode == 0, (finished.stdout + finished.stderr)[-4000:]
+    assert keycloak.machine_client.client_secret not in finished.stdout + finished.stderr
+    client = clickhouse_connect.get_client(host=clickhouse_server.host, port=clickhouse_server.port)
+    rows = client.query(f"SELECT count(), uniqExact(order_id) FROM default.`{table}`").result_rows
+    assert rows == [(ORDERS, ORDERS)]
