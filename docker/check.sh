@@ -12,7 +12,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
-BASE_IMAGE=localhost/clearflow-python:3.11-bookworm
+# The tag changes with what the base holds (an image made before lacks what is added since).
+BASE_IMAGE=localhost/clearflow-python:3.11-bookworm-2
 APP_IMAGE=localhost/clearflow/app:check
 SPARK_IMAGE=localhost/clearflow/spark:check
 RUN_ID=clearflow-check-$$
@@ -76,9 +77,10 @@ step "1. the base image ($BASE_IMAGE: Debian bookworm's Python 3.11, made once)"
 if podman image exists "$BASE_IMAGE"; then
   say "already made"
 else
-  # The host's own added CAs go in too: a TLS-inspecting proxy on the way to PyPI and Maven Central.
+  # Python's headers as in the official image (packages built from source, gssapi, need them). The host's own
+  # added CAs go in too: a TLS-inspecting proxy on the way to PyPI and Maven Central.
   nice -n 19 mmdebstrap --variant=minbase \
-    --include=ca-certificates,passwd,netbase,tzdata,python3,python3-venv \
+    --include=ca-certificates,passwd,netbase,tzdata,python3,python3-venv,python3-dev \
     --customize-hook='if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
         cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/"
         chroot "$1" update-ca-certificates; fi' \
