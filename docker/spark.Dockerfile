@@ -9,7 +9,7 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PATH=/opt/clearflow/venv/bin:$PATH
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps libgssapi-krb5-2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/clearflow
 COPY pyproject.toml README.md ./
@@ -21,8 +21,14 @@ COPY localstack ./localstack
 COPY clearflow ./clearflow
 # A worker keeps its executors' files in SPARK_WORKER_DIR (by default inside pyspark's package, which the user
 # cannot write: the worker exited at start).
-RUN python -m venv /opt/clearflow/venv \
+# gcc and MIT Kerberos's headers only while pip builds the gssapi package (the spark_jobs package's dependencies
+# are the app's); removed in the same layer.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libkrb5-dev \
+ && python -m venv /opt/clearflow/venv \
  && /opt/clearflow/venv/bin/pip install . \
+ && apt-get purge -y --auto-remove gcc libkrb5-dev \
+ && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --create-home spark \
  && mkdir -p /var/lib/clearflow-checkpoints /var/lib/spark/work \
  && chown spark /var/lib/clearflow-checkpoints /var/lib/spark/work
