@@ -224,6 +224,11 @@ def follow(pipeline: Pipeline) -> bool:
         moved = leave_idle_class(run.pid) if run.pid else 0
         if moved:
             log.info("pipeline %s: %s; %d threads left the idle CPU class", pipeline.pk, judged.summary(), moved)
+    last_batch = redis_state.last_batch_at(pipeline.job_name)
+    if last_batch is None or last_batch < run.running_at:
+        # Still in its first micro-batch (a start on a busy machine can take minutes): not a pace to re-size for,
+        # and a restart would only begin the start again.
+        return True
     quiet = [r for r in readings if reading.t_ms - r.t_ms <= pace.LIGHT_AGAIN_SECONDS * 1000]
     resize = pace.resize_for(
         judged,
