@@ -24,6 +24,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from soak import pipeline_spec  # noqa: E402 - the pipeline a new user would create, as the benches deploy it
 
 from localstack import processes, service_defs  # noqa: E402
 from tests.throwaway_postgres import ThrowawayPostgres  # noqa: E402
@@ -155,34 +158,6 @@ def produce(bootstrap: str, topic: str) -> list[str]:
     return ids
 
 
-def spec(topic: str, table: str) -> dict:
-    return {
-        "source": {
-            "topics": [topic],
-            "starting_offsets": "earliest",
-            "fields": [
-                {"path": "id", "type": "uuid"},
-                {"path": "produced_at", "type": "datetime"},
-                {"path": "user", "type": "string"},
-                {"path": "amount", "type": "float"},
-            ],
-        },
-        "dedup": {"keys": ["id"], "window": "1h"},
-        "sink": {
-            "clickhouse": {"database": "default"},
-            "table": table,
-            "create_table": True,
-            "order_by": ["id"],
-            "columns": [
-                {"field": "id", "column": "id", "type": "UUID"},
-                {"field": "produced_at", "column": "produced_at", "type": "DateTime64(3, 'UTC')"},
-                {"field": "user", "column": "user", "type": "String"},
-                {"field": "amount", "column": "amount", "type": "Float64"},
-            ],
-        },
-    }
-
-
 def pipeline(out_dir: Path, token_file: Path) -> int:
     import clickhouse_connect
 
@@ -197,7 +172,8 @@ def pipeline(out_dir: Path, token_file: Path) -> int:
         "POST", "connections/clickhouse/", {"name": "check ch", "host": "127.0.0.1", "port": ports["clickhouse"]}
     )
     body = {"name": "check", "kafka_connection": kafka["id"], "clickhouse_connection": clickhouse["id"]}
-    created = api("POST", "pipelines/", {**body, "spec": spec(topic, table)})
+    spec = pipeline_spec(topic, table, window="1h", time_mode="ingestion")
+    created = api("POST", "pipelines/", {**body, "spec": spec})
     api("POST", f"pipelines/{created['id']}/deploy/")
     say(f"deployed pipeline {created['id']} into table {table}; waiting for {EVENTS} rows")
     client = clickhouse_connect.get_client(host="127.0.0.1", port=ports["clickhouse"])
