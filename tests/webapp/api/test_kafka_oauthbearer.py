@@ -46,18 +46,25 @@ def oauth_kafka(tmp_path_factory, keycloak):
         yield keycloak, f"127.0.0.1:{port}", f"127.0.0.1:{oauth_port}"
 
 
-def test_oauthbearer_tests_and_samples_and_a_wrong_client_secret_is_named(api, oauth_kafka):
-    keycloak, plaintext, bootstrap = oauth_kafka
-    topic = f"oauth_orders_{uuid.uuid4().hex[:8]}"
-    produce_records(plaintext, topic, [json.dumps(order(i)).encode() for i in range(ORDERS)])
-    connection = {
-        "name": "oauth",
+def oauth_connection(keycloak, bootstrap: str, name: str) -> dict:
+    """A Kafka connection that gets its tokens from Keycloak's token endpoint (client credentials)."""
+    return {
+        "name": name,
         "bootstrap_servers": bootstrap,
         "security_protocol": "SASL_PLAINTEXT",
         "sasl_mechanism": "OAUTHBEARER",
         "sasl_oauthbearer_token_endpoint_url": keycloak.token_url,
         "sasl_oauthbearer_client_id": keycloak.machine_client.client_id,
         "sasl_oauthbearer_client_secret": keycloak.machine_client.client_secret,
+    }
+
+
+def test_oauthbearer_tests_and_samples_and_a_wrong_client_secret_is_named(api, oauth_kafka):
+    keycloak, plaintext, bootstrap = oauth_kafka
+    topic = f"oauth_orders_{uuid.uuid4().hex[:8]}"
+    produce_records(plaintext, topic, [json.dumps(order(i)).encode() for i in range(ORDERS)])
+    connection = {
+        **oauth_connection(keycloak, bootstrap, "oauth"),
         "sasl_oauthbearer_extensions": "logicalCluster=lkc-test",
     }
     created = api.post(KAFKA, connection, format="json")
@@ -99,19 +106,7 @@ def test_a_pipeline_reads_over_oauthbearer_with_tokens_from_the_provider_every_r
     topic, table = f"oauth_job_{uuid.uuid4().hex[:8]}", f"oauth_{uuid.uuid4().hex[:8]}"
     unique = [order(i) for i in range(ORDERS)]
     produce_records(plaintext, topic, [json.dumps(o).encode() for o in unique + unique[:2]])  # two re-sent
-    created = api.post(
-        KAFKA,
-        {
-            "name": "oauth job",
-            "bootstrap_servers": bootstrap,
-            "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "OAUTHBEARER",
-            "sasl_oauthbearer_token_endpoint_url": keycloak.token_url,
-            "sasl_oauthbearer_client_id": keycloak.machine_client.client_id,
-            "sasl_oauthbearer_client_secret": keycloak.machine_client.client_secret,
-        },
-        format="json",
-    )
+    created = api.post(KAFKA, oauth_connection(keycloak, bootstrap, "oauth job"), format="json")
     assert created.status_code == 201, created.json()
     saved = KafkaConnection.objects.get(pk=created.json()["id"])
     warehouse = api.post(
