@@ -235,6 +235,7 @@ def resize_for(
     *,
     sizing: Mapping[str, Any],
     running_seconds: float,
+    first_batch_done: bool = True,
     settle_seconds: float = RESIZE_SETTLE_SECONDS,
     quiet_max_per_second: float | None = None,
     quiet_seconds: float = 0.0,
@@ -245,8 +246,10 @@ def resize_for(
     `sizing`: what its run was sized with (`events_per_second`, `light`, `rocksdb_memory_mb`, as the worker
     records it). `quiet_max_per_second`: the highest rate events arrived at over the last `quiet_seconds` of
     readings. `state_memory_needed_mb`: the state's memory bound the arriving rate calls for. `settle_seconds`: how
-    long a run runs before it is judged (RESIZE_SETTLE_SECONDS)."""
-    if pace.state == "unknown" or running_seconds < settle_seconds or not sizing:
+    long a run runs before it is judged (RESIZE_SETTLE_SECONDS). `first_batch_done`: whether the run has ended a
+    micro-batch; until then it is still starting (minutes on a busy machine), not a pace to size for, and a restart
+    would only begin the start again."""
+    if pace.state == "unknown" or not first_batch_done or running_seconds < settle_seconds or not sizing:
         return None
     rate = max(pace.arriving_per_second, pace.reading_per_second)
     sized_for = float(sizing.get("events_per_second") or 0.0)

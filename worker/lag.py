@@ -202,8 +202,8 @@ def follow(pipeline: Pipeline) -> bool:
     cause = None
     sizing = run.sizing if run is not None else {}
     needed_mb = _state_memory_needed_mb(pipeline, judged.arriving_per_second)
+    last_batch = redis_state.last_batch_at(pipeline.job_name)
     if judged.state == "behind":
-        last_batch = redis_state.last_batch_at(pipeline.job_name)
         batch = _latest_batch(pipeline.job_name)
         cause = pace.behind_cause(
             judged,
@@ -224,16 +224,12 @@ def follow(pipeline: Pipeline) -> bool:
         moved = leave_idle_class(run.pid) if run.pid else 0
         if moved:
             log.info("pipeline %s: %s; %d threads left the idle CPU class", pipeline.pk, judged.summary(), moved)
-    last_batch = redis_state.last_batch_at(pipeline.job_name)
-    if last_batch is None or last_batch < run.running_at:
-        # Still in its first micro-batch (a start on a busy machine can take minutes): not a pace to re-size for,
-        # and a restart would only begin the start again.
-        return True
     quiet = [r for r in readings if reading.t_ms - r.t_ms <= pace.LIGHT_AGAIN_SECONDS * 1000]
     resize = pace.resize_for(
         judged,
         sizing=sizing,
         running_seconds=(timezone.now() - run.running_at).total_seconds(),
+        first_batch_done=last_batch is not None and last_batch >= run.running_at,
         settle_seconds=settings.PIPELINE_RESIZE_SETTLE_SECONDS,
         quiet_max_per_second=pace.max_arriving_per_second(quiet),
         quiet_seconds=(reading.t_ms - quiet[0].t_ms) / 1000 if quiet else 0.0,

@@ -92,6 +92,12 @@ def test_a_light_job_is_not_judged_before_it_settles_and_not_when_it_keeps_up():
     assert pace.resize_for(keeping_up, sizing=LIGHT, running_seconds=600) is None
 
 
+def test_a_run_still_in_its_first_batch_is_not_re_sized_however_long_its_start():
+    judged = pace.judge(series(seconds=120, arriving=20_000, reading=0, start_lag=100_000))
+    assert pace.resize_for(judged, sizing=LIGHT, running_seconds=600, first_batch_done=False) is None
+    assert pace.resize_for(judged, sizing=LIGHT, running_seconds=600, first_batch_done=True) is not None
+
+
 def test_a_busy_job_whose_state_outgrew_its_memory_is_re_sized():
     judged = pace.judge(series(seconds=120, arriving=40_000, reading=30_000, start_lag=500_000))
     assert pace.resize_for(judged, sizing=BUSY, running_seconds=600, state_memory_needed_mb=1024) is None
