@@ -41,6 +41,7 @@ STALLED = "stalled"  # the worker killed it: no heartbeat, or no start in time (
 LOST = "lost"  # its host stopped renewing the job's lease
 CHECKPOINT_STORE_DENIED = "checkpoint_store_denied"  # S3 refused the checkpoint's reads or writes
 CHECKPOINT_STORE_MISSING = "checkpoint_store_missing"  # the checkpoint's bucket does not exist
+CHECKPOINT_STORE_FAILING = "checkpoint_store_failing"  # S3 answered 5xx (overloaded or failing) to the checkpoint
 UNKNOWN = "unknown"
 
 # Spark's JVM exits with this when a thread dies of OutOfMemoryError (SparkExitCode.OOM), e.g. under spark-submit.
@@ -187,6 +188,9 @@ _CHECKPOINT = (
 # Hadoop's S3A file system: "java.nio.file.AccessDeniedException: s3a://bucket/key: getFileStatus on ... (Service:
 # S3, Status Code: 403, ...)"; a missing bucket: "UnknownStoreException: s3a://bucket/...: ... NoSuchBucket".
 _S3_DENIED = re.compile(r"AccessDeniedException: s3a://([^/\s:]+)|s3a://([^/\s:]+)\S*: .*Status Code: 403")
+# A store failing requests after S3A's retries (S3's 500 InternalError, 503 SlowDown): "AWSStatus500Exception: Writing
+# Object on prefix/state/0/0/...: ... (Service: S3, Status Code: 500, ...)".
+_S3_FAILING = re.compile(r"\(Service: S3, Status Code: (5\d\d)")
 _S3_NO_BUCKET = re.compile(
     r"(?:UnknownStoreException|NoSuchBucket).*?s3a://([^/\s:]+)|s3a://([^/\s:]+)\S*: .*NoSuchBucket"
 )
@@ -302,6 +306,16 @@ def _match(text: str, memory: str | None) -> Cause | None:
             "state store than the version being run.",
             "Deploy the version that wrote the checkpoint again, or start from a new checkpoint (Reset checkpoint: "
             "the dedup window's state is lost, the rows in ClickHouse stay).",
+            line,
+        )
+    if line := _find_re(_S3_FAILING, text):  # before the state's own words: a state write it refused says both
+        status = _S3_FAILING.search(text).group(1)  # type: ignore[union-attr]
+        return Cause(
+            CHECKPOINT_STORE_FAILING,
+            f"S3 failed the checkpoint's requests (it answered {status} after retries): the store under "
+            "CLEARFLOW_CHECKPOINT_ROOT was overloaded or failing, and the micro-batch in flight was not committed.",
+            "Nothing is lost or written twice: the job restarts on its own from its last committed micro-batch. If "
+            "it keeps failing, check the object store's health and CLEARFLOW_S3_ENDPOINT.",
             line,
         )
     if line := _find(_STATE_UNREADABLE, text):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from clearflow_spec import sizing
@@ -65,17 +66,26 @@ class BatchWriter:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         sink = self.spec.sink
-        writer = ch.PartitionWriter(
-            conn=connection_dict(sink.clickhouse, reveal_secrets=True),
-            database=sink.clickhouse.database,
-            table=sink.table,
-            dlq_table=sink.dead_letter_table,
-            columns=tuple(column_mapping.insert_columns(sink_columns(self.spec))),
-            pipeline=self.spec.name,
-            token_prefix=self.token_prefix,
-            batch_id=batch_id,
-        )
-        results = batch.mapInArrow(writer, ch.STATS_SCHEMA).collect()
+        # Computed once and kept: the writer inserts a partition only when it holds every row the computation gave
+        # it. A task that fails at the end of its partition (a state store commit refused: S3 answering 500, a full
+        # disk, a task stopped mid-stream) ends the Python side's input early without an error there; a partial
+        # insert, then the replay's whole one under the same token, would write the partial rows twice.
+        batch = batch.persist()
+        try:
+            writer = ch.PartitionWriter(
+                conn=connection_dict(sink.clickhouse, reveal_secrets=True),
+                database=sink.clickhouse.database,
+                table=sink.table,
+                dlq_table=sink.dead_letter_table,
+                columns=tuple(column_mapping.insert_columns(sink_columns(self.spec))),
+                pipeline=self.spec.name,
+                token_prefix=self.token_prefix,
+                batch_id=batch_id,
+                partition_rows=partition_rows(batch),
+            )
+            results = batch.mapInArrow(writer, ch.STATS_SCHEMA).collect()
+        finally:
+            batch.unpersist()
         self.stats.put(
             batch_id,
             {
@@ -84,6 +94,12 @@ class BatchWriter:
                 "insert_ms_max": max((r["insert_ms"] for r in results), default=0),
             },
         )
+
+
+def partition_rows(batch: DataFrame) -> dict[int, int]:
+    """How many rows each partition of `batch` has (partitions without rows are absent), counted in the JVM."""
+    counts = batch.groupBy(F.spark_partition_id().alias("p")).count().collect()
+    return {int(row["p"]): int(row["count"]) for row in counts}
 
 
 def start_query(

@@ -58,6 +58,11 @@ class ClickHouseWriteError(RuntimeError):
     """A permanent ClickHouse error: the job stops with this message."""
 
 
+class IncompleteInput(RuntimeError):
+    """A partition reached the writer with fewer rows than it has: nothing of it was written, and the batch is
+    replayed (a failure on the JVM side of the task ends the Arrow stream early without an error here)."""
+
+
 def error_code(exc: BaseException) -> int | None:
     match = _CODE_RE.search(str(exc))
     return int(match.group(1)) if match else None
@@ -223,6 +228,7 @@ class PartitionWriter:
     pipeline: str
     token_prefix: str
     batch_id: int
+    partition_rows: dict[int, int]  # rows per partition of the batch, counted before the write (BatchWriter)
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -232,6 +238,12 @@ class PartitionWriter:
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         collected = [b for b in batches if b.num_rows]
+        expected, received = self.partition_rows.get(partition, 0), sum(b.num_rows for b in collected)
+        if received != expected:
+            raise IncompleteInput(
+                f"batch {self.batch_id}, partition {partition}: {received} of its {expected} rows reached the writer; "
+                "nothing of it was written, and the batch is replayed"
+            )
         written = dead = 0
         started = time.monotonic()
         if collected:

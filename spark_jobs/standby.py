@@ -219,7 +219,15 @@ def rehearse(spark: Any) -> None:
 
 
 def _rehearsal_batch(batch: Any, _batch_id: int) -> None:
-    batch.mapInArrow(_pass_batches, batch.schema).count()
+    """What spark_jobs.query.BatchWriter does with a batch, without the insert: kept, counted, handed to Python."""
+    from spark_jobs.query import partition_rows
+
+    batch = batch.persist()
+    try:
+        partition_rows(batch)
+        batch.mapInArrow(_pass_batches, batch.schema).count()
+    finally:
+        batch.unpersist()
 
 
 def _pass_batches(batches: Any) -> Any:

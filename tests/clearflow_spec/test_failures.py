@@ -274,3 +274,12 @@ def test_a_missing_checkpoint_bucket_is_named() -> None:
     cause = classify(runner_line(line), 1)
     assert cause.code == failures.CHECKPOINT_STORE_MISSING
     assert cause.words.startswith("S3: the bucket gone of the checkpoint does not exist. Create the bucket gone")
+
+
+def test_a_checkpoint_store_answering_500_is_a_failing_store_and_the_job_restarts_on_its_own() -> None:
+    # S3A's own error for a state write S3 refused with 500, from a job against S3Proxy behind tests/s3_faults.py.
+    cause = classify((FAILURES / "s3_failing.log").read_text(), 1)
+    assert cause.code == failures.CHECKPOINT_STORE_FAILING, cause
+    assert cause.restart_helps and not cause.repeats_count  # a store that comes back, like a service that was down
+    assert cause.what.startswith("S3 failed the checkpoint's requests (it answered 500 after retries)")
+    assert "Nothing is lost or written twice" in cause.change

@@ -94,8 +94,9 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, interval: flo
         time.sleep(interval)
 
 
-def job_command(spec_file: Path, checkpoint: Path, *extra: str) -> list[str]:
-    """`python -m spark_jobs.run` on two local cores, without the Spark UI; the secrets stay in the spec file."""
+def job_command(spec_file: Path, checkpoint: Path | str, *extra: str) -> list[str]:
+    """`python -m spark_jobs.run` on two local cores, without the Spark UI; the secrets stay in the spec file.
+    `checkpoint`: a local directory, or an object store's location (`s3a://bucket/prefix`)."""
     return [
         sys.executable,
         "-m",

@@ -110,6 +110,42 @@ def test_a_topic_keyed_by_order_id_is_deduplicated_on_its_key(
     assert reasons == [("dedup key '_kafka_key' is missing or null",)]
 
 
+@pytest.mark.spark
+def test_a_topic_whose_order_id_is_a_header_is_deduplicated_on_that_header(
+    spark, kafka_bootstrap, clickhouse_server, ch, new_topic, tmp_path
+):
+    topic = new_topic(1)
+    data = make_spec(
+        kafka_bootstrap=kafka_bootstrap,
+        clickhouse=clickhouse_server,
+        topics=[topic],
+        dedup={"keys": ["_kafka_headers.order_id"], "window": "1h"},
+    )
+    data["sink"]["columns"] = _columns(("_kafka_headers.order_id", "order_id", "String"))
+    data["sink"]["order_by"] = ["order_id"]
+    spec = parse_spec(data)
+    _produce(
+        kafka_bootstrap,
+        topic,
+        [
+            (None, event(uuid.uuid4().hex, n=1), [("order_id", b"o-1")]),
+            (None, event(uuid.uuid4().hex, n=2), [("order_id", b"o-2"), ("region", b"eu")]),
+            (None, event(uuid.uuid4().hex, n=3), [("order_id", b"o-1")]),  # the same order again: dropped
+            (None, event(uuid.uuid4().hex, n=4), [("region", b"eu")]),  # no order id: a dead letter
+        ],
+    )
+    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)
+    rows = ch.query(f"SELECT order_id, n FROM {spec.sink.table} ORDER BY order_id").result_rows
+    assert rows == [("o-1", 1), ("o-2", 2)]
+    reasons = ch.query(f"SELECT reason FROM {spec.sink.dead_letter_table}").result_rows
+    assert reasons == [("dedup key '_kafka_headers.order_id' is missing or null",)]
+
+
 @pytest.mark.fast
 def test_a_join_side_carries_the_metadata_its_checkpointed_state_has():
     """A join keeps each side's events in its state: a field added to them would not restore an earlier

@@ -1,6 +1,6 @@
 """Nested JSON events through the engine into the real ClickHouse: arrays, maps and structs into Array, Map, Tuple
 and Nested columns, an array exploded into one row per element, and the column types that take text (Enum8,
-FixedString, Decimal, IPv4, IPv6, JSON). A value that does not fit is a dead letter naming its element."""
+Enum16, FixedString, Decimal, IPv4, IPv6, JSON). A value that does not fit is a dead letter naming its element."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.specs import spec_dict
 FIELDS = [
     ("order_id", "string"),
     ("status", "string"),
+    ("channel", "string"),
     ("tags", "array<string>"),
     ("attrs", "map<string,int>"),
     ("ship", "struct<city:string,zip:string>"),
@@ -31,6 +32,7 @@ FIELDS = [
 COLUMNS = [
     ("order_id", "order_id", "String"),
     ("status", "status", "Enum8('new' = 1, 'paid' = 2)"),
+    ("channel", "channel", "Enum16('web' = 1000, 'app' = 2000)"),
     ("tags", "tags", "Array(LowCardinality(String))"),
     ("attrs", "attrs", "Map(String, Nullable(Int64))"),
     ("ship", "ship", "Tuple(city String, zip FixedString(5))"),
@@ -48,6 +50,7 @@ def _order(order_id: str, **changes: object) -> dict:
     order = {
         "order_id": order_id,
         "status": "paid",
+        "channel": "app",
         "tags": ["gift", "express"],
         "attrs": {"weight": 3, "boxes": None},
         "ship": {"city": "Lyon", "zip": "69001"},
@@ -96,6 +99,7 @@ def test_nested_json_is_written_to_nested_columns_one_row_per_item(
             (0, _order("o-5", status="lost")),
             (0, _order("o-6", ip="300.1.1.1")),
             (0, _order("o-7", items=[])),  # no items: no row
+            (0, _order("o-8", channel="fax")),
         ],
     )
     query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
@@ -107,12 +111,12 @@ def test_nested_json_is_written_to_nested_columns_one_row_per_item(
 
     table = spec.sink.table
     rows = ch.query(
-        f"SELECT order_id, toString(status), tags, attrs, ship, sku, qty, price, `parts.name`, `parts.n`, "
-        f"ip, ip6, toJSONString(meta) FROM {table} ORDER BY order_id, sku"
+        f"SELECT order_id, toString(status), toString(channel), tags, attrs, ship, sku, qty, price, `parts.name`, "
+        f"`parts.n`, ip, ip6, toJSONString(meta) FROM {table} ORDER BY order_id, sku"
     ).result_rows
     shared = (["lid", "box"], [1, 2], IPv4Address("10.0.0.7"), IPv6Address("2001:db8::1"), '{"source":"web","v":2}')
-    o1 = ("o-1", "paid", ["gift", "express"], {"weight": 3, "boxes": None}, {"city": "Lyon", "zip": b"69001"})
-    o2 = ("o-2", "paid", [], {}, {"city": "Lyon", "zip": b"69001"})
+    o1 = ("o-1", "paid", "app", ["gift", "express"], {"weight": 3, "boxes": None}, {"city": "Lyon", "zip": b"69001"})
+    o2 = ("o-2", "paid", "app", [], {}, {"city": "Lyon", "zip": b"69001"})
     assert rows == [
         (*o1, "a-1", 2, Decimal("9.99"), *shared),
         (*o1, "b-2", 1, Decimal("120.50"), *shared),
@@ -126,6 +130,7 @@ def test_nested_json_is_written_to_nested_columns_one_row_per_item(
         ("o-4", "field 'attrs.weight': cannot convert 'heavy' to int"),
         ("o-5", "column 'status': cannot write 'lost' to Enum8('new' = 1, 'paid' = 2)"),
         ("o-6", "column 'ip': cannot write '300.1.1.1' to IPv4"),
+        ("o-8", "column 'channel': cannot write 'fax' to Enum16('web' = 1000, 'app' = 2000)"),
     ]
 
 

@@ -13,7 +13,7 @@ from spark_jobs.sink import PartitionWriter, TableSpec, prepare_tables
 BIG_PARTITION_ROWS = 1_200_000
 
 
-def _writer(clickhouse_server: Any, table: str, batch_id: int) -> PartitionWriter:
+def _writer(clickhouse_server: Any, table: str, batch_id: int, rows: int = BIG_PARTITION_ROWS) -> PartitionWriter:
     return PartitionWriter(
         conn={"host": clickhouse_server.host, "port": clickhouse_server.port},
         database="default",
@@ -23,6 +23,7 @@ def _writer(clickhouse_server: Any, table: str, batch_id: int) -> PartitionWrite
         pipeline="sink-test",
         token_prefix="sink-test:run1",
         batch_id=batch_id,
+        partition_rows={0: rows},
     )
 
 
@@ -58,5 +59,5 @@ def test_a_big_partition_replayed_in_another_order_is_written_exactly_once(click
     assert rows == unique == BIG_PARTITION_ROWS
 
     # The next batch is new data under a new token, and is written.
-    list(_writer(clickhouse_server, table, batch_id=1)(iter(_partition([BIG_PARTITION_ROWS]))))
+    list(_writer(clickhouse_server, table, batch_id=1, rows=1)(iter(_partition([BIG_PARTITION_ROWS]))))
     assert ch.command(f"SELECT count() FROM {table}") == BIG_PARTITION_ROWS + 1

@@ -143,6 +143,7 @@ def test_the_engines_insert_leaves_the_ingestion_time_to_the_default(pipeline_ta
         pipeline="p",
         token_prefix="t",
         batch_id=0,
+        partition_rows={},  # only its insert is used here
     )
     rows = pa.table(
         {

@@ -108,6 +108,7 @@ def test_the_job_gets_the_tls_settings_that_passed_the_test_and_writes_through_h
         pipeline=spec.name,
         token_prefix=f"{spec.name}:tls",
         batch_id=0,
+        partition_rows={0: 3},
     )
     [stats] = list(writer(iter([batch])))
     assert stats.column("rows_written")[0].as_py() == 3

@@ -60,6 +60,7 @@ def write_dead_letters(pipeline, events: list[Event]) -> None:
         pipeline=spec.name,
         token_prefix=f"{spec.name}:test",
         batch_id=next(_BATCH_IDS),
+        partition_rows={0: n},
     )
     stats = list(writer(iter([batch])))
     assert stats[0].column("dead_letters").to_pylist() == [n]
