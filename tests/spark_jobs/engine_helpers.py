@@ -113,3 +113,15 @@ def job_command(spec_file: Path, checkpoint: Path | str, *extra: str) -> list[st
         "spark.ui.enabled=false",
         *extra,
     ]
+
+
+def run_once(spark: Any, spec: Any, checkpoint: Path | str) -> None:
+    """One availableNow run of `spec` from `checkpoint` (a second call continues from the same checkpoint)."""
+    from spark_jobs.query import start_query, stop_query
+
+    query = start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+    finally:
+        stop_query(spark, query)

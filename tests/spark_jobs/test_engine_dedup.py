@@ -9,24 +9,14 @@ import time
 import uuid
 
 import pytest
-from engine_helpers import event, make_spec, produce, wait_for
+from engine_helpers import event, make_spec, produce, run_once, wait_for
 
 from clearflow_spec.spec import parse_spec
 from spark_jobs.checkpoint_state import CheckpointMismatch
 from spark_jobs.metrics import StateKeyCount
-from spark_jobs.query import start_query, stop_query
+from spark_jobs.query import start_query
 
 pytestmark = pytest.mark.spark
-
-
-def run_once(spark, spec, checkpoint):
-    """One availableNow run of `spec` from `checkpoint` (a second call continues from the same checkpoint)."""
-    query = start_query(spark, spec, checkpoint=str(checkpoint), trigger={"availableNow": True})
-    try:
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-    finally:
-        stop_query(spark, query)
 
 
 def kept(ch, spec):

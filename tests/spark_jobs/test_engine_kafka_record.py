@@ -7,10 +7,9 @@ import json
 import uuid
 
 import pytest
-from engine_helpers import event, make_spec
+from engine_helpers import event, make_spec, run_once
 
 from clearflow_spec.spec import SpecError, parse_spec
-from spark_jobs.query import start_query, stop_query
 
 
 def _spec(**changes: object) -> dict:
@@ -98,12 +97,7 @@ def test_a_topic_keyed_by_order_id_is_deduplicated_on_its_key(
             (None, event(uuid.uuid4().hex, n=6), []),  # no key: a dead letter, not an order
         ],
     )
-    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
-    try:
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-    finally:
-        stop_query(spark, query)
+    run_once(spark, spec, tmp_path / "ckpt")
     rows = ch.query(f"SELECT order_id, n, trace_id FROM {spec.sink.table} ORDER BY order_id").result_rows
     assert rows == [("o-1", 1, "t1-last"), ("o-2", 2, "tr\u00e4ce"), ("\u00f6-3", 4, None)]
     reasons = ch.query(f"SELECT reason FROM {spec.sink.dead_letter_table}").result_rows
@@ -134,12 +128,7 @@ def test_a_topic_whose_order_id_is_a_header_is_deduplicated_on_that_header(
             (None, event(uuid.uuid4().hex, n=4), [("region", b"eu")]),  # no order id: a dead letter
         ],
     )
-    query = start_query(spark, spec, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
-    try:
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-    finally:
-        stop_query(spark, query)
+    run_once(spark, spec, tmp_path / "ckpt")
     rows = ch.query(f"SELECT order_id, n FROM {spec.sink.table} ORDER BY order_id").result_rows
     assert rows == [("o-1", 1), ("o-2", 2)]
     reasons = ch.query(f"SELECT reason FROM {spec.sink.dead_letter_table}").result_rows
